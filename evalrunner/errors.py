@@ -1,0 +1,94 @@
+"""One exception hierarchy whose messages are written for the user who must fix the input.
+
+Every error raised on purpose by evalrunner derives from :class:`EvalRunnerError`. Its message
+says what is wrong and how to fix it; the CLI prints it as-is and exits non-zero, and the
+Prepare step of the state machine fails the execution with it.
+"""
+
+from __future__ import annotations
+
+
+class EvalRunnerError(Exception):
+    """Base class: the message is shown to the user verbatim."""
+
+    #: Short machine-readable kind, used as the Step Functions error name.
+    code: str = "EvalRunnerError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class EventError(EvalRunnerError):
+    """The run's event JSON breaks the contract (see ``evalrunner schema event``)."""
+
+    code = "InvalidEvent"
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"The event is not valid:\n{lines}")
+
+
+class SuiteError(EvalRunnerError):
+    """The test suite cannot be read; the message names sheet, row and column where known."""
+
+    code = "InvalidSuite"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        sheet: str | None = None,
+        row: int | None = None,
+        column: str | None = None,
+    ) -> None:
+        self.source, self.sheet, self.row, self.column = source, sheet, row, column
+        where = [
+            part
+            for part in (
+                source,
+                f"sheet '{sheet}'" if sheet else None,
+                f"row {row}" if row is not None else None,
+                f"column '{column}'" if column else None,
+            )
+            if part
+        ]
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(prefix + message)
+
+
+class ConfigError(EvalRunnerError):
+    """A setting (target spec, thresholds, gates, judge, models) is malformed."""
+
+    code = "InvalidConfig"
+
+
+class TargetError(EvalRunnerError):
+    """Calling the target failed; recorded on the case, never fatal for the run."""
+
+    code = "TargetError"
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class TargetTimeout(TargetError):
+    code = "TargetTimeout"
+
+
+class StorageError(EvalRunnerError):
+    """An object the run needs is missing or unreadable in the run bucket."""
+
+    code = "StorageError"
+
+
+class ExecutionFailed(EvalRunnerError):
+    """The state machine execution itself failed (not a single case)."""
+
+    code = "ExecutionFailed"

@@ -1,0 +1,247 @@
+"""The evaluator contract: what an evaluator declares and what it returns per case.
+
+An evaluator is a small class that declares its inputs, what it needs to run, and its metrics
+(range, direction, default threshold, which one is primary). The base class owns everything
+that must behave the same for all of them: skipping when inputs are missing (never scoring 0),
+applying thresholds and direction, and turning an exception into an ``error`` result for that
+case instead of losing the case.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Input(StrEnum):
+    """Case fields an evaluator can ask for; a missing one skips the evaluator for that case."""
+
+    QUESTION = "question"
+    EXPECTED_ANSWER = "expected_answer"
+    EXPECTED_CONTEXTS = "expected_contexts"
+    ANSWER = "answer"
+    CONTEXTS = "contexts"
+    CONDITION = "condition"
+
+
+#: How to tell the user to provide each input when it is missing.
+_INPUT_HINTS: dict[Input, str] = {
+    Input.QUESTION: "the case has no question",
+    Input.EXPECTED_ANSWER: "the case has no expected answer (fill the expected_answer column)",
+    Input.EXPECTED_CONTEXTS: "the case has no expected contexts (fill expected_contexts)",
+    Input.ANSWER: "there is no answer to score",
+    Input.CONTEXTS: "the target returned no retrieved context",
+    Input.CONDITION: "the case has no condition (fill the condition column)",
+}
+
+
+class Requirement(StrEnum):
+    """What an evaluator needs; decides where in the pipeline it runs."""
+
+    NOTHING = "nothing"  # pure CPU: runs per case in the fan-out
+    LOCAL_MODEL = "local_model"  # small model, in-process
+    GPU_BATCH = "gpu_batch"  # batched over the whole run in the Score step
+    JUDGE = "judge"  # LLM judge, per case in the fan-out
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One number an evaluator produces."""
+
+    name: str
+    description: str
+    higher_is_better: bool = True
+    threshold: float = 0.75
+    low: float = 0.0
+    high: float = 1.0
+    primary: bool = False
+    kind: Literal["continuous", "pass_fail"] = "continuous"
+
+    def passes(self, score: float, threshold: float) -> bool:
+        return score >= threshold if self.higher_is_better else score <= threshold
+
+
+class Sample(BaseModel):
+    """What evaluators see of one case × iteration: the expectations plus the target's answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    expected_answer: str | None = None
+    expected_contexts: list[str] = Field(default_factory=list)
+    expected_intent: str | None = None
+    expected_tool: str | None = None
+    expected_documents: list[str] = Field(default_factory=list)
+    condition: str | list[Any] | None = None
+    categories: list[str] = Field(default_factory=list)
+    answer: str | None = None
+    contexts: list[str] = Field(default_factory=list)
+    documents: list[str] = Field(default_factory=list)
+    tool: str | None = None
+    intent: str | None = None
+
+    def has(self, field: Input) -> bool:
+        value = getattr(self, field.value)
+        if field is Input.ANSWER:
+            # An empty answer is still an answer (a wrong one); only a missing one is skipped.
+            return value is not None
+        if isinstance(value, str):
+            return bool(value.strip())
+        return bool(value)
+
+
+Status = Literal["scored", "skipped", "error"]
+
+
+class MetricResult(BaseModel):
+    """Score, success and reason of one metric on one case; ``status`` says which apply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evaluator: str
+    metric: str
+    status: Status
+    score: float | None = None
+    success: bool | None = None
+    threshold: float | None = None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An evaluator's raw answer for one metric, before thresholds are applied."""
+
+    value: float
+    reason: str
+
+
+class Evaluator(ABC):
+    """Base class of every evaluator; subclasses are registered by name with ``@register``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    inputs: ClassVar[frozenset[Input]]
+    requires: ClassVar[Requirement] = Requirement.NOTHING
+    metrics: ClassVar[tuple[MetricSpec, ...]]
+
+    def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
+        self._thresholds = {m.name: m.threshold for m in self.metrics}
+        for key, value in (thresholds or {}).items():
+            if key in self._thresholds:
+                self._thresholds[key] = float(value)
+            elif key == self.name:
+                self._thresholds[self.primary_metric().name] = float(value)
+
+    @classmethod
+    def primary_metric(cls) -> MetricSpec:
+        return next((m for m in cls.metrics if m.primary), cls.metrics[0])
+
+    def threshold(self, metric: str) -> float:
+        return self._thresholds[metric]
+
+    def missing_inputs(self, sample: Sample) -> list[Input]:
+        return [i for i in sorted(self.inputs) if not sample.has(i)]
+
+    def evaluate(self, sample: Sample) -> list[MetricResult]:
+        """Score one sample; never raises, so one broken case cannot take the run down."""
+        missing = self.missing_inputs(sample)
+        if missing:
+            reason = "skipped: " + "; ".join(_INPUT_HINTS[i] for i in missing)
+            return self._all(status="skipped", reason=reason)
+        try:
+            raw = self.score(sample)
+        except Exception as exc:  # an evaluator bug or bad data affects this case only
+            return self._all(status="error", reason=f"error: {type(exc).__name__}: {exc}")
+        return self.judge(raw)
+
+    def judge(self, raw: Mapping[str, Scored]) -> list[MetricResult]:
+        """Apply thresholds and direction to raw scores (shared by per-case and batched paths)."""
+        results = []
+        for spec in self.metrics:
+            scored = raw.get(spec.name)
+            if scored is None:
+                results.append(self._one(spec, status="error", reason="error: no score produced"))
+                continue
+            value = float(scored.value)
+            if not math.isfinite(value):
+                results.append(
+                    self._one(spec, status="error", reason=f"error: score is {value}")
+                )
+                continue
+            threshold = self.threshold(spec.name)
+            results.append(
+                MetricResult(
+                    evaluator=self.name,
+                    metric=spec.name,
+                    status="scored",
+                    score=value,
+                    success=spec.passes(value, threshold),
+                    threshold=threshold,
+                    reason=scored.reason,
+                )
+            )
+        return results
+
+    @abstractmethod
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        """Raw score per metric name. Only called when every declared input is present."""
+
+    def _one(self, spec: MetricSpec, *, status: Status, reason: str) -> MetricResult:
+        return MetricResult(
+            evaluator=self.name,
+            metric=spec.name,
+            status=status,
+            threshold=self.threshold(spec.name),
+            reason=reason,
+        )
+
+    def _all(self, *, status: Status, reason: str) -> list[MetricResult]:
+        return [self._one(spec, status=status, reason=reason) for spec in self.metrics]
+
+
+class BatchEvaluator(Evaluator):
+    """An evaluator whose model work is done once for the whole run (the Score step).
+
+    ``score_batch`` receives every sample that has the declared inputs and returns one raw
+    score mapping per sample, in order; batching, deduplication and device placement are its
+    business.
+    """
+
+    requires: ClassVar[Requirement] = Requirement.GPU_BATCH
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        return self.score_batch([sample])[0]
+
+    @abstractmethod
+    def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored]]:
+        """Raw scores for many samples at once."""
+
+    def evaluate_batch(self, samples: Sequence[Sample]) -> list[list[MetricResult]]:
+        """Evaluate many samples; skips and failures are per sample, like ``evaluate``."""
+        out: list[list[MetricResult] | None] = [None] * len(samples)
+        ready: list[int] = []
+        for i, sample in enumerate(samples):
+            missing = self.missing_inputs(sample)
+            if missing:
+                reason = "skipped: " + "; ".join(_INPUT_HINTS[m] for m in missing)
+                out[i] = self._all(status="skipped", reason=reason)
+            else:
+                ready.append(i)
+        if ready:
+            try:
+                raws = self.score_batch([samples[i] for i in ready])
+            except Exception as exc:
+                reason = f"error: {type(exc).__name__}: {exc}"
+                for i in ready:
+                    out[i] = self._all(status="error", reason=reason)
+            else:
+                for i, raw in zip(ready, raws, strict=True):
+                    out[i] = self.judge(raw)
+        return [r for r in out if r is not None]

@@ -1,0 +1,147 @@
+"""Lexical overlap metrics: no model, cheap enough to run on every case of every run."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Mapping
+from functools import cached_property
+
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+from rouge_score import rouge_scorer
+
+from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.registry import register
+
+_ANSWER_VS_EXPECTED = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
+
+
+@register
+class RougeMetric(Evaluator):
+    name = "Rouge Metric"
+    aliases = ("Rouge", "ROUGE")
+    description = "ROUGE-1, ROUGE-2 and ROUGE-L F1 of the answer against the expected answer."
+    inputs = _ANSWER_VS_EXPECTED
+    metrics = (
+        MetricSpec("ROUGE-1", "unigram overlap F1"),
+        MetricSpec("ROUGE-2", "bigram overlap F1"),
+        MetricSpec("ROUGE-L", "longest common subsequence F1", primary=True),
+    )
+    _KEYS = {"ROUGE-1": "rouge1", "ROUGE-2": "rouge2", "ROUGE-L": "rougeL"}
+
+    @cached_property
+    def _scorer(self) -> rouge_scorer.RougeScorer:
+        return rouge_scorer.RougeScorer(list(self._KEYS.values()), use_stemmer=True)
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        assert sample.answer is not None and sample.expected_answer is not None
+        result = self._scorer.score(sample.expected_answer, sample.answer)
+        out = {}
+        for metric, key in self._KEYS.items():
+            s = result[key]
+            out[metric] = Scored(
+                s.fmeasure,
+                f"{metric} F1 {s.fmeasure:.3f} (precision {s.precision:.3f}, "
+                f"recall {s.recall:.3f}) against the expected answer",
+            )
+        return out
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+@register
+class Bleu(Evaluator):
+    name = "BLEU"
+    description = "BLEU-1..4 of the answer against the expected answer, smoothed for short texts."
+    inputs = _ANSWER_VS_EXPECTED
+    metrics = (
+        MetricSpec("BLEU-1", "cumulative 1-gram BLEU", primary=True),
+        MetricSpec("BLEU-2", "cumulative 2-gram BLEU"),
+        MetricSpec("BLEU-3", "cumulative 3-gram BLEU"),
+        MetricSpec("BLEU-4", "cumulative 4-gram BLEU"),
+    )
+    _WEIGHTS = {
+        "BLEU-1": (1.0,),
+        "BLEU-2": (0.5, 0.5),
+        "BLEU-3": (1 / 3, 1 / 3, 1 / 3),
+        "BLEU-4": (0.25, 0.25, 0.25, 0.25),
+    }
+    # Chen & Cherry's method 1: a small epsilon for zero n-gram counts, so a short answer
+    # with no 4-gram match is not flattened to 0 across the board.
+    _SMOOTHING = SmoothingFunction().method1
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        assert sample.answer is not None and sample.expected_answer is not None
+        hypothesis, reference = _words(sample.answer), _words(sample.expected_answer)
+        if not hypothesis:
+            return {m: Scored(0.0, f"{m} 0.000: the answer has no words") for m in self._WEIGHTS}
+        out = {}
+        for metric, weights in self._WEIGHTS.items():
+            value = sentence_bleu(
+                [reference], hypothesis, weights=weights, smoothing_function=self._SMOOTHING
+            )
+            out[metric] = Scored(
+                float(value),
+                f"{metric} {value:.3f} ({len(hypothesis)} answer words, "
+                f"{len(reference)} expected)",
+            )
+        return out
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def squad_normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lowercase, drop punctuation and articles, fold spaces."""
+    text = text.casefold().translate(_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+@register
+class TokenF1(Evaluator):
+    name = "Token F1"
+    description = "SQuAD-style token overlap F1 of the answer against the expected answer."
+    inputs = _ANSWER_VS_EXPECTED
+    metrics = (MetricSpec("Token F1", "token overlap F1 after normalisation", primary=True),)
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        assert sample.answer is not None and sample.expected_answer is not None
+        predicted = squad_normalize(sample.answer).split()
+        expected = squad_normalize(sample.expected_answer).split()
+        common = sum((Counter(predicted) & Counter(expected)).values())
+        if common == 0:
+            return {"Token F1": Scored(0.0, "no token of the expected answer is in the answer")}
+        precision, recall = common / len(predicted), common / len(expected)
+        f1 = 2 * precision * recall / (precision + recall)
+        return {
+            "Token F1": Scored(
+                f1,
+                f"{common} shared tokens: precision {precision:.3f}, recall {recall:.3f}",
+            )
+        }
+
+
+@register
+class ExactMatch(Evaluator):
+    name = "Exact match"
+    aliases = ("Exact Match", "EM")
+    description = "1 when the normalised answer equals the normalised expected answer."
+    inputs = _ANSWER_VS_EXPECTED
+    metrics = (
+        MetricSpec(
+            "Exact match", "normalised equality", threshold=0.5, primary=True, kind="pass_fail"
+        ),
+    )
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        assert sample.answer is not None and sample.expected_answer is not None
+        same = squad_normalize(sample.answer) == squad_normalize(sample.expected_answer)
+        reason = "answer equals the expected answer" if same else "answer differs from expected"
+        return {"Exact match": Scored(1.0 if same else 0.0, reason)}

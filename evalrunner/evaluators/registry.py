@@ -1,0 +1,114 @@
+"""Evaluators registered by display name, so adding one touches one file and one test."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+from evalrunner.errors import ConfigError
+from evalrunner.evaluators.base import Evaluator, Requirement
+
+_REGISTRY: dict[str, type[Evaluator]] = {}
+_LOOKUP: dict[str, str] = {}
+
+#: Names existing users put in events whose evaluator is not in this release yet. They are
+#: refused with a message that says so, rather than a generic "unknown metric".
+NOT_YET_AVAILABLE: Mapping[str, str] = {
+    "BERT Score": "a local model (the 'models' extra)",
+    "Bias": "an LLM judge",
+    "Toxicity": "a local model or an LLM judge",
+    "Faithfulness": "an LLM judge",
+    "Answer Relevancy": "an LLM judge",
+    "Contextual Precision": "an LLM judge",
+    "Contextual Recall": "an LLM judge",
+    "Contextual Relevancy": "an LLM judge",
+}
+
+
+def _key(name: str) -> str:
+    return " ".join(name.casefold().replace("_", " ").replace("-", " ").split())
+
+
+E = TypeVar("E", bound=type[Evaluator])
+
+
+def register(cls: E) -> E:
+    """Class decorator: make ``cls`` selectable by its name and aliases."""
+    for alias in (cls.name, *cls.aliases):
+        key = _key(alias)
+        if key in _LOOKUP and _LOOKUP[key] != cls.name:
+            raise RuntimeError(f"evaluator name {alias!r} is already taken by {_LOOKUP[key]!r}")
+        _LOOKUP[key] = cls.name
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _ensure_loaded() -> None:
+    # Importing the catalog modules runs their @register decorators.
+    import evalrunner.evaluators.catalog  # noqa: F401
+
+
+def available() -> dict[str, type[Evaluator]]:
+    """Every registered evaluator by display name, in registration order."""
+    _ensure_loaded()
+    return dict(_REGISTRY)
+
+
+def default_names() -> list[str]:
+    """What runs when the event names no metric: everything that needs no model and no judge."""
+    return [n for n, c in available().items() if c.requires is Requirement.NOTHING]
+
+
+def resolve(name: str) -> type[Evaluator]:
+    """The evaluator class for a user-typed name (case, spaces, '-' and '_' are forgiven)."""
+    _ensure_loaded()
+    canonical = _LOOKUP.get(_key(name))
+    if canonical is not None:
+        return _REGISTRY[canonical]
+    for planned, needs in NOT_YET_AVAILABLE.items():
+        if _key(planned) == _key(name):
+            raise ConfigError(
+                f"metric {name!r} needs {needs}, which this release of evalrunner does not "
+                f"ship yet. Available now: {', '.join(_REGISTRY)}."
+            )
+    metric_owner = _metric_owner(name)
+    if metric_owner is not None:
+        raise ConfigError(
+            f"{name!r} is a metric of the evaluator {metric_owner!r}: select "
+            f"{metric_owner!r} (it reports {name!r} among its metrics)."
+        )
+    close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.6)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        f"unknown metric {name!r}.{hint} Valid names: {', '.join(_REGISTRY)}."
+    )
+
+
+def resolve_all(names: Iterable[str]) -> list[type[Evaluator]]:
+    """Resolve names in order without duplicates; every unknown name is reported at once."""
+    classes: list[type[Evaluator]] = []
+    problems: list[str] = []
+    for name in names:
+        try:
+            cls = resolve(name)
+        except ConfigError as exc:
+            problems.append(exc.message)
+            continue
+        if cls not in classes:
+            classes.append(cls)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return classes
+
+
+def _metric_owner(metric: str) -> str | None:
+    for cls in _REGISTRY.values():
+        if any(_key(m.name) == _key(metric) for m in cls.metrics):
+            return cls.name
+    return None
+
+
+def metric_names(classes: Iterable[type[Evaluator]]) -> dict[str, str]:
+    """Metric name → owning evaluator name, for validating thresholds and gates."""
+    return {m.name: c.name for c in classes for m in c.metrics}

@@ -1,0 +1,221 @@
+"""The run event: the JSON contract shared by the CLI, the upload trigger, schedules and the
+state machine. Validated against the JSON Schema shipped in the package, then checked for what
+a schema cannot say (suite key safety, metric names, exactly one target kind)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import posixpath
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.errors import ConfigError, EventError
+from evalrunner.evaluators import registry
+
+SUITE_PREFIX = "test-suites/"
+SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
+
+#: Key in the event's target object → the $defs entry that describes that kind.
+TARGET_KINDS: dict[str, tuple[str, ...]] = {
+    "agentId": ("bedrockAgent",),
+    "stepFunctionArn": ("responseMapping", "stepFunctions"),
+    "lambdaArn": ("responseMapping", "lambdaFunction"),
+    "url": ("responseMapping", "http"),
+    "openai": ("openai",),
+    "knowledgeBaseId": ("knowledgeBase",),
+}
+
+DEFAULT_MAX_CONCURRENCY = 10
+DEFAULT_TOLERATED_FAILURE_PERCENTAGE = 100.0
+
+
+class RunEvent(BaseModel):
+    """A validated event. ``metrics`` is the resolved evaluator selection (display names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    iterations: int = Field(ge=1)
+    target: dict[str, Any]
+    metrics: list[str]
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    fail_under: dict[str, float] = Field(default_factory=dict)
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
+    run_id: str | None = None
+
+    @property
+    def target_kind(self) -> str:
+        return next(k for k in TARGET_KINDS if k in self.target)
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("evalrunner.schemas").joinpath("event.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def event_schema() -> dict[str, Any]:
+    """The event's JSON Schema, with the metric names of this release filled in."""
+    schema = copy.deepcopy(_schema())
+    names = list(registry.available())
+    schema["properties"]["metrics"]["items"]["enum"] = names
+    selection = schema["$defs"]["metricSelection"]["oneOf"]
+    selection[0]["enum"] = names
+    selection[1]["items"]["enum"] = names
+    return schema
+
+
+def _where(path: Any) -> str:
+    parts = [str(p) for p in path]
+    return ".".join(parts) if parts else "event"
+
+
+_HINTS = {
+    "iterations": 'iterations must be a whole number of at least 1, written without quotes, '
+    'e.g. "iterations": 2 (there is no default)',
+}
+
+
+def _format(error: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
+    path = (*prefix, *error.absolute_path)
+    where = _where(path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        field = _where((*path, missing))
+        return f"{field}: required field is missing" + (
+            f" ({_HINTS[field]})" if field in _HINTS else ""
+        )
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        extra = [k for k in error.instance if k not in allowed]
+        return _unknown_fields(where, extra, allowed)
+    hint = _HINTS.get(where)
+    return f"{where}: {error.message}" + (f" ({hint})" if hint else "")
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _target_problems(target: Any) -> list[str]:
+    """Validate the target against the one kind it names, for errors a user can act on."""
+    if not isinstance(target, dict):
+        return [f"target: must be an object, got {type(target).__name__}"]
+    kinds = [k for k in TARGET_KINDS if k in target]
+    valid = "agentId+agentAliasId, stepFunctionArn, lambdaArn, url, openai, knowledgeBaseId"
+    if not kinds:
+        return [f"target: no target kind given; use exactly one of {valid}"]
+    if len(kinds) > 1:
+        return [f"target: give exactly one target kind, found {' and '.join(kinds)}"]
+    defs = _schema()["$defs"]
+    names = ("common", *TARGET_KINDS[kinds[0]])
+    sub = {"$defs": defs, "allOf": [{"$ref": f"#/$defs/{d}"} for d in names]}
+    errors = sorted(_validator(sub).iter_errors(target), key=lambda e: list(e.absolute_path))
+    problems = [_format(e, ("target",)) for e in errors]
+    allowed = [p for d in names for p in defs[d].get("properties", {})]
+    extra = [k for k in target if k not in allowed]
+    if extra:
+        problems.append(_unknown_fields(f"target ({kinds[0]} kind)", extra, allowed))
+    return problems
+
+
+def _unknown_fields(where: str, extra: list[str], allowed: list[str]) -> str:
+    return (
+        f"{where}: unknown field{'s' if len(extra) > 1 else ''} "
+        f"{', '.join(repr(k) for k in extra)}; valid fields: {', '.join(allowed)} "
+        "(see 'evalrunner schema event')"
+    )
+
+
+def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:
+    """Refuse keys that would read outside the suite prefix of the bucket."""
+    if key.startswith("/") or "\\" in key:
+        raise EventError(f"key: {key!r} must be a relative S3 key like '{prefix}my-suite.xlsx'")
+    if ".." in key.split("/") or posixpath.normpath(key) != key:
+        raise EventError(f"key: {key!r} must not contain '..', '.' or empty path segments")
+    if not key.startswith(prefix):
+        raise EventError(f"key: {key!r} must be under '{prefix}', e.g. '{prefix}my-suite.xlsx'")
+    if not key.lower().endswith(SUITE_EXTENSIONS):
+        raise EventError(f"key: {key!r} must end with one of {', '.join(SUITE_EXTENSIONS)}")
+    return key
+
+
+def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
+    """Validate a raw event and return it resolved; every problem is reported in one error."""
+    if isinstance(raw, str | bytes):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise EventError(f"event: not valid JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise EventError(f"event: must be a JSON object, got {type(raw).__name__}")
+
+    problems: list[str] = []
+    top = copy.deepcopy(_schema())
+    top["properties"]["target"] = {}  # validated below, kind by kind
+    for error in sorted(_validator(top).iter_errors(raw), key=lambda e: list(e.absolute_path)):
+        problems.append(_format(error))
+    if "target" in raw:
+        problems.extend(_target_problems(raw["target"]))
+
+    if isinstance(raw.get("key"), str) and raw["key"]:
+        try:
+            check_suite_key(raw["key"], suite_prefix)
+        except EventError as exc:
+            problems.extend(exc.problems)
+
+    names = _selected_metrics(raw)
+    classes = []
+    if names is not None:
+        try:
+            classes = registry.resolve_all(names)
+        except ConfigError as exc:
+            problems.extend(f"metric: {line}" for line in exc.message.splitlines())
+    else:
+        classes = [registry.resolve(n) for n in registry.default_names()]
+
+    known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
+    for field in ("thresholds", "fail_under"):
+        value = raw.get(field)
+        if isinstance(value, dict):
+            for metric in value:
+                if metric not in known:
+                    problems.append(
+                        f"{field}.{metric}: not a metric of this run; valid names: "
+                        f"{', '.join(known)}"
+                    )
+    if problems:
+        raise EventError(problems)
+
+    target = raw["target"]
+    return RunEvent(
+        key=raw["key"],
+        iterations=raw["iterations"],
+        target=target,
+        metrics=[c.name for c in classes],
+        thresholds=raw.get("thresholds", {}),
+        fail_under=raw.get("fail_under", {}),
+        max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
+        tolerated_failure_percentage=raw.get(
+            "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
+        ),
+        run_id=raw.get("run_id"),
+    )
+
+
+def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:
+    names: list[str] = []
+    target = raw.get("target")
+    legacy = target.get("metric") if isinstance(target, dict) else None
+    for value in (legacy, raw.get("metrics")):
+        if isinstance(value, str):
+            names.append(value)
+        elif isinstance(value, list):
+            names.extend(v for v in value if isinstance(v, str))
+    return names or None

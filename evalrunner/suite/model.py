@@ -1,0 +1,55 @@
+"""The test case as every later step sees it, whatever file format it came from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Turn(BaseModel):
+    """One prior turn of a multi-turn conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class TestCase(BaseModel):
+    """One row of a suite.
+
+    ``answer`` and ``contexts`` are set only for suites whose answers were computed elsewhere
+    (test-lab JSON): such cases are scored without calling a target.
+    """
+
+    __test__ = False  # not a pytest class, despite the name
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0, description="0-based position in the suite")
+    case_id: str = Field(description="the suite's id column, else case-0001, case-0002, ...")
+    row: int | None = Field(default=None, description="row number in the source, for messages")
+    question: str
+    expected_answer: str | None = None
+    expected_contexts: list[str] = Field(default_factory=list)
+    expected_intent: str | None = None
+    expected_tool: str | None = None
+    expected_documents: list[str] = Field(default_factory=list)
+    #: Text-matching constraints: an expression string or the list form, kept as written.
+    condition: str | list[Any] | None = None
+    categories: list[str] = Field(default_factory=list)
+    conversation: list[Turn] = Field(default_factory=list)
+    answer: str | None = None
+    contexts: list[str] | None = None
+    #: Columns the reader does not know, kept so they reach details.csv.
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Suite(BaseModel):
+    """A named, non-empty list of cases."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    source: str
+    cases: list[TestCase]
