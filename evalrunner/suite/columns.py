@@ -1,0 +1,499 @@
+"""The suite's canonical columns, the header aliases each accepts, and how a cell is parsed.
+
+Suites are written by people in spreadsheets exported from other tools, so the readers are
+tolerant about *headers* (``Expected Answer``, ``expected-answer`` and ``Ground Truth`` all
+name the same column) but strict about *meaning*: two headers that name the same column, or a
+cell that cannot be read, are errors that name the cell, never a silent guess.
+
+Cell rules (also returned by :func:`column_docs` for the template's Instructions sheet):
+
+- text columns (id, question, expected_answer, expected_intent, expected_tool, answer): the
+  cell's text with surrounding blanks removed; numbers become text (``42`` -> ``"42"``,
+  ``3.0`` -> ``"3"``) because spreadsheet apps store ``42`` typed in a cell as a number; an
+  empty cell is "not given" (``None``).
+- list columns (expected_contexts, expected_documents, contexts): a JSON array of strings,
+  else one item per non-empty line. A cell that starts with ``[`` but is not a JSON array is
+  read as lines, because a context chunk may well start with ``[1]``.
+- categories: a JSON array, else items split on comma, semicolon or newline.
+- condition: a JSON array is the *list form* and is kept as a list; anything else is the
+  *expression form* and is kept as the string (it is not evaluated here: the Text matching
+  evaluator owns that grammar). A cell starting with ``[`` that is not valid JSON is an error,
+  since it is almost certainly a list form with a typo, and reading it as an expression would
+  make the case fail for a reason nobody wrote.
+- conversation: a JSON array of ``{"role", "content"}`` objects, or lines
+  ``user: ...`` / ``assistant: ...`` / ``system: ...``; a line without a role prefix continues
+  the previous turn.
+- an empty cell or empty string is ``None`` for text and ``[]`` for lists.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from openpyxl.utils import get_column_letter
+
+from evalrunner.errors import SuiteError
+
+#: Canonical columns in template order.
+CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "question",
+    "expected_answer",
+    "expected_contexts",
+    "expected_documents",
+    "expected_intent",
+    "expected_tool",
+    "condition",
+    "categories",
+    "conversation",
+    "actual_answer",
+    "retrieved_contexts",
+)
+
+#: Accepted (normalised) header names per canonical column; the canonical name comes first.
+ALIASES: Final[dict[str, tuple[str, ...]]] = {
+    "id": ("id", "case_id", "test_id", "key"),
+    "question": ("question", "input", "user_input", "prompt", "query"),
+    "expected_answer": (
+        "expected_answer",
+        "expected_output",
+        "ground_truth",
+        "answer_ground_truth",
+        "reference",
+        "expected",
+    ),
+    "expected_contexts": (
+        "expected_contexts",
+        "ground_truth_contexts",
+        "reference_contexts",
+        "expected_context",
+        "context",
+    ),
+    "expected_intent": ("expected_intent", "intent"),
+    "expected_tool": ("expected_tool", "tool"),
+    "expected_documents": ("expected_documents", "documents", "expected_sources"),
+    # "constraints" is the H2O Eval Studio name of the list form.
+    "condition": ("condition", "conditions", "constraint", "constraints"),
+    "categories": ("categories", "category", "tags"),
+    "conversation": ("conversation", "history", "turns"),
+    # Pre-computed answers skip the target call, so only explicit headers count: a sheet
+    # headed "Question | Answer" means the expected answer far more often than not.
+    "actual_answer": ("actual_answer", "actual_output", "generated_answer"),
+    "retrieved_contexts": ("retrieved_contexts", "actual_contexts", "retrieval_context"),
+}
+
+TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
+    {"id", "question", "expected_answer", "expected_intent", "expected_tool", "actual_answer"}
+)
+LIST_COLUMNS: Final[frozenset[str]] = frozenset(
+    {"expected_contexts", "expected_documents", "retrieved_contexts"}
+)
+
+_ALIAS_TO_CANONICAL: Final[dict[str, str]] = {
+    alias: canonical for canonical, aliases in ALIASES.items() for alias in aliases
+}
+_ROLES: Final[tuple[str, ...]] = ("user", "assistant", "system")
+_ROLE_LINE = re.compile(r"^\s*(user|assistant|system)\s*:\s?(.*)$", re.IGNORECASE)
+
+
+class CellError(ValueError):
+    """A cell's value cannot be read; the reader adds sheet, row and column to the message."""
+
+
+def normalise_header(header: object) -> str:
+    """Fold a header to its comparable form: ``" Expected-Answer "`` -> ``"expected_answer"``.
+
+    Case, surrounding blanks, spaces and dashes are how hand-made headers usually differ
+    from ours; anything beyond that is left alone so that an unknown header stays visible as
+    metadata rather than being matched by a guess.
+    """
+    if header is None:
+        return ""
+    text = str(header).strip().lower()
+    return re.sub(r"[\s\-_]+", "_", text).strip("_")
+
+
+def canonical_column(header: object) -> str | None:
+    """The canonical column a header names, or ``None`` when it is not one of ours."""
+    return _ALIAS_TO_CANONICAL.get(normalise_header(header))
+
+
+def accepted_headers(column: str) -> str:
+    """Human-readable list of the headers accepted for ``column``, for error messages."""
+    return ", ".join(ALIASES[column])
+
+
+@dataclass(frozen=True)
+class HeaderMap:
+    """Where each canonical column sits in a header row, and what the other headers are.
+
+    ``columns`` maps canonical name -> 0-based position; ``extras`` maps position -> the
+    header as written (kept as the metadata key); ``labels`` maps position -> the header as
+    written for every non-blank header, used to name the column in error messages.
+    """
+
+    columns: dict[str, int]
+    extras: dict[int, str]
+    labels: dict[int, str]
+    width: int
+
+
+def map_headers(
+    headers: list[object] | tuple[object, ...],
+    *,
+    source: str,
+    sheet: str | None = None,
+    row: int | None = None,
+    letters: bool = True,
+    noun: str = "headers",
+    note: str | None = None,
+) -> HeaderMap:
+    """Map a header row to canonical columns.
+
+    Raises :class:`SuiteError` when two headers name the same column (the case cannot know
+    which one the author meant) and when no header names the question, listing what was
+    found and what is accepted so the fix is one edit away. ``letters`` adds spreadsheet
+    column letters to messages; ``noun`` ("headers", or "keys" for JSON objects) and
+    ``note`` (appended in parentheses, e.g. a JSON path) adapt them to the source.
+    """
+    tail = f" ({note})" if note else ""
+    columns: dict[str, int] = {}
+    extras: dict[int, str] = {}
+    labels: dict[int, str] = {}
+    for pos, header in enumerate(headers):
+        written = "" if header is None else str(header).strip()
+        if not written:
+            continue
+        labels[pos] = written
+        canonical = canonical_column(written)
+        if canonical is None:
+            extras[pos] = written
+            continue
+        if canonical in columns:
+            first = columns[canonical]
+            where = (
+                f" (columns {get_column_letter(first + 1)} and {get_column_letter(pos + 1)})"
+                if letters
+                else ""
+            )
+            raise SuiteError(
+                f"{noun} '{labels[first]}' and '{written}' both name the column "
+                f"'{canonical}'{where}; keep one of them or rename the other{tail}",
+                source=source,
+                sheet=sheet,
+                row=row,
+            )
+        columns[canonical] = pos
+    if "question" not in columns:
+        found = ", ".join(f"'{h}'" for h in labels.values()) or "none"
+        raise SuiteError(
+            f"no question column: {noun} found: {found}; the question column may be "
+            f"named {accepted_headers('question')} (case, spaces and dashes do not "
+            f"matter){tail}",
+            source=source,
+            sheet=sheet,
+            row=row,
+        )
+    return HeaderMap(columns=columns, extras=extras, labels=labels, width=len(headers))
+
+
+# --------------------------------------------------------------------------- cell parsing
+
+
+def _is_empty(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def parse_text(value: object) -> str | None:
+    """A text cell: stripped text, numbers as text, empty as ``None``.
+
+    Integral floats lose their ``.0`` because spreadsheet apps store every number as a float
+    and an id typed as ``7`` must not become ``"7.0"``.
+    """
+    if _is_empty(value):
+        return None
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float | str):
+        return str(value).strip()
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    raise CellError(f"expected text, got {type(value).__name__} {_short(value)}")
+
+
+def _strings(items: list[Any]) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, dict | list) or item is None:
+            raise CellError(f"expected a list of strings, found the item {_short(item)}")
+        text = parse_text(item)
+        if text is not None:
+            out.append(text)
+    return out
+
+
+def _json_array(text: str) -> list[Any] | None:
+    """The cell as a JSON array, or ``None`` when it is not one."""
+    if not text.startswith("["):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, list) else None
+
+
+def parse_list(value: object) -> list[str]:
+    """A list cell: a JSON array of strings, else one item per non-empty line."""
+    if _is_empty(value):
+        return []
+    if isinstance(value, list | tuple):
+        return _strings(list(value))
+    text = parse_text(value)
+    assert text is not None
+    parsed = _json_array(text)
+    if parsed is not None:
+        return _strings(parsed)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_categories(value: object) -> list[str]:
+    """Categories: a JSON array, else split on comma, semicolon or newline."""
+    if _is_empty(value):
+        return []
+    if isinstance(value, list | tuple):
+        return _strings(list(value))
+    text = parse_text(value)
+    assert text is not None
+    parsed = _json_array(text)
+    if parsed is not None:
+        return _strings(parsed)
+    return [part.strip() for part in re.split(r"[,;\n]", text) if part.strip()]
+
+
+def _condition_items(items: list[Any], path: str = "") -> list[Any]:
+    """Check the list form: strings and nested lists of strings (numbers become strings)."""
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if isinstance(item, list):
+            out.append(_condition_items(item, f"{path}[{i}]"))
+        elif isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            out.append(parse_text(item))
+        else:
+            raise CellError(
+                f"the condition list may hold only strings and nested lists; item "
+                f"{path}[{i}] is {_short(item)}"
+            )
+    return out
+
+
+def parse_condition(value: object) -> str | list[Any] | None:
+    """A condition: list form (JSON array, kept as a list) or expression (kept as a string).
+
+    Not evaluated here; only a cell that starts with ``[`` yet is not valid JSON is refused.
+    """
+    if _is_empty(value):
+        return None
+    if isinstance(value, list | tuple):
+        items = _condition_items(list(value))
+        return items or None
+    text = parse_text(value)
+    assert text is not None
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise CellError(
+                f"starts with '[' but is not a valid JSON array ({exc}); write the list form "
+                'as JSON, e.g. ["15,969", ["Brazil", "BRAZIL"]], or write an expression '
+                'such as "15,969" AND ("Brazil" OR "BRAZIL")'
+            ) from None
+        if not isinstance(parsed, list):
+            raise CellError("starts with '[' but is not a JSON array")
+        items = _condition_items(parsed)
+        return items or None
+    return text
+
+
+def _turn(item: object, position: int) -> dict[str, str]:
+    if not isinstance(item, dict):
+        raise CellError(
+            f'conversation item {position} is not an object like {{"role": "user", '
+            f'"content": "..."}}: {_short(item)}'
+        )
+    role = str(item.get("role", "")).strip().lower()
+    if role not in _ROLES:
+        raise CellError(
+            f"conversation item {position} has role {item.get('role')!r}; "
+            f"use one of {', '.join(_ROLES)}"
+        )
+    content = item.get("content")
+    if not isinstance(content, str):
+        raise CellError(f"conversation item {position} has no text 'content'")
+    return {"role": role, "content": content}
+
+
+def parse_conversation(value: object) -> list[dict[str, str]]:
+    """Prior turns: a JSON array of ``{role, content}``, or ``user: ...`` lines.
+
+    Returns plain dicts (the reader builds :class:`~evalrunner.suite.model.Turn` from them)
+    so this module does not depend on the model's construction rules.
+    """
+    if _is_empty(value):
+        return []
+    if isinstance(value, list | tuple):
+        return [_turn(item, i + 1) for i, item in enumerate(value)]
+    text = parse_text(value)
+    assert text is not None
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise CellError(
+                f"starts with '[' but is not a valid JSON array ({exc}); write "
+                '[{"role": "user", "content": "..."}, ...] or lines "user: ..." / '
+                '"assistant: ..."'
+            ) from None
+        if not isinstance(parsed, list):
+            raise CellError("starts with '[' but is not a JSON array")
+        return [_turn(item, i + 1) for i, item in enumerate(parsed)]
+    turns: list[dict[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _ROLE_LINE.match(line)
+        if match:
+            turns.append({"role": match.group(1).lower(), "content": match.group(2).strip()})
+        elif turns:
+            turns[-1]["content"] = f"{turns[-1]['content']}\n{line}".strip()
+        elif line.strip():
+            raise CellError(
+                f"line {number} does not start with 'user:', 'assistant:' or 'system:'; "
+                "each turn is a line like 'user: I want to book leave.'"
+            )
+    return turns
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------- column documentation
+
+
+@dataclass(frozen=True)
+class ColumnDoc:
+    """What a column means and how its cells are written; rendered on the Instructions sheet."""
+
+    name: str
+    aliases: tuple[str, ...]
+    required: bool
+    description: str
+    cell_format: str
+    example: str
+
+
+_LIST_FORMAT = 'A JSON array of strings, e.g. ["chunk one", "chunk two"], or one item per line.'
+
+_DOCS: Final[dict[str, tuple[str, str, str]]] = {
+    "id": (
+        "Stable identifier of the case, used to compare runs. Must be unique.",
+        "Text. Empty: case-0001, case-0002, ... by position.",
+        "leave-001",
+    ),
+    "question": (
+        "The question or instruction sent to the target. The only required column.",
+        "Text. Must not be empty.",
+        "How many days of annual leave do I get?",
+    ),
+    "expected_answer": (
+        "The reference answer the actual answer is compared with.",
+        "Text.",
+        "Full-time employees get 25 days of paid annual leave.",
+    ),
+    "expected_contexts": (
+        "Passages the retriever should return (retrieval ground truth).",
+        _LIST_FORMAT,
+        '["Full-time employees are entitled to 25 days ..."]',
+    ),
+    "expected_documents": (
+        "Documents (names, ids or URLs) the answer should be drawn from; used for ranks.",
+        _LIST_FORMAT,
+        '["leave-policy.md"]',
+    ),
+    "expected_intent": (
+        "The intent label the agent should classify the question as.",
+        "Text.",
+        "leave_policy",
+    ),
+    "expected_tool": ("The tool the agent should call.", "Text.", "search_policies"),
+    "condition": (
+        "Text-matching constraints the answer must satisfy.",
+        "List form: a JSON array; every item must hold, a string must be contained, "
+        "REGEXP:pattern must match, a nested list holds if any item holds. Or an "
+        'expression: "text", regexp("pattern"), AND, OR, NOT, parentheses.',
+        '"25" AND ("days" OR "day")   or   ["25", ["days", "day"]]',
+    ),
+    "categories": (
+        "Labels to group results by (e.g. topic, jailbreak, unsafe).",
+        "A JSON array, or items separated by comma, semicolon or newline.",
+        "hr, leave",
+    ),
+    "conversation": (
+        "Earlier turns of a multi-turn conversation, sent before the question.",
+        'A JSON array of {"role": "user"|"assistant"|"system", "content": "..."}, or one '
+        'turn per line: "user: ..." / "assistant: ...".',
+        "user: I want to take leave.\nassistant: How many days?",
+    ),
+    "actual_answer": (
+        "Only for answers computed elsewhere: the actual answer. When given, the target is "
+        "not called for this case. Leave empty otherwise.",
+        "Text.",
+        "",
+    ),
+    "retrieved_contexts": (
+        "Only with a pre-computed answer: the contexts actually retrieved.",
+        _LIST_FORMAT,
+        "",
+    ),
+}
+
+
+def column_docs() -> list[ColumnDoc]:
+    """Every canonical column with its aliases and cell format, in template order.
+
+    One source for the Instructions sheet and any other help text, so the documentation
+    cannot drift from the aliases the readers accept.
+    """
+    return [
+        ColumnDoc(
+            name=name,
+            aliases=ALIASES[name][1:],
+            required=name == "question",
+            description=_DOCS[name][0],
+            cell_format=_DOCS[name][1],
+            example=_DOCS[name][2],
+        )
+        for name in CANONICAL_COLUMNS
+    ]
+
+
+#: Rules that apply to every column, for the Instructions sheet.
+GENERAL_RULES: Final[tuple[str, ...]] = (
+    "One row per test case; the first non-empty row of the sheet is the header row.",
+    "Headers are matched ignoring case, surrounding spaces, and spaces vs dashes vs "
+    "underscores: 'Expected Answer', 'expected-answer' and 'Ground Truth' all work.",
+    "Two headers naming the same column are an error. Unknown columns are kept as case "
+    "metadata and appear in details.csv.",
+    "The reader uses the first sheet whose header row has a question header, so this "
+    "Instructions sheet may stay in the workbook, before or after the data sheet.",
+    "Fully blank rows are skipped. Numbers in text columns are read as text.",
+    "Formulas are read as the value Excel last saved with the file.",
+)
