@@ -1,0 +1,83 @@
+"""Small helpers every target needs: spec defaults, report-safe names, backoff, payloads.
+
+The schema declares the defaults (timeout 60 s, 3 retries) but validation does not fill them
+in, so each target reads them through here and they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from evalrunner.errors import ConfigError
+from evalrunner.suite.model import TestCase
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_MAX_RETRIES = 3
+#: Cap on any single sleep between our own retries, so a bounded retry count means a bounded
+#: wait even when the backoff doubles.
+BACKOFF_CAP_SECONDS = 20.0
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def timeout_seconds(spec: dict[str, Any]) -> float:
+    value = spec.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"target.timeout_seconds must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def max_retries(spec: dict[str, Any]) -> int:
+    value = spec.get("max_retries", DEFAULT_MAX_RETRIES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"target.max_retries must be an integer >= 0, got {value!r}")
+    return value
+
+
+def sanitise_name(raw: str, *, fallback: str = "target") -> str:
+    """Make ``raw`` usable as the report folder: the event schema's ``name`` pattern.
+
+    Report folders end up in S3 keys and local paths, so anything outside [A-Za-z0-9._-]
+    becomes '-', and the result starts with an alphanumeric and stays within 128 characters.
+    """
+    cleaned = _UNSAFE.sub("-", raw).strip("-._")[:128].rstrip("-._")
+    return cleaned or fallback
+
+
+def report_name(spec: dict[str, Any], own_name: str) -> str:
+    """The event's ``name`` wins over the target's own name (two aliases, one folder each)."""
+    override = spec.get("name")
+    return str(override) if override else own_name
+
+
+def backoff_delay(attempt: int, base: float, cap: float = BACKOFF_CAP_SECONDS) -> float:
+    """Full-jitter exponential backoff: concurrent cases that hit the same throttle spread out."""
+    return random.uniform(0, min(cap, base * (2**attempt)))
+
+
+def conversation_turns(case: TestCase) -> list[dict[str, str]]:
+    return [{"role": turn.role, "content": turn.content} for turn in case.conversation]
+
+
+def question_payload(case: TestCase, question_field: str = "question") -> dict[str, Any]:
+    """The JSON sent to Lambda, Step Functions and HTTP targets.
+
+    ``conversation`` is added only for multi-turn cases so single-turn targets keep receiving
+    exactly ``{"question": ...}``, the contract of the original test runner.
+    """
+    payload: dict[str, Any] = {question_field: case.question}
+    if case.conversation:
+        payload["conversation"] = conversation_turns(case)
+    return payload
+
+
+def snippet(text: str | bytes | None, limit: int = 300) -> str:
+    """A short, single-line excerpt of a body for error messages."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,262 @@
+"""A Bedrock agent alias as the system under test (``"agentId"`` + ``"agentAliasId"``).
+
+The answer arrives as an event stream of chunks; what the agent retrieved and which tools it
+used only appear in the chunk attributions and in the trace, so the trace is on by default.
+Errors can arrive in the middle of that stream (throttling is the common one), after botocore's
+own retries no longer apply, so this module retries those itself, within ``max_retries``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.exceptions import EventStreamError
+
+from evalrunner.errors import TargetError
+from evalrunner.suite.model import TestCase
+from evalrunner.targets._aws import aws_errors, make_client
+from evalrunner.targets._common import backoff_delay, max_retries, report_name, timeout_seconds
+from evalrunner.targets.adapters import bedrock_references
+from evalrunner.targets.base import Target, TargetResponse
+
+#: Event-stream exceptions worth another attempt: capacity and transient service trouble.
+RETRYABLE_STREAM_ERRORS = {
+    "throttlingException",
+    "serviceQuotaExceededException",
+    "internalServerException",
+    "badGatewayException",
+    "dependencyFailedException",
+    "modelNotReadyException",
+    "conflictException",
+}
+STREAM_ERRORS = RETRYABLE_STREAM_ERRORS | {
+    "accessDeniedException",
+    "resourceNotFoundException",
+    "validationException",
+}
+
+
+class AgentStreamError(TargetError):
+    """An exception event inside the completion stream (botocore does not retry these)."""
+
+
+@dataclass
+class AgentReply:
+    """What one InvokeAgent call produced, gathered from its chunks and trace."""
+
+    text: str = ""
+    cited_contexts: list[str] = field(default_factory=list)
+    cited_documents: list[str] = field(default_factory=list)
+    looked_up_contexts: list[str] = field(default_factory=list)
+    looked_up_documents: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    failure: str | None = None
+    returned_control: bool = False
+
+    def add_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        if isinstance(usage.get("inputTokens"), int):
+            self.input_tokens = (self.input_tokens or 0) + usage["inputTokens"]
+        if isinstance(usage.get("outputTokens"), int):
+            self.output_tokens = (self.output_tokens or 0) + usage["outputTokens"]
+
+
+def _tool_of_action_group(invocation: dict[str, Any]) -> str | None:
+    group = invocation.get("actionGroupName") or invocation.get("actionGroup")
+    detail = invocation.get("function") or invocation.get("apiPath")
+    if group and detail:
+        return f"{group}/{detail}"
+    return group or detail or None
+
+
+def _read_trace(trace_part: dict[str, Any], reply: AgentReply) -> None:
+    trace = trace_part.get("trace")
+    if not isinstance(trace, dict):
+        return
+    for step in trace.values():  # orchestrationTrace, preProcessingTrace, ...
+        if not isinstance(step, dict):
+            continue
+        reply.add_usage(
+            ((step.get("modelInvocationOutput") or {}).get("metadata") or {}).get("usage")
+        )
+        invocation = step.get("invocationInput") or {}
+        action = invocation.get("actionGroupInvocationInput")
+        if isinstance(action, dict) and (tool := _tool_of_action_group(action)):
+            reply.tools.append(tool)
+        collaborator = invocation.get("agentCollaboratorInvocationInput")
+        if isinstance(collaborator, dict) and collaborator.get("agentCollaboratorName"):
+            reply.tools.append(str(collaborator["agentCollaboratorName"]))
+        lookup = (step.get("observation") or {}).get("knowledgeBaseLookupOutput") or {}
+        contexts, documents = bedrock_references(lookup.get("retrievedReferences") or ())
+        reply.looked_up_contexts.extend(contexts)
+        reply.looked_up_documents.extend(documents)
+        if step.get("failureReason"):  # failureTrace
+            reply.failure = str(step["failureReason"])
+
+
+def _read_return_control(payload: dict[str, Any], reply: AgentReply) -> None:
+    """A RETURN_CONTROL action group hands the tool call back instead of answering."""
+    reply.returned_control = True
+    for invocation in payload.get("invocationInputs") or ():
+        if not isinstance(invocation, dict):
+            continue
+        for key in ("functionInvocationInput", "apiInvocationInput"):
+            details = invocation.get(key)
+            if isinstance(details, dict) and (tool := _tool_of_action_group(details)):
+                reply.tools.append(tool)
+
+
+def read_completion(events: Iterable[dict[str, Any]], what: str) -> AgentReply:
+    """Consume an InvokeAgent ``completion`` stream (botocore's parsed event dicts)."""
+    reply = AgentReply()
+    parts: list[bytes] = []  # decoded once at the end: a character may span two chunks
+    try:
+        for event in events:
+            if "chunk" in event:
+                chunk = event["chunk"] or {}
+                data = chunk.get("bytes")
+                if data:
+                    parts.append(data if isinstance(data, bytes) else str(data).encode("utf-8"))
+                for citation in (chunk.get("attribution") or {}).get("citations") or ():
+                    contexts, documents = bedrock_references(
+                        citation.get("retrievedReferences") or ()
+                    )
+                    reply.cited_contexts.extend(contexts)
+                    reply.cited_documents.extend(documents)
+            elif "trace" in event:
+                _read_trace(event["trace"] or {}, reply)
+            elif "returnControl" in event:
+                _read_return_control(event["returnControl"] or {}, reply)
+            else:
+                for code in STREAM_ERRORS.intersection(event):
+                    message = (event[code] or {}).get("message", "")
+                    raise _stream_error(code, message, what)
+    except EventStreamError as exc:
+        error = exc.response.get("Error", {})
+        raise _stream_error(
+            str(error.get("Code", "")), str(error.get("Message", "")), what
+        ) from exc
+    reply.text = b"".join(parts).decode("utf-8", errors="replace")
+    return reply
+
+
+def _stream_error(code: str, message: str, what: str) -> AgentStreamError:
+    if code in ("throttlingException", "serviceQuotaExceededException"):
+        hint = " Lower the run's max_concurrency or raise the agent's model quota."
+    elif code == "accessDeniedException":
+        hint = " Check the agent role's permissions (model, knowledge base, action groups)."
+    else:
+        hint = ""
+    return AgentStreamError(
+        f"{what} failed mid-answer with {code}: {message}.{hint}",
+        retryable=code in RETRYABLE_STREAM_ERRORS,
+    )
+
+
+class BedrockAgentTarget(Target):
+    """Asks an agent alias in a fresh session per case (so cases never share memory)."""
+
+    kind = "agentId"
+
+    #: First backoff step (seconds) for retrying mid-stream errors; doubled each attempt.
+    backoff_base_s = 1.0
+
+    def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
+        super().__init__(spec)
+        self.agent_id = str(spec["agentId"])
+        self.alias_id = str(spec["agentAliasId"])
+        self.enable_trace = bool(spec.get("enableTrace", True))
+        self.session_attributes: dict[str, str] | None = spec.get("sessionAttributes")
+        self.timeout = timeout_seconds(spec)
+        self.retries = max_retries(spec)
+        self.client = make_client("bedrock-agent-runtime", spec, session=session)
+        self.region = self.client.meta.region_name
+
+    @property
+    def name(self) -> str:
+        return report_name(self.spec, f"{self.agent_id}-{self.alias_id}")
+
+    @property
+    def _what(self) -> str:
+        return f"Bedrock agent {self.agent_id} alias {self.alias_id}"
+
+    def invoke(self, case: TestCase) -> TargetResponse:
+        for attempt in range(self.retries + 1):
+            try:
+                return self._converse(case)
+            except AgentStreamError as exc:
+                if not exc.retryable:
+                    raise
+                if attempt >= self.retries:
+                    raise AgentStreamError(
+                        f"{exc.message} Gave up after {attempt + 1} attempt(s) "
+                        f"(max_retries={self.retries}).",
+                        retryable=True,
+                    ) from exc
+                time.sleep(backoff_delay(attempt, self.backoff_base_s))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _converse(self, case: TestCase) -> TargetResponse:
+        """Replay the case's user turns in one session, then ask; a retry starts afresh."""
+        session_id = str(uuid.uuid4())
+        input_tokens: int | None = None
+        output_tokens: int | None = None
+        for turn in case.conversation:
+            if turn.role != "user":
+                continue  # the agent's own replies are regenerated, not injected
+            earlier = self._ask(session_id, turn.content)
+            input_tokens = _add(input_tokens, earlier.input_tokens)
+            output_tokens = _add(output_tokens, earlier.output_tokens)
+        reply = self._ask(session_id, case.question)
+        if reply.failure and not reply.text:
+            raise TargetError(f"{self._what} failed: {reply.failure}")
+        cited = bool(reply.cited_contexts or reply.cited_documents)
+        return TargetResponse(
+            answer=reply.text,
+            contexts=_dedupe(reply.cited_contexts if cited else reply.looked_up_contexts),
+            documents=_dedupe(reply.cited_documents if cited else reply.looked_up_documents),
+            tool=", ".join(_dedupe(reply.tools)) or None,
+            input_tokens=_add(input_tokens, reply.input_tokens),
+            output_tokens=_add(output_tokens, reply.output_tokens),
+        )
+
+    def _ask(self, session_id: str, text: str) -> AgentReply:
+        params: dict[str, Any] = {
+            "agentId": self.agent_id,
+            "agentAliasId": self.alias_id,
+            "sessionId": session_id,
+            "inputText": text,
+            "enableTrace": self.enable_trace,
+        }
+        if self.session_attributes:
+            params["sessionState"] = {"sessionAttributes": self.session_attributes}
+        permission = (
+            f"bedrock:InvokeAgent on arn:aws:bedrock:{self.region}:<account>:agent-alias/"
+            f"{self.agent_id}/{self.alias_id}"
+        )
+        with aws_errors(
+            f"Invoking {self._what}",
+            timeout=self.timeout,
+            region=self.region,
+            permission=permission,
+        ):
+            response = self.client.invoke_agent(**params)
+            return read_completion(response["completion"], self._what)
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    if value is None:
+        return total
+    return (total or 0) + value
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,95 @@
+"""Any HTTP endpoint that takes a JSON question and answers JSON (``"url"``).
+
+This is the escape hatch for systems that are not on AWS or not behind a Lambda: a FastAPI
+app, an API Gateway stage, a container on a laptop. Secrets for its headers come from
+environment variables (``headers_from_env``) so they never sit in an event or a report.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from evalrunner.errors import ConfigError
+from evalrunner.suite.model import TestCase
+from evalrunner.targets import adapters
+from evalrunner.targets._common import (
+    max_retries,
+    question_payload,
+    report_name,
+    sanitise_name,
+    timeout_seconds,
+)
+from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
+from evalrunner.targets.base import Target, TargetResponse
+
+
+def endpoint_name(url: str) -> str:
+    """``https://api.example.com/v1/chat`` → ``api.example.com-v1-chat``."""
+    parts = urlsplit(url)
+    return sanitise_name(f"{parts.hostname or ''}{parts.path}", fallback="http")
+
+
+def display_url(url: str) -> str:
+    """The URL without credentials or query string, safe to put in errors and logs."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
+def headers_from_env(mapping: dict[str, str] | None) -> dict[str, str]:
+    """Resolve ``{"Authorization": "MY_TOKEN_VAR"}`` from the environment, failing loudly."""
+    headers: dict[str, str] = {}
+    for header, variable in (mapping or {}).items():
+        value = os.environ.get(variable)
+        if value is None:
+            raise ConfigError(
+                f"target.headers_from_env: header {header!r} needs environment variable "
+                f"{variable} but it is not set. Export {variable} where evalrunner runs (for "
+                "the cloud run, in the run-case function's environment)."
+            )
+        headers[header] = value
+    return headers
+
+
+class HttpTarget(Target):
+    """POSTs (or PUTs) ``{question_field: question, "conversation": [...]}`` as JSON."""
+
+    kind = "url"
+
+    #: urllib3 backoff factor between retries (seconds; doubled per consecutive failure).
+    backoff_factor = DEFAULT_BACKOFF_FACTOR
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__(spec)
+        self.url = str(spec["url"])
+        self.method = str(spec.get("method", "POST")).upper()
+        if self.method not in ("POST", "PUT"):
+            raise ConfigError(f"target.method must be POST or PUT, got {self.method!r}")
+        self.question_field = str(spec.get("question_field", "question"))
+        self.headers = {
+            **(spec.get("headers") or {}),
+            **headers_from_env(spec.get("headers_from_env")),
+        }
+        self.mapping = adapters.ResponseMapping.from_spec(spec)
+        self.http = JsonHttpClient(
+            timeout=timeout_seconds(spec),
+            retries=max_retries(spec),
+            backoff_factor=self.backoff_factor,
+        )
+
+    @property
+    def name(self) -> str:
+        return report_name(self.spec, endpoint_name(self.url))
+
+    def invoke(self, case: TestCase) -> TargetResponse:
+        what = f"{self.method} {display_url(self.url)}"
+        result = self.http.send(
+            self.method, self.url, question_payload(case, self.question_field), self.headers, what
+        )
+        if not 200 <= result.status < 300:
+            raise status_error(
+                result, what, auth_hint="Check target.headers / headers_from_env credentials."
+            )
+        return adapters.normalise(result.json(what), self.mapping, source=what)

@@ -1,0 +1,90 @@
+"""A Bedrock knowledge base, via RetrieveAndGenerate, as the system under test.
+
+Useful to evaluate retrieval and generation before an agent exists around them: the same
+suite can later run against the agent and the two reports compare like for like.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+
+from evalrunner.errors import TargetError
+from evalrunner.suite.model import TestCase
+from evalrunner.targets._aws import aws_errors, make_client
+from evalrunner.targets._common import report_name, timeout_seconds
+from evalrunner.targets.adapters import bedrock_references
+from evalrunner.targets.base import Target, TargetResponse
+
+
+class KnowledgeBaseTarget(Target):
+    """RetrieveAndGenerate with type KNOWLEDGE_BASE; citations become contexts/documents."""
+
+    kind = "knowledgeBaseId"
+
+    def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
+        super().__init__(spec)
+        self.knowledge_base_id = str(spec["knowledgeBaseId"])
+        self.model_arn = str(spec["modelArn"])
+        self.number_of_results: int | None = spec.get("numberOfResults")
+        self.timeout = timeout_seconds(spec)
+        # The knowledge base id carries no region; an explicit one wins over the model ARN's.
+        arn = None if spec.get("region") else self.model_arn
+        self.client = make_client("bedrock-agent-runtime", spec, session=session, arn=arn)
+        self.region = self.client.meta.region_name
+
+    @property
+    def name(self) -> str:
+        return report_name(self.spec, self.knowledge_base_id)
+
+    def _configuration(self) -> dict[str, Any]:
+        kb: dict[str, Any] = {"knowledgeBaseId": self.knowledge_base_id, "modelArn": self.model_arn}
+        if self.number_of_results:
+            kb["retrievalConfiguration"] = {
+                "vectorSearchConfiguration": {"numberOfResults": self.number_of_results}
+            }
+        return {"type": "KNOWLEDGE_BASE", "knowledgeBaseConfiguration": kb}
+
+    def invoke(self, case: TestCase) -> TargetResponse:
+        """Replay prior user turns in one RetrieveAndGenerate session, then ask the question."""
+        session_id: str | None = None
+        for turn in case.conversation:
+            if turn.role == "user":
+                session_id = self._ask(turn.content, session_id).get("sessionId") or session_id
+        response = self._ask(case.question, session_id)
+        text = (response.get("output") or {}).get("text")
+        if not isinstance(text, str):
+            raise TargetError(f"Knowledge base {self.knowledge_base_id} returned no output text.")
+        contexts: list[str] = []
+        documents: list[str] = []
+        for citation in response.get("citations") or ():
+            found_contexts, found_documents = bedrock_references(
+                citation.get("retrievedReferences") or ()
+            )
+            contexts.extend(found_contexts)
+            documents.extend(found_documents)
+        return TargetResponse(
+            answer=text,
+            contexts=list(dict.fromkeys(contexts)),
+            documents=list(dict.fromkeys(documents)),
+        )
+
+    def _ask(self, text: str, session_id: str | None) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "input": {"text": text},
+            "retrieveAndGenerateConfiguration": self._configuration(),
+        }
+        if session_id:
+            params["sessionId"] = session_id
+        permission = (
+            f"bedrock:RetrieveAndGenerate and bedrock:Retrieve on knowledge base "
+            f"{self.knowledge_base_id}, and bedrock:InvokeModel on {self.model_arn}"
+        )
+        with aws_errors(
+            f"RetrieveAndGenerate on knowledge base {self.knowledge_base_id}",
+            timeout=self.timeout,
+            region=self.region,
+            permission=permission,
+        ):
+            return self.client.retrieve_and_generate(**params)

@@ -1,0 +1,131 @@
+"""A Lambda function as the system under test (``"lambdaArn"``).
+
+The most common failure on first use is not a bug in the function but a missing permission:
+the role running evalrunner may not invoke a function in another account or with a resource
+policy. AWS's message names the caller, so the error shown here is the exact policy statement
+and ``aws lambda add-permission`` command that fixes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from evalrunner.errors import TargetError
+from evalrunner.suite.model import TestCase
+from evalrunner.targets import adapters
+from evalrunner.targets._aws import aws_errors, error_code, make_client, region_from_arn
+from evalrunner.targets._common import question_payload, report_name, snippet, timeout_seconds
+from evalrunner.targets.base import Target, TargetResponse
+
+_NOT_AUTHORIZED = re.compile(
+    r"User: (?P<principal>arn:\S+) is not authorized to perform: (?P<action>\S+) "
+    r"on resource: (?P<resource>arn:[^\s\"]+)"
+)
+_ASSUMED_ROLE = re.compile(
+    r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+$"
+)
+
+
+def function_name(lambda_arn: str) -> str:
+    """``arn:aws:lambda:r:acct:function:NAME[:qualifier]`` or ``NAME[:qualifier]`` → NAME."""
+    if lambda_arn.startswith("arn:"):
+        parts = lambda_arn.split(":")
+        return parts[6] if len(parts) > 6 else lambda_arn
+    return lambda_arn.split(":", 1)[0]
+
+
+def _role_arn(principal: str) -> str:
+    """An STS assumed-role session ARN → the IAM role ARN a resource policy can name."""
+    match = _ASSUMED_ROLE.match(principal)
+    if match:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return principal
+
+
+def access_denied_message(message: str, function: str, region: str | None) -> str:
+    """The statement and command that grant the caller lambda:InvokeFunction on the target."""
+    match = _NOT_AUTHORIZED.search(message)
+    principal = _role_arn(match["principal"]) if match else "<ARN of the role running evalrunner>"
+    resource = match["resource"] if match else function
+    statement = {
+        "Sid": "AllowEvalrunnerInvoke",
+        "Effect": "Allow",
+        "Principal": {"AWS": principal},
+        "Action": "lambda:InvokeFunction",
+        "Resource": resource,
+    }
+    region_flag = f" --region {region}" if region else ""
+    command = (
+        f"aws lambda add-permission --function-name {resource} "
+        f"--statement-id evalrunner-invoke --action lambda:InvokeFunction "
+        f"--principal {principal}{region_flag}"
+    )
+    return (
+        f"Not allowed to invoke Lambda function {function}: {message}\n"
+        "Add this statement to the function's resource-based policy:\n"
+        f"  {json.dumps(statement)}\n"
+        f"for example with:\n  {command}\n"
+        f"and make sure the identity policy of {principal} allows lambda:InvokeFunction on "
+        f"{resource}."
+    )
+
+
+class LambdaTarget(Target):
+    """Invokes a function synchronously with ``{"question": ..., "conversation": [...]}``."""
+
+    kind = "lambdaArn"
+
+    def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
+        super().__init__(spec)
+        self.function = str(spec["lambdaArn"])
+        self.question_field = str(spec.get("question_field", "question"))
+        self.timeout = timeout_seconds(spec)
+        self.mapping = adapters.ResponseMapping.from_spec(spec)
+        self.client = make_client("lambda", spec, session=session, arn=self.function)
+        self.region = region_from_arn(self.function) or self.client.meta.region_name
+
+    @property
+    def name(self) -> str:
+        return report_name(self.spec, function_name(self.function))
+
+    def invoke(self, case: TestCase) -> TargetResponse:
+        what = f"Lambda function {function_name(self.function)}"
+        body = json.dumps(question_payload(case, self.question_field)).encode("utf-8")
+        with aws_errors(f"Invoking {what}", timeout=self.timeout, region=self.region):
+            try:
+                response = self.client.invoke(
+                    FunctionName=self.function,
+                    InvocationType="RequestResponse",
+                    Payload=body,
+                )
+            except ClientError as exc:
+                if error_code(exc).startswith("AccessDenied"):
+                    message = exc.response.get("Error", {}).get("Message", str(exc))
+                    raise TargetError(
+                        access_denied_message(message, self.function, self.region)
+                    ) from exc
+                raise
+            raw = response["Payload"].read()
+        if response.get("FunctionError"):
+            raise TargetError(self._function_error(response["FunctionError"], raw))
+        return adapters.normalise(raw, self.mapping, source=what)
+
+    def _function_error(self, kind: str, raw: bytes) -> str:
+        function = function_name(self.function)
+        try:
+            details = json.loads(raw)
+        except ValueError:
+            details = None
+        if isinstance(details, dict):
+            error_type = details.get("errorType", kind)
+            error_message = details.get("errorMessage", snippet(raw))
+            return (
+                f"Lambda function {function} raised {error_type}: {error_message} "
+                f"(FunctionError={kind}; see the function's CloudWatch logs)."
+            )
+        return f"Lambda function {function} failed (FunctionError={kind}): {snippet(raw)}"

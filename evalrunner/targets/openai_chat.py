@@ -1,0 +1,117 @@
+"""A plain LLM behind an OpenAI-compatible chat endpoint (``"openai"``).
+
+Gives a baseline next to the RAG system (what does the bare model answer?) and covers local
+servers (vLLM, llama.cpp, Ollama) as well as hosted ones; an absent API key is therefore not
+an error, the request simply goes without an Authorization header.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from evalrunner.errors import ConfigError, TargetError
+from evalrunner.suite.model import TestCase
+from evalrunner.targets._common import (
+    conversation_turns,
+    max_retries,
+    report_name,
+    sanitise_name,
+    snippet,
+    timeout_seconds,
+)
+from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
+from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.http import display_url
+
+
+def _content_text(content: Any) -> str | None:
+    """``message.content``: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return None
+
+
+class OpenAIChatTarget(Target):
+    """``POST {base_url}/chat/completions`` with the case's turns and question."""
+
+    kind = "openai"
+
+    backoff_factor = DEFAULT_BACKOFF_FACTOR
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__(spec)
+        options = spec.get("openai")
+        if not isinstance(options, dict) or not options.get("base_url") or not options.get("model"):
+            raise ConfigError(
+                'target.openai needs "base_url" and "model", e.g. {"openai": {"base_url": '
+                '"http://localhost:8000/v1", "model": "llama3"}}'
+            )
+        self.model = str(options["model"])
+        self.url = str(options["base_url"]).rstrip("/") + "/chat/completions"
+        self.system_prompt: str | None = options.get("system_prompt")
+        self.temperature = float(options.get("temperature", 0))
+        self.max_tokens: int | None = options.get("max_tokens")
+        self.api_key_env = str(options.get("api_key_env", "OPENAI_API_KEY"))
+        api_key = os.environ.get(self.api_key_env)
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = JsonHttpClient(
+            timeout=timeout_seconds(spec),
+            retries=max_retries(spec),
+            backoff_factor=self.backoff_factor,
+        )
+
+    @property
+    def name(self) -> str:
+        return report_name(self.spec, sanitise_name(self.model, fallback="openai"))
+
+    def request_body(self, case: TestCase) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.extend(conversation_turns(case))
+        messages.append({"role": "user", "content": case.question})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+        }
+        if self.max_tokens:
+            body["max_tokens"] = self.max_tokens
+        return body
+
+    def invoke(self, case: TestCase) -> TargetResponse:
+        what = f"model {self.model} at {display_url(self.url)}"
+        result = self.http.send("POST", self.url, self.request_body(case), self.headers, what)
+        if not 200 <= result.status < 300:
+            raise status_error(
+                result,
+                what,
+                auth_hint=f"Set {self.api_key_env} to a valid API key (target.openai.api_key_env).",
+            )
+        body = result.json(what)
+        choices = body.get("choices") if isinstance(body, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        if not isinstance(message, dict):
+            raise TargetError(f"{what} answered without choices[0].message: {snippet(result.body)}")
+        tools = [
+            call["function"].get("name")
+            for call in message.get("tool_calls") or ()
+            if isinstance(call, dict) and isinstance(call.get("function"), dict)
+        ]
+        answer = _content_text(message.get("content"))
+        if answer is None:
+            if not tools:
+                raise TargetError(f"{what} answered with an empty message: {snippet(result.body)}")
+            answer = ""
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        return TargetResponse(
+            answer=answer,
+            tool=", ".join(t for t in tools if t) or None,
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+        )

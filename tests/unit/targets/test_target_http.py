@@ -1,0 +1,176 @@
+"""HTTP target against a loopback server: shapes, mapping, retries, timeouts, headers."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from evalrunner.errors import ConfigError, TargetError, TargetTimeout
+from evalrunner.targets.http import HttpTarget, display_url, endpoint_name
+
+
+@pytest.fixture(autouse=True)
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(HttpTarget, "backoff_factor", 0.01)
+
+
+def target_for(loopback: Any, path: str = "/ask", **spec: Any) -> HttpTarget:
+    return HttpTarget({"url": loopback.url + path, **spec})
+
+
+def test_posts_question_and_reads_default_shape(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    loopback.always(200, {"answer": "25 days", "contexts": ["Staff get 25 days."]})
+    response = target_for(loopback).invoke(make_case("Days off?"))
+    assert response.answer == "25 days" and response.contexts == ["Staff get 25 days."]
+    (request,) = loopback.requests
+    assert request.method == "POST" and request.path == "/ask"
+    assert request.json() == {"question": "Days off?"}
+    assert request.headers["Content-Type"] == "application/json"
+
+
+def test_put_with_question_field_conversation_and_headers(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    loopback.always(200, {"output": "ok"})
+    target = target_for(
+        loopback, method="PUT", question_field="query", headers={"X-Tenant": "acme"}
+    )
+    target.invoke(make_case("Next?", turns=[("user", "Hi"), ("assistant", "Hello")]))
+    (request,) = loopback.requests
+    assert request.method == "PUT" and request.headers["X-Tenant"] == "acme"
+    assert request.json() == {
+        "query": "Next?",
+        "conversation": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+        ],
+    }
+
+
+def test_jmespath_mapping(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(
+        200,
+        {
+            "result": {"message": "mapped", "refs": [{"snippet": "s1", "doc": "d1"}]},
+            "text": "decoy",
+        },
+    )
+    target = target_for(
+        loopback,
+        answer_path="result.message",
+        contexts_path="result.refs[].snippet",
+        documents_path="result.refs[].doc",
+    )
+    response = target.invoke(make_case())
+    assert (response.answer, response.contexts, response.documents) == ("mapped", ["s1"], ["d1"])
+
+
+def test_api_gateway_shape(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(200, {"statusCode": 200, "body": json.dumps({"answer": "proxied"})})
+    assert target_for(loopback).invoke(make_case()).answer == "proxied"
+
+
+def test_503_then_200_is_retried(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.reply(503, {"error": "warming up"})
+    loopback.reply(429, {"error": "slow down"}, headers={"Retry-After": "0"})
+    loopback.always(200, {"answer": "finally"})
+    response = target_for(loopback, max_retries=3).invoke(make_case())
+    assert response.answer == "finally"
+    assert len(loopback.requests) == 3
+
+
+def test_500_forever_fails_after_max_retries_plus_one(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    loopback.always(500, {"error": "database is down"})
+    with pytest.raises(TargetError) as info:
+        target_for(loopback, max_retries=2).invoke(make_case())
+    assert len(loopback.requests) == 3
+    message = info.value.message
+    assert "HTTP 500" in message and "3 attempt(s)" in message and "database is down" in message
+    assert info.value.retryable
+
+
+def test_client_error_is_not_retried(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(401, {"error": "bad token"})
+    with pytest.raises(TargetError) as info:
+        target_for(loopback, max_retries=3).invoke(make_case())
+    assert len(loopback.requests) == 1
+    assert "HTTP 401" in info.value.message and "headers_from_env" in info.value.message
+    assert not info.value.retryable
+
+
+def test_timeout_is_fast(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(200, {"answer": "too late"}, delay=3)
+    target = target_for(loopback, timeout_seconds=0.2, max_retries=1)
+    started = time.monotonic()
+    with pytest.raises(TargetTimeout, match=r"timeout_seconds=0\.2"):
+        target.invoke(make_case())
+    assert time.monotonic() - started < 1.5
+    assert len(loopback.requests) == 2  # the read timeout was retried once
+
+
+def test_headers_from_env(
+    loopback: Any, monkeypatch: pytest.MonkeyPatch, make_case: Callable[..., Any]
+) -> None:
+    monkeypatch.setenv("QA_BOT_TOKEN", "Bearer s3cret")
+    loopback.always(200, {"answer": "ok"})
+    target_for(loopback, headers_from_env={"Authorization": "QA_BOT_TOKEN"}).invoke(make_case())
+    assert loopback.requests[0].headers["Authorization"] == "Bearer s3cret"
+
+
+def test_missing_header_env_var_is_a_config_error(
+    loopback: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("QA_BOT_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="QA_BOT_TOKEN"):
+        target_for(loopback, headers_from_env={"Authorization": "QA_BOT_TOKEN"})
+
+
+def test_non_json_body(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(200, "<html>Welcome to nginx</html>", headers={"Content-Type": "text/html"})
+    with pytest.raises(TargetError) as info:
+        target_for(loopback).invoke(make_case())
+    assert "not JSON" in info.value.message and "nginx" in info.value.message
+    assert "text/html" in info.value.message
+
+
+def test_unreachable_endpoint(loopback: Any, make_case: Callable[..., Any]) -> None:
+    url = loopback.url
+    loopback.close()
+    target = HttpTarget({"url": url + "/ask", "max_retries": 0})
+    with pytest.raises(TargetError, match="could not connect"):
+        target.invoke(make_case())
+
+
+def test_concurrent_calls_share_one_target(loopback: Any, make_case: Callable[..., Any]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    loopback.always(200, {"answer": "same"}, delay=0.05)
+    target = target_for(loopback)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: target.invoke(make_case(f"q{i}")).answer, range(16)))
+    assert answers == ["same"] * 16
+    assert sorted(r.json()["question"] for r in loopback.requests) == sorted(
+        f"q{i}" for i in range(16)
+    )
+
+
+def test_names_and_display_url() -> None:
+    assert endpoint_name("https://api.example.com/v1/chat") == "api.example.com-v1-chat"
+    assert endpoint_name("http://127.0.0.1:8080/") == "127.0.0.1"
+    assert display_url("https://u:p@h.example:8443/x?key=secret") == "https://h.example:8443/x"
+
+
+def test_redirect_is_reported_not_followed(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(301, "", headers={"Location": "https://new.example.com/ask"})
+    with pytest.raises(TargetError) as info:
+        target_for(loopback).invoke(make_case())
+    assert "HTTP 301" in info.value.message and "https://new.example.com/ask" in info.value.message
+    assert len(loopback.requests) == 1
