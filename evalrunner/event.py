@@ -77,7 +77,7 @@ def _where(path: Any) -> str:
 
 
 _HINTS = {
-    "iterations": 'iterations must be a whole number of at least 1, written without quotes, '
+    "iterations": "iterations must be a whole number of at least 1, written without quotes, "
     'e.g. "iterations": 2 (there is no default)',
 }
 

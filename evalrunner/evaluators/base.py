@@ -171,9 +171,7 @@ class Evaluator(ABC):
                 continue
             value = float(scored.value)
             if not math.isfinite(value):
-                results.append(
-                    self._one(spec, status="error", reason=f"error: score is {value}")
-                )
+                results.append(self._one(spec, status="error", reason=f"error: score is {value}"))
                 continue
             threshold = self.threshold(spec.name)
             results.append(

@@ -7,6 +7,7 @@ import string
 from collections import Counter
 from collections.abc import Mapping
 from functools import cached_property
+from typing import ClassVar
 
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from rouge_score import rouge_scorer
@@ -28,7 +29,11 @@ class RougeMetric(Evaluator):
         MetricSpec("ROUGE-2", "bigram overlap F1"),
         MetricSpec("ROUGE-L", "longest common subsequence F1", primary=True),
     )
-    _KEYS = {"ROUGE-1": "rouge1", "ROUGE-2": "rouge2", "ROUGE-L": "rougeL"}
+    _KEYS: ClassVar[dict[str, str]] = {
+        "ROUGE-1": "rouge1",
+        "ROUGE-2": "rouge2",
+        "ROUGE-L": "rougeL",
+    }
 
     @cached_property
     def _scorer(self) -> rouge_scorer.RougeScorer:
@@ -66,7 +71,7 @@ class Bleu(Evaluator):
         MetricSpec("BLEU-3", "cumulative 3-gram BLEU"),
         MetricSpec("BLEU-4", "cumulative 4-gram BLEU"),
     )
-    _WEIGHTS = {
+    _WEIGHTS: ClassVar[dict[str, tuple[float, ...]]] = {
         "BLEU-1": (1.0,),
         "BLEU-2": (0.5, 0.5),
         "BLEU-3": (1 / 3, 1 / 3, 1 / 3),
@@ -88,8 +93,7 @@ class Bleu(Evaluator):
             )
             out[metric] = Scored(
                 float(value),
-                f"{metric} {value:.3f} ({len(hypothesis)} answer words, "
-                f"{len(reference)} expected)",
+                f"{metric} {value:.3f} ({len(hypothesis)} answer words, {len(reference)} expected)",
             )
         return out
 

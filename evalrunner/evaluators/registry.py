@@ -80,9 +80,7 @@ def resolve(name: str) -> type[Evaluator]:
         )
     close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.6)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise ConfigError(
-        f"unknown metric {name!r}.{hint} Valid names: {', '.join(_REGISTRY)}."
-    )
+    raise ConfigError(f"unknown metric {name!r}.{hint} Valid names: {', '.join(_REGISTRY)}.")
 
 
 def resolve_all(names: Iterable[str]) -> list[type[Evaluator]]:

@@ -39,10 +39,16 @@ def test_defaults_select_every_cpu_evaluator():
     "target,kind",
     [
         ({"lambdaArn": "arn:aws:lambda:eu-west-1:123456789012:function:my-fn"}, "lambdaArn"),
-        ({"stepFunctionArn": "arn:aws:states:us-east-1:123456789012:stateMachine:rag"}, "stepFunctionArn"),
+        (
+            {"stepFunctionArn": "arn:aws:states:us-east-1:123456789012:stateMachine:rag"},
+            "stepFunctionArn",
+        ),
         ({"url": "http://127.0.0.1:8080/ask", "answer_path": "data.text"}, "url"),
         ({"openai": {"base_url": "http://localhost:11434/v1", "model": "llama3"}}, "openai"),
-        ({"knowledgeBaseId": "KB12345678", "modelArn": "arn:aws:bedrock:::model"}, "knowledgeBaseId"),
+        (
+            {"knowledgeBaseId": "KB12345678", "modelArn": "arn:aws:bedrock:::model"},
+            "knowledgeBaseId",
+        ),
     ],
 )
 def test_each_target_kind(target, kind):
@@ -96,8 +102,16 @@ def test_known_future_metric_says_what_it_needs():
 
 
 @pytest.mark.parametrize(
-    "key", ["../secrets.xlsx", "test-suites/../../x.xlsx", "/etc/passwd.csv", "other/x.xlsx",
-            "test-suites//x.xlsx", "test-suites\\x.xlsx", "test-suites/x.txt"]
+    "key",
+    [
+        "../secrets.xlsx",
+        "test-suites/../../x.xlsx",
+        "/etc/passwd.csv",
+        "other/x.xlsx",
+        "test-suites//x.xlsx",
+        "test-suites\\x.xlsx",
+        "test-suites/x.txt",
+    ],
 )
 def test_suite_key_cannot_escape_prefix(key):
     (msg,) = problems(ev(key=key))
