@@ -1,0 +1,69 @@
+"""Prepare: validate the event and the suite, expand cases × iterations, write the manifest.
+
+Nothing is written to the bucket until both the event and the suite have been validated, so a
+bad input leaves no half-written run behind.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from evalrunner.event import RunEvent, parse_event
+from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
+from evalrunner.storage import REPORTS_PREFIX, RunStore
+from evalrunner.suite import Suite
+from evalrunner.suite.readers import read_suite
+from evalrunner.targets.factory import target_name
+
+
+def new_run_id(now: datetime) -> str:
+    return f"{now:%y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def expand(suite: Suite, iterations: int) -> list[ManifestItem]:
+    """Every case once per iteration, iteration-major so early results cover every case."""
+    return [
+        ManifestItem(item_id=f"c{case.index + 1:05d}-i{it}", iteration=it, case=case)
+        for it in range(1, iterations + 1)
+        for case in suite.cases
+    ]
+
+
+def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
+    now = now or datetime.now(UTC)
+    event: RunEvent = parse_event(raw_event)
+    suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
+    run_id = event.run_id or new_run_id(now)
+    name = target_name(event.target)
+    items = expand(suite, event.iterations)
+    config = RunConfig(
+        run_id=run_id,
+        bucket=store.bucket,
+        suite_key=event.key,
+        suite_name=suite.name,
+        target=event.target,
+        target_kind=event.target_kind,
+        target_name=name,
+        iterations=event.iterations,
+        metrics=event.metrics,
+        thresholds=event.thresholds,
+        fail_under=event.fail_under,
+        started_at=now.isoformat(timespec="seconds"),
+        report_prefix=f"{REPORTS_PREFIX}{name}/{now:%y%m%d-%H%M%S}-",
+        case_count=len(suite.cases),
+        item_count=len(items),
+    )
+    store.put_json(store.manifest_key(run_id), [i.model_dump(mode="json") for i in items])
+    store.put_json(store.run_key(run_id), config.model_dump(mode="json"))
+    return PrepareOutput(
+        run_id=run_id,
+        bucket=store.bucket,
+        manifest_key=store.manifest_key(run_id),
+        item_count=len(items),
+        max_concurrency=event.max_concurrency,
+        tolerated_failure_percentage=event.tolerated_failure_percentage,
+        target_name=name,
+    )

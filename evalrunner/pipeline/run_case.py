@@ -1,0 +1,176 @@
+"""Run one case × iteration: call the target, run the per-case evaluators, write the record.
+
+Idempotent: a case that already has a successful record is not sent to the target again, so
+Step Functions retries and re-driven executions cost nothing twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+
+from evalrunner.errors import TargetError
+from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample, resolve
+from evalrunner.run import CaseRecord, ManifestItem, RunConfig
+from evalrunner.storage import RunStore
+from evalrunner.suite.model import TestCase
+from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.factory import build_target
+
+#: Evaluators that run per case in the fan-out; the others wait for the Score step.
+PER_CASE = (Requirement.NOTHING, Requirement.LOCAL_MODEL, Requirement.JUDGE)
+
+_lock = threading.Lock()
+_configs: dict[tuple[str, str], RunConfig] = {}
+_targets: dict[tuple[str, str], Target] = {}
+_target_session: boto3.Session | None = None
+
+
+@contextmanager
+def target_session(session: boto3.Session | None) -> Iterator[None]:
+    """Build targets with ``session`` inside the block (the local engine's way out of moto)."""
+    global _target_session
+    previous, _target_session = _target_session, session
+    try:
+        yield
+    finally:
+        _target_session = previous
+
+
+def load_config(store: RunStore, run_id: str) -> RunConfig:
+    """The run's configuration, read once per process and run (warm Lambdas reuse it)."""
+    key = (store.bucket, run_id)
+    with _lock:
+        if key in _configs:
+            return _configs[key]
+    config = RunConfig.model_validate(store.get_json(store.run_key(run_id)))
+    with _lock:
+        _configs[key] = config
+    return config
+
+
+def _target(config: RunConfig) -> Target:
+    key = (config.bucket, config.run_id)
+    with _lock:
+        target = _targets.get(key)
+    if target is None:
+        target = build_target(config.target, session=_target_session)
+        with _lock:
+            _targets.setdefault(key, target)
+    return target
+
+
+def build_evaluators(config: RunConfig, requirements: tuple[Requirement, ...]) -> list[Evaluator]:
+    classes = [resolve(name) for name in config.metrics]
+    return [cls(config.thresholds) for cls in classes if cls.requires in requirements]
+
+
+def sample_of(case: TestCase, response: TargetResponse) -> Sample:
+    return Sample(
+        question=case.question,
+        expected_answer=case.expected_answer,
+        expected_contexts=case.expected_contexts,
+        expected_intent=case.expected_intent,
+        expected_tool=case.expected_tool,
+        expected_documents=case.expected_documents,
+        condition=case.condition,
+        categories=case.categories,
+        answer=response.answer,
+        contexts=response.contexts,
+        documents=response.documents,
+        tool=response.tool,
+        intent=response.intent,
+    )
+
+
+def not_scored(evaluators: list[Evaluator], reason: str) -> list[MetricResult]:
+    """Error results for every metric of a case that produced no answer."""
+    return [
+        MetricResult(
+            evaluator=e.name,
+            metric=m.name,
+            status="error",
+            threshold=e.threshold(m.name),
+            reason=reason,
+        )
+        for e in evaluators
+        for m in e.metrics
+    ]
+
+
+def call_target(target: Target, case: TestCase) -> tuple[TargetResponse, float]:
+    start = time.perf_counter()
+    response = target.invoke(case)
+    elapsed_ms = (time.perf_counter() - start) * 1000
+    return response, response.latency_ms if response.latency_ms is not None else elapsed_ms
+
+
+def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str, Any]:
+    item = ManifestItem.model_validate(raw_item)
+    key = store.record_key(run_id, item.item_id)
+    existing = store.get_json_or_none(key)
+    if existing is not None and existing.get("status") == "ok":
+        return {"item_id": item.item_id, "status": "ok", "reused": True}
+
+    config = load_config(store, run_id)
+    evaluators = build_evaluators(config, PER_CASE)
+    case = item.case
+    record = CaseRecord(
+        item_id=item.item_id,
+        case_id=case.case_id,
+        index=case.index,
+        iteration=item.iteration,
+        status="ok",
+    )
+    try:
+        if case.answer is not None:  # answers computed elsewhere: score, don't call
+            response, latency = (
+                TargetResponse(answer=case.answer, contexts=case.contexts or []),
+                None,
+            )
+        else:
+            response, latency = call_target(_target(config), case)
+    except TargetError as exc:
+        record.status, record.error = "target_error", exc.message
+    except Exception as exc:  # a target bug must not lose the case
+        record.status, record.error = "target_error", f"{type(exc).__name__}: {exc}"
+    else:
+        record.response, record.latency_ms = response, latency
+        sample = sample_of(case, response)
+        record.results = [r for e in evaluators for r in e.evaluate(sample)]
+
+    if record.status != "ok":
+        record.results = not_scored(evaluators, "not scored: the target call failed")
+    store.put_json(key, record.model_dump(mode="json"))
+    out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
+    if record.error:
+        out["error"] = record.error[:500]
+    return out
+
+
+def record_failure(
+    store: RunStore, run_id: str, raw_item: dict[str, Any], failure: dict[str, Any]
+) -> dict[str, Any]:
+    """The state machine's Catch path: the case task itself failed (timeout, crash, throttle)."""
+    item = ManifestItem.model_validate(raw_item)
+    key = store.record_key(run_id, item.item_id)
+    existing = store.get_json_or_none(key)
+    if existing is not None and existing.get("status") == "ok":
+        return {"item_id": item.item_id, "status": "ok", "reused": True}
+    error = str(failure.get("Error") or "States.TaskFailed")
+    cause = str(failure.get("Cause") or "")
+    record = CaseRecord(
+        item_id=item.item_id,
+        case_id=item.case.case_id,
+        index=item.case.index,
+        iteration=item.iteration,
+        status="task_failed",
+        error=f"{error}: {cause}"[:2000] if cause else error,
+    )
+    store.put_json(key, record.model_dump(mode="json"))
+    return {"item_id": item.item_id, "status": record.status, "error": record.error}

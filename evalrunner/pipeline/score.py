@@ -1,0 +1,57 @@
+"""Score: the model work of the whole run at once (embeddings, cross-encoders, ...).
+
+Evaluators that declare ``Requirement.GPU_BATCH`` are not run per case: their samples are
+collected here across every case, so texts can be deduplicated and batched. This module is the
+in-process path (local runs, small runs); the GPU task runs the same function in its container.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from evalrunner.evaluators import BatchEvaluator, Requirement
+from evalrunner.pipeline.run_case import build_evaluators, load_config, sample_of
+from evalrunner.run import CaseRecord, ManifestItem
+from evalrunner.storage import RunStore
+
+BATCHED = (Requirement.GPU_BATCH,)
+
+
+def load_records(
+    store: RunStore, run_id: str, items: list[ManifestItem]
+) -> list[CaseRecord | None]:
+    """Every item's record (None where the case left none), read in parallel."""
+
+    def one(item: ManifestItem) -> CaseRecord | None:
+        raw = store.get_json_or_none(store.record_key(run_id, item.item_id))
+        return CaseRecord.model_validate(raw) if raw is not None else None
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(one, items))
+
+
+def load_manifest(store: RunStore, run_id: str) -> list[ManifestItem]:
+    return [ManifestItem.model_validate(i) for i in store.get_json(store.manifest_key(run_id))]
+
+
+def score_run(store: RunStore, run_id: str) -> dict[str, Any]:
+    config = load_config(store, run_id)
+    evaluators = [e for e in build_evaluators(config, BATCHED) if isinstance(e, BatchEvaluator)]
+    if not evaluators:
+        store.put_json(store.scores_key(run_id), {})
+        return {"evaluators": [], "samples": 0}
+    items = load_manifest(store, run_id)
+    records = load_records(store, run_id, items)
+    ready = [
+        (item, record)
+        for item, record in zip(items, records, strict=True)
+        if record is not None and record.status == "ok" and record.response is not None
+    ]
+    samples = [sample_of(item.case, record.response) for item, record in ready]  # type: ignore[arg-type]
+    scores: dict[str, list[dict[str, Any]]] = {item.item_id: [] for item, _ in ready}
+    for evaluator in evaluators:
+        for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
+            scores[item.item_id].extend(r.model_dump(mode="json") for r in results)
+    store.put_json(store.scores_key(run_id), scores)
+    return {"evaluators": [e.name for e in evaluators], "samples": len(samples)}

@@ -1,0 +1,1 @@
+"""Report building: tables from case records, and their CSV / JSON renderings."""

@@ -1,0 +1,72 @@
+"""The models that travel between the steps of a run: its configuration, the manifest items
+the Distributed Map fans out over, and the record each case leaves behind."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.evaluators.base import MetricResult
+from evalrunner.suite.model import TestCase
+from evalrunner.targets.base import TargetResponse
+
+
+class RunConfig(BaseModel):
+    """Everything a case task needs besides its case, written once by Prepare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    bucket: str
+    suite_key: str
+    suite_name: str
+    target: dict[str, Any]
+    target_kind: str
+    target_name: str
+    iterations: int
+    metrics: list[str]
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    fail_under: dict[str, float] = Field(default_factory=dict)
+    started_at: str = Field(description="UTC, ISO 8601")
+    report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
+    case_count: int
+    item_count: int
+
+
+class ManifestItem(BaseModel):
+    """One case × iteration: the unit of work of the Distributed Map."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    iteration: int = Field(ge=1)
+    case: TestCase
+
+
+class CaseRecord(BaseModel):
+    """What one case × iteration produced. Written by run_case; never dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    case_id: str
+    index: int
+    iteration: int
+    status: Literal["ok", "target_error", "task_failed"]
+    response: TargetResponse | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+    results: list[MetricResult] = Field(default_factory=list)
+
+
+class PrepareOutput(BaseModel):
+    """The small state passed along the state machine (well below the 256 KiB payload limit)."""
+
+    run_id: str
+    bucket: str
+    manifest_key: str
+    item_count: int
+    max_concurrency: int
+    tolerated_failure_percentage: float
+    target_name: str

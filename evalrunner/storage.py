@@ -1,0 +1,84 @@
+"""The run bucket: where a run's suite, manifest, case records and reports live.
+
+The same layout serves the cloud (a real bucket) and the embedded engine (moto's S3), so every
+step reads and writes through :class:`RunStore` and never builds keys by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from evalrunner.errors import StorageError
+
+RUNS_PREFIX = "runs/"
+REPORTS_PREFIX = "test-reports/"
+
+
+class RunStore:
+    """Typed access to one bucket. Thread-safe: boto3 clients may be shared across threads."""
+
+    def __init__(self, bucket: str, *, client: Any | None = None) -> None:
+        self.bucket = bucket
+        self.s3 = client or boto3.client(
+            "s3", config=Config(retries={"max_attempts": 5, "mode": "standard"})
+        )
+
+    # -- keys -------------------------------------------------------------------------------
+    @staticmethod
+    def run_key(run_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/run.json"
+
+    @staticmethod
+    def manifest_key(run_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/cases.json"
+
+    @staticmethod
+    def record_key(run_id: str, item_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/cases/{item_id}.json"
+
+    @staticmethod
+    def scores_key(run_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/scores.json"
+
+    # -- objects ----------------------------------------------------------------------------
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise StorageError(
+                    f"s3://{self.bucket}/{key} does not exist; upload it first "
+                    f"(aws s3 cp FILE s3://{self.bucket}/{key})"
+                ) from exc
+            if code == "NoSuchBucket":
+                raise StorageError(f"bucket {self.bucket!r} does not exist") from exc
+            raise StorageError(f"cannot read s3://{self.bucket}/{key}: {exc}") from exc
+
+    def get_json(self, key: str) -> Any:
+        return json.loads(self.get_bytes(key))
+
+    def get_json_or_none(self, key: str) -> Any | None:
+        try:
+            return self.get_json(key)
+        except StorageError:
+            return None
+
+    def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+
+    def put_json(self, key: str, value: Any) -> None:
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.put_bytes(key, data, "application/json")
+
+    def list_keys(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        paginator = self.s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            keys.extend(obj["Key"] for obj in page.get("Contents", []))
+        return keys

@@ -1,0 +1,19 @@
+"""Aggregate step: its return value is the execution's output (the run summary)."""
+
+from typing import Any
+
+from evalrunner.pipeline.aggregate import aggregate_run
+from lambdas._common import logger, store_for
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    state = event["state"]
+    summary = aggregate_run(
+        store_for(state),
+        state["run_id"],
+        map_failure=state.get("map_failure"),
+        score_failure=state.get("score_failure"),
+    )
+    logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": summary["gates"]})
+    return summary

@@ -1,0 +1,13 @@
+"""Prepare step. An invalid event or suite raises: the execution fails with the message."""
+
+from typing import Any
+
+from evalrunner.pipeline.prepare import prepare_run
+from lambdas._common import logger, store_for
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    output = prepare_run(event["event"], store_for())
+    logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
+    return output.model_dump(mode="json")

@@ -1,0 +1,14 @@
+"""One test case. With ``failure`` in the event it records the Catch path instead."""
+
+from typing import Any
+
+from evalrunner.pipeline.run_case import record_failure, run_case
+from lambdas._common import logger, store_for
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    store = store_for(event)
+    if "failure" in event:
+        return record_failure(store, event["run_id"], event["item"], event["failure"])
+    return run_case(store, event["run_id"], event["item"])

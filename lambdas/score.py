@@ -1,0 +1,11 @@
+"""In-process scoring of the whole run (the GPU Batch task runs the same function)."""
+
+from typing import Any
+
+from evalrunner.pipeline.score import score_run
+from lambdas._common import logger, store_for
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return score_run(store_for(event), event["run_id"])

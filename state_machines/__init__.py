@@ -1,0 +1,32 @@
+"""The state machine definitions, shipped as package data so the local engine and the CDK app
+read the very same file."""
+
+from importlib import resources
+from pathlib import Path
+
+PLACEHOLDERS = (
+    "PrepareFunctionArn",
+    "RunCaseFunctionArn",
+    "ScoreFunctionArn",
+    "AggregateFunctionArn",
+    "ChildExecutionType",
+)
+
+
+def test_runner_asl() -> str:
+    """The text of ``test_runner.asl.json`` with its ``${...}`` placeholders."""
+    return resources.files(__name__).joinpath("test_runner.asl.json").read_text("utf-8")
+
+
+def test_runner_path() -> Path:
+    return Path(str(resources.files(__name__).joinpath("test_runner.asl.json")))
+
+
+def substitute(definition: str, values: dict[str, str]) -> str:
+    """What CloudFormation's DefinitionSubstitutions does, for the local engine."""
+    missing = [p for p in PLACEHOLDERS if p not in values]
+    if missing:
+        raise KeyError(f"no value for placeholders {missing}")
+    for key, value in values.items():
+        definition = definition.replace("${" + key + "}", value)
+    return definition

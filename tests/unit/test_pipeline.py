@@ -1,0 +1,187 @@
+"""Prepare, run_case, score and aggregate on an embedded S3, without the state machine."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from evalrunner.errors import SuiteError
+from evalrunner.evaluators import BatchEvaluator, Input, MetricSpec, Sample, Scored, registry
+from evalrunner.pipeline import aggregate, prepare, run_case, score
+from evalrunner.reports.csv_writer import neutralise, to_csv
+from evalrunner.storage import RunStore
+from evalrunner.targets.base import Target, TargetResponse
+
+NOW = datetime(2026, 11, 22, 9, 30, 5, tzinfo=UTC)
+SUITE = b"id,question,expected_answer\na,Q one?,alpha beta\nb,Q two?,gamma\n"
+
+
+class CountingTarget(Target):
+    kind = "lambdaArn"
+    calls = 0
+
+    @property
+    def name(self) -> str:
+        return "counting"
+
+    def invoke(self, case):
+        CountingTarget.calls += 1
+        return TargetResponse(
+            answer="alpha beta" if case.case_id == "a" else "delta epsilon",
+            contexts=["ctx"],
+            latency_ms=12.5,
+        )
+
+
+@pytest.fixture
+def store(monkeypatch):
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="runner-bucket")
+        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
+        CountingTarget.calls = 0
+        monkeypatch.setattr(
+            run_case, "build_target", lambda spec, session=None: CountingTarget(spec)
+        )
+        run_case._configs.clear()
+        run_case._targets.clear()
+        yield RunStore("runner-bucket", client=client)
+
+
+def prepared(store, **event):
+    raw = {
+        "key": "test-suites/s.csv",
+        "iterations": 2,
+        "target": {"lambdaArn": "fn"},
+        "metrics": ["Exact match"],
+        **event,
+    }
+    return prepare.prepare_run(raw, store, now=NOW)
+
+
+def test_prepare_writes_manifest_and_config(store):
+    out = prepared(store, run_id="r1", max_concurrency=3)
+    assert out.run_id == "r1" and out.item_count == 4 and out.max_concurrency == 3
+    items = store.get_json(out.manifest_key)
+    assert [i["item_id"] for i in items] == ["c00001-i1", "c00002-i1", "c00001-i2", "c00002-i2"]
+    config = store.get_json(store.run_key("r1"))
+    assert config["report_prefix"] == "test-reports/fn/261122-093005-"
+    assert config["metrics"] == ["Exact match"] and config["case_count"] == 2
+
+
+def test_prepare_bad_suite_writes_nothing(store):
+    store.put_bytes("test-suites/bad.csv", b"question\n", "text/csv")
+    with pytest.raises(SuiteError, match="no test cases"):
+        prepared(store, key="test-suites/bad.csv")
+    assert store.list_keys("runs/") == []
+
+
+def test_prepare_missing_suite_names_the_key(store):
+    with pytest.raises(Exception, match=r"test-suites/nope\.csv does not exist"):
+        prepared(store, key="test-suites/nope.csv")
+
+
+def test_run_case_is_idempotent(store):
+    out = prepared(store, run_id="r1")
+    item = store.get_json(out.manifest_key)[0]
+    first = run_case.run_case(store, "r1", item)
+    second = run_case.run_case(store, "r1", item)
+    assert first["status"] == "ok" and second.get("reused") is True
+    assert CountingTarget.calls == 1
+    record = store.get_json(store.record_key("r1", item["item_id"]))
+    assert record["latency_ms"] == 12.5 and record["results"][0]["score"] == 1.0
+
+
+def test_record_failure_never_overwrites_a_good_record(store):
+    out = prepared(store, run_id="r1")
+    good, bad = store.get_json(out.manifest_key)[:2]
+    run_case.run_case(store, "r1", good)
+    run_case.record_failure(store, "r1", good, {"Error": "Lambda.Unknown", "Cause": "x"})
+    assert store.get_json(store.record_key("r1", good["item_id"]))["status"] == "ok"
+    run_case.record_failure(store, "r1", bad, {"Error": "States.Timeout", "Cause": "slow"})
+    rec = store.get_json(store.record_key("r1", bad["item_id"]))
+    assert rec["status"] == "task_failed" and rec["error"] == "States.Timeout: slow"
+
+
+class LengthRatio(BatchEvaluator):
+    """Test-only batched evaluator: records how it was called."""
+
+    name = "Length ratio (test)"
+    description = "answer length / expected length"
+    inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
+    metrics = (MetricSpec("Length ratio", "ratio", threshold=0.5, primary=True),)
+    batches: ClassVar[list[int]] = []
+
+    def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored]]:
+        LengthRatio.batches.append(len(samples))
+        return [
+            {"Length ratio": Scored(len(s.answer) / len(s.expected_answer), "ratio")}
+            for s in samples
+        ]
+
+
+@pytest.fixture
+def batch_evaluator():
+    registry.register(LengthRatio)
+    LengthRatio.batches = []
+    yield LengthRatio
+    registry._REGISTRY.pop(LengthRatio.name)
+    registry._LOOKUP.pop(registry._key(LengthRatio.name))
+
+
+def test_score_step_batches_the_whole_run_and_aggregate_merges(store, batch_evaluator):
+    out = prepared(store, run_id="r2", metrics=["Exact match", "Length ratio (test)"])
+    items = store.get_json(out.manifest_key)
+    for item in items[:3]:  # the fourth case's task "crashed" and left no record
+        run_case.run_case(store, "r2", item)
+    assert score.score_run(store, "r2") == {"evaluators": ["Length ratio (test)"], "samples": 3}
+    assert LengthRatio.batches == [3]  # one call for the whole run, not one per case
+    summary = aggregate.aggregate_run(store, "r2", now=NOW)
+    by_metric = {m["metric"]: m for m in summary["metrics"]}
+    ratio = by_metric["Length ratio"]
+    assert ratio["count"] == 3 and ratio["errored"] == 1
+    # items run: a (10/10 chars), b (13/5), a again (10/10)
+    assert ratio["average"] == pytest.approx((1.0 + 13 / 5 + 1.0) / 3)
+    assert summary["task_failures"] == 1
+    details = store.get_bytes(summary["reports"]["details"]).decode("utf-8-sig")
+    rows = list(csv.DictReader(io.StringIO(details)))
+    assert len(rows) == 4
+    missing = next(r for r in rows if r["status"] == "task_failed")
+    assert "no result was recorded" in missing["error"]
+
+
+def test_aggregate_statistics_and_gates(store):
+    prepared(
+        store,
+        run_id="r3",
+        metrics=["Exact match", "Token F1"],
+        fail_under={"Token F1": 0.5, "Exact match": 0.9},
+    )
+    for item in store.get_json(store.manifest_key("r3")):
+        run_case.run_case(store, "r3", item)
+    summary = aggregate.aggregate_run(store, "r3", now=NOW)
+    em = next(m for m in summary["metrics"] if m["metric"] == "Exact match")
+    # case a matches exactly, case b does not; two iterations each
+    assert em["count"] == 4 and em["average"] == 0.5 and em["pass_rate"] == 0.5
+    assert em["min"] == 0.0 and em["max"] == 1.0
+    assert em["std"] == pytest.approx(0.57735, abs=1e-4)  # sample std of [1, 0, 1, 0]
+    gates = {g["gate"]: g["passed"] for g in summary["gates"]}
+    assert gates == {"Token F1": True, "Exact match": False}
+    result = store.get_bytes(summary["reports"]["result"]).decode("utf-8-sig")
+    row = next(r for r in csv.DictReader(io.StringIO(result)) if r["Metric"] == "Exact match")
+    assert row["Average Score"] == "0.5000" and row["Pass rate"] == "0.5000"
+
+
+def test_csv_neutralises_formula_injection():
+    assert neutralise('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
+    assert neutralise("+1+1") == "'+1+1" and neutralise("@SUM(A1)") == "'@SUM(A1)"
+    assert neutralise("\tcmd") == "'\tcmd" and neutralise("-0.5") == "-0.5"
+    text = to_csv(["a"], [["=1+2"]]).decode("utf-8-sig")
+    assert text.splitlines()[1] == "'=1+2"
