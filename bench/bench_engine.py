@@ -1,0 +1,61 @@
+"""Embedded-engine overhead: an instant target and lexical metrics only.
+
+Runs N cases through the real state machine in the embedded engine and reports cases/s and
+peak RSS. Usage: python bench/bench_engine.py [N ...] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evalrunner.engine import LocalEngine
+
+
+def instant_target(event, context):
+    question = event["question"]
+    return {"answer": f"The answer to {question} is 42 days.", "contexts": [question]}
+
+
+def suite_csv(n: int) -> bytes:
+    lines = ["id,question,expected_answer"]
+    lines += [f"c{i},How many days for item {i}?,Item {i} gets 42 days." for i in range(n)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def bench(n: int, concurrency: int) -> dict:
+    engine = LocalEngine(extra_functions={"instant": instant_target})
+    event = {
+        "key": "test-suites/bench.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "instant"},
+        "max_concurrency": concurrency,
+    }
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = engine.run(event, suite=suite_csv(n), out_dir=Path(out))
+        seconds = time.perf_counter() - start
+    assert result.summary["items"] == n and result.summary["target_errors"] == 0
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "cases": n,
+        "concurrency": concurrency,
+        "seconds": round(seconds, 2),
+        "cases_per_s": round(n / seconds, 1),
+        "peak_rss_mib": round(peak_mib),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sizes", nargs="*", type=int, default=[200, 2000])
+    parser.add_argument("--concurrency", type=int, default=10)
+    args = parser.parse_args()
+    for n in args.sizes:
+        print(json.dumps(bench(n, args.concurrency)), flush=True)
+    sys.exit(0)

@@ -1,0 +1,107 @@
+"""In-process Lambda dispatch: the seam where moto's docker-free Lambda backend would return a
+canned payload, we call the real handler function instead.
+
+Errors are reported the way Lambda reports them (``X-Amz-Function-Error: Unhandled`` and an
+``errorType`` / ``errorMessage`` payload), so the state machine's Retry and Catch rules see
+exactly what they would see in the cloud.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.awslambda_simple.models import LambdaSimpleBackend
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+@dataclass
+class LambdaContext:
+    """The attributes of the Lambda context object that handlers and Powertools read."""
+
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+class Dispatcher:
+    """Maps function names to handlers and tells an observer about each invocation."""
+
+    def __init__(
+        self,
+        handlers: dict[str, Handler],
+        *,
+        observer: Callable[[str, dict[str, Any], Any, BaseException | None], None] | None = None,
+    ) -> None:
+        self.handlers = dict(handlers)
+        self.observer = observer
+        self._lock = threading.Lock()
+
+    def invoke(self, function_name: str, body: Any, response_headers: dict[str, str]) -> bytes:
+        name = function_name.split(":function:")[-1].split(":")[0]
+        handler = self.handlers.get(name)
+        if handler is None:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return _error_payload(LookupError(f"no local handler for function {name!r}"))
+        event = json.loads(body) if body else {}
+        arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
+        try:
+            result = handler(event, LambdaContext(function_name=name, invoked_function_arn=arn))
+        except Exception as exc:
+            if self.observer:
+                self.observer(name, event, None, exc)
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return _error_payload(exc)
+        if self.observer:
+            self.observer(name, event, result, None)
+        return json.dumps(result).encode("utf-8")
+
+
+def _error_payload(exc: BaseException) -> bytes:
+    return json.dumps(
+        {
+            "errorMessage": str(exc),
+            "errorType": type(exc).__name__,
+            "stackTrace": traceback.format_exception(exc)[-5:],
+        }
+    ).encode("utf-8")
+
+
+_install_lock = threading.Lock()
+
+
+@contextmanager
+def dispatching(dispatcher: Dispatcher) -> Iterator[Dispatcher]:
+    """Route moto's Lambda invocations to ``dispatcher`` for the duration of the block."""
+    with _install_lock:
+        original = LambdaSimpleBackend.invoke
+
+        def invoke(
+            self: LambdaSimpleBackend,
+            function_name: str,
+            qualifier: str | None,
+            body: Any,
+            headers: Any,
+            response_headers: Any,
+        ) -> bytes:
+            return dispatcher.invoke(function_name, body, response_headers)
+
+        LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
+        try:
+            yield dispatcher
+        finally:
+            LambdaSimpleBackend.invoke = original  # type: ignore[method-assign]

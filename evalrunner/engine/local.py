@@ -1,0 +1,276 @@
+"""The local engine: the deployed state machine definition, executed by the Step Functions
+interpreter that ships inside moto, over an embedded S3, with Lambda tasks dispatched
+in-process to the very handlers in ``lambdas/``.
+
+Nothing here re-implements the pipeline: if a run works locally, the same definition and the
+same handlers run in the cloud.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+import state_machines
+from evalrunner.engine.dispatch import Dispatcher, Handler, dispatching
+from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
+from evalrunner.engine.speedups import interpreter_speedups
+from evalrunner.errors import EvalRunnerError, ExecutionFailed
+from evalrunner.pipeline.run_case import target_session
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+BUCKET = "evalrunner-local"
+
+#: Functions the state machine calls, by the placeholder that names them.
+PIPELINE_FUNCTIONS = {
+    "PrepareFunctionArn": "evalrunner-prepare",
+    "RunCaseFunctionArn": "evalrunner-run-case",
+    "ScoreFunctionArn": "evalrunner-score",
+    "AggregateFunctionArn": "evalrunner-aggregate",
+}
+
+
+def pipeline_handlers() -> dict[str, Handler]:
+    from lambdas import aggregate, prepare, run_case, score
+
+    return {
+        "evalrunner-prepare": prepare.handler,
+        "evalrunner-run-case": run_case.handler,
+        "evalrunner-score": score.handler,
+        "evalrunner-aggregate": aggregate.handler,
+    }
+
+
+def local_target_functions() -> dict[str, Handler]:
+    """Targets that live inside the embedded engine, reachable as ``{"lambdaArn": NAME}``."""
+    from evalrunner.demo.handler import handler as demo
+
+    return {"evalrunner-demo-hr": demo}
+
+
+@dataclass
+class Progress:
+    total: int = 0
+    done: int = 0
+    errors: int = 0
+    phase: str = "starting"
+
+
+@dataclass
+class RunResult:
+    summary: dict[str, Any]
+    execution_arn: str
+    definition: str
+    out_dir: Path
+    files: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class LocalEngine:
+    """Runs events through the embedded state machine. One run at a time per engine."""
+
+    def __init__(
+        self,
+        *,
+        extra_functions: Mapping[str, Handler] | None = None,
+        poll_seconds: float = 0.25,
+        log_level: str = "WARNING",
+        aws_session: boto3.Session | None = None,
+    ) -> None:
+        """``aws_session`` reaches real AWS targets; default: the environment's credentials."""
+        self.functions = {
+            **pipeline_handlers(),
+            **local_target_functions(),
+            **(extra_functions or {}),
+        }
+        self.poll_seconds = poll_seconds
+        self.log_level = log_level
+        self.aws_session = unmock(aws_session) if aws_session is not None else None
+
+    # -- public ---------------------------------------------------------------------------
+    def run(
+        self,
+        event: dict[str, Any],
+        *,
+        suite: Path | bytes,
+        out_dir: Path,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> RunResult:
+        """Upload the suite to the event's key, execute the state machine, copy the reports."""
+        started = time.perf_counter()
+        progress = Progress()
+        lock = threading.Lock()
+
+        def observe(name: str, ev: dict[str, Any], result: Any, exc: BaseException | None) -> None:
+            with lock:
+                if name == PIPELINE_FUNCTIONS["PrepareFunctionArn"] and result:
+                    progress.total, progress.phase = int(result.get("item_count", 0)), "cases"
+                elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"]:
+                    if exc is None and "failure" not in ev:
+                        progress.done += 1
+                        progress.errors += int(result.get("status") != "ok")
+                    elif "failure" in ev:
+                        progress.done += 1
+                        progress.errors += 1
+                elif name == PIPELINE_FUNCTIONS["ScoreFunctionArn"]:
+                    progress.phase = "aggregating"
+                elif name == PIPELINE_FUNCTIONS["AggregateFunctionArn"]:
+                    progress.phase = "done"
+
+        data = suite.read_bytes() if isinstance(suite, Path) else suite
+        dispatcher = Dispatcher(self.functions, observer=observe)
+        session = None
+        if needs_real_aws(event.get("target", {}), set(self.functions)):
+            session = self.aws_session or real_session()  # before the mock hides credentials
+        with (
+            self.embedded_aws(),
+            interpreter_speedups(),
+            dispatching(dispatcher),
+            target_session(session),
+        ):
+            definition = self.deploy(data, event["key"])
+            sfn = boto3.client("stepfunctions", region_name=REGION)
+            arn = sfn.start_execution(
+                stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
+                input=json.dumps(event),
+            )["executionArn"]
+            description = self._follow(sfn, arn, progress, lock, on_progress)
+            if description["status"] != "SUCCEEDED":
+                raise ExecutionFailed(_failure_message(description))
+            summary = json.loads(description["output"])
+            files = self._download(summary, out_dir)
+        return RunResult(
+            summary=summary,
+            execution_arn=arn,
+            definition=definition,
+            out_dir=out_dir,
+            files=files,
+            seconds=time.perf_counter() - started,
+        )
+
+    # -- steps ----------------------------------------------------------------------------
+    @contextmanager
+    def embedded_aws(self) -> Iterator[None]:
+        """The mock, the environment the handlers read, and quiet logs, for one run."""
+        saved = {k: os.environ.get(k) for k in ("EVALRUNNER_BUCKET", "AWS_DEFAULT_REGION")}
+        os.environ["EVALRUNNER_BUCKET"] = BUCKET
+        os.environ["AWS_DEFAULT_REGION"] = REGION
+        # moto's ASL parser warns once per definition that tolerated-failure fields are
+        # accepted but not enforced locally; that is documented, not news for every run.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.ERROR)
+        from lambdas._common import logger
+
+        logger.setLevel(self.log_level)
+        try:
+            with mock_aws(
+                config={
+                    "stepfunctions": {"execute_state_machine": True},
+                    "lambda": {"use_docker": False},
+                }
+            ):
+                yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def deploy(self, suite: bytes, key: str) -> str:
+        """Create the bucket, functions and state machine inside an active embedded AWS."""
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key=key, Body=suite)
+        iam = boto3.client("iam", region_name=REGION)
+        role = iam.create_role(
+            RoleName="evalrunner-local",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )["Role"]["Arn"]
+        lam = boto3.client("lambda", region_name=REGION)
+        code = _placeholder_zip()
+        for name in self.functions:
+            lam.create_function(
+                FunctionName=name,
+                Runtime="python3.12",
+                Role=role,
+                Handler="index.handler",
+                Code={"ZipFile": code},
+                Timeout=900,
+            )
+        values = {
+            placeholder: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+            for placeholder, name in PIPELINE_FUNCTIONS.items()
+        }
+        values["ChildExecutionType"] = "STANDARD"  # EXPRESS children are not parsed locally
+        definition = state_machines.substitute(state_machines.test_runner_asl(), values)
+        boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+            name="evalrunner-test-runner", definition=definition, roleArn=role
+        )
+        return definition
+
+    def _follow(
+        self,
+        sfn: Any,
+        arn: str,
+        progress: Progress,
+        lock: threading.Lock,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> dict[str, Any]:
+        while True:
+            description = sfn.describe_execution(executionArn=arn)
+            if on_progress:
+                with lock:
+                    snapshot = Progress(
+                        progress.total, progress.done, progress.errors, progress.phase
+                    )
+                on_progress(snapshot)
+            if description["status"] != "RUNNING":
+                return description
+            time.sleep(self.poll_seconds)
+
+    def _download(self, summary: dict[str, Any], out_dir: Path) -> list[Path]:
+        s3 = boto3.client("s3", region_name=REGION)
+        files = []
+        for key in summary["reports"].values():
+            path = out_dir / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+            files.append(path)
+        return files
+
+
+def _placeholder_zip() -> bytes:
+    # moto wants a deployment package; the code that really runs is the dispatched handler.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("index.py", "def handler(event, context):\n    return event\n")
+    return buf.getvalue()
+
+
+def _failure_message(description: dict[str, Any]) -> str:
+    """The user-facing message of a failed execution: the Lambda's own errorMessage if any."""
+    error, cause = description.get("error", ""), description.get("cause", "")
+    try:
+        payload = json.loads(cause)
+        if isinstance(payload, dict) and "errorMessage" in payload:
+            return str(payload["errorMessage"])
+    except (TypeError, json.JSONDecodeError):
+        pass
+    return f"the run failed ({error or description['status']}): {cause}".strip()
+
+
+__all__ = ["BUCKET", "EvalRunnerError", "LocalEngine", "Progress", "RunResult"]
