@@ -1,0 +1,367 @@
+"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed, 2 bad input, 3 the run
+itself failed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
+from rich.table import Table
+
+from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions.",
+)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_GATE, EXIT_INPUT, EXIT_RUN = 1, 2, 3
+DEFAULT_OUT = Path("evalrunner-out")
+DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
+
+
+def _fail(exc: EvalRunnerError, code: int) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+    return typer.Exit(code)
+
+
+def _json_arg(value: str, what: str) -> Any:
+    """A JSON literal, or the path of a file holding one."""
+    text = value
+    path = Path(value)
+    if not value.lstrip().startswith(("{", "[")) and path.is_file():
+        text = path.read_text("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EventError(f"{what}: neither valid JSON nor a readable JSON file ({exc})") from exc
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
+    pairs: dict[str, float] = {}
+    for value in values or []:
+        name, sep, number = value.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            pairs[name.strip()] = float(number)
+        except ValueError:
+            raise EventError(
+                f"{option} {value!r}: expected METRIC=NUMBER, e.g. {option} 'ROUGE-L=0.4'"
+            ) from None
+    return pairs
+
+
+def _check_suite(path: Path) -> None:
+    """Read the suite here first, so a bad file fails before anything is started or written."""
+    from evalrunner.suite.readers import read_suite_file
+
+    read_suite_file(path)
+
+
+def _progress_bar() -> tuple[Bar, Any]:
+    bar = Bar(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors: {task.fields[errors]}"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    )
+    task = bar.add_task("running cases", total=None, errors=0)
+    return bar, task
+
+
+def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: bool) -> Any:
+    from evalrunner.engine import LocalEngine
+    from evalrunner.event import parse_event
+
+    parse_event(event)
+    _check_suite(suite)
+    engine = LocalEngine()
+    if quiet:
+        return engine.run(event, suite=suite, out_dir=out_dir)
+    bar, task = _progress_bar()
+    with bar:
+
+        def update(p: Any) -> None:
+            bar.update(
+                task,
+                total=p.total or None,
+                completed=p.done,
+                errors=p.errors,
+                description=f"{p.phase}",
+            )
+
+        return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update)
+
+
+def _report(result: Any, *, as_json: bool) -> int:
+    summary = result.summary
+    if as_json:
+        out.print_json(json.dumps(summary))
+    else:
+        table = Table(
+            title=f"{summary['target']} — {summary['suite']} "
+            f"({summary['items']} runs of {summary['cases']} cases)"
+        )
+        for col in (
+            "Metric",
+            "Evaluator",
+            "Average",
+            "Pass rate",
+            "Threshold",
+            "Count",
+            "Skipped",
+            "Errored",
+        ):
+            table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
+        for m in summary["metrics"]:
+            avg = "—" if m["average"] is None else f"{m['average']:.3f}"
+            rate = "—" if m["pass_rate"] is None else f"{m['pass_rate']:.0%}"
+            name = f"[bold]{m['metric']}[/]" if m["primary"] else m["metric"]
+            table.add_row(
+                name,
+                m["evaluator"],
+                avg,
+                rate,
+                f"{m['threshold']:.2f}",
+                str(m["count"]),
+                str(m["skipped"]),
+                str(m["errored"]),
+            )
+        out.print(table)
+        if summary["target_errors"] or summary["task_failures"]:
+            out.print(
+                f"[yellow]{summary['target_errors']} target errors, "
+                f"{summary['task_failures']} failed tasks (see details.csv)[/]"
+            )
+        for failure in summary.get("step_failures", []):
+            out.print(f"[yellow]step failure: {failure}[/]")
+        for gate in summary["gates"]:
+            mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
+            avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
+            out.print(f"gate {gate['gate']} >= {gate['threshold']}: {avg} {mark}")
+        out.print("reports:")
+        for path in result.files:
+            out.print(f"  {path}")
+        out.print(f"finished in {result.seconds:.1f} s")
+    return 0 if summary["gates_passed"] else EXIT_GATE
+
+
+@app.command()
+def run(
+    suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
+    target: Annotated[str, typer.Option(help="The event's target object as JSON, or a file.")],
+    iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
+    metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Gate METRIC=VALUE: exit 1 when the metric's average is below (repeatable)."
+        ),
+    ] = None,
+    threshold: Annotated[
+        list[str] | None, typer.Option(help="Success threshold METRIC=VALUE (repeatable).")
+    ] = None,
+    max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+) -> None:
+    """Evaluate a suite against a target on this machine (the embedded engine)."""
+    try:
+        if not suite.is_file():
+            raise EventError(f"--suite: {suite} does not exist or is not a file")
+        event: dict[str, Any] = {
+            "key": f"test-suites/{suite.name}",
+            "iterations": iterations,
+            "target": _json_arg(target, "--target"),
+            "max_concurrency": max_concurrency,
+        }
+        if metric:
+            event["metrics"] = metric
+        if fail_under:
+            event["fail_under"] = _pairs(fail_under, "--fail-under")
+        if threshold:
+            event["thresholds"] = _pairs(threshold, "--threshold")
+        result = _execute_local(event, suite, out_dir, quiet or as_json)
+    except ExecutionFailed as exc:
+        raise _fail(exc, EXIT_RUN) from None
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    raise typer.Exit(_report(result, as_json=as_json))
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
+    from evalrunner.demo.suite import demo_suite_path
+
+    run(
+        suite=demo_suite_path(),
+        target=json.dumps(DEMO_TARGET),
+        iterations=iterations,
+        metric=None,
+        out_dir=out_dir,
+        fail_under=None,
+        threshold=None,
+        max_concurrency=10,
+        as_json=as_json,
+        quiet=as_json,
+    )
+
+
+@app.command()
+def start(
+    event_file: Annotated[Path, typer.Option("--event", help="Event JSON file.")],
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            help="Local suite file for the event's key (default: found by the key's file name)."
+        ),
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    aws: Annotated[bool, typer.Option("--aws", help="Run on the deployed state machine.")] = False,
+    bucket: Annotated[
+        str | None, typer.Option(envvar="EVALRUNNER_BUCKET", help="Runner bucket (with --aws).")
+    ] = None,
+    state_machine_arn: Annotated[
+        str | None,
+        typer.Option(
+            envvar="EVALRUNNER_STATE_MACHINE_ARN", help="Deployed state machine (with --aws)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run an event: locally by default, or on the deployed state machine with --aws."""
+    from evalrunner.event import parse_event
+
+    try:
+        if not event_file.is_file():
+            raise EventError(f"--event: {event_file} does not exist")
+        event = _json_arg(str(event_file), "--event")
+        parse_event(event)
+        if aws:
+            if not bucket or not state_machine_arn:
+                raise EventError(
+                    "--aws needs --bucket and --state-machine-arn "
+                    "(or EVALRUNNER_BUCKET / EVALRUNNER_STATE_MACHINE_ARN)"
+                )
+            from evalrunner.engine.remote import start_remote
+
+            if suite is not None:
+                _check_suite(suite)
+            bar, task = _progress_bar()
+            with bar:
+                result = start_remote(
+                    event,
+                    bucket=bucket,
+                    state_machine_arn=state_machine_arn,
+                    out_dir=out_dir,
+                    suite=suite,
+                    on_progress=lambda p: bar.update(
+                        task, total=p.total or None, completed=p.done, description=p.phase
+                    ),
+                )
+        else:
+            local_suite = suite or _find_local_suite(event["key"], event_file.parent)
+            result = _execute_local(event, local_suite, out_dir, as_json)
+    except ExecutionFailed as exc:
+        raise _fail(exc, EXIT_RUN) from None
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    raise typer.Exit(_report(result, as_json=as_json))
+
+
+def _find_local_suite(key: str, event_dir: Path) -> Path:
+    name = Path(key).name
+    for candidate in (Path(key), event_dir / key, event_dir / name, Path("test_suites") / name):
+        if candidate.is_file():
+            return candidate
+    raise EventError(f"key: no local file for {key!r}; pass it with --suite FILE")
+
+
+@app.command()
+def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")]) -> None:
+    """Check an event against the contract; exit 0 when valid."""
+    from evalrunner.event import parse_event
+
+    try:
+        if not event_file.is_file():
+            raise EventError(f"{event_file} does not exist")
+        parsed = parse_event(_json_arg(str(event_file), str(event_file)))
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    out.print(
+        f"[green]valid[/]: {parsed.target_kind} target, {parsed.iterations} iteration(s), "
+        f"metrics: {', '.join(parsed.metrics)}"
+    )
+
+
+@app.command()
+def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:
+    """Print a JSON Schema shipped with evalrunner."""
+    from evalrunner.event import event_schema
+
+    if name != "event":
+        err.print(f"[red]error:[/] unknown schema {name!r}; available: event")
+        raise typer.Exit(EXIT_INPUT)
+    sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
+
+
+@app.command()
+def template(
+    path: Annotated[Path, typer.Argument(help="Where to write the .xlsx template.")],
+) -> None:
+    """Write the suite template: a data sheet with headers and validation, and instructions."""
+    from evalrunner.suite.template import write_template
+
+    if path.suffix.lower() != ".xlsx":
+        err.print(f"[red]error:[/] {path}: the template is an .xlsx file; name it e.g. suite.xlsx")
+        raise typer.Exit(EXIT_INPUT)
+    write_template(path)
+    out.print(f"wrote {path}")
+
+
+@app.command("metrics")
+def list_metrics() -> None:
+    """List the evaluators of this release with their metrics and default thresholds."""
+    from evalrunner.evaluators import available
+
+    table = Table(title="evaluators")
+    for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
+        table.add_column(col)
+    for name, cls in available().items():
+        primary = cls.primary_metric()
+        metrics = [primary, *[m for m in cls.metrics if m is not primary]]
+        direction = "higher" if primary.higher_is_better else "lower"
+        table.add_row(
+            name,
+            cls.requires.value,
+            ", ".join(m.name for m in metrics),
+            f"{primary.threshold:.2f} ({direction} is better)",
+        )
+    out.print(table)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

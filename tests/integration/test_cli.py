@@ -1,0 +1,205 @@
+"""The CLI as a user drives it: exit codes, messages, and nothing half-written on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalrunner.cli import app
+from evalrunner.suite import read_suite_file
+
+from .conftest import read_csv
+
+runner = CliRunner()
+DEMO = '{"lambdaArn": "evalrunner-demo-hr"}'
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def good_event(tmp_path: Path, **extra) -> Path:
+    ev = {
+        "key": "test-suites/hr.xlsx",
+        "iterations": 1,
+        "target": {"agentId": "ABCDEFGHIJ", "agentAliasId": "TSTALIASID", "metric": "Rouge Metric"},
+        **extra,
+    }
+    return write(tmp_path, "event.json", json.dumps(ev))
+
+
+def test_validate_good_event(tmp_path):
+    result = invoke("validate", str(good_event(tmp_path)))
+    assert result.exit_code == 0 and "valid" in result.stdout
+
+
+def test_validate_bad_event_exits_non_zero_with_each_problem(tmp_path):
+    path = write(
+        tmp_path,
+        "bad.json",
+        json.dumps(
+            {
+                "key": "test-suites/x.xlsx",
+                "iterations": "2",
+                "target": {"lambdaArn": "f", "url": "http://x"},
+            }
+        ),
+    )
+    result = invoke("validate", str(path))
+    assert result.exit_code == 2
+    assert "iterations" in result.stderr and "exactly one target kind" in result.stderr
+
+
+def test_schema_event_is_valid_json_schema():
+    import jsonschema
+
+    result = invoke("schema", "event")
+    schema = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert "iterations" in schema["required"]
+
+
+def test_template_round_trip(tmp_path):
+    path = tmp_path / "suite.xlsx"
+    assert invoke("template", str(path)).exit_code == 0
+    suite = read_suite_file(path)
+    assert suite.cases and all(c.question for c in suite.cases)
+    from openpyxl import load_workbook
+
+    assert "Instructions" in load_workbook(path).sheetnames
+
+
+def run_cli(tmp_path: Path, suite: Path, *extra: str):
+    out = tmp_path / "out"
+    result = invoke(
+        "run", "--suite", str(suite), "--target", DEMO, "--out", str(out), "--quiet", *extra
+    )
+    return result, out
+
+
+@pytest.mark.parametrize(
+    "name,content,expected",
+    [
+        ("broken.xlsx", b"PK\x03\x04 not really a workbook", "not a readable xlsx"),
+        ("noq.csv", "prompt_text,expected_answer\nhello,world\n", "question"),
+        ("empty.csv", "question,expected_answer\n", "no test cases"),
+        ("blank.csv", "question,expected_answer\n,something\n", "row 2"),
+    ],
+)
+def test_bad_suites_exit_2_and_write_nothing(tmp_path, name, content, expected):
+    result, out = run_cli(tmp_path, write(tmp_path, name, content))
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (("--iterations", "0"), "iterations"),
+        (("--metric", "Faithfulnes"), "unknown metric"),
+        (("--fail-under", "ROUGE-L"), "METRIC=NUMBER"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(tmp_path, extra, expected):
+    suite = write(tmp_path, "ok.csv", "question,expected_answer\nHow many days of leave?,25 days\n")
+    result, out = run_cli(tmp_path, suite, *extra)
+    assert result.exit_code == 2 and expected in result.stderr
+    assert not out.exists()
+
+
+def test_two_target_kinds_exit_2(tmp_path):
+    suite = write(tmp_path, "ok.csv", "question\nHi?\n")
+    result = invoke(
+        "run",
+        "--suite",
+        str(suite),
+        "--target",
+        '{"lambdaArn": "a", "url": "http://127.0.0.1:1"}',
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert result.exit_code == 2 and "exactly one target kind" in result.stderr
+
+
+def test_gate_decides_exit_code(tmp_path):
+    suite = write(
+        tmp_path,
+        "ok.csv",
+        "question,expected_answer\n"
+        "How many days of annual leave do full-time employees get per year?,"
+        "Full-time employees receive 25 days of paid annual leave per calendar year.\n",
+    )
+    passing, out = run_cli(tmp_path, suite, "--fail-under", "ROUGE-L=0.1", "--iterations", "2")
+    assert passing.exit_code == 0, passing.output
+    details = next(out.rglob("*details.csv"))
+    assert len(read_csv(details)) == 2
+    failing, _ = run_cli(tmp_path, suite, "--fail-under", "Exact match=1")
+    assert failing.exit_code == 1
+    assert "FAIL" in failing.stdout
+
+
+def test_start_runs_an_event_locally(tmp_path):
+    suite = write(tmp_path, "hr.csv", "question,expected_answer\nHow many sick days?,10 days\n")
+    ev = write(
+        tmp_path,
+        "ev.json",
+        json.dumps({"key": "test-suites/hr.csv", "iterations": 1, "target": json.loads(DEMO)}),
+    )
+    result = invoke("start", "--event", str(ev), "--out", str(tmp_path / "out"), "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["suite"] == "test-suites/hr.csv" and summary["items"] == 1
+    assert (tmp_path / "out" / summary["reports"]["details"]).is_file()
+    assert suite.is_file()
+
+
+def test_start_aws_uploads_starts_follows_and_downloads(tmp_path):
+    """--aws against a deployed state machine (moto stands in for the account)."""
+    import boto3
+
+    from evalrunner.engine.dispatch import Dispatcher, dispatching
+    from evalrunner.engine.local import BUCKET, LocalEngine
+
+    suite = write(tmp_path, "hr.csv", "question,expected_answer\nHow many sick days?,10 days\n")
+    ev = write(
+        tmp_path,
+        "ev.json",
+        json.dumps({"key": "test-suites/hr.csv", "iterations": 1, "target": json.loads(DEMO)}),
+    )
+    engine = LocalEngine()
+    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions)):
+        engine.deploy(b"placeholder", "test-suites/other.csv")
+        arn = boto3.client("stepfunctions").list_state_machines()["stateMachines"][0][
+            "stateMachineArn"
+        ]
+        result = invoke(
+            "start",
+            "--event",
+            str(ev),
+            "--aws",
+            "--bucket",
+            BUCKET,
+            "--state-machine-arn",
+            arn,
+            "--suite",
+            str(suite),
+            "--out",
+            str(tmp_path / "out"),
+        )
+        uploaded = boto3.client("s3").get_object(Bucket=BUCKET, Key="test-suites/hr.csv")
+        assert uploaded["Body"].read() == suite.read_bytes()
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "out").rglob("*-result.csv"))
