@@ -30,7 +30,7 @@ DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
 
 def _fail(exc: EvalRunnerError, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -59,6 +59,22 @@ class CaseRecord(BaseModel):
     error: str | None = None
     results: list[MetricResult] = Field(default_factory=list)
 
+    @classmethod
+    def for_item(
+        cls,
+        item: ManifestItem,
+        status: Literal["ok", "target_error", "task_failed"] = "ok",
+        error: str | None = None,
+    ) -> CaseRecord:
+        return cls(
+            item_id=item.item_id,
+            case_id=item.case.case_id,
+            index=item.case.index,
+            iteration=item.iteration,
+            status=status,
+            error=error,
+        )
+
 
 class PrepareOutput(BaseModel):
     """The small state passed along the state machine (well below the 256 KiB payload limit)."""

@@ -28,7 +28,7 @@ import state_machines
 from evalrunner.engine.dispatch import Dispatcher, Handler, dispatching
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.speedups import interpreter_speedups
-from evalrunner.errors import EvalRunnerError, ExecutionFailed
+from evalrunner.errors import ExecutionFailed
 from evalrunner.pipeline.run_case import target_session
 
 REGION = "us-east-1"
@@ -273,4 +273,4 @@ def _failure_message(description: dict[str, Any]) -> str:
     return f"the run failed ({error or description['status']}): {cause}".strip()
 
 
-__all__ = ["BUCKET", "EvalRunnerError", "LocalEngine", "Progress", "RunResult"]
+__all__ = ["BUCKET", "LocalEngine", "Progress", "RunResult"]

@@ -84,14 +84,7 @@ def aggregate_run(
     records: list[CaseRecord] = []
     for item, record in zip(items, loaded, strict=True):
         if record is None:
-            record = CaseRecord(
-                item_id=item.item_id,
-                case_id=item.case.case_id,
-                index=item.case.index,
-                iteration=item.iteration,
-                status="task_failed",
-                error=NO_RECORD,
-            )
+            record = CaseRecord.for_item(item, "task_failed", NO_RECORD)
         if record.status != "ok":
             reason = (
                 "not scored: the target call failed"

@@ -120,13 +120,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
     config = load_config(store, run_id)
     evaluators = build_evaluators(config, PER_CASE)
     case = item.case
-    record = CaseRecord(
-        item_id=item.item_id,
-        case_id=case.case_id,
-        index=case.index,
-        iteration=item.iteration,
-        status="ok",
-    )
+    record = CaseRecord.for_item(item)
     try:
         if case.answer is not None:  # answers computed elsewhere: score, don't call
             response, latency = (
@@ -164,13 +158,8 @@ def record_failure(
         return {"item_id": item.item_id, "status": "ok", "reused": True}
     error = str(failure.get("Error") or "States.TaskFailed")
     cause = str(failure.get("Cause") or "")
-    record = CaseRecord(
-        item_id=item.item_id,
-        case_id=item.case.case_id,
-        index=item.case.index,
-        iteration=item.iteration,
-        status="task_failed",
-        error=f"{error}: {cause}"[:2000] if cause else error,
+    record = CaseRecord.for_item(
+        item, "task_failed", f"{error}: {cause}"[:2000] if cause else error
     )
     store.put_json(key, record.model_dump(mode="json"))
     return {"item_id": item.item_id, "status": record.status, "error": record.error}
