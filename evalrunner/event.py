@@ -12,7 +12,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
@@ -45,6 +45,7 @@ class RunEvent(BaseModel):
     metrics: list[str]
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
+    evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
@@ -190,6 +191,28 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
                         f"{field}.{metric}: not a metric of this run; valid names: "
                         f"{', '.join(known)}"
                     )
+    options = raw.get("evaluator_options")
+    resolved_options: dict[str, dict[str, Any]] = {}
+    if isinstance(options, dict):
+        by_name = {registry._key(c.name): c for c in classes}
+        for name, value in options.items():
+            cls = by_name.get(registry._key(name))
+            if cls is None:
+                problems.append(
+                    f"evaluator_options.{name}: not an evaluator of this run; selected: "
+                    f"{', '.join(c.name for c in classes)}"
+                )
+                continue
+            try:
+                cls.options_model.model_validate(value)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    where = ".".join(str(p) for p in err["loc"])
+                    problems.append(
+                        f"evaluator_options.{name}{'.' + where if where else ''}: {err['msg']}"
+                    )
+                continue
+            resolved_options[cls.name] = value
     if problems:
         raise EventError(problems)
 
@@ -201,6 +224,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         metrics=[c.name for c in classes],
         thresholds=raw.get("thresholds", {}),
         fail_under=raw.get("fail_under", {}),
+        evaluator_options=resolved_options,
         max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE

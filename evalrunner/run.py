@@ -28,6 +28,7 @@ class RunConfig(BaseModel):
     metrics: list[str]
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
+    evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int

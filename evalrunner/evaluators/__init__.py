@@ -9,6 +9,7 @@ from evalrunner.evaluators.base import (
     Requirement,
     Sample,
     Scored,
+    SkipCase,
 )
 from evalrunner.evaluators.registry import available, default_names, register, resolve, resolve_all
 
@@ -21,6 +22,7 @@ __all__ = [
     "Requirement",
     "Sample",
     "Scored",
+    "SkipCase",
     "available",
     "default_names",
     "register",

@@ -41,6 +41,15 @@ _INPUT_HINTS: dict[Input, str] = {
 }
 
 
+class SkipCase(Exception):  # noqa: N818 - it is a signal, not an error
+    """Raised by ``score`` when a case is out of the evaluator's scope (say, a refusal check
+    on a case not categorised as unsafe): the case is skipped with this reason, never 0."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Requirement(StrEnum):
     """What an evaluator needs; decides where in the pipeline it runs."""
 
@@ -73,6 +82,7 @@ class Sample(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str
+    case_id: str | None = None
     expected_answer: str | None = None
     expected_contexts: list[str] = Field(default_factory=list)
     expected_intent: str | None = None
@@ -85,6 +95,8 @@ class Sample(BaseModel):
     documents: list[str] = Field(default_factory=list)
     tool: str | None = None
     intent: str | None = None
+    #: The suite's extra columns (e.g. a per-case ``json_schema``).
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     def has(self, field: Input) -> bool:
         value = getattr(self, field.value)
@@ -121,6 +133,12 @@ class Scored:
     reason: str
 
 
+class NoOptions(BaseModel):
+    """Evaluators without settings accept none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Evaluator(ABC):
     """Base class of every evaluator; subclasses are registered by name with ``@register``."""
 
@@ -130,14 +148,35 @@ class Evaluator(ABC):
     inputs: ClassVar[frozenset[Input]]
     requires: ClassVar[Requirement] = Requirement.NOTHING
     metrics: ClassVar[tuple[MetricSpec, ...]]
+    #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
+    options_model: ClassVar[type[BaseModel]] = NoOptions
 
-    def __init__(self, thresholds: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        thresholds: Mapping[str, float] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.options = self.options_model.model_validate(dict(options or {}))
         self._thresholds = {m.name: m.threshold for m in self.metrics}
         for key, value in (thresholds or {}).items():
             if key in self._thresholds:
                 self._thresholds[key] = float(value)
             elif key == self.name:
                 self._thresholds[self.primary_metric().name] = float(value)
+
+    @classmethod
+    def check_case(cls, sample: Sample) -> list[str]:
+        """Problems in a case's own inputs that must stop the run at Prepare, before any
+        target is called (a condition that does not parse, a schema that is not JSON).
+        Each message says what is wrong and where; the caller adds the row."""
+        return []
+
+    def summarize(
+        self, samples: Sequence[Sample], results: Sequence[Sequence[MetricResult]]
+    ) -> dict[str, Any] | None:
+        """Run-level figures that no per-case score can hold (a confusion matrix, macro F1).
+        Called by Aggregate with every answered case; JSON-serialisable or None."""
+        return None
 
     @classmethod
     def primary_metric(cls) -> MetricSpec:
@@ -157,6 +196,8 @@ class Evaluator(ABC):
             return self._all(status="skipped", reason=reason)
         try:
             raw = self.score(sample)
+        except SkipCase as skip:
+            return self._all(status="skipped", reason=f"skipped: {skip.reason}")
         except Exception as exc:  # an evaluator bug or bad data affects this case only
             return self._all(status="error", reason=f"error: {type(exc).__name__}: {exc}")
         return self.judge(raw)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
-from evalrunner.pipeline.run_case import load_config, not_scored
+from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.tables import (
@@ -21,7 +21,7 @@ from evalrunner.reports.tables import (
     metric_stats,
     result_rows,
 )
-from evalrunner.run import CaseRecord, RunConfig
+from evalrunner.run import CaseRecord, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 
 NO_RECORD = (
@@ -37,6 +37,28 @@ def _failure_text(failure: Any) -> str | None:
         error, cause = failure.get("Error", "error"), failure.get("Cause", "")
         return f"{error}: {cause}" if cause else str(error)
     return str(failure)
+
+
+def summarize(
+    evaluators: list[Evaluator], items: list[ManifestItem], records: list[CaseRecord]
+) -> dict[str, Any]:
+    """Run-level figures of the evaluators that have them, over the answered cases."""
+    answered = [
+        (item, record)
+        for item, record in zip(items, records, strict=True)
+        if record.status == "ok" and record.response is not None
+    ]
+    samples = [sample_of(item.case, record.response) for item, record in answered]
+    out: dict[str, Any] = {}
+    for evaluator in evaluators:
+        results = [[r for r in rec.results if r.evaluator == evaluator.name] for _, rec in answered]
+        try:
+            summary = evaluator.summarize(samples, results)
+        except Exception as exc:  # a summary bug must not cost the reports
+            summary = {"error": f"{type(exc).__name__}: {exc}"}
+        if summary is not None:
+            out[evaluator.name] = summary
+    return out
 
 
 def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str, Any]]:
@@ -74,7 +96,9 @@ def aggregate_run(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     config = load_config(store, run_id)
-    evaluators: list[Evaluator] = [resolve(n)(config.thresholds) for n in config.metrics]
+    evaluators: list[Evaluator] = [
+        resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
+    ]
     items = load_manifest(store, run_id)
     loaded = load_records(store, run_id, items)
     batched: dict[str, list[dict[str, Any]]] = (
@@ -103,6 +127,7 @@ def aggregate_run(
                 record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
         records.append(record)
 
+    run_metrics = summarize(evaluators, items, records)
     columns = metric_columns(evaluators)
     stats = metric_stats(records, columns)
     gates = evaluate_gates(config, stats)
@@ -131,6 +156,7 @@ def aggregate_run(
         "task_failures": sum(1 for r in records if r.status == "task_failed"),
         "step_failures": failures,
         "metrics": [s.as_json() for s in stats],
+        "run_metrics": run_metrics,
         "gates": gates,
         "gates_passed": all(g["passed"] for g in gates),
         "bucket": store.bucket,

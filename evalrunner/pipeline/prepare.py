@@ -11,7 +11,10 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
+from evalrunner.errors import SuiteError
+from evalrunner.evaluators import resolve
 from evalrunner.event import RunEvent, parse_event
+from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 from evalrunner.suite import Suite
@@ -32,10 +35,27 @@ def expand(suite: Suite, iterations: int) -> list[ManifestItem]:
     ]
 
 
+def check_cases(suite: Suite, event: RunEvent) -> None:
+    """Let each selected evaluator refuse cases it could never score (all at once)."""
+    problems: list[str] = []
+    for cls in (resolve(name) for name in event.metrics):
+        for case in suite.cases:
+            for problem in cls.check_case(sample_of(case)):
+                row = f"row {case.row}" if case.row is not None else f"case {case.index + 1}"
+                problems.append(f"{row} (id {case.case_id}), {cls.name}: {problem}")
+    if problems:
+        shown = "\n".join(f"  - {p}" for p in problems[:50])
+        more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        raise SuiteError(
+            f"{len(problems)} case(s) cannot be evaluated:\n{shown}{more}", source=suite.source
+        )
+
+
 def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
     now = now or datetime.now(UTC)
     event: RunEvent = parse_event(raw_event)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
+    check_cases(suite, event)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
     items = expand(suite, event.iterations)
@@ -51,6 +71,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         metrics=event.metrics,
         thresholds=event.thresholds,
         fail_under=event.fail_under,
+        evaluator_options=event.evaluator_options,
         started_at=now.isoformat(timespec="seconds"),
         report_prefix=f"{REPORTS_PREFIX}{name}/{now:%y%m%d-%H%M%S}-",
         case_count=len(suite.cases),

@@ -67,12 +67,19 @@ def _target(config: RunConfig) -> Target:
 
 def build_evaluators(config: RunConfig, requirements: tuple[Requirement, ...]) -> list[Evaluator]:
     classes = [resolve(name) for name in config.metrics]
-    return [cls(config.thresholds) for cls in classes if cls.requires in requirements]
+    return [
+        cls(config.thresholds, config.evaluator_options.get(cls.name))
+        for cls in classes
+        if cls.requires in requirements
+    ]
 
 
-def sample_of(case: TestCase, response: TargetResponse) -> Sample:
+def sample_of(case: TestCase, response: TargetResponse | None = None) -> Sample:
+    """What evaluators see; without a response, only the case's own inputs (for checks)."""
     return Sample(
         question=case.question,
+        case_id=case.case_id,
+        metadata=case.metadata,
         expected_answer=case.expected_answer,
         expected_contexts=case.expected_contexts,
         expected_intent=case.expected_intent,
@@ -80,11 +87,11 @@ def sample_of(case: TestCase, response: TargetResponse) -> Sample:
         expected_documents=case.expected_documents,
         condition=case.condition,
         categories=case.categories,
-        answer=response.answer,
-        contexts=response.contexts,
-        documents=response.documents,
-        tool=response.tool,
-        intent=response.intent,
+        answer=response.answer if response else None,
+        contexts=response.contexts if response else [],
+        documents=response.documents if response else [],
+        tool=response.tool if response else None,
+        intent=response.intent if response else None,
     )
 
 
