@@ -43,6 +43,8 @@ class RunEvent(BaseModel):
     iterations: int = Field(ge=1)
     target: dict[str, Any]
     metrics: list[str]
+    #: False when ``metrics`` is the default selection (the event named none).
+    metrics_explicit: bool = True
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -222,6 +224,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         iterations=raw["iterations"],
         target=target,
         metrics=[c.name for c in classes],
+        metrics_explicit=names is not None,
         thresholds=raw.get("thresholds", {}),
         fail_under=raw.get("fail_under", {}),
         evaluator_options=resolved_options,

@@ -41,7 +41,7 @@ _INPUT_HINTS: dict[Input, str] = {
 }
 
 
-class SkipCase(Exception):  # noqa: N818 - it is a signal, not an error
+class SkipCase(Exception):
     """Raised by ``score`` when a case is out of the evaluator's scope (say, a refusal check
     on a case not categorised as unsafe): the case is skipped with this reason, never 0."""
 
@@ -163,6 +163,19 @@ class Evaluator(ABC):
                 self._thresholds[key] = float(value)
             elif key == self.name:
                 self._thresholds[self.primary_metric().name] = float(value)
+
+    #: Inputs that come from the suite itself (not from the target's answer).
+    _CASE_INPUTS: ClassVar[frozenset[Input]] = frozenset(
+        {Input.QUESTION, Input.EXPECTED_ANSWER, Input.EXPECTED_CONTEXTS, Input.CONDITION}
+    )
+
+    @classmethod
+    def applies_to(cls, sample: Sample) -> bool:
+        """Whether the case gives this evaluator something to score, judged from the suite
+        alone. When the event names no metric, evaluators that apply to no case are left
+        out of the run instead of filling the reports with skipped columns. Override when
+        scope depends on more than inputs (categories, a per-case schema, ...)."""
+        return all(sample.has(i) for i in cls.inputs & cls._CASE_INPUTS)
 
     @classmethod
     def check_case(cls, sample: Sample) -> list[str]:

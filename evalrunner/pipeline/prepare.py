@@ -35,6 +35,13 @@ def expand(suite: Suite, iterations: int) -> list[ManifestItem]:
     ]
 
 
+def applicable_defaults(suite: Suite, names: list[str]) -> list[str]:
+    """The default evaluators that have something to score in this suite."""
+    samples = [sample_of(case) for case in suite.cases]
+    kept = [n for n in names if any(resolve(n).applies_to(s) for s in samples)]
+    return kept or names
+
+
 def check_cases(suite: Suite, event: RunEvent) -> None:
     """Let each selected evaluator refuse cases it could never score (all at once)."""
     problems: list[str] = []
@@ -55,6 +62,8 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
     now = now or datetime.now(UTC)
     event: RunEvent = parse_event(raw_event)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
+    if not event.metrics_explicit:
+        event = event.model_copy(update={"metrics": applicable_defaults(suite, event.metrics)})
     check_cases(suite, event)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
