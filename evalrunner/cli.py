@@ -61,11 +61,14 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
     return pairs
 
 
-def _check_suite(path: Path) -> None:
-    """Read the suite here first, so a bad file fails before anything is started or written."""
+def _check_suite(path: Path, event: dict[str, Any]) -> None:
+    """Check the suite here first, as Prepare will, so bad input fails before anything is
+    started or written."""
+    from evalrunner.event import parse_event
+    from evalrunner.pipeline.prepare import settle
     from evalrunner.suite.readers import read_suite_file
 
-    read_suite_file(path)
+    settle(parse_event(event), read_suite_file(path))
 
 
 def _progress_bar() -> tuple[Bar, Any]:
@@ -84,10 +87,8 @@ def _progress_bar() -> tuple[Bar, Any]:
 
 def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: bool) -> Any:
     from evalrunner.engine import LocalEngine
-    from evalrunner.event import parse_event
 
-    parse_event(event)
-    _check_suite(suite)
+    _check_suite(suite, event)
     engine = LocalEngine()
     if quiet:
         return engine.run(event, suite=suite, out_dir=out_dir)
@@ -265,7 +266,7 @@ def start(
             from evalrunner.engine.remote import start_remote
 
             if suite is not None:
-                _check_suite(suite)
+                _check_suite(suite, event)
             bar, task = _progress_bar()
             with bar:
                 result = start_remote(

@@ -34,7 +34,17 @@ E = TypeVar("E", bound=type[Evaluator])
 
 
 def register(cls: E) -> E:
-    """Class decorator: make ``cls`` selectable by its name and aliases."""
+    """Class decorator: make ``cls`` selectable by its name and aliases.
+
+    Metric names are unique across evaluators: thresholds and gates name metrics, and a
+    name shared by two evaluators would make them ambiguous.
+    """
+    for other in _REGISTRY.values():
+        if other.name == cls.name:
+            continue
+        shared = {m.name for m in other.metrics} & {m.name for m in cls.metrics}
+        if shared:
+            raise RuntimeError(f"{cls.name!r} reuses metric names of {other.name!r}: {shared}")
     for alias in (cls.name, *cls.aliases):
         key = _key(alias)
         if key in _LOOKUP and _LOOKUP[key] != cls.name:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import secrets
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,10 +36,13 @@ def expand(suite: Suite, iterations: int) -> list[ManifestItem]:
     ]
 
 
-def applicable_defaults(suite: Suite, names: list[str]) -> list[str]:
-    """The default evaluators that have something to score in this suite."""
+def applicable_defaults(
+    suite: Suite, names: list[str], configured: Collection[str] = ()
+) -> list[str]:
+    """The default evaluators that have something to score in this suite, plus any the
+    event configured through evaluator_options (configuring one is asking for it)."""
     samples = [sample_of(case) for case in suite.cases]
-    kept = [n for n in names if any(resolve(n).applies_to(s) for s in samples)]
+    kept = [n for n in names if n in configured or any(resolve(n).applies_to(s) for s in samples)]
     return kept or names
 
 
@@ -58,13 +62,21 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
         )
 
 
+def settle(event: RunEvent, suite: Suite) -> RunEvent:
+    """The event as it will run on this suite: default metrics narrowed to those that apply,
+    and every case checked by the evaluators that will score it. Raises on bad cases."""
+    if not event.metrics_explicit:
+        metrics = applicable_defaults(suite, event.metrics, event.evaluator_options)
+        event = event.model_copy(update={"metrics": metrics})
+    check_cases(suite, event)
+    return event
+
+
 def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
     now = now or datetime.now(UTC)
     event: RunEvent = parse_event(raw_event)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
-    if not event.metrics_explicit:
-        event = event.model_copy(update={"metrics": applicable_defaults(suite, event.metrics)})
-    check_cases(suite, event)
+    event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
     items = expand(suite, event.iterations)

@@ -203,3 +203,11 @@ def test_start_aws_uploads_starts_follows_and_downloads(tmp_path):
         assert uploaded["Body"].read() == suite.read_bytes()
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "out").rglob("*-result.csv"))
+
+
+def test_malformed_condition_exits_2_naming_row_and_position(tmp_path):
+    suite = write(tmp_path, "c.csv", 'question,condition\nQ?,"""a"" AND (""b"""\n')
+    result, out = run_cli(tmp_path, suite, "--metric", "Text matching")
+    assert result.exit_code == 2
+    assert "row 2" in result.stderr and "position" in result.stderr
+    assert not out.exists()

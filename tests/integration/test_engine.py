@@ -179,3 +179,40 @@ def test_demo_run_reports(tmp_path):
     # An imperfect assistant: neither all right nor all wrong.
     assert 0.3 < rouge["average"] < 0.95 and 0.2 < rouge["pass_rate"] < 0.95
     assert Path(result.files[0]).is_file()
+
+
+def intent_target(event, context):
+    question = event["question"]
+    intent = "leave" if "leave" in question else "benefits"
+    return {
+        "answer": f"About {intent}.",
+        "intent": intent,
+        "citations": [{"text": "chunk", "document": f"s3://kb/{intent}.md"}],
+    }
+
+
+def test_run_level_metrics_reach_the_summary(tmp_path):
+    suite = (
+        b"question,expected_intent,expected_documents\n"
+        b"How much leave?,leave,leave.md\n"
+        b"Parental leave length?,parental,parental.md\n"
+        b"Pension match?,benefits,benefits.md\n"
+    )
+    engine = LocalEngine(extra_functions={"intent-target": intent_target})
+    result = engine.run(
+        {
+            "key": "test-suites/intents.csv",
+            "iterations": 1,
+            "target": {"lambdaArn": "intent-target"},
+        },
+        suite=suite,
+        out_dir=tmp_path,
+    )
+    run_metrics = result.summary["run_metrics"]
+    intents = run_metrics["Intent classification"]
+    assert intents["accuracy"] == pytest.approx(2 / 3)
+    assert intents["confusion_matrix"]["parental"] == {"benefits": 0, "leave": 1, "parental": 0}
+    assert run_metrics["Retrieval rank"]["mrr"] == pytest.approx(2 / 3)
+    names = {m["evaluator"] for m in result.summary["metrics"]}
+    assert {"Intent classification", "Retrieval rank"} <= names
+    assert "Rouge Metric" not in names  # no expected answers in this suite

@@ -1,37 +1,117 @@
-"""With no metric named, the run keeps the cheap evaluators that apply to the suite."""
+"""Which evaluators a run gets, and what Prepare refuses before any target is called."""
+
+from __future__ import annotations
 
 import boto3
+import pytest
 from moto import mock_aws
 
+from evalrunner.errors import EventError, SuiteError
+from evalrunner.event import parse_event
 from evalrunner.pipeline.prepare import applicable_defaults, prepare_run
 from evalrunner.storage import RunStore
 from evalrunner.suite import read_suite
 
-
-def test_defaults_drop_evaluators_with_nothing_to_score():
-    with_expected = read_suite(b"question,expected_answer\nQ?,A\n", "s.csv")
-    without = read_suite(b"question\nQ?\n", "s.csv")
-    names = ["Rouge Metric", "Exact match"]
-    assert applicable_defaults(with_expected, names) == names
-    # nothing applies: keep the selection rather than run nothing (every case is skipped
-    # with a reason that says to fill expected_answer)
-    assert applicable_defaults(without, names) == names
+PLAIN = b"question,expected_answer\nQ?,A\n"
+RICH = (
+    b"question,expected_answer,condition,categories,expected_documents,expected_intent,json_schema\n"
+    b'Q?,A,"""25 days""",jailbreak,leave.md,leave,"{""type"": ""object""}"\n'
+)
 
 
-def test_explicit_metrics_are_kept_as_named():
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket="b-sel")
-        s3.put_object(Bucket="b-sel", Key="test-suites/s.csv", Body=b"question\nQ?\n")
-        store = RunStore("b-sel", client=s3)
-        out = prepare_run(
+def defaults_for(suite_bytes: bytes, **event) -> list[str]:
+    parsed = parse_event(
+        {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "f"}, **event}
+    )
+    suite = read_suite(suite_bytes, "s.csv")
+    return applicable_defaults(suite, parsed.metrics, parsed.evaluator_options)
+
+
+def test_plain_suite_leaves_out_evaluators_with_nothing_to_score():
+    names = defaults_for(PLAIN)
+    assert {"Rouge Metric", "PII leakage", "Looping detection", "Language mismatch"} <= set(names)
+    for absent in (
+        "Text matching",
+        "JSON schema",
+        "Refusal",
+        "Intent classification",
+        "Tool choice",
+        "Retrieval rank",
+        "Chunk match",
+    ):
+        assert absent not in names
+
+
+def test_rich_suite_gets_the_evaluators_its_columns_ask_for():
+    names = set(defaults_for(RICH))
+    assert {
+        "Text matching",
+        "JSON schema",
+        "Refusal",
+        "Intent classification",
+        "Retrieval rank",
+    } <= names
+    assert "Tool choice" not in names and "Chunk match" not in names
+
+
+def test_configuring_an_evaluator_keeps_it():
+    names = defaults_for(PLAIN, evaluator_options={"JSON schema": {"schema": {"type": "array"}}})
+    assert "JSON schema" in names
+
+
+def test_evaluator_options_are_validated_at_parse_time():
+    with pytest.raises(EventError) as info:
+        parse_event(
             {
                 "key": "test-suites/s.csv",
                 "iterations": 1,
                 "target": {"lambdaArn": "f"},
-                "metrics": ["BLEU"],
-                "run_id": "r",
+                "metrics": ["Retrieval rank"],
+                "evaluator_options": {"Retrieval rank": {"k": "three"}, "Refusal": {}},
+            }
+        )
+    text = str(info.value)
+    assert "evaluator_options.Retrieval rank.k" in text
+    assert "evaluator_options.Refusal: not an evaluator of this run" in text
+
+
+@pytest.fixture
+def store():
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="b-sel")
+        yield RunStore("b-sel", client=s3)
+
+
+def test_explicit_metrics_are_kept_as_named(store):
+    store.put_bytes("test-suites/s.csv", b"question\nQ?\n", "text/csv")
+    out = prepare_run(
+        {
+            "key": "test-suites/s.csv",
+            "iterations": 1,
+            "target": {"lambdaArn": "f"},
+            "metrics": ["BLEU"],
+            "run_id": "r",
+        },
+        store,
+    )
+    assert store.get_json(store.run_key(out.run_id))["metrics"] == ["BLEU"]
+
+
+def test_malformed_condition_stops_the_run_naming_row_and_position(store):
+    suite = b'id,question,condition\nok,Q1?,"""fine"""\nbad,Q2?,"(""a"" AND ""b"""\n'
+    store.put_bytes("test-suites/c.csv", suite, "text/csv")
+    with pytest.raises(SuiteError) as info:
+        prepare_run(
+            {
+                "key": "test-suites/c.csv",
+                "iterations": 1,
+                "target": {"lambdaArn": "f"},
+                "metrics": ["Text matching"],
             },
             store,
         )
-        assert store.get_json(store.run_key(out.run_id))["metrics"] == ["BLEU"]
+    message = str(info.value)
+    assert "row 3 (id bad), Text matching: condition:" in message
+    assert "position" in message
+    assert store.list_keys("runs/") == []  # nothing written, no target called
