@@ -37,6 +37,7 @@ def bench(n: int, concurrency: int) -> dict:
         "iterations": 1,
         "target": {"lambdaArn": "instant"},
         "max_concurrency": concurrency,
+        "metrics": ["Rouge Metric", "BLEU", "Token F1", "Exact match"],
     }
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()

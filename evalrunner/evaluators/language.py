@@ -183,7 +183,9 @@ NO_LANGUAGE = "zxx"
 EQUIVALENT_LANGUAGES: tuple[tuple[str, ...], ...] = (("bs", "hr", "sr"), ("nn", "no"), ("id", "ms"))
 
 #: At most this many characters of a text are examined (after removing URLs and code).
-MAX_CHARS = 500
+#: 300 characters (about 50 words) identify a language as reliably as 500 on the test
+#: texts, at 60% of the cost: py3langid's n-gram count is a per-character Python loop.
+MAX_CHARS = 300
 
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
