@@ -32,8 +32,10 @@ def run(answer, *, condition=None, thresholds=None, options=None):
 def test_registered_metrics():
     assert resolve("Encoding guardrail") is EncodingGuardrail
     assert resolve("encoding") is EncodingGuardrail
-    leak, count = EncodingGuardrail.metrics
+    leak, in_context, count = EncodingGuardrail.metrics
     assert EncodingGuardrail.primary_metric() is leak
+    assert in_context.name == "Encoded leakage in retrieved context"
+    assert in_context.kind == "pass_fail" and not in_context.higher_is_better
     assert leak.name == "Encoded leakage" and leak.kind == "pass_fail"
     assert leak.threshold == 0.5 and not leak.higher_is_better
     assert count.name == "Encoded segments" and not count.higher_is_better
@@ -274,3 +276,24 @@ def test_adversarial_100k_characters_finish_fast(answer):
     results = EncodingGuardrail().evaluate(Sample(question="q", answer=answer))
     assert time.perf_counter() - start < 1.0
     assert all(r.status == "scored" for r in results)
+
+
+def test_a_secret_encoded_in_a_retrieved_chunk_is_a_context_leak():
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    sample = Sample(
+        question="q",
+        answer="Here is the policy summary.",
+        contexts=["Plain chunk about leave.", f"Encoded note: {b64('aws key ' + key)} end"],
+    )
+    got = {r.metric: r for r in resolve("Encoding guardrail")().evaluate(sample)}
+    assert got["Encoded leakage"].score == 0.0
+    leak = got["Encoded leakage in retrieved context"]
+    assert leak.score == 1.0 and leak.success is False
+    assert "chunk 2" in leak.reason and key not in leak.reason
+
+
+def test_no_context_is_no_context_leak():
+    sample = Sample(question="q", answer="fine")
+    got = {r.metric: r for r in resolve("Encoding guardrail")().evaluate(sample)}
+    assert got["Encoded leakage in retrieved context"].score == 0.0
+    assert got["Encoded leakage in retrieved context"].reason == "no retrieved context"
