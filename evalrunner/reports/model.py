@@ -1,0 +1,147 @@
+"""The data every report is rendered from. Aggregate builds it once; the CSV, JSON, xlsx and
+HTML renderings, the regression check and the problem/insight analysis all read this, so they
+can never disagree with each other."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.evaluators.base import MetricResult
+
+Severity = Literal["high", "medium", "low"]
+
+
+class CaseRow(BaseModel):
+    """One case × iteration, flattened for reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str
+    iteration: int
+    categories: list[str] = Field(default_factory=list)
+    question: str
+    expected_answer: str | None = None
+    answer: str | None = None
+    contexts: list[str] = Field(default_factory=list)
+    documents: list[str] = Field(default_factory=list)
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    status: Literal["ok", "target_error", "task_failed"]
+    error: str | None = None
+    results: list[MetricResult] = Field(default_factory=list)
+
+    def result(self, metric: str) -> MetricResult | None:
+        return next((r for r in self.results if r.metric == metric), None)
+
+
+class MetricInfo(BaseModel):
+    """A metric column of the run."""
+
+    metric: str
+    evaluator: str
+    primary: bool
+    threshold: float
+    higher_is_better: bool
+
+
+class MetricStats(BaseModel):
+    """Statistics of one metric over the run (iteration None) or one iteration."""
+
+    metric: str
+    evaluator: str
+    iteration: int | None = None
+    primary: bool
+    threshold: float
+    higher_is_better: bool
+    average: float | None = None
+    pass_rate: float | None = None
+    count: int = 0
+    skipped: int = 0
+    errored: int = 0
+    min: float | None = None
+    p10: float | None = None
+    median: float | None = None
+    max: float | None = None
+    std: float | None = None
+    #: Mean over cases of the spread (max − min) of the case's score across iterations;
+    #: None with one iteration. High instability: the target (or judge) is not repeatable.
+    instability: float | None = None
+
+
+class Problem(BaseModel):
+    severity: Severity
+    type: str  # below_threshold, regression, target_errors, task_failures, empty_context, ...
+    description: str
+    affected_cases: list[str] = Field(default_factory=list)
+    suggested_action: str
+    metric: str | None = None
+
+
+class Insight(BaseModel):
+    type: str  # weakest_metric, most_difficult_case, slowest, fastest, costliest, best_target..
+    description: str
+    affected_cases: list[str] = Field(default_factory=list)
+    suggested_action: str | None = None
+    metric: str | None = None
+    value: float | None = None
+
+
+class MetricDelta(BaseModel):
+    metric: str
+    evaluator: str
+    higher_is_better: bool
+    baseline_average: float | None
+    current_average: float | None
+    delta: float | None  # current − baseline
+    ci_low: float | None  # bootstrap 95% interval of the delta
+    ci_high: float | None
+    significant: bool  # the interval excludes 0
+    worse: bool  # significant and in the bad direction
+
+
+class CaseFlip(BaseModel):
+    case_id: str
+    metric: str
+    before: bool  # success in the baseline (all iterations passed)
+    after: bool
+
+
+class Regression(BaseModel):
+    """Comparison with a baseline run of the same target and suite."""
+
+    baseline_run_id: str
+    baseline_started_at: str
+    baseline_report_prefix: str
+    verdict: Literal["regression", "improvement", "no significant change"]
+    reasons: list[str] = Field(default_factory=list)
+    deltas: list[MetricDelta] = Field(default_factory=list)
+    new_failures: list[CaseFlip] = Field(default_factory=list)  # pass -> fail
+    fixed: list[CaseFlip] = Field(default_factory=list)  # fail -> pass
+
+
+class ReportData(BaseModel):
+    """Everything about one run that a report shows."""
+
+    run_id: str
+    target: str
+    target_kind: str
+    suite: str
+    started_at: str
+    finished_at: str
+    iterations: int
+    config: dict[str, Any]  # the run's configuration as the user gave it (secrets masked)
+    metrics: list[MetricInfo]
+    stats: list[MetricStats]  # iteration None first (the run), then per iteration
+    rows: list[CaseRow]
+    problems: list[Problem] = Field(default_factory=list)
+    insights: list[Insight] = Field(default_factory=list)
+    regression: Regression | None = None
+    gates: list[dict[str, Any]] = Field(default_factory=list)
+    run_metrics: dict[str, Any] = Field(default_factory=dict)
+
+    def run_stats(self) -> list[MetricStats]:
+        return [s for s in self.stats if s.iteration is None]
