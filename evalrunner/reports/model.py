@@ -145,3 +145,38 @@ class ReportData(BaseModel):
 
     def run_stats(self) -> list[MetricStats]:
         return [s for s in self.stats if s.iteration is None]
+
+
+class LeaderboardEntry(BaseModel):
+    """One target's run in a comparison of targets on the same suite."""
+
+    target: str
+    run_id: str
+    report_prefix: str
+    averages: dict[str, float | None]  # metric -> average score
+    pass_rates: dict[str, float | None]  # metric -> pass rate
+    latency_median_ms: float | None = None
+    latency_p95_ms: float | None = None
+    total_tokens: int | None = None
+    total_cost: float | None = None
+    errors: int = 0
+
+
+class DifficultCase(BaseModel):
+    case_id: str
+    question: str
+    failed_by: list[str]  # targets whose primary metrics failed on this case
+    pass_share: dict[str, float]  # target -> share of (iterations × primary metrics) passed
+
+
+class Leaderboard(BaseModel):
+    suite: str
+    created_at: str
+    metrics: list[MetricInfo]
+    entries: list[LeaderboardEntry]
+    best_per_metric: dict[str, str]  # metric -> target (ties: first in entries order)
+    difficult_cases: list[DifficultCase]  # most difficult first
+    fastest: str | None = None
+    slowest: str | None = None
+    costliest: str | None = None
+    cheapest: str | None = None
