@@ -48,6 +48,7 @@ class RunEvent(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    baseline: str | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
@@ -228,6 +229,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         thresholds=raw.get("thresholds", {}),
         fail_under=raw.get("fail_under", {}),
         evaluator_options=resolved_options,
+        baseline=raw.get("baseline"),
         max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE

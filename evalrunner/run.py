@@ -29,6 +29,7 @@ class RunConfig(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    baseline: str | None = None
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int

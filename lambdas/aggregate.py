@@ -1,7 +1,9 @@
 """Aggregate step: its return value is the execution's output (the run summary)."""
 
+import os
 from typing import Any
 
+from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
 from lambdas._common import logger, store_for
 
@@ -16,4 +18,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         score_failure=state.get("score_failure"),
     )
     logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": summary["gates"]})
+    topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
+    if topic:
+        try:
+            publish_summary(topic, summary)
+        except Exception:  # a notification must never cost the run its output
+            logger.exception("could not publish the run summary", extra={"topic": topic})
     return summary

@@ -143,6 +143,7 @@ class LocalEngine:
             target_session(session),
         ):
             definition = self.deploy(data, event["key"])
+            self.seed_reports(out_dir, event.get("target", {}))
             sfn = boto3.client("stepfunctions", region_name=REGION)
             arn = sfn.start_execution(
                 stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
@@ -221,6 +222,24 @@ class LocalEngine:
             name="evalrunner-test-runner", definition=definition, roleArn=role
         )
         return definition
+
+    def seed_reports(self, out_dir: Path, target: dict[str, Any]) -> int:
+        """Put earlier runs' summaries and reports from ``out_dir`` into the embedded bucket,
+        so a local run is compared with the previous local run of the same target."""
+        from evalrunner.targets.factory import target_name
+
+        try:
+            folder = out_dir / "test-reports" / target_name(target)
+        except Exception:  # an invalid target fails in Prepare with a proper message
+            return 0
+        s3 = boto3.client("s3", region_name=REGION)
+        count = 0
+        for path in sorted(folder.glob("*")):
+            if path.is_file() and path.name.endswith(("summary.json", "report.json")):
+                key = path.relative_to(out_dir).as_posix()
+                s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+                count += 1
+        return count
 
     def _follow(
         self,

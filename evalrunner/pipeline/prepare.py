@@ -23,6 +23,17 @@ from evalrunner.suite.readers import read_suite
 from evalrunner.targets.factory import target_name
 
 
+def free_report_prefix(store: RunStore, target: str, now: datetime) -> str:
+    """``test-reports/<target>/<yymmdd-hhmmss>-``, made unique when two runs of one target
+    start within the same second (a CI matrix, a script): never overwrite a report."""
+    stamp = f"{REPORTS_PREFIX}{target}/{now:%y%m%d-%H%M%S}"
+    prefix, n = f"{stamp}-", 1
+    while store.list_keys(prefix):
+        n += 1
+        prefix = f"{stamp}-{n}-"
+    return prefix
+
+
 def new_run_id(now: datetime) -> str:
     return f"{now:%y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
@@ -93,8 +104,9 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         thresholds=event.thresholds,
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,
+        baseline=event.baseline,
         started_at=now.isoformat(timespec="seconds"),
-        report_prefix=f"{REPORTS_PREFIX}{name}/{now:%y%m%d-%H%M%S}-",
+        report_prefix=free_report_prefix(store, name, now),
         case_count=len(suite.cases),
         item_count=len(items),
     )

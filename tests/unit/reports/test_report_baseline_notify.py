@@ -1,0 +1,147 @@
+"""Baseline lookup in the bucket, and the SNS summary."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from evalrunner.errors import StorageError
+from evalrunner.notify import message, publish_summary, subject
+from evalrunner.pipeline.baseline import find_baseline
+from evalrunner.reports.model import ReportData
+from evalrunner.storage import RunStore
+
+
+def report(run_id: str, started_at: str, suite: str = "test-suites/s.csv") -> ReportData:
+    return ReportData(
+        run_id=run_id,
+        target="t",
+        target_kind="lambdaArn",
+        suite=suite,
+        started_at=started_at,
+        finished_at=started_at,
+        iterations=1,
+        config={},
+        metrics=[],
+        stats=[],
+        rows=[],
+    )
+
+
+@pytest.fixture
+def store():
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="b-base")
+        yield RunStore("b-base", client=s3)
+
+
+def put_run(store: RunStore, data: ReportData, stamp: str) -> None:
+    prefix = f"test-reports/t/{stamp}-"
+    store.put_json(f"{prefix}report.json", data.model_dump(mode="json"))
+    store.put_json(
+        f"{prefix}summary.json",
+        {
+            "run_id": data.run_id,
+            "suite": data.suite,
+            "started_at": data.started_at,
+            "reports": {"report": f"{prefix}report.json", "summary": f"{prefix}summary.json"},
+        },
+    )
+
+
+def test_previous_run_of_same_suite_is_the_baseline(store):
+    put_run(store, report("r1", "2026-11-20T10:00:00+00:00"), "261120-100000")
+    put_run(store, report("r2", "2026-11-21T10:00:00+00:00"), "261121-100000")
+    put_run(
+        store,
+        report("other", "2026-11-21T11:00:00+00:00", suite="test-suites/x.csv"),
+        "261121-110000",
+    )
+    found = find_baseline(
+        store,
+        target="t",
+        suite="test-suites/s.csv",
+        run_id="now",
+        started_at="2026-11-22T10:00:00+00:00",
+    )
+    assert found is not None and found.run_id == "r2"
+
+
+def test_no_earlier_run_means_no_baseline(store):
+    put_run(store, report("later", "2026-11-23T10:00:00+00:00"), "261123-100000")
+    assert (
+        find_baseline(
+            store,
+            target="t",
+            suite="test-suites/s.csv",
+            run_id="now",
+            started_at="2026-11-22T10:00:00+00:00",
+        )
+        is None
+    )
+
+
+def test_named_baseline_and_a_missing_one(store):
+    put_run(store, report("r1", "2026-11-20T10:00:00+00:00"), "261120-100000")
+    put_run(store, report("r2", "2026-11-21T10:00:00+00:00"), "261121-100000")
+    found = find_baseline(
+        store,
+        target="t",
+        suite="test-suites/s.csv",
+        run_id="now",
+        started_at="2026-11-22T10:00:00+00:00",
+        baseline_run_id="r1",
+    )
+    assert found is not None and found.run_id == "r1"
+    with pytest.raises(StorageError, match=r"baseline run 'nope'.*r1, r2"):
+        find_baseline(
+            store,
+            target="t",
+            suite="test-suites/s.csv",
+            run_id="now",
+            started_at="2026-11-22T10:00:00+00:00",
+            baseline_run_id="nope",
+        )
+
+
+SUMMARY = {
+    "run_id": "r9",
+    "target": "prod-rag",
+    "suite": "test-suites/hr.xlsx",
+    "bucket": "bkt",
+    "gates_passed": True,
+    "regression": {"verdict": "regression", "reasons": ["ROUGE-L fell by 0.21"]},
+    "problems": [{"severity": "high", "description": "3 cases that passed now fail"}],
+    "metrics": [{"metric": "ROUGE-L", "primary": True, "average": 0.41, "pass_rate": 0.5}],
+    "reports": {"html": "test-reports/prod-rag/261122-100000-report.html"},
+}
+
+
+def test_subject_and_message_say_what_got_worse():
+    assert subject(SUMMARY) == "evalrunner REGRESSION: prod-rag on test-suites/hr.xlsx"
+    text = message(SUMMARY)
+    assert "ROUGE-L fell by 0.21" in text and "[high] 3 cases that passed now fail" in text
+    assert "s3://bkt/test-reports/prod-rag/261122-100000-report.html" in text
+    passed = {**SUMMARY, "regression": None}
+    assert subject(passed).startswith("evalrunner passed")
+
+
+def test_publish_reaches_the_topic():
+    with mock_aws():
+        sns = boto3.client("sns", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        topic = sns.create_topic(Name="runs")["TopicArn"]
+        queue = sqs.create_queue(QueueName="q")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+        publish_summary(topic, SUMMARY, client=sns)
+        (msg,) = sqs.receive_message(QueueUrl=queue)["Messages"]
+        body = json.loads(msg["Body"])
+        assert body["Subject"].startswith("evalrunner REGRESSION")
+        assert "ROUGE-L fell by 0.21" in body["Message"]
