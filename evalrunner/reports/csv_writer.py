@@ -30,4 +30,5 @@ def to_csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> bytes:
     writer.writerow([neutralise(h) for h in header])
     writer.writerows([[neutralise(c) for c in row] for row in rows])
     # utf-8-sig: Excel opens the file with the right encoding on a double click.
-    return buf.getvalue().encode("utf-8-sig")
+    # A lone surrogate (JSON can carry one from a model) must not cost the whole report.
+    return buf.getvalue().encode("utf-8-sig", errors="replace")

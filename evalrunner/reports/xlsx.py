@@ -1,0 +1,225 @@
+"""details.xlsx: the details table and the results for people who open reports in Excel.
+
+The workbook holds the same columns as details.csv and result.csv (built by
+:mod:`evalrunner.reports.stats`, so the files cannot disagree), with what a spreadsheet adds:
+typed numbers (sorting and filters work), a frozen header and case column, an autofilter,
+wrapped long text, green/red success cells and a colour scale on scores.
+
+Answers come from a model and are untrusted. Every string cell that a spreadsheet would read as
+a formula is neutralised like in the CSV files (:func:`csv_writer.neutralise`) and stored with
+the string type, so openpyxl can never turn it into a formula either. Characters that XML
+cannot carry are dropped, and text over Excel's cell limit is truncated with a marker rather
+than producing a file Excel "repairs" on open.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+
+from openpyxl import Workbook
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from openpyxl.formatting.rule import ColorScaleRule, FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+from evalrunner.reports.csv_writer import neutralise
+from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
+from evalrunner.reports.stats import (
+    DETAIL_COLUMNS,
+    LONG_TEXT_COLUMNS,
+    RESULT_COLUMNS,
+    Cell,
+    ColumnKind,
+    compute_stats,
+    detail_cells,
+    detail_header,
+    detail_kinds,
+    ordered_stats,
+    result_cells,
+    result_kinds,
+)
+
+#: Excel's limit on the characters of one cell (counted in UTF-16 code units).
+EXCEL_CELL_LIMIT = 32_767
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_NUMBER_FORMATS: dict[ColumnKind, str] = {"latency": "0.0", "number": "0.0000"}
+
+# Excel's own "Good" and "Bad" cell styles, which users already read as pass and fail.
+_GOOD = PatternFill(start_color="C6EFCE", end_color="C6EFCE", fill_type="solid")
+_BAD = PatternFill(start_color="FFC7CE", end_color="FFC7CE", fill_type="solid")
+_GOOD_FONT = Font(color="006100")
+_BAD_FONT = Font(color="9C0006")
+# Excel's red-yellow-green colour scale.
+_RED, _YELLOW, _GREEN = "F8696B", "FFEB84", "63BE7B"
+
+_HEADER_FONT = Font(bold=True)
+_HEADER_FILL = PatternFill(start_color="DDEBF7", end_color="DDEBF7", fill_type="solid")
+_WRAP = Alignment(wrap_text=True, vertical="top")
+_TOP = Alignment(vertical="top")
+
+_WIDTH_SAMPLE = 200  # rows looked at to size a column; enough, and cheap on big runs
+_MIN_WIDTH, _MAX_WIDTH, _MAX_WRAP_WIDTH = 8, 30, 60
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def truncate(text: str, limit: int = EXCEL_CELL_LIMIT) -> str:
+    """``text`` cut to fit Excel's cell limit, ending with a marker that says so and how long
+    the text was (details.csv keeps it whole). Excel counts UTF-16 code units, so a character
+    outside the Basic Multilingual Plane (an emoji) counts twice."""
+    if _utf16_len(text) <= limit:
+        return text
+    marker = f" … [truncated: {len(text):,} characters; full text in details.csv]"
+    keep = limit - _utf16_len(marker)
+    # Cutting the UTF-16 bytes may split a surrogate pair; "ignore" drops the half.
+    head = text.encode("utf-16-le")[: keep * 2].decode("utf-16-le", errors="ignore")
+    return head + marker
+
+
+def safe_text(text: str) -> str:
+    """A string as it can be stored in a cell: no formula start, no characters XML 1.0 cannot
+    hold (control characters, unpaired surrogates from a model's JSON), within the cell limit.
+    Neutralising comes after cleaning, so stripping a control character cannot bring a
+    formula character to the front."""
+    cleaned = _SURROGATES.sub("\ufffd", ILLEGAL_CHARACTERS_RE.sub("", text))
+    return truncate(neutralise(cleaned))
+
+
+def _put(sheet: Worksheet, row: int, column: int, value: Cell, kind: ColumnKind) -> None:
+    """Write one typed cell. Strings are set with the string type explicitly: openpyxl reads a
+    value starting with ``=`` as a formula, and this makes sure none ever is one."""
+    cell = sheet.cell(row=row, column=column)
+    if value is None:
+        return
+    if isinstance(value, str):
+        cell.value = safe_text(value)
+        cell.data_type = "s"
+    elif kind in _NUMBER_FORMATS:
+        cell.value = float(value)
+        cell.number_format = _NUMBER_FORMATS[kind]
+    else:
+        cell.value = value
+
+
+def _fill_sheet(
+    sheet: Worksheet,
+    header: Sequence[str],
+    kinds: Sequence[ColumnKind],
+    body: Sequence[Sequence[Cell]],
+    wrap: Sequence[bool],
+) -> None:
+    """Header, typed body, frozen header row and first column, autofilter and widths."""
+    for c, name in enumerate(header, start=1):
+        _put(sheet, 1, c, name, "text")
+        cell = sheet.cell(row=1, column=c)
+        cell.font = _HEADER_FONT
+        cell.fill = _HEADER_FILL
+        cell.alignment = _WRAP
+    for r, values in enumerate(body, start=2):
+        for c, (value, kind) in enumerate(zip(values, kinds, strict=True), start=1):
+            _put(sheet, r, c, value, kind)
+            sheet.cell(row=r, column=c).alignment = _WRAP if wrap[c - 1] else _TOP
+    sheet.freeze_panes = "B2"
+    last = get_column_letter(len(header))
+    sheet.auto_filter.ref = f"A1:{last}{max(len(body) + 1, 2)}"
+    for c, name in enumerate(header, start=1):
+        sample = [_display_len(row[c - 1], kinds[c - 1]) for row in body[:_WIDTH_SAMPLE]]
+        longest = max([len(name), *sample])
+        cap = _MAX_WRAP_WIDTH if wrap[c - 1] else _MAX_WIDTH
+        sheet.column_dimensions[get_column_letter(c)].width = min(max(longest + 2, _MIN_WIDTH), cap)
+
+
+def _display_len(value: Cell, kind: ColumnKind) -> int:
+    if value is None:
+        return 0
+    if kind in _NUMBER_FORMATS and not isinstance(value, str):
+        return len(f"{float(value):.4f}")
+    text = str(value)
+    # A wrapped cell is as wide as its longest line, not its whole text.
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _range(column: int, rows: int) -> str:
+    letter = get_column_letter(column)
+    return f"{letter}2:{letter}{max(rows + 1, 2)}"
+
+
+def _format_metrics(sheet: Worksheet, metrics: Sequence[MetricInfo], rows: int) -> None:
+    """Conditional formats, so they follow the values when a user sorts or edits: success
+    true green / false red (blank, i.e. skipped or errored, left alone: in Excel a blank cell
+    equals FALSE, hence ISLOGICAL), and a red-to-green scale on scores, reversed for metrics
+    where lower is better."""
+    first = len(DETAIL_COLUMNS) + 1
+    for i, info in enumerate(metrics):
+        score_col, success_col = first + 3 * i, first + 3 * i + 1
+        top = f"{get_column_letter(success_col)}2"
+        success = _range(success_col, rows)
+        sheet.conditional_formatting.add(
+            success,
+            FormulaRule(formula=[f"AND(ISLOGICAL({top}),{top}=TRUE)"], fill=_GOOD, font=_GOOD_FONT),
+        )
+        sheet.conditional_formatting.add(
+            success,
+            FormulaRule(formula=[f"AND(ISLOGICAL({top}),{top}=FALSE)"], fill=_BAD, font=_BAD_FONT),
+        )
+        low, high = (_RED, _GREEN) if info.higher_is_better else (_GREEN, _RED)
+        sheet.conditional_formatting.add(
+            _range(score_col, rows),
+            ColorScaleRule(
+                start_type="min",
+                start_color=low,
+                mid_type="percentile",
+                mid_value=50,
+                mid_color=_YELLOW,
+                end_type="max",
+                end_color=high,
+            ),
+        )
+
+
+def details_xlsx(
+    rows: Sequence[CaseRow],
+    metrics: Sequence[MetricInfo],
+    *,
+    stats: Sequence[MetricStats] | None = None,
+) -> bytes:
+    """The workbook: a "Details" sheet (details.csv's columns) and a "Results" sheet
+    (result.csv's). Pass the run's ``stats`` when they are at hand so the sheet shows exactly
+    the numbers of result.csv; without them they are computed from the rows, taking the highest
+    iteration seen as the run's iteration count."""
+    if stats is None:
+        iterations = max((row.iteration for row in rows), default=1)
+        stats = compute_stats(rows, metrics, iterations)
+
+    workbook = Workbook()
+    details = workbook.active
+    assert details is not None  # a new workbook always has its first sheet
+    details.title = "Details"
+    header = detail_header(metrics)
+    # Long text wraps: the free-text columns and every metric's reason.
+    wrap = [name in LONG_TEXT_COLUMNS for name in DETAIL_COLUMNS] + [False, False, True] * len(
+        metrics
+    )
+    _fill_sheet(
+        details, header, detail_kinds(metrics), [detail_cells(r, metrics) for r in rows], wrap
+    )
+    _format_metrics(details, metrics, len(rows))
+
+    results = workbook.create_sheet("Results")
+    _fill_sheet(
+        results,
+        RESULT_COLUMNS,
+        result_kinds(),
+        [result_cells(s) for s in ordered_stats(stats)],
+        [False] * len(RESULT_COLUMNS),
+    )
+
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
