@@ -130,6 +130,8 @@ class ReportData(BaseModel):
     target: str
     target_kind: str
     suite: str
+    #: Where this run's reports are: test-reports/<target>/<yymmdd-hhmmss>-
+    report_prefix: str = ""
     started_at: str
     finished_at: str
     iterations: int
