@@ -107,63 +107,111 @@ def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: boo
         return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update)
 
 
-def _report(result: Any, *, as_json: bool) -> int:
+def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> int:
     summary = result.summary
     if as_json:
         out.print_json(json.dumps(summary))
-    else:
-        table = Table(
-            title=f"{summary['target']} — {summary['suite']} "
-            f"({summary['items']} runs of {summary['cases']} cases)"
+        return _exit_code(summary, fail_on_regression)
+    title = (
+        f"{summary['target']} — {summary['suite']} "
+        f"({summary['items']} runs of {summary['cases']} cases)"
+    )
+    table = Table(title=title)
+    columns = (
+        "Metric",
+        "Evaluator",
+        "Average",
+        "Pass rate",
+        "Threshold",
+        "Count",
+        "Skipped",
+        "Errored",
+    )
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
+    for m in summary["metrics"]:
+        avg = "—" if m["average"] is None else f"{m['average']:.3f}"
+        rate = "—" if m["pass_rate"] is None else f"{m['pass_rate']:.0%}"
+        name = f"[bold]{m['metric']}[/]" if m["primary"] else m["metric"]
+        table.add_row(
+            name,
+            m["evaluator"],
+            avg,
+            rate,
+            f"{m['threshold']:.2f}",
+            str(m["count"]),
+            str(m["skipped"]),
+            str(m["errored"]),
         )
-        for col in (
-            "Metric",
-            "Evaluator",
-            "Average",
-            "Pass rate",
-            "Threshold",
-            "Count",
-            "Skipped",
-            "Errored",
-        ):
-            table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
-        for m in summary["metrics"]:
-            avg = "—" if m["average"] is None else f"{m['average']:.3f}"
-            rate = "—" if m["pass_rate"] is None else f"{m['pass_rate']:.0%}"
-            name = f"[bold]{m['metric']}[/]" if m["primary"] else m["metric"]
-            table.add_row(
-                name,
-                m["evaluator"],
-                avg,
-                rate,
-                f"{m['threshold']:.2f}",
-                str(m["count"]),
-                str(m["skipped"]),
-                str(m["errored"]),
-            )
-        out.print(table)
-        if summary["target_errors"] or summary["task_failures"]:
+    out.print(table)
+    if summary["target_errors"] or summary["task_failures"]:
+        out.print(
+            f"[yellow]{summary['target_errors']} target errors, "
+            f"{summary['task_failures']} failed tasks (see details.csv)[/]"
+        )
+    for failure in summary.get("step_failures", []):
+        out.print(f"[yellow]step failure: {failure}[/]")
+    for gate in summary["gates"]:
+        mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
+        avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
+        out.print(f"gate {gate['gate']} >= {gate['threshold']}: {avg} {mark}")
+    _print_findings(summary)
+    out.print("reports:")
+    for path in result.files:
+        out.print(f"  {path}")
+    out.print(f"finished in {result.seconds:.1f} s")
+    return _exit_code(summary, fail_on_regression)
+
+
+def _print_findings(summary: dict[str, Any]) -> None:
+    regression = summary.get("regression")
+    if regression:
+        colour = {"regression": "red", "improvement": "green"}.get(regression["verdict"], "white")
+        out.print(
+            f"[bold {colour}]{regression['verdict']}[/] against run "
+            f"{regression['baseline_run_id']} ({regression['baseline_started_at']})"
+        )
+        for reason in regression.get("reasons", []):
+            out.print(f"  - {reason}", highlight=False, markup=False)
+    problems = summary.get("problems", [])
+    high = [p for p in problems if p["severity"] == "high"]
+    if problems:
+        out.print(f"{len(problems)} problems ({len(high)} high) — see problems.json:")
+        for problem in problems[:5]:
             out.print(
-                f"[yellow]{summary['target_errors']} target errors, "
-                f"{summary['task_failures']} failed tasks (see details.csv)[/]"
+                f"  - [{problem['severity']}] {problem['description']}",
+                highlight=False,
+                markup=False,
             )
-        for failure in summary.get("step_failures", []):
-            out.print(f"[yellow]step failure: {failure}[/]")
-        for gate in summary["gates"]:
-            mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
-            avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
-            out.print(f"gate {gate['gate']} >= {gate['threshold']}: {avg} {mark}")
-        out.print("reports:")
-        for path in result.files:
-            out.print(f"  {path}")
-        out.print(f"finished in {result.seconds:.1f} s")
-    return 0 if summary["gates_passed"] else EXIT_GATE
+
+
+def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:
+    regressed = (summary.get("regression") or {}).get("verdict") == "regression"
+    if not summary["gates_passed"] or (fail_on_regression and regressed):
+        return EXIT_GATE
+    return 0
+
+
+FailOnRegression = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        help="Exit 1 when the run is a regression against its baseline (the previous run of "
+        "the same target and suite, or --baseline).",
+    ),
+]
 
 
 @app.command()
 def run(
     suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
-    target: Annotated[str, typer.Option(help="The event's target object as JSON, or a file.")],
+    target: Annotated[
+        list[str],
+        typer.Option(
+            help="The event's target object as JSON, or a file. Repeat it to compare several "
+            "targets on the suite (a leaderboard)."
+        ),
+    ],
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
@@ -176,6 +224,10 @@ def run(
     threshold: Annotated[
         list[str] | None, typer.Option(help="Success threshold METRIC=VALUE (repeatable).")
     ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Run id to compare with (default: the previous run).")
+    ] = None,
+    fail_on_regression: FailOnRegression = False,
     max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
@@ -184,47 +236,150 @@ def run(
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
-        event: dict[str, Any] = {
-            "key": f"test-suites/{suite.name}",
-            "iterations": iterations,
-            "target": _json_arg(target, "--target"),
-            "max_concurrency": max_concurrency,
-        }
-        if metric:
-            event["metrics"] = metric
-        if fail_under:
-            event["fail_under"] = _pairs(fail_under, "--fail-under")
-        if threshold:
-            event["thresholds"] = _pairs(threshold, "--threshold")
-        result = _execute_local(event, suite, out_dir, quiet or as_json)
+        events = []
+        for spec in target:
+            event: dict[str, Any] = {
+                "key": f"test-suites/{suite.name}",
+                "iterations": iterations,
+                "target": _json_arg(spec, "--target"),
+                "max_concurrency": max_concurrency,
+            }
+            if metric:
+                event["metrics"] = metric
+            if fail_under:
+                event["fail_under"] = _pairs(fail_under, "--fail-under")
+            if threshold:
+                event["thresholds"] = _pairs(threshold, "--threshold")
+            if baseline:
+                event["baseline"] = baseline
+            _check_suite(suite, event)  # every target's event, before the first run starts
+            events.append(event)
+        results = [_execute_local(ev, suite, out_dir, quiet or as_json) for ev in events]
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
-    raise typer.Exit(_report(result, as_json=as_json))
+    codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
+    if len(results) > 1:
+        _leaderboard_from_runs(
+            [out_dir / r.summary["reports"]["report"] for r in results], out_dir, as_json=as_json
+        )
+    raise typer.Exit(max(codes))
+
+
+@app.command()
+def leaderboard(
+    reports: Annotated[
+        list[Path], typer.Argument(help="report.json files of runs of one suite (2 or more).")
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the leaderboard as JSON.")] = False,
+) -> None:
+    """Compare runs of one suite against several targets: best target per metric, most
+    difficult cases, fastest and costliest."""
+    try:
+        _leaderboard_from_runs(reports, out_dir, as_json=as_json)
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+
+
+def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -> None:
+    from datetime import UTC, datetime
+
+    from evalrunner.reports.html import render_leaderboard
+    from evalrunner.reports.leaderboard import build_leaderboard
+    from evalrunner.reports.model import ReportData
+
+    runs = []
+    for path in paths:
+        if not path.is_file():
+            raise EventError(f"{path}: no such report.json")
+        try:
+            runs.append(ReportData.model_validate_json(path.read_bytes()))
+        except ValueError as exc:
+            raise EventError(f"{path}: not an evalrunner report.json ({exc})") from None
+    now = datetime.now(UTC)
+    try:
+        board = build_leaderboard(runs, created_at=now.isoformat(timespec="seconds"))
+    except ValueError as exc:
+        raise EventError(str(exc)) from None
+    folder = out_dir / "test-reports" / "_leaderboard"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"{now:%y%m%d-%H%M%S}-leaderboard"
+    json_path, html_path = stem.with_suffix(".json"), stem.with_suffix(".html")
+    json_path.write_text(board.model_dump_json(indent=2), encoding="utf-8")
+    html_path.write_text(render_leaderboard(board), encoding="utf-8")
+    if as_json:
+        out.print_json(board.model_dump_json())
+        return
+    table = Table(title=f"leaderboard — {board.suite}")
+    table.add_column("Metric")
+    for entry in board.entries:
+        table.add_column(entry.target, justify="right")
+    for info in board.metrics:
+        if not info.primary:
+            continue
+        cells = []
+        for entry in board.entries:
+            value = entry.averages.get(info.metric)
+            text = "—" if value is None else f"{value:.3f}"
+            best = board.best_per_metric.get(info.metric) == entry.target
+            cells.append(f"[bold green]{text}[/]" if best else text)
+        table.add_row(info.metric, *cells)
+    out.print(table)
+    if board.difficult_cases:
+        hardest = board.difficult_cases[0]
+        out.print(
+            f"most difficult case: {hardest.case_id} (failed by {', '.join(hardest.failed_by)})"
+        )
+    for label, value in (("fastest", board.fastest), ("costliest", board.costliest)):
+        if value:
+            out.print(f"{label}: {value}")
+    out.print(f"leaderboard: {html_path}")
 
 
 @app.command()
 def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
+    degraded: Annotated[
+        bool,
+        typer.Option(
+            help="Run a deliberately worse assistant under the same target name, to see a "
+            "regression against the previous demo run."
+        ),
+    ] = False,
+    fail_on_regression: FailOnRegression = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
+    import os
+
+    from evalrunner.demo.handler import DEGRADED_ENV
     from evalrunner.demo.suite import demo_suite_path
 
-    run(
-        suite=demo_suite_path(),
-        target=json.dumps(DEMO_TARGET),
-        iterations=iterations,
-        metric=None,
-        out_dir=out_dir,
-        fail_under=None,
-        threshold=None,
-        max_concurrency=10,
-        as_json=as_json,
-        quiet=as_json,
-    )
+    previous = os.environ.get(DEGRADED_ENV)
+    os.environ[DEGRADED_ENV] = "1" if degraded else "0"
+    try:
+        run(
+            suite=demo_suite_path(),
+            target=[json.dumps(DEMO_TARGET)],
+            iterations=iterations,
+            metric=None,
+            out_dir=out_dir,
+            fail_under=None,
+            threshold=None,
+            baseline=None,
+            fail_on_regression=fail_on_regression,
+            max_concurrency=10,
+            as_json=as_json,
+            quiet=as_json,
+        )
+    finally:
+        if previous is None:
+            os.environ.pop(DEGRADED_ENV, None)
+        else:
+            os.environ[DEGRADED_ENV] = previous
 
 
 @app.command()
@@ -247,6 +402,7 @@ def start(
             envvar="EVALRUNNER_STATE_MACHINE_ARN", help="Deployed state machine (with --aws)."
         ),
     ] = None,
+    fail_on_regression: FailOnRegression = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
@@ -286,7 +442,7 @@ def start(
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
-    raise typer.Exit(_report(result, as_json=as_json))
+    raise typer.Exit(_report(result, as_json=as_json, fail_on_regression=fail_on_regression))
 
 
 def _find_local_suite(key: str, event_dir: Path) -> Path:

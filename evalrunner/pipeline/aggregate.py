@@ -1,5 +1,6 @@
-"""Aggregate: merge every case record with the batched scores, write the reports, and return
-the summary that becomes the execution's output.
+"""Aggregate: merge every case record with the batched scores, compare with the baseline,
+find problems and insights, write the reports, and return the summary that becomes the
+execution's output.
 
 It runs even when the Map or the Score step failed (the state machine catches both): cases
 without a record are reported as failed tasks, so no case is ever silently missing.
@@ -7,20 +8,28 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
+from evalrunner.errors import EvalRunnerError
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
+from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
+from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
-from evalrunner.reports.tables import (
-    MetricStats,
-    detail_rows,
-    metric_columns,
-    metric_stats,
-    result_rows,
+from evalrunner.reports.html import render_report
+from evalrunner.reports.model import MetricStats, Problem, ReportData
+from evalrunner.reports.regression import compare
+from evalrunner.reports.stats import (
+    case_rows,
+    compute_stats,
+    detail_table,
+    metric_infos,
+    result_table,
 )
+from evalrunner.reports.xlsx import details_xlsx
 from evalrunner.run import CaseRecord, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 
@@ -28,6 +37,22 @@ NO_RECORD = (
     "no result was recorded: the case task failed before writing one "
     "(see the execution's history for the Lambda error)"
 )
+#: How many affected cases a problem carries in the execution output (the files have all).
+SUMMARY_CASES = 20
+
+_SECRET_KEY = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
+
+
+def mask_secrets(value: Any) -> Any:
+    """The run configuration as reports may show it: header values and the like masked."""
+    if isinstance(value, dict):
+        return {
+            k: "***" if _SECRET_KEY.search(str(k)) and isinstance(v, str) else mask_secrets(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]
+    return value
 
 
 def _failure_text(failure: Any) -> str | None:
@@ -37,6 +62,33 @@ def _failure_text(failure: Any) -> str | None:
         error, cause = failure.get("Error", "error"), failure.get("Cause", "")
         return f"{error}: {cause}" if cause else str(error)
     return str(failure)
+
+
+def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str, Any]]:
+    """A gate names a metric, or an evaluator meaning its primary metric."""
+    run_wide = [s for s in stats if s.iteration is None]
+    gates = []
+    for name, minimum in config.fail_under.items():
+        match = next(
+            (s for s in run_wide if s.metric == name)
+            or (s for s in run_wide if s.evaluator == name and s.primary),
+            None,
+        )
+        average = match.average if match else None
+        if match is not None and not match.higher_is_better:
+            passed = average is not None and average <= minimum
+        else:
+            passed = average is not None and average >= minimum
+        gates.append(
+            {
+                "metric": match.metric if match else name,
+                "gate": name,
+                "threshold": minimum,
+                "average": average,
+                "passed": passed,
+            }
+        )
+    return gates
 
 
 def summarize(
@@ -61,50 +113,13 @@ def summarize(
     return out
 
 
-def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str, Any]]:
-    """A gate names a metric, or an evaluator meaning its primary metric."""
-    gates = []
-    for name, minimum in config.fail_under.items():
-        match = next(
-            (s for s in stats if s.column.metric == name)
-            or (s for s in stats if s.column.evaluator == name and s.column.primary),
-            None,
-        )
-        average = match.average if match else None
-        if match is not None and not match.column.higher_is_better:
-            passed = average is not None and average <= minimum
-        else:
-            passed = average is not None and average >= minimum
-        gates.append(
-            {
-                "metric": match.column.metric if match else name,
-                "gate": name,
-                "threshold": minimum,
-                "average": average,
-                "passed": passed,
-            }
-        )
-    return gates
-
-
-def aggregate_run(
-    store: RunStore,
-    run_id: str,
-    *,
-    map_failure: Any = None,
-    score_failure: Any = None,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    config = load_config(store, run_id)
-    evaluators: list[Evaluator] = [
-        resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
-    ]
-    items = load_manifest(store, run_id)
-    loaded = load_records(store, run_id, items)
-    batched: dict[str, list[dict[str, Any]]] = (
-        store.get_json_or_none(store.scores_key(run_id)) or {}
-    )
-
+def merge_records(
+    items: list[ManifestItem],
+    loaded: list[CaseRecord | None],
+    batched: dict[str, list[dict[str, Any]]],
+    evaluators: list[Evaluator],
+    score_failure: Any,
+) -> list[CaseRecord]:
     records: list[CaseRecord] = []
     for item, record in zip(items, loaded, strict=True):
         if record is None:
@@ -126,22 +141,122 @@ def aggregate_run(
                 why = _failure_text(score_failure) or "no score was produced"
                 record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
         records.append(record)
+    return records
 
-    run_metrics = summarize(evaluators, items, records)
-    columns = metric_columns(evaluators)
-    stats = metric_stats(records, columns)
-    gates = evaluate_gates(config, stats)
+
+def aggregate_run(
+    store: RunStore,
+    run_id: str,
+    *,
+    map_failure: Any = None,
+    score_failure: Any = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    config = load_config(store, run_id)
+    evaluators: list[Evaluator] = [
+        resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
+    ]
+    items = load_manifest(store, run_id)
+    batched = store.get_json_or_none(store.scores_key(run_id)) or {}
+    records = merge_records(
+        items, load_records(store, run_id, items), batched, evaluators, score_failure
+    )
+
+    rows = case_rows(items, records)
+    infos = metric_infos(evaluators)
+    stats = compute_stats(rows, infos, config.iterations)
+    finished = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+    data = ReportData(
+        run_id=run_id,
+        target=config.target_name,
+        target_kind=config.target_kind,
+        suite=config.suite_key,
+        report_prefix=config.report_prefix,
+        started_at=config.started_at,
+        finished_at=finished,
+        iterations=config.iterations,
+        config=mask_secrets(
+            config.model_dump(
+                mode="json",
+                include={
+                    "target",
+                    "metrics",
+                    "thresholds",
+                    "fail_under",
+                    "evaluator_options",
+                    "iterations",
+                    "suite_key",
+                    "baseline",
+                },
+            )
+        ),
+        metrics=infos,
+        stats=stats,
+        rows=rows,
+        gates=evaluate_gates(config, stats),
+        run_metrics=summarize(evaluators, items, records),
+    )
+    baseline_problem = None
+    try:
+        baseline = find_baseline(
+            store,
+            target=config.target_name,
+            suite=config.suite_key,
+            run_id=run_id,
+            started_at=config.started_at,
+            baseline_run_id=config.baseline,
+        )
+    except EvalRunnerError as exc:  # a named baseline is missing: say so, keep the reports
+        baseline = None
+        baseline_problem = Problem(
+            severity="medium",
+            type="baseline_missing",
+            description=exc.message,
+            suggested_action="name a run id that exists, or leave 'baseline' out to compare "
+            "with the previous run",
+        )
+    if baseline is not None:
+        data.regression = compare(data, baseline)
+    data.problems = find_problems(data) + ([baseline_problem] if baseline_problem else [])
+    data.insights = find_insights(data)
+
     prefix = config.report_prefix
     keys = {
-        "details": f"{prefix}details.csv",
-        "result": f"{prefix}result.csv",
-        "summary": f"{prefix}summary.json",
+        name: f"{prefix}{name.replace('_', '.')}"
+        for name in (
+            "details_csv",
+            "details_xlsx",
+            "result_csv",
+            "problems_json",
+            "insights_json",
+            "report_html",
+            "report_json",
+            "summary_json",
+        )
     }
-    store.put_bytes(keys["details"], to_csv(*detail_rows(items, records, columns)), "text/csv")
-    store.put_bytes(keys["result"], to_csv(*result_rows(stats)), "text/csv")
+    store.put_bytes(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
+    store.put_bytes(
+        keys["details_xlsx"],
+        details_xlsx(rows, infos, stats=stats),
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    )
+    store.put_bytes(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
+    store.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
+    store.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
+    store.put_bytes(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
+    store.put_bytes(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
 
-    finished = (now or datetime.now(UTC)).isoformat(timespec="seconds")
     failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
+    reports = {
+        "details": keys["details_csv"],
+        "details_xlsx": keys["details_xlsx"],
+        "result": keys["result_csv"],
+        "problems": keys["problems_json"],
+        "insights": keys["insights_json"],
+        "html": keys["report_html"],
+        "report": keys["report_json"],
+        "summary": keys["summary_json"],
+    }
     summary = {
         "run_id": run_id,
         "target": config.target_name,
@@ -155,12 +270,42 @@ def aggregate_run(
         "target_errors": sum(1 for r in records if r.status == "target_error"),
         "task_failures": sum(1 for r in records if r.status == "task_failed"),
         "step_failures": failures,
-        "metrics": [s.as_json() for s in stats],
-        "run_metrics": run_metrics,
-        "gates": gates,
-        "gates_passed": all(g["passed"] for g in gates),
+        "metrics": [_stats_json(s) for s in stats if s.iteration is None],
+        "run_metrics": data.run_metrics,
+        "gates": data.gates,
+        "gates_passed": all(g["passed"] for g in data.gates),
+        "regression": _regression_json(data),
+        "problems": [_problem_json(p) for p in data.problems],
         "bucket": store.bucket,
-        "reports": keys,
+        "reports": reports,
     }
-    store.put_json(keys["summary"], summary)
+    store.put_json(keys["summary_json"], summary)
     return summary
+
+
+def _stats_json(s: MetricStats) -> dict[str, Any]:
+    return s.model_dump(mode="json", exclude={"iteration"})
+
+
+def _problem_json(problem: Problem) -> dict[str, Any]:
+    out = problem.model_dump(mode="json")
+    cases = out["affected_cases"]
+    out["affected_count"] = len(cases)
+    out["affected_cases"] = cases[:SUMMARY_CASES]
+    return out
+
+
+def _regression_json(data: ReportData) -> dict[str, Any] | None:
+    """The verdict and its reasons; the full comparison is in report.json."""
+    r = data.regression
+    if r is None:
+        return None
+    return {
+        "verdict": r.verdict,
+        "baseline_run_id": r.baseline_run_id,
+        "baseline_started_at": r.baseline_started_at,
+        "reasons": r.reasons,
+        "worse_metrics": [d.metric for d in r.deltas if d.worse],
+        "new_failures": len(r.new_failures),
+        "fixed": len(r.fixed),
+    }

@@ -211,3 +211,63 @@ def test_malformed_condition_exits_2_naming_row_and_position(tmp_path):
     assert result.exit_code == 2
     assert "row 2" in result.stderr and "position" in result.stderr
     assert not out.exists()
+
+
+def test_degraded_demo_is_a_regression_and_fails_with_the_flag(tmp_path):
+    out = tmp_path / "out"
+    first = invoke("demo", "--out", str(out), "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["regression"] is None  # nothing to compare with yet
+    second = invoke("demo", "--out", str(out), "--degraded", "--fail-on-regression", "--json")
+    assert second.exit_code == 1, second.output
+    summary = json.loads(second.stdout)
+    regression = summary["regression"]
+    assert regression["verdict"] == "regression"
+    assert regression["baseline_run_id"] == json.loads(first.stdout)["run_id"]
+    assert "ROUGE-L" in regression["worse_metrics"] and regression["new_failures"] > 0
+    assert summary["problems"][0]["type"] == "regression"
+    assert summary["problems"][0]["severity"] == "high"
+    html = (out / summary["reports"]["html"]).read_text("utf-8")
+    # the regression section comes before the rest of the report
+    assert html.index("ROUGE-L fell by") < html.index("Pass rate")
+    # without the flag the same regression is reported but does not fail the command
+    third = invoke("demo", "--out", str(out), "--json")
+    assert third.exit_code == 0
+    assert json.loads(third.stdout)["regression"]["verdict"] in ("improvement", "regression")
+
+
+def test_several_targets_make_a_leaderboard(tmp_path):
+    suite = write(
+        tmp_path,
+        "hr.csv",
+        "question,expected_answer\n"
+        "How many days of annual leave do full-time employees get per year?,"
+        "Full-time employees receive 25 days of paid annual leave per calendar year.\n"
+        "What is the weather tomorrow?,I can only help with HR questions.\n",
+    )
+    out = tmp_path / "out"
+    result = invoke(
+        "run",
+        "--suite",
+        str(suite),
+        "--target",
+        DEMO,
+        "--target",
+        '{"lambdaArn": "evalrunner-demo-hr", "name": "demo-copy"}',
+        "--out",
+        str(out),
+        "--quiet",
+        "--metric",
+        "Rouge Metric",
+    )
+    assert result.exit_code == 0, result.output
+    (board_json,) = (out / "test-reports" / "_leaderboard").glob("*-leaderboard.json")
+    board = json.loads(board_json.read_text())
+    assert [e["target"] for e in board["entries"]] == ["evalrunner-demo-hr", "demo-copy"]
+    assert board["best_per_metric"]["ROUGE-L"] == "evalrunner-demo-hr"  # a tie goes to the first
+    assert list((out / "test-reports" / "_leaderboard").glob("*-leaderboard.html"))
+    # the same comparison from existing runs
+    reports = sorted(str(p) for p in out.rglob("*-report.json"))
+    again = invoke("leaderboard", *reports, "--out", str(tmp_path / "o2"), "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["suite"] == "test-suites/hr.csv"

@@ -48,7 +48,15 @@ def test_runs_the_asl_file_itself(two_iterations):
     executed = json.loads(two_iterations.definition)
     original = json.loads(text)
     assert executed.keys() == original.keys()
-    assert list(executed["States"]) == ["Prepare", "RunCases", "Score", "Aggregate"]
+    assert list(executed["States"]) == [
+        "Prepare",
+        "RunCases",
+        "ScoringPlan",
+        "ChooseScoring",
+        "ScoreOnBatch",
+        "Score",
+        "Aggregate",
+    ]
     assert executed["States"]["RunCases"]["ItemProcessor"]["ProcessorConfig"] == {
         "Mode": "DISTRIBUTED",
         "ExecutionType": "STANDARD",
@@ -91,27 +99,47 @@ def test_failing_target_rows_are_present_with_the_error(two_iterations):
 
 def test_report_layout_and_numbers(two_iterations):
     names = sorted(p.name.split("-", 2)[-1] for p in two_iterations.files)
-    assert names == ["details.csv", "result.csv", "summary.json"]
+    assert names == sorted(
+        [
+            "details.csv",
+            "details.xlsx",
+            "result.csv",
+            "problems.json",
+            "insights.json",
+            "report.html",
+            "report.json",
+            "summary.json",
+        ]
+    )
     for path in two_iterations.files:
         rel = path.relative_to(two_iterations.out_dir).as_posix()
         assert rel.startswith("test-reports/echo-target/")
-        assert (
-            len(path.name.split("-")[0]) == 6 and len(path.name.split("-")[1]) == 6
-        )  # yymmdd-hhmmss
-    result = {
-        r["Metric"]: r
-        for r in read_csv(next(p for p in two_iterations.files if p.name.endswith("result.csv")))
-    }
+        stamp = path.name.split("-")
+        assert len(stamp[0]) == 6 and len(stamp[1]) == 6  # yymmdd-hhmmss
+    result_csv = next(p for p in two_iterations.files if p.name.endswith("result.csv"))
+    rows = read_csv(result_csv)
+    result = {r["Metric"]: r for r in rows if r["Iteration"] == "all"}
     em = result["Exact match"]
     # scored: c1 (match) and c2 (no match), twice each; c3 errored twice; c4 skipped twice
     assert em["Count"] == "4" and em["Errored"] == "2" and em["Skipped"] == "2"
     assert math.isclose(float(em["Average Score"]), 0.5)
     assert math.isclose(float(em["Pass rate"]), 2 / 6, abs_tol=1e-4)
+    assert em["Instability"] == "0.0000"  # the echo target answers the same every time
+    per_iteration = [r for r in rows if r["Metric"] == "Exact match" and r["Iteration"] != "all"]
+    assert [r["Iteration"] for r in per_iteration] == ["1", "2"]
+    assert all(r["Count"] == "2" for r in per_iteration)
     rouge = result["ROUGE-L"]
     assert rouge["Primary"] == "true" and float(rouge["Min"]) < 1.0 <= float(rouge["Max"]) + 1e-9
     gate = two_iterations.summary["gates"][0]
     assert gate["metric"] == "Exact match" and gate["passed"] is False
     assert two_iterations.summary["gates_passed"] is False
+    problems = json.loads(
+        next(p for p in two_iterations.files if p.name.endswith("problems.json")).read_text()
+    )
+    target_errors = next(p for p in problems if p["type"] == "target_errors")
+    assert target_errors["affected_cases"] == ["c3"] and target_errors["severity"] == "high"
+    html = next(p for p in two_iterations.files if p.name.endswith("report.html")).read_text()
+    assert "echo-target" in html and "Exact match" in html
 
 
 def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_file):
