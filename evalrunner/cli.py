@@ -269,8 +269,12 @@ def run(
 
 @app.command()
 def leaderboard(
-    reports: Annotated[
-        list[Path], typer.Argument(help="report.json files of runs of one suite (2 or more).")
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Runs of one suite (2 or more): report.json files, or run ids of runs whose "
+            "reports are under --out."
+        ),
     ],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     as_json: Annotated[bool, typer.Option("--json", help="Print the leaderboard as JSON.")] = False,
@@ -278,9 +282,24 @@ def leaderboard(
     """Compare runs of one suite against several targets: best target per metric, most
     difficult cases, fastest and costliest."""
     try:
-        _leaderboard_from_runs(reports, out_dir, as_json=as_json)
+        _leaderboard_from_runs([_report_path(r, out_dir) for r in runs], out_dir, as_json=as_json)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+
+
+def _report_path(run: str, out_dir: Path) -> Path:
+    """A report.json path as given, or the report of the run with that id under ``out_dir``."""
+    path = Path(run)
+    if path.is_file():
+        return path
+    for summary_path in sorted(out_dir.glob("test-reports/*/*summary.json")):
+        try:
+            summary = json.loads(summary_path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
+            return out_dir / summary["reports"]["report"]
+    raise EventError(f"{run!r} is neither a report.json file nor a run id found under {out_dir}")
 
 
 def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -> None:

@@ -271,3 +271,10 @@ def test_several_targets_make_a_leaderboard(tmp_path):
     again = invoke("leaderboard", *reports, "--out", str(tmp_path / "o2"), "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["suite"] == "test-suites/hr.csv"
+    # ... and by run id
+    run_ids = [json.loads(p.read_text())["run_id"] for p in sorted(out.rglob("*-summary.json"))]
+    by_id = invoke("leaderboard", *run_ids, "--out", str(out), "--json")
+    assert by_id.exit_code == 0, by_id.output
+    assert {e["run_id"] for e in json.loads(by_id.stdout)["entries"]} == set(run_ids)
+    missing = invoke("leaderboard", "no-such-run", run_ids[0], "--out", str(out))
+    assert missing.exit_code == 2 and "neither a report.json file nor a run id" in missing.stderr
