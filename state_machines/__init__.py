@@ -10,6 +10,11 @@ PLACEHOLDERS = (
     "ScoreFunctionArn",
     "AggregateFunctionArn",
     "ChildExecutionType",
+    # Score: the GPU Batch job for runs of at least BatchScoringMinItems items, when enabled.
+    "BatchScoringEnabled",
+    "BatchScoringMinItems",
+    "BatchJobQueueArn",
+    "BatchJobDefinitionArn",
 )
 
 

@@ -217,6 +217,12 @@ class LocalEngine:
             for placeholder, name in PIPELINE_FUNCTIONS.items()
         }
         values["ChildExecutionType"] = "STANDARD"  # EXPRESS children are not parsed locally
+        values["BatchScoringEnabled"] = "false"  # local runs score in-process (Score Lambda)
+        values["BatchScoringMinItems"] = "0"
+        values["BatchJobQueueArn"] = f"arn:aws:batch:{REGION}:{ACCOUNT}:job-queue/evalrunner-local"
+        values["BatchJobDefinitionArn"] = (
+            f"arn:aws:batch:{REGION}:{ACCOUNT}:job-definition/evalrunner-local-score:1"
+        )
         definition = state_machines.substitute(state_machines.test_runner_asl(), values)
         boto3.client("stepfunctions", region_name=REGION).create_state_machine(
             name="evalrunner-test-runner", definition=definition, roleArn=role

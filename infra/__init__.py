@@ -1,0 +1,1 @@
+"""The CDK app that deploys evalrunner: cdk.json runs ``python -m infra.app``."""

@@ -1,0 +1,315 @@
+"""The deployment's configuration: the ``evalrunner`` object of ``cdk.json``'s context.
+
+Everything a deployment decides lives here and is validated before a single construct is
+created, so a mistake fails ``cdk synth`` with a message naming the field and the fix rather
+than a half-deployed stack or a run that fails at 3 a.m.:
+
+- which targets the runner may call (``targets``); ``allow_all_targets`` is the explicit,
+  documented opt-in for wildcards;
+- GPU scoring on AWS Batch (``batch_scoring``);
+- scheduled runs (``schedules``): each one's event is checked with the very ``parse_event``
+  the state machine uses;
+- what an uploaded suite runs with when it carries no sidecar or tags (``upload_defaults``);
+- alarms (``alarm_email``), logs and retention.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evalrunner.errors import ConfigError, EventError
+from evalrunner.event import parse_event
+
+_ARN_PARTITION = r"arn:aws[a-zA-Z-]*"
+_REGION = r"[a-z]{2}(-[a-z]+)+-\d"
+_ACCOUNT = r"\d{12}"
+LAMBDA_ARN = re.compile(
+    rf"^{_ARN_PARTITION}:lambda:{_REGION}:{_ACCOUNT}:function:[A-Za-z0-9_-]{{1,64}}(:[A-Za-z0-9$_-]+)?$"
+)
+STATE_MACHINE_ARN = re.compile(
+    rf"^{_ARN_PARTITION}:states:{_REGION}:{_ACCOUNT}:stateMachine:[A-Za-z0-9_-]{{1,80}}$"
+)
+MODEL_ARN = re.compile(
+    rf"^{_ARN_PARTITION}:bedrock:{_REGION}:({_ACCOUNT})?:"
+    r"(foundation-model|inference-profile|application-inference-profile|provisioned-model)/\S+$"
+)
+BEDROCK_ID = re.compile(r"^[0-9A-Za-z]{10}$")
+SCHEDULE_EXPRESSION = re.compile(r"^(rate|cron|at)\(.+\)$")
+
+#: CloudWatch Logs accepts only these retention periods.
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
+    1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)  # fmt: skip
+
+#: The placeholder key used to validate targets outside of a full event.
+_PROBE_KEY = "test-suites/probe.csv"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentAlias(_Model):
+    """A Bedrock agent alias the runner may invoke (``bedrock:InvokeAgent``)."""
+
+    agent_id: str = Field(pattern=BEDROCK_ID.pattern)
+    alias_id: str = Field(pattern=BEDROCK_ID.pattern)
+    region: str | None = Field(default=None, description="default: the stack's region")
+    account: str | None = Field(default=None, pattern=f"^{_ACCOUNT}$")
+
+
+class KnowledgeBase(_Model):
+    """A knowledge base the runner may query (``bedrock:Retrieve``, RetrieveAndGenerate)."""
+
+    knowledge_base_id: str = Field(pattern=BEDROCK_ID.pattern)
+    region: str | None = None
+    account: str | None = Field(default=None, pattern=f"^{_ACCOUNT}$")
+
+
+class Targets(_Model):
+    """The resources the run-case function may call; everything else is denied."""
+
+    lambda_arns: list[str] = Field(default_factory=list)
+    state_machine_arns: list[str] = Field(default_factory=list)
+    agent_aliases: list[AgentAlias] = Field(default_factory=list)
+    knowledge_bases: list[KnowledgeBase] = Field(default_factory=list)
+    #: Foundation models / inference profiles: RetrieveAndGenerate and the LLM judge.
+    model_arns: list[str] = Field(default_factory=list)
+
+    @field_validator("lambda_arns")
+    @classmethod
+    def _lambda(cls, values: list[str]) -> list[str]:
+        return _match_all(values, LAMBDA_ARN, "arn:aws:lambda:REGION:ACCOUNT:function:NAME")
+
+    @field_validator("state_machine_arns")
+    @classmethod
+    def _states(cls, values: list[str]) -> list[str]:
+        return _match_all(
+            values, STATE_MACHINE_ARN, "arn:aws:states:REGION:ACCOUNT:stateMachine:NAME"
+        )
+
+    @field_validator("model_arns")
+    @classmethod
+    def _models(cls, values: list[str]) -> list[str]:
+        return _match_all(values, MODEL_ARN, "arn:aws:bedrock:REGION::foundation-model/MODEL_ID")
+
+    def is_empty(self) -> bool:
+        return not any(
+            (
+                self.lambda_arns,
+                self.state_machine_arns,
+                self.agent_aliases,
+                self.knowledge_bases,
+                self.model_arns,
+            )
+        )
+
+
+class BatchScoring(_Model):
+    """GPU scoring on AWS Batch for runs of at least ``min_items`` case x iteration items.
+
+    ``enabled: false`` deploys no Batch resources (and needs no Docker at deploy time); every
+    run is then scored in-process by the Score Lambda.
+    """
+
+    enabled: bool = True
+    min_items: int = Field(default=200, ge=1)
+    instance_types: list[str] = Field(default_factory=lambda: ["g5.xlarge", "g4dn.xlarge"])
+    max_vcpus: int = Field(default=16, ge=1)
+    spot: bool = False
+    vcpus: int = Field(default=4, ge=1)
+    memory_mib: int = Field(default=15_000, ge=512)
+    gpus: int = Field(default=1, ge=1)
+    timeout_minutes: int = Field(default=120, ge=1)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _instance_types(cls, values: list[str]) -> list[str]:
+        if not values:
+            raise ValueError("give at least one GPU instance type, e.g. g5.xlarge")
+        for value in values:
+            if not re.fullmatch(r"[a-z][a-z0-9-]*\d[a-z0-9-]*\.[a-z0-9]+", value):
+                raise ValueError(f"{value!r} is not an EC2 instance type like g5.xlarge")
+        return values
+
+
+class Schedule(_Model):
+    """A scheduled regression run: EventBridge Scheduler starts the state machine with
+    ``{**event, "key": key, "target": target, "iterations": iterations}``."""
+
+    name: str = Field(pattern=r"^[0-9A-Za-z_.-]{1,64}$")
+    expression: str = Field(description="rate(1 day), cron(0 6 ? * MON-FRI *), at(...)")
+    timezone: str = "UTC"
+    key: str
+    target: dict[str, Any]
+    iterations: int
+    event: dict[str, Any] = Field(
+        default_factory=dict, description="further event fields: metrics, fail_under, ..."
+    )
+    enabled: bool = True
+
+    @field_validator("expression")
+    @classmethod
+    def _expression(cls, value: str) -> str:
+        if not SCHEDULE_EXPRESSION.match(value.strip()):
+            raise ValueError(
+                f"{value!r} is not a schedule expression: use rate(1 day), "
+                "cron(0 6 ? * MON-FRI *) or at(2026-12-01T06:00:00)"
+            )
+        return value.strip()
+
+    def run_event(self) -> dict[str, Any]:
+        return {**self.event, "key": self.key, "target": self.target, "iterations": self.iterations}
+
+
+class UploadDefaults(_Model):
+    """What an uploaded suite runs with when neither a sidecar nor its tags say."""
+
+    target: dict[str, Any] | None = None
+    iterations: int | None = Field(default=None, ge=1)
+
+
+class RunnerConfig(_Model):
+    """``cdk.json`` → ``context`` → ``evalrunner``."""
+
+    targets: Targets = Field(default_factory=Targets)
+    #: The explicit opt-in to let the runner invoke ANY Lambda function, state machine, agent,
+    #: knowledge base and model in reach of its role (resources ``*``).
+    allow_all_targets: bool = False
+    batch_scoring: BatchScoring = Field(default_factory=BatchScoring)
+    schedules: list[Schedule] = Field(default_factory=list)
+    upload_defaults: UploadDefaults = Field(default_factory=UploadDefaults)
+    alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_retention_days: int = 90
+    #: Days the intermediates under runs/ are kept (reports under test-reports/ are kept).
+    runs_expiration_days: int = Field(default=30, ge=1)
+    #: Days an overwritten or deleted object version is kept (the bucket is versioned).
+    noncurrent_version_days: int = Field(default=90, ge=1)
+    #: Where ``make lambda-package`` puts the Lambda dependencies (relative to the repo root).
+    lambda_dependencies_dir: str = "build/lambda-deps"
+    #: "retain" keeps the bucket and logs when the stack is deleted.
+    removal_policy: Literal["retain", "destroy"] = "retain"
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"must be one of {', '.join(map(str, LOG_RETENTION_DAYS))}")
+        return value
+
+    # -- checks across fields -----------------------------------------------------------
+    def problems(self) -> list[str]:
+        problems: list[str] = []
+        names = [s.name for s in self.schedules]
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(f"schedules: the name {name!r} is used more than once")
+        for i, schedule in enumerate(self.schedules):
+            where = f"schedules[{i}] ({schedule.name!r})"
+            if "run_id" in schedule.event:
+                problems.append(
+                    f"{where}: event.run_id: a schedule runs many times and each run needs its "
+                    "own run id; leave run_id out (one is generated per run)"
+                )
+            try:
+                parse_event(schedule.run_event())
+            except EventError as exc:
+                problems.extend(f"{where}: event {p}" for p in exc.problems)
+                continue
+            problems.extend(f"{where}: {p}" for p in self.target_problems(schedule.target))
+        defaults = self.upload_defaults
+        if defaults.target is not None:
+            try:
+                parse_event({"key": _PROBE_KEY, "iterations": 1, "target": defaults.target})
+            except EventError as exc:
+                problems.extend(f"upload_defaults: event {p}" for p in exc.problems)
+            else:
+                problems.extend(
+                    f"upload_defaults: {p}" for p in self.target_problems(defaults.target)
+                )
+        return problems
+
+    def target_problems(self, target: dict[str, Any]) -> list[str]:
+        """Why the deployed runner would be denied calling ``target`` (empty: it may)."""
+        if self.allow_all_targets:
+            return []
+        t = self.targets
+        hint = "add it to targets in cdk.json (or set allow_all_targets: true)"
+        if "lambdaArn" in target:
+            arn = str(target["lambdaArn"])
+            if ":" in arn:  # an ARN, perhaps qualified (version or alias)
+                allowed = {arn, ":".join(arn.split(":")[:7])} & set(t.lambda_arns) != set()
+            else:  # a bare function name: the runner's own account and region
+                allowed = arn in {a.split(":")[6] for a in t.lambda_arns}
+            if not allowed:
+                return [f"target.lambdaArn {arn} is not in targets.lambda_arns; {hint}"]
+        elif "stepFunctionArn" in target:
+            if target["stepFunctionArn"] not in t.state_machine_arns:
+                return [
+                    f"target.stepFunctionArn {target['stepFunctionArn']} is not in "
+                    f"targets.state_machine_arns; {hint}"
+                ]
+        elif "agentId" in target:
+            pair = (target.get("agentId"), target.get("agentAliasId"))
+            if pair not in {(a.agent_id, a.alias_id) for a in t.agent_aliases}:
+                return [f"target agent {pair[0]}/{pair[1]} is not in targets.agent_aliases; {hint}"]
+        elif "knowledgeBaseId" in target:
+            out = []
+            if target["knowledgeBaseId"] not in {k.knowledge_base_id for k in t.knowledge_bases}:
+                out.append(
+                    f"target.knowledgeBaseId {target['knowledgeBaseId']} is not in "
+                    f"targets.knowledge_bases; {hint}"
+                )
+            if target.get("modelArn") not in t.model_arns:
+                out.append(f"target.modelArn {target.get('modelArn')} is not in targets.model_arns")
+            return out
+        return []
+
+
+def _match_all(values: list[str], pattern: re.Pattern[str], example: str) -> list[str]:
+    for value in values:
+        if value == "*" or not pattern.match(value):
+            raise ValueError(
+                f"{value!r} is not a full ARN like {example} (wildcards are not accepted here; "
+                "allow_all_targets is the explicit opt-in)"
+            )
+    return values
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "evalrunner"
+
+
+def load_config(raw: Any) -> RunnerConfig:
+    """Validate the context value (a dict, or JSON text when given with ``-c``); every
+    problem is reported at once in a :class:`ConfigError`."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"cdk.json context 'evalrunner' is not valid JSON ({exc})") from exc
+    try:
+        config = RunnerConfig.model_validate(raw or {})
+    except ValidationError as exc:
+        lines = [f"{_location(tuple(e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError(_message(lines)) from exc
+    problems = config.problems()
+    if problems:
+        raise ConfigError(_message(problems))
+    return config
+
+
+def _message(lines: list[str]) -> str:
+    body = "\n".join(f"  - {line}" for line in lines)
+    return f"cdk.json context 'evalrunner' is not valid:\n{body}"
+
+
+__all__ = ["BatchScoring", "RunnerConfig", "Schedule", "Targets", "load_config"]

@@ -1,0 +1,1 @@
+"""CDK assertions, cdk-nag and cfn-lint on the synthesised stack; the GPU task; routing."""

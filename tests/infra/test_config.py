@@ -1,0 +1,136 @@
+"""cdk.json's configuration: a mistake fails synthesis with a message naming field and fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from evalrunner.errors import ConfigError
+from infra.app import build_app, cdk_json_context
+from infra.config import load_config
+
+from .conftest import SCHEDULES, TARGETS
+
+GOOD_SCHEDULE = SCHEDULES[0]
+
+
+def config(**overrides):
+    base = copy.deepcopy(cdk_json_context()["evalrunner"])
+    base.update(overrides)
+    return base
+
+
+def problems(**overrides) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(config(**overrides))
+    return str(info.value)
+
+
+def test_cdk_json_itself_is_valid():
+    cfg = load_config(cdk_json_context()["evalrunner"])
+    assert not cfg.allow_all_targets and cfg.targets.is_empty()
+    assert cfg.batch_scoring.enabled and cfg.batch_scoring.min_items >= 1
+    assert cfg.upload_defaults.iterations == 1
+
+
+def test_context_given_as_json_text():
+    import json
+
+    cfg = load_config(json.dumps(config(targets=TARGETS)))
+    assert cfg.targets.lambda_arns == TARGETS["lambda_arns"]
+
+
+def test_a_bad_schedule_event_names_the_schedule_and_the_field():
+    bad = {**GOOD_SCHEDULE, "iterations": 0, "event": {"metrics": ["Rouge Metrik"]}}
+    message = problems(targets=TARGETS, schedules=[bad])
+    assert message.startswith("cdk.json context 'evalrunner' is not valid:")
+    assert "schedules[0] ('nightly-hr'): event iterations" in message
+    assert "Rouge Metrik" in message and "Rouge Metric" in message  # the suggestion
+
+
+def test_schedule_expression_key_and_duplicates():
+    message = problems(
+        targets=TARGETS,
+        schedules=[
+            {**GOOD_SCHEDULE, "expression": "every day"},
+            {**GOOD_SCHEDULE, "key": "../etc/passwd.csv"},
+        ],
+    )
+    assert "schedules[0].expression" in message and "rate(1 day)" in message
+    message = problems(targets=TARGETS, schedules=[{**GOOD_SCHEDULE, "key": "suites/x.csv"}])
+    assert "must be under 'test-suites/'" in message
+    message = problems(targets=TARGETS, schedules=[GOOD_SCHEDULE, GOOD_SCHEDULE])
+    assert "'nightly-hr' is used more than once" in message
+    message = problems(targets=TARGETS, schedules=[{**GOOD_SCHEDULE, "event": {"run_id": "r1"}}])
+    assert "event.run_id: a schedule runs many times" in message
+
+
+def test_a_schedule_target_the_runner_may_not_call():
+    message = problems(schedules=[GOOD_SCHEDULE])  # no targets configured
+    assert "target.lambdaArn arn:aws:lambda:eu-west-1:111122223333:function:hr-assistant" in message
+    assert "allow_all_targets" in message
+    load_config(config(schedules=[GOOD_SCHEDULE], allow_all_targets=True))
+    http = {**GOOD_SCHEDULE, "target": {"url": "https://example.com/ask"}}
+    load_config(config(schedules=[http]))  # HTTP targets need no IAM
+
+
+def test_targets_must_be_full_arns_not_wildcards():
+    message = problems(targets={"lambda_arns": ["*"]})
+    assert "targets.lambda_arns" in message and "allow_all_targets" in message
+    message = problems(
+        targets={"lambda_arns": ["arn:aws:lambda:eu-west-1:111122223333:function:*"]}
+    )
+    assert "not a full ARN" in message
+    message = problems(targets={"agent_aliases": [{"agent_id": "x", "alias_id": "ALIAS12345"}]})
+    assert "targets.agent_aliases[0].agent_id" in message
+
+
+def test_upload_defaults_are_checked():
+    message = problems(upload_defaults={"target": {"lambdaArn": "a", "url": "b"}})
+    assert "upload_defaults: event target: give exactly one target kind" in message
+    assert "upload_defaults.iterations" in problems(upload_defaults={"iterations": 0})
+
+
+def test_other_fields():
+    assert "log_retention_days" in problems(log_retention_days=10)
+    assert "batch_scoring.instance_types" in problems(batch_scoring={"instance_types": ["big"]})
+    assert "unknown_field" in problems(unknown_field=1)
+    assert "alarm_email" in problems(alarm_email="nobody")
+
+
+def test_synth_refuses_a_missing_or_stale_lambda_package(tmp_path):
+    context = cdk_json_context()
+    context["evalrunner"] = config(lambda_dependencies_dir=str(tmp_path / "nope"))
+    with pytest.raises(ConfigError, match="make lambda-package"):
+        build_app(context, outdir=str(tmp_path / "out"))
+    (tmp_path / "stale" / "python").mkdir(parents=True)
+    (tmp_path / "stale" / "requirements.txt").write_text("pydantic==1.0\n")
+    context["evalrunner"] = config(lambda_dependencies_dir=str(tmp_path / "stale"))
+    with pytest.raises(ConfigError, match=r"do not match pyproject\.toml"):
+        build_app(context, outdir=str(tmp_path / "out"))
+
+
+def test_synth_refuses_a_bad_schedule_before_building_anything(tmp_path, fake_dependencies):
+    context = cdk_json_context()
+    context["evalrunner"] = config(
+        lambda_dependencies_dir=str(fake_dependencies),
+        schedules=[{**GOOD_SCHEDULE, "target": {"url": "https://x.example/ask"}, "iterations": -1}],
+    )
+    with pytest.raises(ConfigError, match=r"schedules\[0\] \('nightly-hr'\): event iterations"):
+        build_app(context, outdir=str(tmp_path / "out"))
+
+
+def test_the_readme_deploy_examples_are_valid_configuration():
+    import json
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    deploy = readme[readme.index("## Deploy") : readme.index("## Layout")]
+    blocks = re.findall(r"```json\n(.*?)```", deploy, re.S)
+    assert len(blocks) == 2
+    example = json.loads(blocks[0])
+    example["schedules"] = json.loads("{" + blocks[1] + "}")["schedules"]
+    cfg = load_config(example)
+    assert cfg.schedules[0].name == "nightly-hr" and cfg.targets.lambda_arns

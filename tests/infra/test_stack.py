@@ -1,0 +1,468 @@
+"""What is in the synthesised template: resources and the properties that matter."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+
+import pytest
+from aws_cdk.assertions import Match
+
+import state_machines
+from evalrunner.event import parse_event
+
+from .conftest import SCHEDULES, TARGETS, as_list, dump, statements
+
+MAIN = "Evalrunner"
+WILDCARD = "EvalrunnerWildcard"
+
+
+def test_synthesis_time_is_reported(synth, capsys):
+    with capsys.disabled():
+        print(
+            f"\n[infra] app built and synthesised once (2 stacks, cdk-nag on) in "
+            f"{synth.seconds:.1f}s"
+        )
+    assert set(synth.templates) == {MAIN, WILDCARD}
+
+
+# ---------------------------------------------------------------------------- the bucket
+
+
+def test_runner_bucket(synth):
+    t = synth.template()
+    t.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+                ]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "NotificationConfiguration": {"EventBridgeConfiguration": {"EventBridgeEnabled": True}},
+            "LoggingConfiguration": {"DestinationBucketName": Match.any_value()},
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Prefix": "runs/", "ExpirationInDays": 30, "Status": "Enabled"}
+                        )
+                    ]
+                )
+            },
+        },
+    )
+    # Both buckets refuse plain HTTP.
+    policies = synth.resources(MAIN, "AWS::S3::BucketPolicy")
+    assert len(policies) == 2
+    for policy in policies.values():
+        denies = [
+            s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"
+        ]
+        assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in denies)
+    # No custom resource (e.g. the L2's bucket-notifications Lambda) sneaks in.
+    assert not [r for r in synth.templates[MAIN]["Resources"].values() if "Custom::" in r["Type"]]
+
+
+# ---------------------------------------------------------------------------- functions
+
+
+def test_five_functions_python312_traced_with_powertools(synth):
+    functions = synth.resources(MAIN, "AWS::Lambda::Function")
+    handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
+    assert handlers == [
+        "lambdas.aggregate.handler",
+        "lambdas.prepare.handler",
+        "lambdas.run_case.handler",
+        "lambdas.score.handler",
+        "lambdas.start_from_upload.handler",
+    ]
+    layer = next(iter(synth.resources(MAIN, "AWS::Lambda::LayerVersion")))
+    for fn in functions.values():
+        props = fn["Properties"]
+        assert props["Runtime"] == "python3.12"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["Layers"] == [{"Ref": layer}]
+        env = props["Environment"]["Variables"]
+        assert env["POWERTOOLS_SERVICE_NAME"] == "evalrunner"
+        assert env["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        assert env["EVALRUNNER_BUCKET"] == {"Ref": _bucket_id(synth)}
+        assert "LoggingConfig" in props  # its own log group, with retention
+        module, attr = props["Handler"].rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), attr))
+
+
+def test_function_environments(synth):
+    functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
+    env = {
+        f["Properties"]["Handler"]: f["Properties"]["Environment"]["Variables"] for f in functions
+    }
+    topic = next(iter(synth.resources(MAIN, "AWS::SNS::Topic")))
+    assert env["lambdas.aggregate.handler"]["EVALRUNNER_TOPIC_ARN"] == {"Ref": topic}
+    upload = env["lambdas.start_from_upload.handler"]
+    assert "stateMachine:Evalrunner-test-runner" in dump(upload["EVALRUNNER_STATE_MACHINE_ARN"])
+    assert json.loads(upload["EVALRUNNER_DEFAULT_TARGET"]) == {
+        "url": "https://assistant.example.com/ask"
+    }
+    assert upload["EVALRUNNER_DEFAULT_ITERATIONS"] == "2"
+
+
+def test_code_asset_is_the_core_library_without_torch(synth):
+    """The functions' code: evalrunner/, lambdas/, state_machines/ and nothing else."""
+    fn = next(iter(synth.resources(MAIN, "AWS::Lambda::Function").values()))
+    key = fn["Properties"]["Code"]["S3Key"]
+    asset = synth.outdir / f"asset.{key.removesuffix('.zip')}"
+    assert sorted(p.name for p in asset.iterdir()) == ["evalrunner", "lambdas", "state_machines"]
+    files = [p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()]
+    assert "lambdas/start_from_upload.py" in files and "evalrunner/upload.py" in files
+    assert "state_machines/test_runner.asl.json" in files
+    assert "evalrunner/schemas/event.schema.json" in files
+    assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
+    assert not [f for f in files if re.search(r"(^|/)(torch|tests|\.venv)/", f)]
+
+
+# ---------------------------------------------------------------------------- state machine
+
+
+def test_state_machine_is_the_asl_file_with_every_placeholder_substituted(synth):
+    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    props = sm["Properties"]
+    definition = props["DefinitionString"]
+    assert definition == state_machines.test_runner_asl()
+    used = set(re.findall(r"\$\{([A-Za-z0-9]+)\}", definition))
+    assert used == set(state_machines.PLACEHOLDERS)
+    assert set(props["DefinitionSubstitutions"]) == set(state_machines.PLACEHOLDERS)
+    subs = props["DefinitionSubstitutions"]
+    ids = synth.templates[MAIN]["Resources"]
+    for placeholder, handler in [
+        ("PrepareFunctionArn", "lambdas.prepare.handler"),
+        ("RunCaseFunctionArn", "lambdas.run_case.handler"),
+        ("ScoreFunctionArn", "lambdas.score.handler"),
+        ("AggregateFunctionArn", "lambdas.aggregate.handler"),
+    ]:
+        logical = subs[placeholder]["Fn::GetAtt"][0]
+        assert ids[logical]["Properties"]["Handler"] == handler
+    assert subs["ChildExecutionType"] == "STANDARD"
+    assert subs["BatchScoringEnabled"] == "true"
+    assert subs["BatchScoringMinItems"] == "200"
+    queue = subs["BatchJobQueueArn"]["Fn::GetAtt"][0]
+    assert ids[queue]["Type"] == "AWS::Batch::JobQueue"
+    assert ids[subs["BatchJobDefinitionArn"]["Ref"]]["Type"] == "AWS::Batch::JobDefinition"
+    assert props["StateMachineName"] == "Evalrunner-test-runner"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+
+
+def test_substituted_definition_routes_large_runs_to_batch(synth):
+    """The definition CloudFormation will hold, with the placeholders filled in."""
+    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    values = {p: "SUB" for p in state_machines.PLACEHOLDERS}
+    values.update(BatchScoringEnabled="true", BatchScoringMinItems="200")
+    states = json.loads(state_machines.substitute(sm["Properties"]["DefinitionString"], values))[
+        "States"
+    ]
+    plan = states["ScoringPlan"]["Parameters"]
+    assert plan == {
+        "batch.$": "States.StringToJson('true')",
+        "min_items.$": "States.StringToJson('200')",
+    }
+    (rule,) = states["ChooseScoring"]["Choices"]
+    assert rule["Next"] == "ScoreOnBatch" and states["ChooseScoring"]["Default"] == "Score"
+    batch = states["ScoreOnBatch"]
+    assert batch["Resource"] == "arn:aws:states:::batch:submitJob.sync"
+    env = {
+        e["Name"]: e["Value.$"] for e in batch["Parameters"]["ContainerOverrides"]["Environment"]
+    }
+    assert env == {"EVALRUNNER_RUN_ID": "$.run_id", "EVALRUNNER_BUCKET": "$.bucket"}
+    assert batch["Catch"][0]["Next"] == "Aggregate" and states["Score"]["Next"] == "Aggregate"
+
+
+# ---------------------------------------------------------------------------- IAM
+
+#: Actions with no resource-level permissions: '*' is the only possible resource.
+NO_RESOURCE_TYPE = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "logs:CreateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:DescribeLogGroups",
+    "logs:DescribeResourcePolicies",
+    "logs:GetLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:UpdateLogDelivery",
+    "batch:DescribeJobs",
+    "batch:TerminateJob",
+    "ecr:GetAuthorizationToken",
+    "bedrock:RetrieveAndGenerate",
+}
+#: Actions that reach a target (the system under test).
+TARGET_ACTIONS = {
+    "lambda:InvokeFunction",
+    "states:StartExecution",
+    "states:StartSyncExecution",
+    "states:DescribeStateMachine",
+    "states:DescribeExecution",
+    "states:StopExecution",
+    "bedrock:InvokeAgent",
+    "bedrock:Retrieve",
+    "bedrock:InvokeModel",
+    "bedrock:InvokeModelWithResponseStream",
+}
+
+
+def test_no_wildcard_resource_without_the_opt_in(synth):
+    for policy, statement in statements(synth.templates[MAIN]):
+        actions = set(as_list(statement["Action"]))
+        assert not any(a.endswith(":*") or a == "*" for a in actions), (policy, statement)
+        if "*" in as_list(statement["Resource"]):
+            assert actions <= NO_RESOURCE_TYPE, (policy, statement)
+
+
+def test_target_actions_are_scoped_to_the_configured_targets(synth):
+    resources = synth.templates[MAIN]["Resources"]
+    pipeline = {k for k, r in resources.items() if r["Type"] in ("AWS::Lambda::Function",)}
+    allowed = {
+        *TARGETS["lambda_arns"],
+        *TARGETS["state_machine_arns"],
+        "arn:aws:states:eu-west-1:111122223333:execution:rag-flow:*",
+        *TARGETS["model_arns"],
+    }
+    seen: dict[str, set[str]] = {}
+    for policy, statement in statements(synth.templates[MAIN]):
+        for action in set(as_list(statement["Action"])) & TARGET_ACTIONS:
+            for resource in as_list(statement["Resource"]):
+                text = dump(resource)
+                seen.setdefault(action, set()).add(text)
+                if isinstance(resource, str):
+                    assert resource in allowed, (policy, action, resource)
+                elif "Fn::GetAtt" in resource:  # the pipeline's own functions
+                    assert resource["Fn::GetAtt"][0] in pipeline, (policy, action, resource)
+                else:  # built with the stack's partition/region/account
+                    assert re.search(
+                        r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
+                        r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*",
+                        text,
+                    ), (policy, action, resource)
+    assert any("agent-alias/AGENT12345/ALIAS12345" in r for r in seen["bedrock:InvokeAgent"])
+    kb = [r for r in seen["bedrock:Retrieve"] if "knowledge-base/KB12345678" in r]
+    assert kb and "us-west-2" in kb[0]
+    assert dump(TARGETS["lambda_arns"][0]) in seen["lambda:InvokeFunction"]
+
+
+def test_only_the_run_case_role_calls_targets(synth):
+    resources = synth.templates[MAIN]["Resources"]
+    run_case_role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "lambdas.run_case.handler"
+    )
+    for policy, statement in statements(synth.templates[MAIN]):
+        if "bedrock:InvokeAgent" in as_list(statement["Action"]):
+            roles = resources[policy]["Properties"]["Roles"]
+            assert roles == [{"Ref": run_case_role}]
+    outputs = synth.templates[MAIN]["Outputs"]
+    assert outputs["RunnerRoleArn"]["Value"] == {"Fn::GetAtt": [run_case_role, "Arn"]}
+
+
+def test_allow_all_targets_is_the_only_way_to_wildcards(synth):
+    opt_in = [
+        s for _, s in statements(synth.templates[WILDCARD]) if s.get("Sid") == "AllTargetsOptIn"
+    ]
+    assert len(opt_in) == 1 and opt_in[0]["Resource"] == "*"
+    assert "lambda:InvokeFunction" in opt_in[0]["Action"]
+    assert not [
+        s for _, s in statements(synth.templates[MAIN]) if s.get("Sid") == "AllTargetsOptIn"
+    ]
+
+
+def test_bucket_access_is_by_prefix(synth):
+    """Each role reaches only its prefixes of the runner bucket."""
+    bucket = _bucket_id(synth)
+    by_role: dict[str, set[tuple[str, str]]] = {}
+    resources = synth.templates[MAIN]["Resources"]
+    for policy, statement in statements(synth.templates[MAIN]):
+        role = resources[policy]["Properties"]["Roles"][0]["Ref"]
+        for action in as_list(statement["Action"]):
+            if not action.startswith("s3:"):
+                continue
+            for resource in as_list(statement["Resource"]):
+                text = dump(resource)
+                assert bucket in text, (policy, statement)
+                prefix = re.search(r'"/([a-z_/-]*)\*"', text)
+                by_role.setdefault(role, set()).add((action, prefix.group(1) if prefix else ""))
+    upload = next(v for k, v in by_role.items() if k.startswith("StartFromUploadRole"))
+    assert upload == {
+        ("s3:GetObject", "test-suites/"),
+        ("s3:GetObjectTagging", "test-suites/"),
+        ("s3:PutObject", "test-reports/_rejected/"),
+        ("s3:DeleteObject", "test-reports/_rejected/"),
+        ("s3:ListBucket", ""),
+    }
+    run_case = next(v for k, v in by_role.items() if k.startswith("RunCaseRole"))
+    assert run_case == {("s3:GetObject", "runs/"), ("s3:PutObject", "runs/"), ("s3:ListBucket", "")}
+
+
+# ---------------------------------------------------------------------------- GPU Batch
+
+
+def test_gpu_batch_scoring(synth):
+    t = synth.template()
+    t.has_resource_properties(
+        "AWS::Batch::ComputeEnvironment",
+        {
+            "Type": "managed",
+            "ComputeResources": Match.object_like(
+                {
+                    "MinvCpus": 0,
+                    "MaxvCpus": 16,
+                    "InstanceTypes": ["g5.xlarge", "g4dn.xlarge"],
+                    "Ec2Configuration": [{"ImageType": "ECS_AL2_NVIDIA"}],
+                }
+            ),
+        },
+    )
+    t.resource_count_is("AWS::Batch::JobQueue", 1)
+    (job,) = synth.resources(MAIN, "AWS::Batch::JobDefinition").values()
+    container = job["Properties"]["ContainerProperties"]
+    requirements = {r["Type"]: r["Value"] for r in container["ResourceRequirements"]}
+    assert requirements["GPU"] == "1"
+    assert "container-assets" in container["Image"]["Fn::Sub"]
+    env = {e["Name"]: e["Value"] for e in container["Environment"]}
+    assert env["EVALRUNNER_BUCKET"] == {"Ref": _bucket_id(synth)}
+    assert env["AWS_DEFAULT_REGION"] == {"Ref": "AWS::Region"}
+
+
+def test_gpu_image_is_staged_not_built(synth):
+    manifest = json.loads((synth.outdir / f"{MAIN}.assets.json").read_text())
+    (image,) = manifest["dockerImages"].values()
+    assert image["source"]["dockerFile"] == "gpu_tasks/Dockerfile"
+    staged = synth.outdir / image["source"]["directory"]
+    names = sorted(p.name for p in staged.iterdir())
+    assert names == [
+        "README.md",
+        "evalrunner",
+        "gpu_tasks",
+        "lambdas",
+        "pyproject.toml",
+        "state_machines",
+    ]
+    assert (staged / "gpu_tasks" / "score_entrypoint.py").is_file()
+
+
+def test_batch_disabled_deploys_no_batch_and_scores_in_process(synth):
+    resources = synth.templates[WILDCARD]["Resources"].values()
+    assert not [r for r in resources if r["Type"].startswith(("AWS::Batch::", "AWS::EC2::"))]
+    (sm,) = synth.resources(WILDCARD, "AWS::StepFunctions::StateMachine").values()
+    subs = sm["Properties"]["DefinitionSubstitutions"]
+    assert set(subs) == set(state_machines.PLACEHOLDERS)
+    assert subs["BatchScoringEnabled"] == "false"
+    assert not synth.templates[WILDCARD]["Resources"].keys() & {"SchedulerRole"}
+
+
+# ---------------------------------------------------------------------------- starting runs
+
+
+def test_upload_trigger_rule(synth):
+    (rule,) = synth.resources(MAIN, "AWS::Events::Rule").values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.s3"] and pattern["detail-type"] == ["Object Created"]
+    assert pattern["detail"]["bucket"]["name"] == [{"Ref": _bucket_id(synth)}]
+    wildcards = {m["wildcard"] for m in pattern["detail"]["object"]["key"]}
+    for ext in ("xlsx", "csv", "json"):
+        assert f"test-suites/*.{ext}" in wildcards
+    (target,) = rule["Properties"]["Targets"]
+    upload = target["Arn"]["Fn::GetAtt"][0]
+    resources = synth.templates[MAIN]["Resources"]
+    assert resources[upload]["Properties"]["Handler"] == "lambdas.start_from_upload.handler"
+    synth.template().has_resource_properties(
+        "AWS::Lambda::Permission",
+        {"Principal": "events.amazonaws.com", "FunctionName": {"Fn::GetAtt": [upload, "Arn"]}},
+    )
+
+
+def test_schedules_start_the_state_machine_with_valid_events(synth):
+    schedules = synth.resources(MAIN, "AWS::Scheduler::Schedule")
+    assert len(schedules) == len(SCHEDULES)
+    (sm_id,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine")
+    by_expression = {
+        s["Properties"]["ScheduleExpression"]: s["Properties"] for s in schedules.values()
+    }
+    for declared in SCHEDULES:
+        props = by_expression[declared["expression"]]
+        assert props["Target"]["Arn"] == {"Ref": sm_id}
+        event = json.loads(props["Target"]["Input"])
+        assert event["key"] == declared["key"] and event["iterations"] == declared["iterations"]
+        parse_event(event)
+        assert props["State"] == ("ENABLED" if declared.get("enabled", True) else "DISABLED")
+        assert props["ScheduleExpressionTimezone"] == declared.get("timezone", "UTC")
+    role = next(iter(schedules.values()))["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
+    policies = [
+        s
+        for p, s in statements(synth.templates[MAIN])
+        if synth.templates[MAIN]["Resources"][p]["Properties"]["Roles"] == [{"Ref": role}]
+    ]
+    assert [s["Action"] for s in policies] == ["states:StartExecution"]
+    assert "stateMachine:Evalrunner-test-runner" in dump(policies[0]["Resource"])
+
+
+# ---------------------------------------------------------------------------- telling people
+
+
+def test_topic_alarm_and_dashboard(synth):
+    t = synth.template()
+    (topic,) = synth.resources(MAIN, "AWS::SNS::Topic")
+    key = next(iter(synth.resources(MAIN, "AWS::KMS::Key")))
+    t.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key, "Arn"]}})
+    t.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    t.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "rag-team@example.com"}
+    )
+    alarms = synth.resources(MAIN, "AWS::CloudWatch::Alarm").values()
+    failed = next(a["Properties"] for a in alarms if "Metrics" in a["Properties"])
+    names = {
+        m["MetricStat"]["Metric"]["MetricName"] for m in failed["Metrics"] if "MetricStat" in m
+    }
+    assert names == {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
+    (dashboard,) = synth.resources(MAIN, "AWS::CloudWatch::Dashboard").values()
+    body = dump(dashboard["Properties"]["DashboardBody"])
+    for needle in ("ExecutionsStarted", "ExecutionTime", "ExecutionsFailed", "PassRate"):
+        assert needle in body
+    assert 'Namespace=\\\\\\"evalrunner\\\\\\"' in body or "evalrunner" in body
+
+
+def test_outputs_for_evalrunner_start(synth):
+    outputs = synth.templates[MAIN]["Outputs"]
+    assert {"BucketName", "StateMachineArn", "RunnerRoleArn", "TopicArn", "StartCommand"} <= set(
+        outputs
+    )
+    (sm_id,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine")
+    assert outputs["StateMachineArn"]["Value"] == {"Ref": sm_id}
+    assert outputs["BucketName"]["Value"] == {"Ref": _bucket_id(synth)}
+    assert "evalrunner start --aws --bucket " in dump(outputs["StartCommand"]["Value"])
+
+
+@pytest.mark.parametrize("name", [MAIN, WILDCARD])
+def test_environment_agnostic(synth, name):
+    """No account or region baked in: synthesis needed no credentials and no lookups."""
+    manifest = json.loads((synth.outdir / "manifest.json").read_text())
+    assert manifest["artifacts"][name]["environment"] == "aws://unknown-account/unknown-region"
+    assert "123456789012" not in dump(synth.templates[name])
+
+
+def _bucket_id(synth) -> str:
+    buckets = synth.resources(MAIN, "AWS::S3::Bucket")
+    return next(k for k, b in buckets.items() if "VersioningConfiguration" in b["Properties"])
