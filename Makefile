@@ -3,21 +3,31 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench install
+.PHONY: demo test lint bench install lambda-package chromium
 
-$(BIN)/evalrunner: pyproject.toml
+# The demo needs only the core install; the tests also need the dev tools and the CDK.
+$(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-install: $(BIN)/evalrunner
+$(VENV)/.full: $(VENV)/.core
+	$(BIN)/python -m pip install --quiet -e '.[dev,infra]'
+	touch $@
+
+install: $(VENV)/.full
 
 # Evaluate the bundled HR assistant on test_suites/demo-hr.xlsx; reports in ./evalrunner-out
-demo: install
+demo: $(VENV)/.core
 	$(BIN)/evalrunner demo
 
-test: install
+# The report's browser test renders report.html in headless Debian Chromium.
+chromium:
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+test: install chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: install
@@ -25,3 +35,8 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/bench_engine.py 200 2000
+
+# The Lambda functions' dependencies as a layer directory (PyPI wheels for Python 3.12 on
+# x86_64, no Docker): cdk synth / cdk deploy need it (README, "Deploy").
+lambda-package: install
+	$(BIN)/python -m infra.lambda_package build/lambda-deps

@@ -88,3 +88,6 @@ class PrepareOutput(BaseModel):
     max_concurrency: int
     tolerated_failure_percentage: float
     target_name: str
+    #: Whether any selected evaluator needs the batched model step; the state machine sends
+    #: only such runs (above a size) to the GPU Batch job.
+    batch_scoring: bool = False

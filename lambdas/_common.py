@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from evalrunner.storage import RunStore
 
@@ -20,3 +21,39 @@ def store_for(event: dict[str, Any] | None = None) -> RunStore:
     if bucket not in _stores:
         _stores[bucket] = RunStore(bucket)
     return _stores[bucket]
+
+
+METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "evalrunner")
+
+
+def emit_run_metrics(summary: dict[str, Any]) -> int:
+    """CloudWatch metrics (EMF, through the function's log) for the dashboard and alarms:
+    PassRate and AverageScore per primary metric and target, and Regression per target.
+    Only inside Lambda: locally the same handler runs in-process and stdout is the user's.
+    """
+    if not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        return 0
+    emitted = 0
+    target = str(summary.get("target", "unknown"))
+    for metric in summary.get("metrics", []):
+        if not metric.get("primary"):
+            continue
+        for name, value, unit in (
+            ("PassRate", metric.get("pass_rate"), MetricUnit.Percent),
+            ("AverageScore", metric.get("average"), MetricUnit.NoUnit),
+        ):
+            if value is None:
+                continue
+            scaled = value * 100 if unit is MetricUnit.Percent else value
+            with single_metric(
+                name=name, unit=unit, value=scaled, namespace=METRICS_NAMESPACE
+            ) as m:
+                m.add_dimension(name="Target", value=target)
+                m.add_dimension(name="Metric", value=str(metric["metric"]))
+            emitted += 1
+    regressed = (summary.get("regression") or {}).get("verdict") == "regression"
+    with single_metric(
+        name="Regression", unit=MetricUnit.Count, value=int(regressed), namespace=METRICS_NAMESPACE
+    ) as m:
+        m.add_dimension(name="Target", value=target)
+    return emitted + 1

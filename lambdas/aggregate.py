@@ -5,7 +5,7 @@ from typing import Any
 
 from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
-from lambdas._common import logger, store_for
+from lambdas._common import emit_run_metrics, logger, store_for
 
 
 @logger.inject_lambda_context
@@ -18,6 +18,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         score_failure=state.get("score_failure"),
     )
     logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": summary["gates"]})
+    emit_run_metrics(summary)
     topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
     if topic:
         try:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import SuiteError
-from evalrunner.evaluators import resolve
+from evalrunner.evaluators import Requirement, resolve
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
@@ -120,4 +120,5 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         max_concurrency=event.max_concurrency,
         tolerated_failure_percentage=event.tolerated_failure_percentage,
         target_name=name,
+        batch_scoring=any(resolve(n).requires is Requirement.GPU_BATCH for n in event.metrics),
     )
