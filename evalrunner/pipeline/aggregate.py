@@ -8,6 +8,7 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -280,7 +281,29 @@ def aggregate_run(
         "reports": reports,
     }
     store.put_json(keys["summary_json"], summary)
-    return summary
+    return fit_output(summary)
+
+
+#: Step Functions refuses execution output over 256 KiB; stay well below it.
+MAX_OUTPUT_BYTES = 200_000
+
+
+def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[str, Any]:
+    """The summary as the execution's output: whole when it fits, else without the parts
+    that grow with the run (run-level figures, problems, per-metric details), which stay in
+    summary.json, so a large run cannot fail at its very last step."""
+    if len(json.dumps(summary, separators=(",", ":")).encode()) <= limit:
+        return summary
+    trimmed = {**summary, "truncated": True}
+    trimmed["run_metrics"] = {name: "see summary.json" for name in summary["run_metrics"]}
+    trimmed["problems"] = [
+        {k: p[k] for k in ("severity", "type", "metric", "affected_count") if k in p}
+        for p in summary["problems"]
+    ]
+    if len(json.dumps(trimmed, separators=(",", ":")).encode()) > limit:
+        keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
+        trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
+    return trimmed
 
 
 def _stats_json(s: MetricStats) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import ClassVar
@@ -185,3 +186,48 @@ def test_csv_neutralises_formula_injection():
     assert neutralise("\tcmd") == "'\tcmd" and neutralise("-0.5") == "-0.5"
     text = to_csv(["a"], [["=1+2"]]).decode("utf-8-sig")
     assert text.splitlines()[1] == "'=1+2"
+
+
+def test_execution_output_stays_under_the_step_functions_limit():
+    summary = {
+        "run_id": "r",
+        "metrics": [
+            {
+                "metric": "m",
+                "evaluator": "e",
+                "primary": True,
+                "average": 0.5,
+                "pass_rate": 0.5,
+                "count": 1,
+                "threshold": 0.5,
+                "p10": 0.1,
+            }
+        ],
+        "run_metrics": {
+            "Intent classification": {
+                "confusion_matrix": {
+                    f"label-{i}": {f"label-{j}": i * j for j in range(300)} for i in range(300)
+                }
+            }
+        },
+        "problems": [
+            {
+                "severity": "high",
+                "type": "below_threshold",
+                "metric": "m",
+                "description": "x" * 500,
+                "affected_cases": ["c"] * 20,
+                "affected_count": 2000,
+                "suggested_action": "y",
+            }
+        ],
+        "reports": {"summary": "k"},
+    }
+    small = {**summary, "run_metrics": {}}
+    assert aggregate.fit_output(small) is small  # untouched when it fits
+    fitted = aggregate.fit_output(summary)
+    assert len(json.dumps(fitted)) <= aggregate.MAX_OUTPUT_BYTES
+    assert fitted["truncated"] is True and fitted["reports"] == {"summary": "k"}
+    assert fitted["run_metrics"] == {"Intent classification": "see summary.json"}
+    assert fitted["problems"][0]["affected_count"] == 2000
+    assert fitted["metrics"][0]["average"] == 0.5
