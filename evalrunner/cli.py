@@ -279,8 +279,7 @@ def leaderboard(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     as_json: Annotated[bool, typer.Option("--json", help="Print the leaderboard as JSON.")] = False,
 ) -> None:
-    """Compare runs of one suite against several targets: best target per metric, most
-    difficult cases, fastest and costliest."""
+    """Compare runs of one suite: best target per metric, hardest cases, fastest, costliest."""
     try:
         _leaderboard_from_runs([_report_path(r, out_dir) for r in runs], out_dir, as_json=as_json)
     except EvalRunnerError as exc:
