@@ -49,6 +49,7 @@ class RunEvent(BaseModel):
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: str | None = None
+    judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
@@ -216,6 +217,16 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
                     )
                 continue
             resolved_options[cls.name] = value
+    judge = raw.get("judge")
+    if isinstance(judge, dict):
+        from evalrunner.judge.config import JudgeConfig
+
+        try:
+            JudgeConfig.model_validate(judge)
+        except ValidationError as exc:
+            for err in exc.errors():
+                where = ".".join(str(p) for p in err["loc"])
+                problems.append(f"judge{'.' + where if where else ''}: {err['msg']}")
     if problems:
         raise EventError(problems)
 
@@ -230,6 +241,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         fail_under=raw.get("fail_under", {}),
         evaluator_options=resolved_options,
         baseline=raw.get("baseline"),
+        judge=judge if isinstance(judge, dict) else None,
         max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE

@@ -30,6 +30,7 @@ class RunConfig(BaseModel):
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: str | None = None
+    judge: dict[str, Any] | None = None
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int
@@ -60,6 +61,8 @@ class CaseRecord(BaseModel):
     latency_ms: float | None = None
     error: str | None = None
     results: list[MetricResult] = Field(default_factory=list)
+    #: Judge calls and tokens spent on this case (None when no judge metric ran).
+    judge_usage: dict[str, Any] | None = None
 
     @classmethod
     def for_item(

@@ -18,6 +18,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
+
+NO_JUDGE = (
+    'no LLM judge configured; pass --judge \'{"openai": {"base_url": ..., "model": ...}}\' '
+    "or set the event's judge object"
+)
+
 
 class Input(StrEnum):
     """Case fields an evaluator can ask for; a missing one skips the evaluator for that case."""
@@ -150,6 +157,8 @@ class Evaluator(ABC):
     metrics: ClassVar[tuple[MetricSpec, ...]]
     #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
     options_model: ClassVar[type[BaseModel]] = NoOptions
+    #: The run's judge, bound by the pipeline for ``Requirement.JUDGE`` evaluators.
+    judge: Judge | None = None
 
     def __init__(
         self,
@@ -207,15 +216,21 @@ class Evaluator(ABC):
         if missing:
             reason = "skipped: " + "; ".join(_INPUT_HINTS[i] for i in missing)
             return self._all(status="skipped", reason=reason)
+        if self.requires is Requirement.JUDGE and self.judge is None:
+            return self._all(status="skipped", reason=f"skipped: {NO_JUDGE}")
         try:
             raw = self.score(sample)
         except SkipCase as skip:
             return self._all(status="skipped", reason=f"skipped: {skip.reason}")
+        except JudgeParseError as exc:  # counted per metric, never NaN, never a silent 0
+            return self._all(status="error", reason=f"parsing failure: {exc.message}")
+        except JudgeError as exc:
+            return self._all(status="error", reason=f"error: judge: {exc.message}")
         except Exception as exc:  # an evaluator bug or bad data affects this case only
             return self._all(status="error", reason=f"error: {type(exc).__name__}: {exc}")
-        return self.judge(raw)
+        return self.apply_thresholds(raw)
 
-    def judge(self, raw: Mapping[str, Scored]) -> list[MetricResult]:
+    def apply_thresholds(self, raw: Mapping[str, Scored]) -> list[MetricResult]:
         """Apply thresholds and direction to raw scores (shared by per-case and batched paths)."""
         results = []
         for spec in self.metrics:
@@ -295,5 +310,5 @@ class BatchEvaluator(Evaluator):
                     out[i] = self._all(status="error", reason=reason)
             else:
                 for i, raw in zip(ready, raws, strict=True):
-                    out[i] = self.judge(raw)
+                    out[i] = self.apply_thresholds(raw)
         return [r for r in out if r is not None]

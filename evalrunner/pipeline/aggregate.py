@@ -276,6 +276,7 @@ def aggregate_run(
         "gates": data.gates,
         "gates_passed": all(g["passed"] for g in data.gates),
         "regression": _regression_json(data),
+        "judge": _judge_totals(records),
         "problems": [_problem_json(p) for p in data.problems],
         "bucket": store.bucket,
         "reports": reports,
@@ -304,6 +305,19 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
         keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
         trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
     return trimmed
+
+
+def _judge_totals(records: list[CaseRecord]) -> dict[str, Any] | None:
+    """Judge calls and tokens of the run, and per answered case: what the judge cost."""
+    usages = [r.judge_usage for r in records if r.judge_usage is not None]
+    if not usages:
+        return None
+    keys = ("calls", "cached", "input_tokens", "output_tokens", "retries", "parse_failures")
+    totals: dict[str, Any] = {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
+    totals["cases"] = len(usages)
+    totals["calls_per_case"] = totals["calls"] / len(usages)
+    totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / len(usages)
+    return totals
 
 
 def _stats_json(s: MetricStats) -> dict[str, Any]:

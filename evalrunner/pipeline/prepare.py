@@ -105,6 +105,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,
         baseline=event.baseline,
+        judge=event.judge,
         started_at=now.isoformat(timespec="seconds"),
         report_prefix=free_report_prefix(store, name, now),
         case_count=len(suite.cases),

@@ -16,6 +16,7 @@ import boto3
 
 from evalrunner.errors import TargetError
 from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample, resolve
+from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
 from evalrunner.run import CaseRecord, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
@@ -65,13 +66,44 @@ def _target(config: RunConfig) -> Target:
     return target
 
 
-def build_evaluators(config: RunConfig, requirements: tuple[Requirement, ...]) -> list[Evaluator]:
+_judges: dict[tuple[str, str], Judge] = {}
+
+
+def run_judge(config: RunConfig, store: RunStore | None = None) -> Judge | None:
+    """The run's judge client, built once per process and run (it holds the concurrency
+    limit and the in-memory cache, which must be shared by all cases)."""
+    if config.judge is None:
+        return None
+    key = (config.bucket, config.run_id)
+    with _lock:
+        judge = _judges.get(key)
+    if judge is None:
+        from evalrunner.judge.config import JudgeConfig
+        from evalrunner.judge.factory import build_judge
+
+        judge = build_judge(
+            JudgeConfig.model_validate(config.judge), store=store, session=_target_session
+        )
+        with _lock:
+            judge = _judges.setdefault(key, judge)
+    return judge
+
+
+def build_evaluators(
+    config: RunConfig, requirements: tuple[Requirement, ...], store: RunStore | None = None
+) -> list[Evaluator]:
     classes = [resolve(name) for name in config.metrics]
-    return [
+    evaluators = [
         cls(config.thresholds, config.evaluator_options.get(cls.name))
         for cls in classes
         if cls.requires in requirements
     ]
+    if any(e.requires is Requirement.JUDGE for e in evaluators):
+        judge = run_judge(config, store)
+        for evaluator in evaluators:
+            if evaluator.requires is Requirement.JUDGE:
+                evaluator.judge = judge
+    return evaluators
 
 
 def sample_of(case: TestCase, response: TargetResponse | None = None) -> Sample:
@@ -125,7 +157,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
         return {"item_id": item.item_id, "status": "ok", "reused": True}
 
     config = load_config(store, run_id)
-    evaluators = build_evaluators(config, PER_CASE)
+    evaluators = build_evaluators(config, PER_CASE, store)
     case = item.case
     record = CaseRecord.for_item(item)
     try:
@@ -143,7 +175,14 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
     else:
         record.response, record.latency_ms = response, latency
         sample = sample_of(case, response)
-        record.results = [r for e in evaluators for r in e.evaluate(sample)]
+        usage = CaseUsage()
+        token = CURRENT_CASE.set(usage)
+        try:
+            record.results = [r for e in evaluators for r in e.evaluate(sample)]
+        finally:
+            CURRENT_CASE.reset(token)
+        if any(e.requires is Requirement.JUDGE for e in evaluators):
+            record.judge_usage = usage.as_dict()
 
     if record.status != "ok":
         record.results = not_scored(evaluators, "not scored: the target call failed")
