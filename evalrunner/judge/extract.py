@@ -1,0 +1,254 @@
+"""Extraction and verdict steps shared by the judge metrics.
+
+Cost model (issue #5): a text is split into statements by ONE judge call whose prompt depends
+on the text alone, so every metric that needs the statements of the same text sends the same
+prompt and the judge's content-addressed cache answers all but the first; and all verdicts of
+one metric for one case come from ONE call.
+
+*Claims* and *statements* are the same thing here. DeepEval extracts "claims" for faithfulness
+and "statements" for answer relevancy with two prompts, and Ragas has its own again; evalrunner
+extracts the atomic statements of a text once and uses them as claims too (:func:`claims` is
+:func:`statements`), so Faithfulness and Answer Relevancy share one extraction per answer.
+
+Replies whose lists have the wrong length (three verdicts for four statements) fail schema
+validation, so the judge client's repair step gets a chance to fix them; if it cannot, the
+client raises :class:`JudgeParseError` and the metric reports a parsing failure. The length is
+checked again here, whatever the client did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, ClassVar, Self, TypeVar
+
+from pydantic import BaseModel, model_validator
+
+from evalrunner.judge import prompts
+from evalrunner.judge.base import Judge, JudgeParseError, Message
+
+R = TypeVar("R", bound="CountedReply")
+
+
+class CountedReply(BaseModel):
+    """A reply with lists whose lengths are fixed by the prompt (one verdict per item).
+
+    Subclasses made by :func:`counted` carry the expected lengths as a class variable, so the
+    check runs inside pydantic validation, where the judge client's repair step sees it.
+    """
+
+    expected_counts: ClassVar[Mapping[str, int]] = {}
+
+    @model_validator(mode="after")
+    def _check_counts(self) -> Self:
+        problems = count_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def count_problems(reply: CountedReply) -> list[str]:
+    out = []
+    for name, n in type(reply).expected_counts.items():
+        got = len(getattr(reply, name))
+        if got != n:
+            out.append(f"'{name}' must have exactly {n} entries, one per item in order; got {got}")
+    return out
+
+
+@lru_cache(maxsize=512)
+def _counted(schema: type[R], counts: tuple[tuple[str, int], ...]) -> type[R]:
+    # Same class name as the base: clients may use it as a schema name (OpenAI wants [\w-]+).
+    namespace = {"expected_counts": dict(counts), "__module__": schema.__module__}
+    return type(schema.__name__, (schema,), namespace)
+
+
+def counted(schema: type[R], **counts: int) -> type[R]:
+    """``schema`` requiring ``len(field) == n`` for each ``field=n``; one class per counts."""
+    return _counted(schema, tuple(sorted(counts.items())))
+
+
+def _wrap_list(key: str, data: Any) -> Any:
+    # Some models answer a bare JSON list where an object was asked for; accept it.
+    return {key: data} if isinstance(data, list) else data
+
+
+class Verdict(BaseModel):
+    #: Before the verdict so a model that writes in schema order reasons first.
+    reason: str = ""
+    verdict: bool
+
+
+class Verdicts(CountedReply):
+    verdicts: list[Verdict]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return _wrap_list("verdicts", data)
+
+
+class Statements(BaseModel):
+    statements: list[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return _wrap_list("statements", data)
+
+
+class JudgedStatement(BaseModel):
+    statement: str
+    reason: str = ""
+    verdict: bool
+
+
+class TextStatements(BaseModel):
+    statements: list[JudgedStatement]
+
+
+class JudgedTexts(CountedReply):
+    texts: list[TextStatements]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return _wrap_list("texts", data)
+
+
+def ask(judge: Judge, messages: list[Message], schema: type[R], *, purpose: str) -> R:
+    """``judge.ask(...).value``, with the reply's list lengths checked again."""
+    value = judge.ask(messages, schema, purpose=purpose).value
+    if isinstance(value, CountedReply):
+        problems = count_problems(value)
+        if problems:
+            raise JudgeParseError(f"{purpose}: " + "; ".join(problems))
+    return value
+
+
+# --- statements ------------------------------------------------------------------------------
+
+
+def statements_prompt(text: str) -> list[Message]:
+    """Depends on ``text`` only (not on the metric or purpose), so the cache is shared."""
+    return prompts.build(
+        "Split the text inside <text> into atomic statements. " + prompts.STATEMENT_RULES,
+        [prompts.tagged("text", text)],
+        'Reply as {"statements": ["<statement>", ...]}.',
+    )
+
+
+def _clean(items: Sequence[str]) -> list[str]:
+    """Stripped, non-empty, first occurrence only (a repeated statement counts once)."""
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        item = " ".join(item.split())
+        if item and item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def statements(judge: Judge, text: str, *, purpose: str = "statements") -> list[str]:
+    """The atomic statements of ``text``: one judge call; an empty text gives [] and no call."""
+    if not text.strip():
+        return []
+    reply = ask(judge, statements_prompt(text), Statements, purpose=purpose)
+    return _clean(reply.statements)
+
+
+def claims(judge: Judge, text: str) -> list[str]:
+    """The claims of an answer. They are its statements: same prompt, same (cached) call."""
+    return statements(judge, text)
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+
+def evidence_blocks(
+    *,
+    question: str | None = None,
+    answer: str | None = None,
+    expected_answer: str | None = None,
+    context: Sequence[str] | None = None,
+) -> list[str]:
+    """The delimited case texts a judgement is made against, in a fixed order."""
+    blocks = []
+    if question is not None:
+        blocks.append(prompts.tagged("question", question))
+    if expected_answer is not None:
+        blocks.append(prompts.tagged("expected_answer", expected_answer))
+    if answer is not None:
+        blocks.append(prompts.tagged("answer", answer))
+    if context is not None:
+        blocks.append(prompts.tagged_list("context", "chunk", context))
+    return blocks
+
+
+def verdicts(
+    judge: Judge,
+    items: Sequence[str],
+    *,
+    rubric: str,
+    purpose: str,
+    question: str | None = None,
+    answer: str | None = None,
+    expected_answer: str | None = None,
+    context: Sequence[str] | None = None,
+    item_tag: str = "statement",
+    container: str = "statements",
+) -> list[Verdict]:
+    """One verdict per item, all in ONE call; no items, no call.
+
+    ``rubric`` says what ``verdict: true`` means. The items are rendered as
+    ``<container><item_tag id="1">...`` after the evidence (question, expected answer,
+    answer, retrieved context chunks). A reply with another number of verdicts than items is
+    a :class:`JudgeParseError` (after the client's repair attempt).
+    """
+    if not items:
+        return []
+    schema = counted(Verdicts, verdicts=len(items))
+    messages = prompts.build(
+        rubric,
+        [
+            *evidence_blocks(
+                question=question, answer=answer, expected_answer=expected_answer, context=context
+            ),
+            prompts.tagged_list(container, item_tag, items),
+        ],
+        prompts.VERDICT_REPLY.format(n=len(items), what=f"{item_tag} id"),
+    )
+    return ask(judge, messages, schema, purpose=purpose).verdicts
+
+
+def judged_statements(
+    judge: Judge,
+    texts: Sequence[str],
+    *,
+    rubric: str,
+    purpose: str,
+    question: str | None = None,
+    container: str = "context",
+    item_tag: str = "chunk",
+) -> list[list[JudgedStatement]]:
+    """Split each text into atomic statements AND judge each statement, in ONE call.
+
+    For statements no other metric needs (those of the retrieved chunks, for Contextual
+    Relevancy), fusing extraction and verdicts saves a call. Returns one list per text.
+    """
+    if not texts:
+        return []
+    n = len(texts)
+    schema = counted(JudgedTexts, texts=n)
+    messages = prompts.build(
+        f"Split each {item_tag} inside <{container}> into atomic statements. "
+        + prompts.STATEMENT_RULES
+        + f" Then judge each statement. {rubric}",
+        [*evidence_blocks(question=question), prompts.tagged_list(container, item_tag, texts)],
+        'Reply as {"texts": [{"statements": [{"statement": "<statement>", "reason": '
+        f'"<one short sentence>", "verdict": true or false}}, ...]}}, ...]}} with exactly {n} '
+        f"entries in texts: entry i holds the statements of {item_tag} id i, in order.",
+    )
+    reply = ask(judge, messages, schema, purpose=purpose)
+    return [[s for s in text.statements if s.statement.strip()] for text in reply.texts]

@@ -1,0 +1,226 @@
+"""A judge behind any OpenAI-compatible chat endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,
+llama.cpp, LiteLLM and other gateways.
+
+``POST {base_url}/chat/completions`` with temperature 0 and JSON mode
+(``response_format={"type": "json_object"}``). Servers that reject JSON mode or
+log-probabilities with a 400 naming the parameter get the request once more without it, and
+this judge stops sending it. One attempt per request: retries, backoff and the concurrency
+limit live in :class:`~evalrunner.judge._client._BaseJudge`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    HTTPError,
+    MaxRetryError,
+    NewConnectionError,
+    ReadTimeoutError,
+)
+from urllib3.util import Timeout
+
+from evalrunner.errors import ConfigError
+from evalrunner.judge._client import Completion, _BaseJudge
+from evalrunner.judge._retry import RETRY_STATUSES, TransientError, parse_retry_after
+from evalrunner.judge.base import JudgeError, Message
+from evalrunner.judge.cache import ResponseCache
+from evalrunner.judge.config import JudgeConfig
+from evalrunner.targets._common import snippet
+from evalrunner.targets.http import display_url
+
+#: Alternatives per output position when log-probabilities are asked for (OpenAI's maximum).
+TOP_LOGPROBS = 20
+#: Statuses on which an unsupported optional parameter is dropped and the request resent.
+_REJECTED = (400, 422)
+
+
+def _content_text(content: Any) -> str:
+    """``message.content``: a string, a list of ``{"type": "text", "text": ...}`` parts, or
+    null (an empty reply, which the repair prompt deals with)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def _top_logprobs(choice: dict[str, Any]) -> list[dict[str, float]] | None:
+    """``choices[0].logprobs`` as ``[{token: logprob, ...}]`` per output position."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return None
+    content = logprobs.get("content")
+    if isinstance(content, list):  # chat format: [{token, logprob, top_logprobs: [...]}]
+        positions: list[dict[str, float]] = []
+        for position in content:
+            if not isinstance(position, dict):
+                continue
+            alternatives = {
+                str(alt["token"]): float(alt["logprob"])
+                for alt in position.get("top_logprobs") or ()
+                if isinstance(alt, dict) and "token" in alt and alt.get("logprob") is not None
+            }
+            if not alternatives and "token" in position and position.get("logprob") is not None:
+                alternatives = {str(position["token"]): float(position["logprob"])}
+            positions.append(alternatives)
+        return positions
+    legacy = logprobs.get("top_logprobs")  # completions format: [{token: logprob}]
+    if isinstance(legacy, list):
+        return [
+            {str(k): float(v) for k, v in p.items() if isinstance(v, int | float)}
+            for p in legacy
+            if isinstance(p, dict)
+        ]
+    return None
+
+
+def chat_completions_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, keeping a query string (Azure's ``?api-version=``)."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+class OpenAIJudge(_BaseJudge):
+    """The judge at an OpenAI-compatible ``/chat/completions``."""
+
+    kind = "openai"
+
+    def __init__(self, config: JudgeConfig, *, cache: ResponseCache | None = None) -> None:
+        if config.openai is None:
+            raise ConfigError('OpenAIJudge needs judge.openai {"base_url": ..., "model": ...}')
+        super().__init__(config, cache=cache)
+        options = config.openai
+        self.url = chat_completions_url(options.base_url)
+        self.api_key_env = options.api_key_env
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        api_key = os.environ.get(options.api_key_env)
+        if api_key:  # no key: a local server (vLLM, Ollama) that wants none
+            header = options.api_key_header
+            bearer = header.lower() == "authorization"
+            self.headers[header] = f"Bearer {api_key}" if bearer else api_key
+        #: Dropped for good once the server rejects them.
+        self.json_mode = True
+        self.logprobs_supported = True
+        # total: connect and read together stay within the per-call timeout.
+        self._timeout = Timeout(connect=self.timeout, read=self.timeout, total=self.timeout)
+        self.pool = urllib3.PoolManager(
+            maxsize=max(10, self.max_concurrency), block=False, retries=False
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return f"judge model {self.model} at {display_url(self.url)}"
+
+    def request_body(self, messages: list[Message], logprobs: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": 0,
+        }
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        if logprobs and self.logprobs_supported:
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
+        return body
+
+    def _complete(self, messages: list[Message], logprobs: bool) -> Completion:
+        body = self.request_body(messages, logprobs)
+        extra = 0
+        while True:
+            status, headers, data = self._post(body)
+            if status in _REJECTED and self._drop_rejected(body, data):
+                extra += 1
+                continue
+            break
+        if status in RETRY_STATUSES:
+            raise TransientError(
+                f"HTTP {status}: {snippet(data) or '(empty body)'}",
+                retry_after=parse_retry_after(headers),
+            )
+        if not 200 <= status < 300:
+            raise JudgeError(self._status_message(status, data))
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            raise JudgeError(
+                f"{self.endpoint} answered HTTP {status} with a body that is not JSON: "
+                f"{snippet(data) or '(empty)'}. Check judge.openai.base_url."
+            ) from None
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise JudgeError(
+                f"{self.endpoint} answered without choices[0].message: {snippet(data)}"
+            )
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        return Completion(
+            text=_content_text(message.get("content")),
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+            top_logprobs=_top_logprobs(choice) if logprobs else None,
+            extra_requests=extra,
+        )
+
+    def _post(self, body: dict[str, Any]) -> tuple[int, Any, bytes]:
+        try:
+            response = self.pool.request(
+                "POST",
+                self.url,
+                body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                headers=self.headers,
+                timeout=self._timeout,
+                retries=False,
+                redirect=False,
+            )
+        except HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        return response.status, response.headers, response.data
+
+    def _transport_error(self, exc: HTTPError) -> TransientError:
+        reason: Any = exc.reason if isinstance(exc, MaxRetryError) else exc
+        # Checked first: urllib3 makes NewConnectionError a subclass of ConnectTimeoutError.
+        if isinstance(reason, NewConnectionError):
+            return TransientError(f"could not connect: {reason}")
+        if isinstance(reason, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
+            return TransientError(f"no answer within timeout_seconds={self.timeout:g}")
+        return TransientError(f"request failed: {reason}")
+
+    def _drop_rejected(self, body: dict[str, Any], data: bytes) -> bool:
+        """Drop the optional parameter a 400 complains about; False when none is named."""
+        text = data.decode("utf-8", errors="replace").lower()
+        if "response_format" in body and ("response_format" in text or "json_object" in text):
+            del body["response_format"]
+            self.json_mode = False
+            return True
+        if "logprobs" in body and "logprobs" in text:
+            body.pop("logprobs", None)
+            body.pop("top_logprobs", None)
+            self.logprobs_supported = False
+            return True
+        return False
+
+    def _status_message(self, status: int, data: bytes) -> str:
+        base = f"{self.endpoint} answered HTTP {status}: {snippet(data) or '(empty body)'}."
+        if status in (401, 403):
+            return (
+                f"{base} Set {self.api_key_env} to a valid API key (judge.openai.api_key_env; "
+                "Azure OpenAI also needs api_key_header 'api-key')."
+            )
+        if status == 404:
+            return (
+                f"{base} Check judge.openai.base_url (most servers want it to end in /v1) and "
+                "judge.openai.model."
+            )
+        if 300 <= status < 400:
+            return f"{base} The endpoint redirects: put the final URL in judge.openai.base_url."
+        return base

@@ -1,0 +1,133 @@
+"""A scripted judge for tests of judge metrics: no network, no model.
+
+    judge = FakeJudge()
+    judge.reply("statements", {"statements": ["a", "b"]}, when="text of the answer")
+    judge.reply("faithfulness verdicts", {"verdicts": [...]})
+    evaluator.judge = judge
+
+Replies are chosen by ``purpose``: the first rule registered with a ``when`` substring found in
+the prompt's user message wins, else the rule without ``when``. A reply is a dict or list
+(validated with the schema, like a real client's parsed JSON), a JSON string, a pydantic
+instance, an exception instance (raised), or a callable ``(messages, schema) -> reply``.
+Validation errors become :class:`JudgeParseError`, as after a real client's failed repair.
+
+Like the real clients, it caches by content (model + schema name + messages) unless
+``cache=False``; ``calls`` records every ask and ``billed`` counts those that missed the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from evalrunner.judge.base import (
+    Judge,
+    JudgeParseError,
+    JudgeReply,
+    JudgeUsage,
+    Message,
+    record_case_usage,
+)
+
+
+@dataclass
+class FakeCall:
+    purpose: str
+    messages: list[Message]
+    schema: type[BaseModel]
+    cached: bool
+
+    @property
+    def system(self) -> str:
+        return next((m.content for m in self.messages if m.role == "system"), "")
+
+    @property
+    def prompt(self) -> str:
+        """The user message."""
+        return next((m.content for m in reversed(self.messages) if m.role == "user"), "")
+
+
+class FakeJudge(Judge):
+    def __init__(self, *, cache: bool = True, model: str = "fake-judge") -> None:
+        super().__init__()
+        self.model = model
+        self.cache_enabled = cache
+        self.calls: list[FakeCall] = []
+        self._rules: dict[str, list[tuple[str | None, Any]]] = {}
+        self._cache: dict[str, BaseModel] = {}
+
+    def reply(self, purpose: str, value: Any, *, when: str | None = None) -> FakeJudge:
+        """Script the reply to ``purpose`` (optionally only when the prompt contains ``when``)."""
+        self._rules.setdefault(purpose, []).append((when, value))
+        return self
+
+    @property
+    def billed(self) -> int:
+        """Calls that reached the "model" (cache misses)."""
+        return sum(not c.cached for c in self.calls)
+
+    def calls_for(self, purpose: str) -> list[FakeCall]:
+        return [c for c in self.calls if c.purpose == purpose]
+
+    def ask(
+        self,
+        messages: list[Message],
+        schema: type[Any],
+        *,
+        purpose: str,
+        logprobs: bool = False,
+    ) -> JudgeReply[Any]:
+        key = hashlib.sha256(
+            json.dumps(
+                [self.model, schema.__name__, [m.model_dump() for m in messages]],
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
+        if self.cache_enabled and key in self._cache:
+            self.calls.append(FakeCall(purpose, messages, schema, cached=True))
+            usage = JudgeUsage(cached=1)
+            self._account(usage)
+            record_case_usage(purpose, usage)
+            return JudgeReply(self._cache[key], usage, cached=True)
+
+        self.calls.append(FakeCall(purpose, messages, schema, cached=False))
+        usage = JudgeUsage(calls=1, input_tokens=sum(len(m.content) // 4 for m in messages))
+        try:
+            value = self._value(purpose, messages, schema)
+        except JudgeParseError:
+            usage.parse_failures = 1
+            raise
+        finally:
+            self._account(usage)
+            record_case_usage(purpose, usage)
+        if self.cache_enabled:
+            self._cache[key] = value
+        return JudgeReply(value, usage)
+
+    def _value(self, purpose: str, messages: list[Message], schema: type[BaseModel]) -> BaseModel:
+        prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        rules = self._rules.get(purpose, [])
+        chosen = next((v for w, v in rules if w is not None and w in prompt), None)
+        if chosen is None:
+            chosen = next((v for w, v in rules if w is None), None)
+        if chosen is None:
+            raise LookupError(f"FakeJudge: no reply scripted for purpose {purpose!r}")
+        if callable(chosen) and not isinstance(chosen, type):
+            chosen = chosen(messages, schema)
+        if isinstance(chosen, BaseException):
+            raise chosen
+        try:
+            if isinstance(chosen, str):
+                return schema.model_validate_json(chosen)
+            if isinstance(chosen, BaseModel):
+                chosen = chosen.model_dump()
+            return schema.model_validate(chosen)
+        except ValidationError as exc:
+            raise JudgeParseError(
+                f"{purpose}: reply does not match {schema.__name__}: {exc.errors()[0]['msg']}",
+                raw=str(chosen),
+            ) from exc
