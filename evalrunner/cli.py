@@ -85,9 +85,21 @@ def _progress_bar() -> tuple[Bar, Any]:
     return bar, task
 
 
+def judge_cache_dir() -> Path:
+    """Where local runs keep judge replies, so an unchanged case costs nothing next time
+    (the embedded bucket disappears with the run)."""
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "evalrunner" / "judge"
+
+
 def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: bool) -> Any:
     from evalrunner.engine import LocalEngine
 
+    judge = event.get("judge")
+    if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
+        event = {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
     _check_suite(suite, event)
     engine = LocalEngine()
     if quiet:
@@ -192,6 +204,15 @@ def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:
     return 0
 
 
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The LLM judge for judge metrics, as JSON or a file: "
+        '{"openai": {"base_url": "...", "model": "..."}} or {"bedrock": {"model_id": "..."}}. '
+        "Without it, judge metrics are skipped with a reason."
+    ),
+]
+
 FailOnRegression = Annotated[
     bool,
     typer.Option(
@@ -228,6 +249,7 @@ def run(
         str | None, typer.Option(help="Run id to compare with (default: the previous run).")
     ] = None,
     fail_on_regression: FailOnRegression = False,
+    judge: JudgeOption = None,
     max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
@@ -252,6 +274,8 @@ def run(
                 event["thresholds"] = _pairs(threshold, "--threshold")
             if baseline:
                 event["baseline"] = baseline
+            if judge:
+                event["judge"] = _json_arg(judge, "--judge")
             _check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [_execute_local(ev, suite, out_dir, quiet or as_json) for ev in events]
@@ -368,6 +392,8 @@ def demo(
         ),
     ] = False,
     fail_on_regression: FailOnRegression = False,
+    metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
+    judge: JudgeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
@@ -383,12 +409,13 @@ def demo(
             suite=demo_suite_path(),
             target=[json.dumps(DEMO_TARGET)],
             iterations=iterations,
-            metric=None,
+            metric=metric,
             out_dir=out_dir,
             fail_under=None,
             threshold=None,
             baseline=None,
             fail_on_regression=fail_on_regression,
+            judge=judge,
             max_concurrency=10,
             as_json=as_json,
             quiet=as_json,

@@ -183,7 +183,8 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         except ConfigError as exc:
             problems.extend(f"metric: {line}" for line in exc.message.splitlines())
     else:
-        classes = [registry.resolve(n) for n in registry.default_names()]
+        with_judge = isinstance(raw.get("judge"), dict)
+        classes = [registry.resolve(n) for n in registry.default_names(with_judge=with_judge)]
 
     known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
     for field in ("thresholds", "fail_under"):

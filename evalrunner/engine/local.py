@@ -134,7 +134,8 @@ class LocalEngine:
         data = suite.read_bytes() if isinstance(suite, Path) else suite
         dispatcher = Dispatcher(self.functions, observer=observe)
         session = None
-        if needs_real_aws(event.get("target", {}), set(self.functions)):
+        judge = event.get("judge") or {}
+        if needs_real_aws(event.get("target", {}), set(self.functions)) or "bedrock" in judge:
             session = self.aws_session or real_session()  # before the mock hides credentials
         with (
             self.embedded_aws(),

@@ -15,4 +15,7 @@ from evalrunner.evaluators import (  # noqa: F401
     classification,
     retrieval,
     refusal,
+    judge_rag,
+    judge_safety,
+    judge_quality,
 )

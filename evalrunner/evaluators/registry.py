@@ -16,13 +16,6 @@ _LOOKUP: dict[str, str] = {}
 #: refused with a message that says so, rather than a generic "unknown metric".
 NOT_YET_AVAILABLE: Mapping[str, str] = {
     "BERT Score": "a local model (the 'models' extra)",
-    "Bias": "an LLM judge",
-    "Toxicity": "a local model or an LLM judge",
-    "Faithfulness": "an LLM judge",
-    "Answer Relevancy": "an LLM judge",
-    "Contextual Precision": "an LLM judge",
-    "Contextual Recall": "an LLM judge",
-    "Contextual Relevancy": "an LLM judge",
 }
 
 
@@ -65,9 +58,24 @@ def available() -> dict[str, type[Evaluator]]:
     return dict(_REGISTRY)
 
 
-def default_names() -> list[str]:
-    """What runs when the event names no metric: everything that needs no model and no judge."""
-    return [n for n, c in available().items() if c.requires is Requirement.NOTHING]
+#: Judge metrics a run gets by default when it configures a judge but names no metric: the
+#: five RAG metrics users ask for by name, which share their extraction calls (7 per case).
+JUDGE_DEFAULTS = (
+    "Faithfulness",
+    "Answer Relevancy",
+    "Contextual Precision",
+    "Contextual Recall",
+    "Contextual Relevancy",
+)
+
+
+def default_names(*, with_judge: bool = False) -> list[str]:
+    """What runs when the event names no metric: everything that needs no model and no
+    judge, plus the five RAG judge metrics when a judge is configured."""
+    names = [n for n, c in available().items() if c.requires is Requirement.NOTHING]
+    if with_judge:
+        names += [n for n in JUDGE_DEFAULTS if n in _REGISTRY]
+    return names
 
 
 def resolve(name: str) -> type[Evaluator]:

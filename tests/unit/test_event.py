@@ -102,8 +102,8 @@ def test_unknown_metric_lists_valid_names_and_suggests():
 
 
 def test_known_future_metric_says_what_it_needs():
-    (msg,) = problems(ev(target={**AGENT, "metric": "Faithfulness"}))
-    assert "needs an LLM judge" in msg
+    (msg,) = problems(ev(target={**AGENT, "metric": "BERT Score"}))
+    assert "needs a local model" in msg
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,105 @@
+"""Issue 5's acceptance through the CLI: judge metrics against an OpenAI-compatible server
+(the loopback stub), skipped without a judge, parse failures counted for a garbage judge."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from evalrunner.cli import app
+
+runner = CliRunner()
+SUITE = (
+    "question,expected_answer\n"
+    "How many days of annual leave do full-time employees get per year?,"
+    "Full-time employees receive 25 days of paid annual leave per calendar year.\n"
+    "How many days of paid sick leave do employees get?,Employees get 10 days of paid sick leave.\n"
+)
+DEMO = '{"lambdaArn": "evalrunner-demo-hr"}'
+
+
+def answer_like_a_judge(messages, request):
+    """Plausible replies: statements for extraction prompts, all-true verdicts otherwise."""
+    prompt = "\n".join(m["content"] for m in messages)
+    count = re.search(r"with exactly (\d+) entries", prompt)
+    if count:
+        n = int(count.group(1))
+        return {"verdicts": [{"reason": "supported by chunk 1", "verdict": True}] * n}
+    return {"statements": ["Employees receive paid annual leave.", "The amount is 25 days."]}
+
+
+def run(tmp_path, *extra):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            str(suite),
+            "--target",
+            DEMO,
+            "--out",
+            str(tmp_path / "out"),
+            "--metric",
+            "Faithfulness",
+            "--json",
+            *extra,
+        ],
+        catch_exceptions=False,
+    )
+    return result
+
+
+def judge_arg(stub, tmp_path):
+    return json.dumps(
+        {
+            "openai": {"base_url": stub.url, "model": "stub-judge"},
+            "cache_dir": str(tmp_path / "judge-cache"),
+            "max_retries": 1,
+        }
+    )
+
+
+def test_faithfulness_with_an_openai_compatible_judge(tmp_path, judge_stub):
+    judge_stub.responder = answer_like_a_judge
+    result = run(tmp_path, "--judge", judge_arg(judge_stub, tmp_path))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
+    assert faith["count"] == 2 and faith["average"] == 1.0 and faith["errored"] == 0
+    judge = summary["judge"]
+    # statements + verdicts per case; identical prompts (same statements, same context) are
+    # answered once and served from the cache the second time
+    assert judge["cases"] == 2 and judge["calls"] + judge["cached"] == 4
+    assert len(judge_stub.requests) == judge["calls"]
+    sent = len(judge_stub.requests)
+    # a re-run of unchanged cases is served from the cache: no new request
+    again = run(tmp_path, "--judge", judge_arg(judge_stub, tmp_path))
+    assert again.exit_code == 0 and len(judge_stub.requests) == sent
+    assert json.loads(again.stdout)["judge"]["cached"] == 4
+
+
+def test_without_a_judge_the_metric_is_skipped_with_a_reason(tmp_path):
+    result = run(tmp_path)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
+    assert faith["skipped"] == 2 and faith["count"] == 0 and faith["average"] is None
+    details = next((tmp_path / "out").rglob("*-details.csv")).read_text("utf-8-sig")
+    assert "no LLM judge configured" in details
+
+
+def test_a_garbage_judge_gives_parse_failures_not_a_crash(tmp_path, judge_stub):
+    judge_stub.responder = lambda messages, request: "I refuse to answer in JSON, sorry!"
+    result = run(tmp_path, "--judge", judge_arg(judge_stub, tmp_path))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
+    assert faith["errored"] == 2 and faith["average"] is None  # never NaN, never a silent 0
+    assert summary["judge"]["parse_failures"] == 2
+    assert any(p["type"] == "parsing_failures" for p in summary["problems"])
+    details = next((tmp_path / "out").rglob("*-details.csv")).read_text("utf-8-sig")
+    assert "parsing failure" in details and "nan" not in details.lower().split(",")
