@@ -115,3 +115,24 @@ def test_malformed_condition_stops_the_run_naming_row_and_position(store):
     assert "row 3 (id bad), Text matching: condition:" in message
     assert "position" in message
     assert store.list_keys("runs/") == []  # nothing written, no target called
+
+
+def test_a_judge_without_metrics_adds_the_five_rag_judge_metrics():
+    judge = {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
+    with_judge = parse_event(
+        {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "f"}, "judge": judge}
+    ).metrics
+    without = parse_event(
+        {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "f"}}
+    ).metrics
+    rag = [
+        "Faithfulness",
+        "Answer Relevancy",
+        "Contextual Precision",
+        "Contextual Recall",
+        "Contextual Relevancy",
+    ]
+    assert with_judge[-5:] == rag and not set(rag) & set(without)
+    # and a suite without retrieval ground truth still keeps those that apply
+    names = applicable_defaults(read_suite(PLAIN, "s.csv"), with_judge)
+    assert "Faithfulness" in names and "Contextual Recall" in names
