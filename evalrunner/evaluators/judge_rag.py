@@ -31,10 +31,14 @@ Definitions (Q question, EA expected answer, RC retrieved chunks, AA answer):
   Contextual Precision and Contextual Recall, computed by the same functions with the same
   prompts, so next to those metrics it costs no judge call (the cache answers).
 
-Calls for one case, all five RAG metrics, cache on: statements of AA (shared by Faithfulness
-and Answer Relevancy) and of EA, one verdict call each for Faithfulness, Answer Relevancy,
-Contextual Precision and Contextual Recall, and one extract-and-judge call for Contextual
-Relevancy: 7.
+Calls for one case, all five RAG metrics, cache on: 5. The statements of AA (one call); ONE
+call that judges each AA statement twice, ``supported`` by RC (Faithfulness reads it) and
+``relevant`` to Q (Answer Relevancy reads it), with the identical prompt from both metrics, so
+the second is a cache hit; one verdict call for Contextual Precision; one extract-and-judge call
+each for Contextual Recall (the statements of EA) and Contextual Relevancy (those of RC). Alone,
+Faithfulness and Answer Relevancy cost 2 calls each. A case without retrieved context (or with
+blank chunks only) skips Faithfulness; Answer Relevancy then asks a relevance-only verdict call
+(no support question, no context) instead of the shared one.
 
 Blank retrieved chunks are dropped (Contextual Precision keeps their rank); a case whose
 chunks are all blank is skipped like a case without retrieved context.
@@ -65,11 +69,14 @@ from evalrunner.judge import prompts
 from evalrunner.judge.base import Judge
 from evalrunner.judge.extract import (
     CountedReply,
+    StatementCheck,
     Verdict,
     ask,
     counted,
     evidence_blocks,
     judged_statements,
+    judged_text,
+    statement_checks,
     statements,
     verdicts,
 )
@@ -87,8 +94,12 @@ def _q(text: str) -> str:
     return '"' + (text if len(text) <= _QUOTE else text[: _QUOTE - 1] + "…") + '"'
 
 
-def _because(v: Verdict) -> str:
-    return f" ({v.reason.strip()})" if v.reason.strip() else ""
+def _because_text(reason: str) -> str:
+    return f" ({reason.strip()})" if reason.strip() else ""
+
+
+def _because(v: Verdict | StatementCheck) -> str:
+    return _because_text(v.reason)
 
 
 def _chunks(sample: Sample) -> list[str]:
@@ -166,35 +177,30 @@ SIMILARITY_NOTE = "ROUGE-L F1 of content words, a lexical stand-in for embedding
 
 # --- rubrics (what verdict: true means) ---------------------------------------------------------
 
-FAITHFULNESS_RUBRIC = (
-    "The statements inside <statements> are claims made by an answer. For each claim, decide "
-    "whether the retrieved context inside <context> supports it: verdict true when the "
-    "context states it or it follows directly from the context; false when the context "
-    "contradicts it or does not contain the information. Use only the context, not your own "
-    "knowledge."
+ANSWER_CHECKS_RUBRIC = (
+    "The statements in <statements> come from an answer to the question in <question>. For "
+    "each: supported is true when the retrieved <context> states it or it follows directly "
+    "from it, false when the context contradicts it or lacks it (use only the context, not "
+    "your own knowledge); relevant is true when it addresses the question or helps to answer "
+    "it (a pertinent caveat counts), false when off-topic or filler."
 )
 ANSWER_RELEVANCY_RUBRIC = (
-    "The statements inside <statements> come from an answer to the question inside "
-    "<question>. For each statement, decide whether it is relevant to the question: verdict "
-    "true when it addresses the question or gives information that helps to answer it "
-    "(including a pertinent caveat); false when it is off-topic, filler, or unrelated to the "
-    "question."
+    "The statements in <statements> come from an answer to the question in <question>. For "
+    "each, verdict true when it addresses the question or helps to answer it (a pertinent "
+    "caveat counts), false when off-topic or filler."
 )
 CONTEXTUAL_PRECISION_RUBRIC = (
-    "The chunks inside <context> were retrieved, in this order, to answer the question inside "
-    "<question>; the expected answer is inside <expected_answer>. For each chunk, decide "
-    "whether it is relevant: verdict true when it contains information that helps to arrive "
-    "at the expected answer; false otherwise."
+    "The chunks in <context> were retrieved, in this order, for the question in <question>; "
+    "the expected answer is in <expected_answer>. For each chunk, verdict true when it helps "
+    "to arrive at the expected answer, false otherwise."
 )
 CONTEXTUAL_RECALL_RUBRIC = (
-    "The statements inside <statements> come from the expected answer to a question. For each "
-    "statement, decide whether it can be attributed to the retrieved context inside "
-    "<context>: verdict true when some chunk states it or it follows directly from a chunk; "
-    "false otherwise. Use only the context, not your own knowledge."
+    "Verdict true when a chunk in <context> states the statement or it follows directly from "
+    "one, false otherwise; use only the context, not your own knowledge."
 )
 CONTEXTUAL_RELEVANCY_RUBRIC = (
-    "For each statement, verdict true when it is relevant to the question inside <question> "
-    "(it helps to answer it), false otherwise."
+    "Verdict true when it is relevant to the question in <question> (helps to answer it), "
+    "false otherwise."
 )
 HALLUCINATION_RUBRIC = (
     "The texts inside <expected_contexts> are trusted reference facts for the answer inside "
@@ -207,48 +213,70 @@ HALLUCINATION_RUBRIC = (
 # --- metric functions (shared by the evaluators and the composite) ------------------------------
 
 
+def _answer_checks(judge: Judge, sample: Sample, found: list[str]) -> list[StatementCheck]:
+    """Support AND relevance of the answer's statements in ONE call. Faithfulness and Answer
+    Relevancy send the identical prompt (question, non-blank chunks, statements), so the
+    second is a cache hit."""
+    return statement_checks(
+        judge,
+        found,
+        rubric=ANSWER_CHECKS_RUBRIC,
+        purpose="answer statement checks",
+        question=sample.question,
+        context=_chunks(sample),
+    )
+
+
 def faithfulness(judge: Judge, sample: Sample) -> Scored:
     assert sample.answer is not None
-    chunks = _chunks(sample)
+    _chunks(sample)  # no usable context → skipped before any call
     found = extract_claims(judge, sample.answer)
     if not found:
         return Scored(1.0, "the answer makes no claims, so none is unsupported")
-    judged = verdicts(
-        judge, found, rubric=FAITHFULNESS_RUBRIC, purpose="faithfulness verdicts", context=chunks
-    )
-    supported = sum(v.verdict for v in judged)
-    failed = [(c, v) for c, v in zip(found, judged, strict=True) if not v.verdict]
+    judged = _answer_checks(judge, sample, found)
+    supported = sum(c.supported for c in judged)
+    failed = [(s, c) for s, c in zip(found, judged, strict=True) if not c.supported]
     if not failed:
         return Scored(1.0, f"all {len(found)} claims are supported by the retrieved context")
-    claim, verdict = failed[0]
+    claim, check = failed[0]
     return Scored(
         supported / len(found),
         f"{supported} of {len(found)} claims supported by the retrieved context; first "
-        f"unsupported: {_q(claim)}{_because(verdict)}",
+        f"unsupported: {_q(claim)}{_because(check)}",
     )
 
 
 def answer_relevancy(judge: Judge, sample: Sample) -> Scored:
+    """With retrieved context, the verdicts come from the call Faithfulness makes too; without
+    any (or with only blank chunks), from a relevance-only call that needs no context."""
     assert sample.answer is not None
     found = statements(judge, sample.answer)
     if not found:
         return Scored(0.0, "the answer makes no statements, so nothing in it is relevant")
-    judged = verdicts(
-        judge,
-        found,
-        rubric=ANSWER_RELEVANCY_RUBRIC,
-        purpose="answer relevancy verdicts",
-        question=sample.question,
-    )
-    relevant = sum(v.verdict for v in judged)
-    failed = [(s, v) for s, v in zip(found, judged, strict=True) if not v.verdict]
+    if any(c.strip() for c in sample.contexts):
+        relevance: Sequence[tuple[bool, str]] = [
+            (c.relevant, c.reason) for c in _answer_checks(judge, sample, found)
+        ]
+    else:
+        relevance = [
+            (v.verdict, v.reason)
+            for v in verdicts(
+                judge,
+                found,
+                rubric=ANSWER_RELEVANCY_RUBRIC,
+                purpose="answer relevancy verdicts",
+                question=sample.question,
+            )
+        ]
+    relevant = sum(r for r, _ in relevance)
+    failed = [(s, why) for s, (r, why) in zip(found, relevance, strict=True) if not r]
     if not failed:
         return Scored(1.0, f"all {len(found)} statements of the answer are relevant")
-    statement, verdict = failed[0]
+    statement, why = failed[0]
     return Scored(
         relevant / len(found),
         f"{relevant} of {len(found)} statements relevant to the question; first irrelevant: "
-        f"{_q(statement)}{_because(verdict)}",
+        f"{_q(statement)}{_because_text(why)}",
     )
 
 
@@ -288,25 +316,26 @@ def _ranks(ranks: Sequence[int]) -> str:
 def contextual_recall(judge: Judge, sample: Sample) -> Scored:
     assert sample.expected_answer is not None
     chunks = _chunks(sample)
-    found = statements(judge, sample.expected_answer)
-    if not found:
-        raise SkipCase(NO_EA_STATEMENTS)
-    judged = verdicts(
+    judged = judged_text(
         judge,
-        found,
+        sample.expected_answer,
+        tag="expected_answer",
         rubric=CONTEXTUAL_RECALL_RUBRIC,
-        purpose="contextual recall verdicts",
+        purpose="contextual recall statements",
         context=chunks,
     )
-    attributable = sum(v.verdict for v in judged)
-    failed = [(s, v) for s, v in zip(found, judged, strict=True) if not v.verdict]
+    if not judged:
+        raise SkipCase(NO_EA_STATEMENTS)
+    n = len(judged)
+    attributable = sum(s.verdict for s in judged)
+    failed = [s for s in judged if not s.verdict]
     if not failed:
-        return Scored(1.0, f"all {len(found)} statements of the expected answer are in the context")
-    statement, verdict = failed[0]
+        return Scored(1.0, f"all {n} statements of the expected answer are in the context")
+    first = failed[0]
     return Scored(
-        attributable / len(found),
-        f"{attributable} of {len(found)} expected-answer statements attributable to the "
-        f"retrieved context; first missing: {_q(statement)}{_because(verdict)}",
+        attributable / n,
+        f"{attributable} of {n} expected-answer statements attributable to the retrieved "
+        f"context; first missing: {_q(first.statement)}{_because_text(first.reason)}",
     )
 
 

@@ -2,8 +2,12 @@
 
 Cost model (issue #5): a text is split into statements by ONE judge call whose prompt depends
 on the text alone, so every metric that needs the statements of the same text sends the same
-prompt and the judge's content-addressed cache answers all but the first; and all verdicts of
-one metric for one case come from ONE call.
+prompt and the judge's content-addressed cache answers all but the first; all verdicts of one
+metric for one case come from ONE call; and two metrics that judge the same statements against
+the same evidence share that call (:func:`statement_checks`: ``supported`` and ``relevant`` per
+statement). Statements no other metric needs are extracted and judged in the same call
+(:func:`judged_statements`, :func:`judged_text`). Replies carry a reason of one short sentence
+and echo no item that their position already identifies.
 
 *Claims* and *statements* are the same thing here. DeepEval extracts "claims" for faithfulness
 and "statements" for answer relevancy with two prompts, and Ragas has its own again; evalrunner
@@ -88,6 +92,24 @@ class Verdicts(CountedReply):
         return _wrap_list("verdicts", data)
 
 
+class StatementCheck(BaseModel):
+    """Two verdicts on one statement of an answer, from ONE call shared by Faithfulness
+    (``supported``) and Answer Relevancy (``relevant``)."""
+
+    reason: str = ""
+    supported: bool
+    relevant: bool
+
+
+class StatementChecks(CountedReply):
+    checks: list[StatementCheck]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return _wrap_list("checks", data)
+
+
 class Statements(BaseModel):
     statements: list[str]
 
@@ -105,6 +127,11 @@ class JudgedStatement(BaseModel):
 
 class TextStatements(BaseModel):
     statements: list[JudgedStatement]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return _wrap_list("statements", data)
 
 
 class JudgedTexts(CountedReply):
@@ -132,7 +159,7 @@ def ask(judge: Judge, messages: list[Message], schema: type[R], *, purpose: str)
 def statements_prompt(text: str) -> list[Message]:
     """Depends on ``text`` only (not on the metric or purpose), so the cache is shared."""
     return prompts.build(
-        "Split the text inside <text> into atomic statements. " + prompts.STATEMENT_RULES,
+        "Split the text in <text> into atomic statements. " + prompts.STATEMENT_RULES,
         [prompts.tagged("text", text)],
         'Reply as {"statements": ["<statement>", ...]}.',
     )
@@ -222,6 +249,43 @@ def verdicts(
     return ask(judge, messages, schema, purpose=purpose).verdicts
 
 
+def statement_checks(
+    judge: Judge,
+    items: Sequence[str],
+    *,
+    rubric: str,
+    purpose: str,
+    question: str | None = None,
+    context: Sequence[str] | None = None,
+) -> list[StatementCheck]:
+    """Two verdicts per statement (``supported``, ``relevant``), all in ONE call; no items,
+    no call. The prompt depends on the statements and the evidence only, so every metric that
+    reads one of the two fields sends the same prompt and the cache answers all but the first.
+    """
+    if not items:
+        return []
+    n = len(items)
+    schema = counted(StatementChecks, checks=n)
+    messages = prompts.build(
+        rubric,
+        [
+            *evidence_blocks(question=question, context=context),
+            prompts.tagged_list("statements", "statement", items),
+        ],
+        'Reply as {"checks": [{"reason": "<one short sentence>", "supported": true or false, '
+        f'"relevant": true or false}}, ...]}} with exactly {n} entries: entry i checks '
+        "statement id i, in order.",
+    )
+    return ask(judge, messages, schema, purpose=purpose).checks
+
+
+def _judged_reply(what: str) -> str:
+    return (
+        '{"statements": [{"statement": "<statement>", "reason": "<one short sentence>", '
+        f'"verdict": true or false}}, ...]}} for {what}'
+    )
+
+
 def judged_statements(
     judge: Judge,
     texts: Sequence[str],
@@ -242,13 +306,44 @@ def judged_statements(
     n = len(texts)
     schema = counted(JudgedTexts, texts=n)
     messages = prompts.build(
-        f"Split each {item_tag} inside <{container}> into atomic statements. "
+        f"Split each {item_tag} in <{container}> into atomic statements. "
         + prompts.STATEMENT_RULES
-        + f" Then judge each statement. {rubric}",
+        + f" Judge each statement. {rubric}",
         [*evidence_blocks(question=question), prompts.tagged_list(container, item_tag, texts)],
-        'Reply as {"texts": [{"statements": [{"statement": "<statement>", "reason": '
-        f'"<one short sentence>", "verdict": true or false}}, ...]}}, ...]}} with exactly {n} '
-        f"entries in texts: entry i holds the statements of {item_tag} id i, in order.",
+        'Reply as {"texts": [' + _judged_reply(f"each {item_tag}") + f", ...]}} with exactly "
+        f"{n} entries: entry i for {item_tag} id i, in order.",
     )
     reply = ask(judge, messages, schema, purpose=purpose)
     return [[s for s in text.statements if s.statement.strip()] for text in reply.texts]
+
+
+def judged_text(
+    judge: Judge,
+    text: str,
+    *,
+    tag: str,
+    rubric: str,
+    purpose: str,
+    question: str | None = None,
+    context: Sequence[str] | None = None,
+) -> list[JudgedStatement]:
+    """Split ONE text (inside ``<tag>``) into atomic statements AND judge each, in ONE call;
+    an empty text gives [] and no call. The evidence (question, context) comes first."""
+    if not text.strip():
+        return []
+    messages = prompts.build(
+        f"Split the text in <{tag}> into atomic statements. "
+        + prompts.STATEMENT_RULES
+        + f" Judge each statement. {rubric}",
+        [*evidence_blocks(question=question, context=context), prompts.tagged(tag, text)],
+        "Reply as " + _judged_reply(f"the <{tag}> text") + ".",
+    )
+    reply = ask(judge, messages, TextStatements, purpose=purpose)
+    seen: set[str] = set()
+    out = []
+    for s in reply.statements:
+        key = " ".join(s.statement.split())
+        if key and key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out

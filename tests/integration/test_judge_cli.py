@@ -26,6 +26,9 @@ def answer_like_a_judge(messages, request):
     count = re.search(r"with exactly (\d+) entries", prompt)
     if count:
         n = int(count.group(1))
+        if '"checks"' in prompt:  # Faithfulness and Answer Relevancy share this call
+            check = {"reason": "in chunk 1", "supported": True, "relevant": True}
+            return {"checks": [check] * n}
         return {"verdicts": [{"reason": "supported by chunk 1", "verdict": True}] * n}
     return {"statements": ["Employees receive paid annual leave.", "The amount is 25 days."]}
 

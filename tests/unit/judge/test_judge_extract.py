@@ -14,6 +14,8 @@ from evalrunner.judge.extract import (
     claims,
     counted,
     judged_statements,
+    judged_text,
+    statement_checks,
     statements,
     statements_prompt,
     verdicts,
@@ -165,3 +167,60 @@ def test_judged_statements_one_call_per_case_checked_per_text() -> None:
     bad = FakeJudge().reply("cr", {"texts": reply["texts"][:1]})
     with pytest.raises(JudgeParseError, match="exactly 2"):
         judged_statements(bad, ["X.", "Y."], rubric="R", purpose="cr")
+
+
+def test_statement_checks_two_verdicts_per_statement_in_one_call() -> None:
+    reply = {
+        "checks": [
+            {"reason": "r0", "supported": True, "relevant": False},
+            {"reason": "r1", "supported": False, "relevant": True},
+        ]
+    }
+    judge = FakeJudge().reply("sc", reply)
+    got = statement_checks(
+        judge, ["a", "b"], rubric="RUBRIC", purpose="sc", question="Q?", context=["C1", "C2"]
+    )
+    assert [(c.supported, c.relevant) for c in got] == [(True, False), (False, True)]
+    assert judge.billed == 1
+    user = judge.calls[0].prompt
+    assert "<question>\nQ?\n</question>" in user and '<chunk id="2">\nC2\n</chunk>' in user
+    assert '<statement id="2">\nb\n</statement>' in user and "exactly 2 entries" in user
+    # the same statements and evidence from another metric: the same prompt, a cache hit
+    statement_checks(
+        judge, ["a", "b"], rubric="RUBRIC", purpose="other", question="Q?", context=["C1", "C2"]
+    )
+    assert judge.billed == 1 and judge.calls[1].cached
+    assert statement_checks(judge, [], rubric="r", purpose="sc") == []
+    bad = FakeJudge().reply("sc", {"checks": reply["checks"][:1]})
+    with pytest.raises(JudgeParseError, match="exactly 2"):
+        statement_checks(bad, ["a", "b"], rubric="r", purpose="sc")
+
+
+def test_statement_checks_refuse_a_single_verdict_reply() -> None:
+    # One verdict cannot stand for two questions: it is a parse failure, not a guess.
+    judge = FakeJudge().reply("sc", _verdicts(True, False))
+    with pytest.raises(JudgeParseError):
+        statement_checks(judge, ["a", "b"], rubric="r", purpose="sc")
+
+
+def test_judged_text_splits_and_judges_one_text_in_one_call() -> None:
+    reply = {
+        "statements": [
+            {"statement": "x", "reason": "r", "verdict": True},
+            {"statement": " x ", "verdict": False},
+            {"statement": "y", "verdict": False},
+            {"statement": "  ", "verdict": True},
+        ]
+    }
+    judge = FakeJudge().reply("jt", reply)
+    got = judged_text(
+        judge, "X. Y.", tag="expected_answer", rubric="R", purpose="jt", context=["C"]
+    )
+    assert [(s.statement, s.verdict) for s in got] == [("x", True), ("y", False)]
+    assert judge.billed == 1
+    user = judge.calls[0].prompt
+    assert "<expected_answer>\nX. Y.\n</expected_answer>" in user
+    assert user.index('<chunk id="1">') < user.index("<expected_answer>\n")
+    empty = FakeJudge()
+    assert judged_text(empty, " ", tag="expected_answer", rubric="R", purpose="jt") == []
+    assert empty.calls == []
