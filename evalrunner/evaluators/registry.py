@@ -59,7 +59,7 @@ def available() -> dict[str, type[Evaluator]]:
 
 
 #: Judge metrics a run gets by default when it configures a judge but names no metric: the
-#: five RAG metrics users ask for by name, which share their extraction calls (7 per case).
+#: five RAG metrics users ask for by name, which share their calls (5 per case together).
 JUDGE_DEFAULTS = (
     "Faithfulness",
     "Answer Relevancy",
