@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
+from evalrunner.models.locate import ModelUnavailable
 
 NO_JUDGE = (
     'no LLM judge configured; pass --judge \'{"openai": {"base_url": ..., "model": ...}}\' '
@@ -222,6 +223,8 @@ class Evaluator(ABC):
             raw = self.score(sample)
         except SkipCase as skip:
             return self._all(status="skipped", reason=f"skipped: {skip.reason}")
+        except ModelUnavailable as exc:
+            return self._all(status="skipped", reason=f"skipped: {exc.message}")
         except JudgeParseError as exc:  # counted per metric, never NaN, never a silent 0
             return self._all(status="error", reason=f"parsing failure: {exc.message}")
         except JudgeError as exc:
@@ -277,18 +280,29 @@ class BatchEvaluator(Evaluator):
     """An evaluator whose model work is done once for the whole run (the Score step).
 
     ``score_batch`` receives every sample that has the declared inputs and returns one raw
-    score mapping per sample, in order; batching, deduplication and device placement are its
-    business.
+    result per sample, in order: a score mapping, or for a sample it cannot score a
+    :class:`SkipCase` (skipped with its reason) or another exception (an error for that
+    sample only). Batching, deduplication and device placement are its business.
     """
 
     requires: ClassVar[Requirement] = Requirement.GPU_BATCH
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
-        return self.score_batch([sample])[0]
+        raw = self.score_batch([sample])[0]
+        if isinstance(raw, BaseException):
+            raise raw
+        return raw
 
     @abstractmethod
-    def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored]]:
+    def score_batch(
+        self, samples: Sequence[Sample]
+    ) -> Sequence[Mapping[str, Scored] | Exception]:
         """Raw scores for many samples at once."""
+
+    def model_unavailable(self, exc: ModelUnavailable) -> str:
+        """The per-case reason when the model is missing (model evaluators also report the
+        full message once for the run)."""
+        return f"skipped: {exc.message}"
 
     def evaluate_batch(self, samples: Sequence[Sample]) -> list[list[MetricResult]]:
         """Evaluate many samples; skips and failures are per sample, like ``evaluate``."""
@@ -304,11 +318,21 @@ class BatchEvaluator(Evaluator):
         if ready:
             try:
                 raws = self.score_batch([samples[i] for i in ready])
+            except ModelUnavailable as exc:  # never a made-up score: the evaluator is skipped
+                for i in ready:
+                    out[i] = self._all(status="skipped", reason=self.model_unavailable(exc))
             except Exception as exc:
                 reason = f"error: {type(exc).__name__}: {exc}"
                 for i in ready:
                     out[i] = self._all(status="error", reason=reason)
             else:
                 for i, raw in zip(ready, raws, strict=True):
-                    out[i] = self.apply_thresholds(raw)
+                    out[i] = self._finish(raw)
         return [r for r in out if r is not None]
+
+    def _finish(self, raw: Mapping[str, Scored] | Exception) -> list[MetricResult]:
+        if isinstance(raw, SkipCase):
+            return self._all(status="skipped", reason=f"skipped: {raw.reason}")
+        if isinstance(raw, Exception):
+            return self._all(status="error", reason=f"error: {type(raw).__name__}: {raw}")
+        return self.apply_thresholds(raw)
