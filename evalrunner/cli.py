@@ -195,6 +195,8 @@ def _print_findings(summary: dict[str, Any]) -> None:
                 highlight=False,
                 markup=False,
             )
+            if problem["type"] == "model_unavailable":  # the fix is the point here
+                out.print(f"    {problem['suggested_action']}", highlight=False, markup=False)
 
 
 def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:

@@ -18,4 +18,5 @@ from evalrunner.evaluators import (  # noqa: F401
     judge_rag,
     judge_safety,
     judge_quality,
+    semantic,
 )

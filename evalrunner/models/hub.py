@@ -184,7 +184,12 @@ class ModelHub:
             from bert_score import BERTScorer
             from bert_score.utils import model2layers
 
-            layers = num_layers or model2layers.get(name) or _layer_count(path)
+            layers = (
+                num_layers
+                or model2layers.get(name)
+                or model2layers.get(name.rsplit("/", 1)[-1])
+                or _layer_count(path)
+            )
             scorer = BERTScorer(
                 model_type=str(path),
                 num_layers=layers,

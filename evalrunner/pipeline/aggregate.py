@@ -158,9 +158,13 @@ def aggregate_run(
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
     ]
     items = load_manifest(store, run_id)
-    batched = store.get_json_or_none(store.scores_key(run_id)) or {}
+    scored = store.get_json_or_none(store.scores_key(run_id)) or {}
     records = merge_records(
-        items, load_records(store, run_id, items), batched, evaluators, score_failure
+        items,
+        load_records(store, run_id, items),
+        scored.get("items", {}),
+        evaluators,
+        score_failure,
     )
 
     rows = case_rows(items, records)
@@ -218,7 +222,10 @@ def aggregate_run(
         )
     if baseline is not None:
         data.regression = compare(data, baseline)
-    data.problems = find_problems(data) + ([baseline_problem] if baseline_problem else [])
+    problems = find_problems(data)
+    lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
+    problems[lead:lead] = model_problems(scored.get("notices", []))
+    data.problems = problems + ([baseline_problem] if baseline_problem else [])
     data.insights = find_insights(data)
 
     prefix = config.report_prefix
@@ -277,6 +284,7 @@ def aggregate_run(
         "gates_passed": all(g["passed"] for g in data.gates),
         "regression": _regression_json(data),
         "judge": _judge_totals(records),
+        "models": scored.get("models") or None,
         "problems": [_problem_json(p) for p in data.problems],
         "bucket": store.bucket,
         "reports": reports,
@@ -305,6 +313,23 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
         keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
         trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
     return trimmed
+
+
+def model_problems(notices: list[dict[str, Any]]) -> list[Problem]:
+    """One high problem per model that was not there: the evaluators it skipped, and how
+    to provide it. It comes first: a metric the user asked for was not measured at all."""
+    return [
+        Problem(
+            severity="high",
+            type="model_unavailable",
+            description=(
+                f"{', '.join(n['evaluators'])} skipped: {n['role']} model {n['model']!r} "
+                "is not available"
+            ),
+            suggested_action=n["how"],
+        )
+        for n in notices
+    ]
 
 
 def _judge_totals(records: list[CaseRecord]) -> dict[str, Any] | None:

@@ -7,15 +7,30 @@ in-process path (local runs, small runs); the GPU task runs the same function in
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from evalrunner.evaluators import BatchEvaluator, Requirement
+from evalrunner.evaluators.model_base import ModelEvaluator
+from evalrunner.models import ModelHub
 from evalrunner.pipeline.run_case import build_evaluators, load_config, sample_of
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.storage import RunStore
 
 BATCHED = (Requirement.GPU_BATCH,)
+
+#: Where the model work runs: auto (CUDA when present), cpu, cuda; and the batch size.
+ENV_DEVICE = "EVALRUNNER_DEVICE"
+ENV_BATCH_SIZE = "EVALRUNNER_BATCH_SIZE"
+
+
+def run_hub() -> ModelHub:
+    """The run's one model hub, configured from the environment (the GPU job definition
+    sets it; locally the defaults pick CUDA when there is one)."""
+    device = os.environ.get(ENV_DEVICE) or "auto"
+    batch_size = int(os.environ.get(ENV_BATCH_SIZE) or 64)
+    return ModelHub(device=device, batch_size=batch_size)  # type: ignore[arg-type]
 
 
 def load_records(
@@ -35,12 +50,20 @@ def load_manifest(store: RunStore, run_id: str) -> list[ManifestItem]:
     return [ManifestItem.model_validate(i) for i in store.get_json(store.manifest_key(run_id))]
 
 
-def score_run(store: RunStore, run_id: str) -> dict[str, Any]:
+def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> dict[str, Any]:
+    """Score every batched evaluator of the run over all its answered cases and write
+    ``runs/<run_id>/scores.json``: ``items`` (item id -> results), ``notices`` (models that
+    are not available, once each, with how to provide them) and ``models`` (what was loaded,
+    where, on which device, and how much work the caches saved)."""
     config = load_config(store, run_id)
     evaluators = [e for e in build_evaluators(config, BATCHED) if isinstance(e, BatchEvaluator)]
     if not evaluators:
-        store.put_json(store.scores_key(run_id), {})
+        store.put_json(store.scores_key(run_id), {"items": {}, "notices": [], "models": {}})
         return {"evaluators": [], "samples": 0}
+    hub = hub or run_hub()
+    for evaluator in evaluators:
+        if isinstance(evaluator, ModelEvaluator):
+            evaluator.models = hub
     items = load_manifest(store, run_id)
     records = load_records(store, run_id, items)
     ready = [
@@ -53,5 +76,11 @@ def score_run(store: RunStore, run_id: str) -> dict[str, Any]:
     for evaluator in evaluators:
         for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
             scores[item.item_id].extend(r.model_dump(mode="json") for r in results)
-    store.put_json(store.scores_key(run_id), scores)
-    return {"evaluators": [e.name for e in evaluators], "samples": len(samples)}
+    notices = hub.notices()
+    store.put_json(
+        store.scores_key(run_id), {"items": scores, "notices": notices, "models": hub.stats()}
+    )
+    out: dict[str, Any] = {"evaluators": [e.name for e in evaluators], "samples": len(samples)}
+    if notices:
+        out["models_unavailable"] = [n["model"] for n in notices]
+    return out

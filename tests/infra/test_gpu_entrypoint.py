@@ -52,7 +52,7 @@ def test_scores_the_run_named_by_the_container_environment(prepared, monkeypatch
 
     assert score_entrypoint.main([]) == 0
 
-    scores = store.get_json(store.scores_key(run_id))
+    scores = store.get_json(store.scores_key(run_id))["items"]
     assert len(scores) == 6  # 3 cases x 2 iterations, in one batch
     assert LengthRatio.batches == [6]
     results = scores["c00002-i1"]
@@ -90,3 +90,32 @@ def test_the_dockerfile_runs_this_module():
     dockerfile = (Path(score_entrypoint.__file__).parent / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["python", "-m", "gpu_tasks.score_entrypoint"]' in dockerfile
     assert 'pip install ".[models]"' in dockerfile  # torch lives here, not in the Lambdas
+
+
+def test_the_image_bakes_every_model_of_models_json_once():
+    from gpu_tasks import fetch_models
+
+    fetches = fetch_models.plan()
+    hub = [f.name for f in fetches if f.kind == "hub"]
+    assert "BAAI/bge-small-en-v1.5" in hub and "distilbert/distilgpt2" in hub
+    assert "google/flan-t5-base" in hub  # HHEM's own tokenizer, loaded by its code
+    assert [f.name for f in fetches if f.kind == "detoxify"] == ["original"]
+    assert len(hub) == len(set(hub))
+
+    calls: list[tuple[str, str]] = []
+    fetch_models.fetch(
+        fetches,
+        hub=lambda name: calls.append(("hub", name)),
+        detoxify=lambda name: calls.append(("detoxify", name)),
+    )
+    assert calls == [(f.kind, f.name) for f in fetches]
+
+
+def test_the_dockerfile_fetches_models_at_build_and_runs_offline():
+    from pathlib import Path
+
+    dockerfile = (Path(score_entrypoint.__file__).parent / "Dockerfile").read_text()
+    fetch = dockerfile.index("RUN python -m gpu_tasks.fetch_models gpu_tasks/models.json")
+    assert fetch < dockerfile.index("COPY evalrunner ./evalrunner")  # code edits keep models
+    assert dockerfile.index("HF_HUB_OFFLINE=1") > fetch  # offline only after the download
+    assert "EVALRUNNER_MODELS_FILE=/opt/evalrunner/gpu_tasks/models.json" in dockerfile

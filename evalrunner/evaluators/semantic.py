@@ -1,0 +1,385 @@
+"""Embedding metrics: similarity, relevancy and groundedness from one bi-encoder.
+
+All six evaluators here use the run's embedding model (the packaged all-MiniLM-L6-v2 on a
+laptop, bge-small-en-v1.5 in the GPU image) through one shared :class:`TextEncoder`, so an
+answer sentence that Groundedness, Answer relevancy and sentence similarity all need is
+encoded once per run. Each evaluator first lists every text its batch needs and encodes them
+in one length-sorted pass, then computes its formula (EVALUATORS.md) from unit vectors: a dot
+product is the cosine similarity S(a, b).
+
+Cosine similarities can be slightly negative for unrelated texts; scores are clipped to
+[0, 1] so every metric here shares the scale of the rest of the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
+from evalrunner.evaluators.model_base import ModelEvaluator, ModelOptions
+from evalrunner.evaluators.registry import register
+from evalrunner.evaluators.sentences import split_sentences
+from evalrunner.models import ModelRole, default_model
+from evalrunner.models.scorers import TextEncoder
+
+EMPTY_ANSWER = "the answer is empty"
+
+
+def _clip(value: float) -> float:
+    return float(min(1.0, max(0.0, value)))
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return f"'{text[: limit - 1]}…'" if len(text) > limit else f"'{text}'"
+
+
+def _chunk_sentences(chunks: Sequence[str]) -> list[list[str]]:
+    """Sentences per chunk; a chunk the splitter finds no sentence in counts as one."""
+    return [split_sentences(c) or ([c.strip()] if c.strip() else []) for c in chunks]
+
+
+class EmbeddingEvaluator(ModelEvaluator):
+    """Lists the texts each sample needs, encodes them all at once, then scores each sample
+    from the cached embeddings; a failure on one sample is that sample's error only."""
+
+    role: ClassVar[ModelRole] = ModelRole.EMBEDDING
+
+    def encoder(self) -> TextEncoder:
+        return self.hub.encoder(self.model_name())
+
+    def texts(self, sample: Sample) -> list[str]:
+        """Every text ``score_one`` will embed for ``sample``."""
+        raise NotImplementedError
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        raise NotImplementedError
+
+    def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
+        encoder = self.encoder()
+        encoder.prefetch(t for s in samples for t in self.texts(s) if t)
+        return [_guarded(lambda s=s: self.score_one(s, encoder)) for s in samples]
+
+
+def _guarded(
+    compute: Callable[[], Mapping[str, Scored]],
+) -> Mapping[str, Scored] | Exception:
+    try:
+        return compute()
+    except Exception as exc:  # SkipCase included: the base class tells them apart
+        return exc
+
+
+# --------------------------------------------------------------------------- answer vs expected
+
+
+class SimilarityOptions(ModelOptions):
+    cross_encoder: bool | str = Field(
+        default=False,
+        description="score with a cross-encoder instead of cosine similarity: true for the "
+        "default STS cross-encoder, or its name/path",
+    )
+
+
+@register
+class AnswerSemanticSimilarity(EmbeddingEvaluator):
+    name = "Answer semantic similarity"
+    aliases = ("Semantic similarity", "Answer similarity")
+    description = (
+        "Cosine similarity of the answer and the expected answer embeddings (bi-encoder), "
+        "or an STS cross-encoder's score with the option cross_encoder."
+    )
+    inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
+    options_model = SimilarityOptions
+    metrics = (
+        MetricSpec(
+            "Answer semantic similarity",
+            "how close the answer's meaning is to the expected answer",
+            primary=True,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        return [sample.answer or "", sample.expected_answer or ""]
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        if not (sample.answer or "").strip():
+            return {self.name: Scored(0.0, EMPTY_ANSWER)}
+        a, e = encoder.embed([sample.answer or "", sample.expected_answer or ""])
+        value = _clip(float(a @ e))
+        return {self.name: Scored(value, f"cosine similarity {value:.2f} ({encoder.name})")}
+
+    def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
+        chosen = self.options.cross_encoder  # type: ignore[attr-defined]
+        if not chosen:
+            return super().score_batch(samples)
+        name = chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)
+        scorer = self.hub.cross_encoder(name, ModelRole.CROSS_ENCODER)
+        pairs = [
+            (s.answer or "", s.expected_answer or "") for s in samples if (s.answer or "").strip()
+        ]
+        scores = iter(scorer.scores(pairs)[:, -1])
+        out: list[Mapping[str, Scored] | Exception] = []
+        for s in samples:
+            if not (s.answer or "").strip():
+                out.append({self.name: Scored(0.0, EMPTY_ANSWER)})
+                continue
+            value = _clip(float(next(scores)))
+            out.append({self.name: Scored(value, f"cross-encoder score {value:.2f} ({name})")})
+        return out
+
+
+@register
+class AnswerSemanticSentenceSimilarity(EmbeddingEvaluator):
+    name = "Answer semantic sentence similarity"
+    description = (
+        "For each answer sentence, its best cosine similarity with an expected-answer "
+        "sentence; the mean and the minimum over answer sentences."
+    )
+    inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
+    metrics = (
+        MetricSpec(
+            "Sentence similarity mean",
+            "mean over answer sentences of the best match among expected-answer sentences",
+            primary=True,
+        ),
+        MetricSpec(
+            "Sentence similarity min",
+            "the answer sentence least like any expected-answer sentence",
+            threshold=0.5,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        return split_sentences(sample.answer) + split_sentences(sample.expected_answer)
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        answer, expected = split_sentences(sample.answer), split_sentences(sample.expected_answer)
+        if not answer:
+            empty = Scored(0.0, EMPTY_ANSWER)
+            return {"Sentence similarity mean": empty, "Sentence similarity min": empty}
+        if not expected:
+            raise SkipCase("the expected answer has no sentence to compare with")
+        best = encoder.similarity(answer, expected).max(axis=1)
+        worst = int(best.argmin())
+        mean, low = _clip(float(best.mean())), _clip(float(best[worst]))
+        return {
+            "Sentence similarity mean": Scored(
+                mean, f"mean best-match similarity {mean:.2f} over {len(answer)} sentence(s)"
+            ),
+            "Sentence similarity min": Scored(
+                low, f"least similar answer sentence ({low:.2f}): {_quote(answer[worst])}"
+            ),
+        }
+
+
+# --------------------------------------------------------------------------- answer vs question
+
+
+@register
+class AnswerRelevancySentence(EmbeddingEvaluator):
+    name = "Answer relevancy (sentence similarity)"
+    description = (
+        "How related the answer is to the question: the highest cosine similarity between "
+        "the question and an answer sentence (no judge needed)."
+    )
+    inputs = frozenset({Input.QUESTION, Input.ANSWER})
+    metrics = (
+        MetricSpec(
+            "Answer relevancy (sentence similarity)",
+            "best similarity of an answer sentence to the question",
+            # Question-to-answer similarity runs lower than answer-to-answer: with MiniLM an
+            # on-topic answer scores ~0.5-0.8 and an off-topic one below ~0.2.
+            threshold=0.4,
+            primary=True,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        return [sample.question, *split_sentences(sample.answer)]
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        sentences = split_sentences(sample.answer)
+        if not sentences:
+            return {self.name: Scored(0.0, EMPTY_ANSWER)}
+        sims = encoder.similarity([sample.question], sentences)[0]
+        best = int(sims.argmax())
+        value = _clip(float(sims[best]))
+        return {
+            self.name: Scored(
+                value, f"most relevant sentence ({value:.2f}): {_quote(sentences[best])}"
+            )
+        }
+
+
+# --------------------------------------------------------------------------- answer vs context
+
+
+@register
+class Groundedness(EmbeddingEvaluator):
+    name = "Groundedness"
+    description = (
+        "Whether every answer sentence is backed by the retrieved context: the least "
+        "grounded sentence's best cosine similarity with a context sentence."
+    )
+    inputs = frozenset({Input.ANSWER, Input.CONTEXTS})
+    metrics = (
+        MetricSpec(
+            "Groundedness",
+            "min over answer sentences of the best similarity with a context sentence",
+            # A sentence restating its source scores ~0.7-0.95 with MiniLM; an invented
+            # claim on the same topic ~0.3-0.6.
+            threshold=0.65,
+            primary=True,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        context = [s for chunk in _chunk_sentences(sample.contexts) for s in chunk]
+        return split_sentences(sample.answer) + context
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        sentences = split_sentences(sample.answer)
+        if not sentences:
+            raise ValueError("the answer has no sentence to check against the context")
+        context = [s for chunk in _chunk_sentences(sample.contexts) for s in chunk]
+        if not context:
+            raise SkipCase("the retrieved context has no text")
+        best = encoder.similarity(sentences, context).max(axis=1)
+        worst = int(best.argmin())
+        value = _clip(float(best[worst]))
+        return {
+            self.name: Scored(
+                value, f"least grounded sentence ({value:.2f}): {_quote(sentences[worst])}"
+            )
+        }
+
+
+# --------------------------------------------------------------------------- context vs question
+
+
+def _chunk_relevance(
+    sample: Sample, encoder: TextEncoder, chunks: Sequence[str]
+) -> tuple[np.ndarray, list[str]]:
+    """relevance(chunk) = max over the chunk's sentences of S(question, sentence); also the
+    best sentence of each chunk, for reasons."""
+    per_chunk = _chunk_sentences(chunks)
+    flat = [s for sentences in per_chunk for s in sentences]
+    if not flat:
+        raise SkipCase("the retrieved context has no text")
+    sims = encoder.similarity([sample.question], flat)[0]
+    relevance, best, start = [], [], 0
+    for sentences in per_chunk:
+        if not sentences:
+            relevance.append(0.0)
+            best.append("")
+            continue
+        part = sims[start : start + len(sentences)]
+        relevance.append(float(part.max()))
+        best.append(sentences[int(part.argmax())])
+        start += len(sentences)
+    return np.clip(np.asarray(relevance), 0.0, 1.0), best
+
+
+def _context_texts(sample: Sample, chunks: Sequence[str]) -> list[str]:
+    return [sample.question, *(s for c in _chunk_sentences(chunks) for s in c)]
+
+
+@register
+class ContextRelevancy(EmbeddingEvaluator):
+    name = "Context relevancy (soft recall and precision)"
+    aliases = ("Context relevancy",)
+    description = (
+        "How relevant the retrieved chunks are to the question: a chunk's relevance is its "
+        "best sentence's similarity to the question; recall = best chunk, precision = mean."
+    )
+    inputs = frozenset({Input.QUESTION, Input.CONTEXTS})
+    metrics = (
+        MetricSpec(
+            "Context recall relevancy",
+            "relevance of the most relevant chunk (something useful was retrieved)",
+            threshold=0.5,
+            primary=True,
+        ),
+        MetricSpec(
+            "Context precision relevancy",
+            "mean relevance over the chunks (how much of the context is on topic)",
+            threshold=0.4,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        return _context_texts(sample, sample.contexts)
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        relevance, best = _chunk_relevance(sample, encoder, sample.contexts)
+        top = int(relevance.argmax())
+        recall, precision = float(relevance.max()), float(relevance.mean())
+        return {
+            "Context recall relevancy": Scored(
+                recall, f"chunk {top + 1} is the most relevant ({recall:.2f}): {_quote(best[top])}"
+            ),
+            "Context precision relevancy": Scored(
+                precision,
+                f"mean relevance {precision:.2f} over {len(relevance)} chunk(s); per chunk: "
+                + ", ".join(f"{r:.2f}" for r in relevance[:10]),
+            ),
+        }
+
+
+class RankOptions(ModelOptions):
+    relevance_threshold: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="a chunk is relevant when its best sentence's similarity to the "
+        "question reaches this",
+    )
+    max_rank: int = Field(default=10, ge=1, description="ranks beyond this count as not found")
+
+
+@register
+class ContextMeanReciprocalRank(EmbeddingEvaluator):
+    name = "Context mean reciprocal rank"
+    aliases = ("Context MRR",)
+    description = (
+        "1 / rank of the first retrieved chunk relevant to the question (relevance as in "
+        "Context relevancy); the run average is the MRR."
+    )
+    inputs = frozenset({Input.QUESTION, Input.CONTEXTS})
+    options_model = RankOptions
+    metrics = (
+        MetricSpec(
+            "Context mean reciprocal rank",
+            "reciprocal rank of the first relevant chunk (0 if none in the first max_rank)",
+            threshold=0.5,
+            primary=True,
+        ),
+    )
+
+    def texts(self, sample: Sample) -> list[str]:
+        return _context_texts(sample, sample.contexts[: self.options.max_rank])  # type: ignore[attr-defined]
+
+    def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
+        options: RankOptions = self.options  # type: ignore[assignment]
+        relevance, _ = _chunk_relevance(sample, encoder, sample.contexts[: options.max_rank])
+        hits = np.flatnonzero(relevance >= options.relevance_threshold)
+        if hits.size == 0:
+            return {
+                self.name: Scored(
+                    0.0,
+                    f"no chunk in the first {min(options.max_rank, len(relevance))} reaches "
+                    f"relevance {options.relevance_threshold:.2f} (best {relevance.max():.2f})",
+                )
+            }
+        rank = int(hits[0]) + 1
+        return {
+            self.name: Scored(
+                1.0 / rank,
+                f"first relevant chunk at rank {rank} (relevance {relevance[hits[0]]:.2f})",
+            )
+        }
