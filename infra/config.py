@@ -114,11 +114,13 @@ class BatchScoring(_Model):
     """GPU scoring on AWS Batch for runs of at least ``min_items`` case x iteration items.
 
     ``enabled: false`` deploys no Batch resources (and needs no Docker at deploy time); every
-    run is then scored in-process by the Score Lambda.
+    run is then scored in-process by the Score Lambda. The Lambda carries no model code, so
+    runs below ``min_items`` (default 1: every run with a model metric goes to the GPU) get
+    their model metrics skipped with a message saying so.
     """
 
     enabled: bool = True
-    min_items: int = Field(default=200, ge=1)
+    min_items: int = Field(default=1, ge=1)
     instance_types: list[str] = Field(default_factory=lambda: ["g5.xlarge", "g4dn.xlarge"])
     max_vcpus: int = Field(default=16, ge=1)
     spot: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,11 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:
+        if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+            raise ImportError(
+                "the Score Lambda carries no model code: model metrics are scored by the GPU "
+                "Batch job; deploy with batch_scoring.enabled and a min_items this run reaches"
+            ) from exc
         raise ImportError(f"the model code is not installed: {INSTALL_MODELS}") from exc
     return torch
 

@@ -152,7 +152,7 @@ def test_state_machine_is_the_asl_file_with_every_placeholder_substituted(synth)
         assert ids[logical]["Properties"]["Handler"] == handler
     assert subs["ChildExecutionType"] == "STANDARD"
     assert subs["BatchScoringEnabled"] == "true"
-    assert subs["BatchScoringMinItems"] == "200"
+    assert subs["BatchScoringMinItems"] == "1"
     queue = subs["BatchJobQueueArn"]["Fn::GetAtt"][0]
     assert ids[queue]["Type"] == "AWS::Batch::JobQueue"
     assert ids[subs["BatchJobDefinitionArn"]["Ref"]]["Type"] == "AWS::Batch::JobDefinition"
