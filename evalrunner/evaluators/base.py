@@ -294,9 +294,7 @@ class BatchEvaluator(Evaluator):
         return raw
 
     @abstractmethod
-    def score_batch(
-        self, samples: Sequence[Sample]
-    ) -> Sequence[Mapping[str, Scored] | Exception]:
+    def score_batch(self, samples: Sequence[Sample]) -> Sequence[Mapping[str, Scored] | Exception]:
         """Raw scores for many samples at once."""
 
     def model_unavailable(self, exc: ModelUnavailable) -> str:

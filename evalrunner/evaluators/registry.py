@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TypeVar
 
 from evalrunner.errors import ConfigError
@@ -11,12 +11,6 @@ from evalrunner.evaluators.base import Evaluator, Requirement
 
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _LOOKUP: dict[str, str] = {}
-
-#: Names existing users put in events whose evaluator is not in this release yet. They are
-#: refused with a message that says so, rather than a generic "unknown metric".
-NOT_YET_AVAILABLE: Mapping[str, str] = {
-    "BERT Score": "a local model (the 'models' extra)",
-}
 
 
 def _key(name: str) -> str:
@@ -84,12 +78,6 @@ def resolve(name: str) -> type[Evaluator]:
     canonical = _LOOKUP.get(_key(name))
     if canonical is not None:
         return _REGISTRY[canonical]
-    for planned, needs in NOT_YET_AVAILABLE.items():
-        if _key(planned) == _key(name):
-            raise ConfigError(
-                f"metric {name!r} needs {needs}, which this release of evalrunner does not "
-                f"ship yet. Available now: {', '.join(_REGISTRY)}."
-            )
     metric_owner = _metric_owner(name)
     if metric_owner is not None:
         raise ConfigError(

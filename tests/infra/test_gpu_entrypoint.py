@@ -101,6 +101,8 @@ def test_the_image_bakes_every_model_of_models_json_once():
     assert "google/flan-t5-base" in hub  # HHEM's own tokenizer, loaded by its code
     assert [f.name for f in fetches if f.kind == "detoxify"] == ["original"]
     assert len(hub) == len(set(hub))
+    # BERTScore uses the packaged MiniLM in the image too: same numbers as on a laptop
+    assert "sentence-transformers/all-MiniLM-L6-v2" not in hub
 
     calls: list[tuple[str, str]] = []
     fetch_models.fetch(

@@ -129,4 +129,5 @@ def test_the_repository_models_file_names_the_cloud_defaults():
     assert defaults["embedding"] == "BAAI/bge-small-en-v1.5"
     assert defaults["perplexity"] == "distilbert/distilgpt2"
     assert defaults["toxicity"] == "detoxify/original"
-    assert "hallucination" in defaults and "nli" in defaults and "bertscore" in defaults
+    assert defaults["bertscore"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "hallucination" in defaults and "nli" in defaults

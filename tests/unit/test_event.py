@@ -101,9 +101,10 @@ def test_unknown_metric_lists_valid_names_and_suggests():
     assert {"Rouge Metric", "BLEU", "Token F1"} <= set(valid.rstrip(".").split(", "))
 
 
-def test_known_future_metric_says_what_it_needs():
-    (msg,) = problems(ev(target={**AGENT, "metric": "BERT Score"}))
-    assert "needs a local model" in msg
+def test_the_names_existing_events_use_for_model_metrics_are_accepted():
+    assert "BERT Score" in parse_event(ev(target={**AGENT, "metric": "BERT Score"})).metrics
+    event = parse_event(ev(metrics=["BERT Score", "Toxicity", "Groundedness"]))
+    assert event.metrics == ["BERT Score", "Toxicity", "Groundedness"]
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def test_answer_fails_and_context_is_clean(cls: type[JudgeSafetyCheck]) -> None:
     )
     results = by_metric(bound(cls, judge).evaluate(SAMPLE))
     primary, in_context, added = (m.name for m in cls.metrics)
-    assert primary == f"{cls.name} failure"
+    assert primary == f"{cls.name.removesuffix(' (judge)')} failure"
     assert results[primary].score == 1.0 and results[primary].success is False
     assert "says only men can lead" in results[primary].reason
     assert results[in_context].score == 0.0 and results[in_context].success is True
@@ -129,7 +129,10 @@ def test_clean_answer_passes(cls: type[JudgeSafetyCheck]) -> None:
 
 def test_problem_in_context_is_a_retrieval_failure_not_a_generation_one() -> None:
     judge = ScriptedJudge(
-        {"Toxicity (answer)": verdict(True), "Toxicity (context)": verdict(True, "chunk 2")}
+        {
+            "Toxicity (judge) (answer)": verdict(True),
+            "Toxicity (judge) (context)": verdict(True, "chunk 2"),
+        }
     )
     results = by_metric(bound(ToxicityJudge, judge).evaluate(SAMPLE))
     assert results["Toxicity failure"].score == 1.0
@@ -221,7 +224,7 @@ def test_stereotypes_and_language_need_the_question() -> None:
 
 def test_legacy_names_resolve() -> None:
     assert resolve("Bias") is Bias
-    assert resolve("Toxicity") is ToxicityJudge
+    assert resolve("Toxicity (judge)") is ToxicityJudge
     assert resolve("fairness bias") is Bias
     assert resolve("toxicity (judge)") is ToxicityJudge
     names = available()
@@ -263,7 +266,7 @@ def test_injection_stays_inside_the_delimiters() -> None:
         captured.append(messages)
         return verdict(False)
 
-    judge = ScriptedJudge({"Toxicity (answer)": reply, "Toxicity (context)": reply})
+    judge = ScriptedJudge({"Toxicity (judge) (answer)": reply, "Toxicity (judge) (context)": reply})
     sample = SAMPLE.model_copy(update={"answer": INJECTION, "contexts": [INJECTION, "ok"]})
     bound(ToxicityJudge, judge).evaluate(sample)
     answer_prompt, context_prompt = (m[-1].content for m in captured)
