@@ -19,4 +19,9 @@ from evalrunner.evaluators import (  # noqa: F401
     judge_safety,
     judge_quality,
     semantic,
+    bertscore,
+    hallucination,
+    toxicity,
+    perplexity,
+    summarization,
 )

@@ -133,15 +133,25 @@ class ModelHub:
 
     def cross_encoder(self, name: str, role: ModelRole) -> PairScorer:
         def build(path: Path) -> PairScorer:
+            if _has_remote_code(path):
+                return PairScorer(self._remote_pair_model(path), name=name, batch_size=8)
             from sentence_transformers import CrossEncoder
 
-            remote = _has_remote_code(path)
-            model = CrossEncoder(
-                str(path), device=self.device, local_files_only=True, trust_remote_code=remote
-            )
+            model = CrossEncoder(str(path), device=self.device, local_files_only=True)
             return PairScorer(self._half(model), name=name, batch_size=self.batch_size)
 
         return self._get("cross-encoder", name, role, build)
+
+    def _remote_pair_model(self, path: Path) -> Any:
+        """A pair classifier that ships its own code and ``predict(pairs)`` (Vectara's HHEM,
+        which wraps each pair in its prompt template and loads its own tokenizer); it is
+        baked into the image deliberately, so its code is trusted when found locally."""
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained(
+            str(path), trust_remote_code=True, local_files_only=True
+        )
+        return _PredictAdapter(self._half(model.to(self.device)).eval())
 
     def classifier(self, name: str, role: ModelRole = ModelRole.TOXICITY) -> Classifier:
         """A detoxify model: 'detoxify/<type>' (from the torch hub cache, as the GPU image
@@ -236,9 +246,28 @@ class ModelHub:
         return {"device": self.device, "models": self.used, "work": counters}
 
 
+class _PredictAdapter:
+    """Gives a model with its own ``predict(pairs) -> scores`` the CrossEncoder surface
+    :class:`PairScorer` uses (one output per pair)."""
+
+    num_labels = 1
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.config = model, model.config
+
+    def predict(self, pairs: list[tuple[str, str]], **_: Any) -> Any:
+        import numpy as np
+        import torch
+
+        with torch.inference_mode():
+            scores = self.model.predict(pairs)
+        if hasattr(scores, "detach"):
+            scores = scores.detach().float().cpu().numpy()
+        return np.asarray(scores, dtype=np.float32).reshape(len(pairs), 1)
+
+
 def _has_remote_code(path: Path) -> bool:
-    """Models such as Vectara's HHEM ship their own modelling code (config 'auto_map'); the
-    image bakes them deliberately, so their code is trusted when they are found locally."""
+    """Models such as Vectara's HHEM ship their own modelling code (config 'auto_map')."""
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
