@@ -49,6 +49,14 @@ class ModelEvaluator(BatchEvaluator):
                 return str(chosen)
         return default_model(role)
 
+    #: Other roles this evaluator loads a model for (besides its own ``role``).
+    extra_roles: ClassVar[tuple[ModelRole, ...]] = ()
+
+    def models_used(self) -> list[str]:
+        """The models this run's scores depend on: a regression is only meaningful between
+        runs scored with the same ones."""
+        return [self.model_name(), *(self.model_name(r) for r in self.extra_roles)]
+
     def model_unavailable(self, exc: ModelUnavailable) -> str:
         self.hub.report(exc, self.name)
         return (

@@ -113,6 +113,12 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
         value = _clip(float(a @ e))
         return {self.name: Scored(value, f"cosine similarity {value:.2f} ({encoder.name})")}
 
+    def models_used(self) -> list[str]:
+        chosen = self.options.cross_encoder  # type: ignore[attr-defined]
+        if not chosen:
+            return super().models_used()
+        return [chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)]
+
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         chosen = self.options.cross_encoder  # type: ignore[attr-defined]
         if not chosen:

@@ -140,6 +140,8 @@ class Summarization(ModelEvaluator):
         ),
     )
 
+    extra_roles = (ModelRole.EMBEDDING,)
+
     def model_name(self, role: ModelRole | None = None) -> str:
         chosen = self.options.embedding_model  # type: ignore[attr-defined]
         if role is ModelRole.EMBEDDING and chosen:

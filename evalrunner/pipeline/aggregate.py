@@ -169,6 +169,9 @@ def aggregate_run(
 
     rows = case_rows(items, records)
     infos = metric_infos(evaluators)
+    by_evaluator = (scored.get("models") or {}).get("by_evaluator", {})
+    for info in infos:
+        info.model = by_evaluator.get(info.evaluator)
     stats = compute_stats(rows, infos, config.iterations)
     finished = (now or datetime.now(UTC)).isoformat(timespec="seconds")
     data = ReportData(

@@ -77,8 +77,14 @@ def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> d
         for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
             scores[item.item_id].extend(r.model_dump(mode="json") for r in results)
     notices = hub.notices()
+    used = {
+        e.name: ", ".join(dict.fromkeys(e.models_used()))
+        for e in evaluators
+        if isinstance(e, ModelEvaluator)
+    }
     store.put_json(
-        store.scores_key(run_id), {"items": scores, "notices": notices, "models": hub.stats()}
+        store.scores_key(run_id),
+        {"items": scores, "notices": notices, "models": {**hub.stats(), "by_evaluator": used}},
     )
     out: dict[str, Any] = {"evaluators": [e.name for e in evaluators], "samples": len(samples)}
     if notices:

@@ -46,6 +46,9 @@ class MetricInfo(BaseModel):
     primary: bool
     threshold: float
     higher_is_better: bool
+    #: The model(s) that produced the scores (model metrics only): runs scored with other
+    #: models are not compared.
+    model: str | None = None
 
 
 class MetricStats(BaseModel):

@@ -71,8 +71,16 @@ def compare(
     if min_drop < 0:
         raise ValueError(f"min_drop must be 0 or more, got {min_drop}")
 
-    base_metrics = {m.metric for m in baseline.metrics}
-    common = [m for m in current.metrics if m.metric in base_metrics]
+    base_metrics = {m.metric: m for m in baseline.metrics}
+    common, model_changed = [], []
+    for m in current.metrics:
+        before = base_metrics.get(m.metric)
+        if before is None:
+            continue
+        if m.model and before.model and m.model != before.model:
+            model_changed.append(f"{m.metric} ({before.model} → {m.model})")
+        else:
+            common.append(m)
     cur_scores, base_scores = case_scores(current), case_scores(baseline)
 
     deltas: list[MetricDelta] = []
@@ -139,6 +147,9 @@ def compare(
         if fixed:
             reasons.append(_flip_text(fixed, "failed now pass", "failed now passes"))
         reasons += [f"worse (not a primary metric): {_change_text(d, label)}" for d in worse_other]
+
+    if model_changed:  # different models score on different scales: no verdict from them
+        reasons.append(f"not compared, scored with another model: {'; '.join(model_changed)}")
 
     prefix = baseline_report_prefix
     if prefix is None:

@@ -83,6 +83,10 @@ def test_the_gpu_task_scores_model_metrics_and_reports_a_missing_model_once(
     (notice,) = scored["notices"]
     assert notice["model"] == "BAAI/bge-small-en-v1.5" and notice["evaluators"] == ["Groundedness"]
     assert scored["models"]["models"][encoder]["device"] == "cpu"
+    assert scored["models"]["by_evaluator"] == {
+        "Answer semantic similarity": encoder,
+        "Groundedness": "BAAI/bge-small-en-v1.5",
+    }
     work = scored["models"]["work"][f"sentence-transformers:{encoder}"]
     assert work["computed"] < work["requested"]  # the second iteration's texts were cached
 
@@ -99,6 +103,10 @@ def test_the_gpu_task_scores_model_metrics_and_reports_a_missing_model_once(
     assert by_metric["Groundedness"]["skipped"] == 6 and by_metric["Groundedness"]["count"] == 0
     assert by_metric["Answer semantic similarity"]["count"] == 6
     assert summary["models"]["device"] == "cpu"
+    report = json.loads(store.get_bytes(summary["reports"]["report"]))
+    models = {m["metric"]: m["model"] for m in report["metrics"]}
+    assert models["Answer semantic similarity"] == encoder  # regressions compare like with like
+    assert models["Exact match"] is None
 
 
 def test_the_image_defaults_come_from_the_models_file(

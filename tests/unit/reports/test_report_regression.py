@@ -319,3 +319,21 @@ def test_bad_arguments_are_refused():
         compare(base, base, confidence=95)
     with pytest.raises(ValueError, match="resamples"):
         compare(base, base, resamples=0)
+
+
+def test_a_metric_scored_with_another_model_is_not_compared():
+    minilm = ROUGE.model_copy(
+        update={"metric": "Groundedness", "evaluator": "Groundedness", "model": "all-MiniLM-L6-v2"}
+    )
+    bge = minilm.model_copy(update={"model": "BAAI/bge-small-en-v1.5"})
+    base = run({f"c{i}": [0.9] for i in range(30)}, info=minilm, run_id="base")
+    cur = run({f"c{i}": [0.3] for i in range(30)}, info=bge)
+    reg = compare(cur, base)
+    assert reg.verdict == "no significant change" and reg.deltas == []
+    assert any(
+        "not compared, scored with another model: Groundedness (all-MiniLM-L6-v2 → "
+        "BAAI/bge-small-en-v1.5)" in r
+        for r in reg.reasons
+    )
+    same = compare(run({f"c{i}": [0.3] for i in range(30)}, info=minilm), base)
+    assert same.verdict == "regression"  # same model: the drop counts
