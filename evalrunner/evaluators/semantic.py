@@ -13,6 +13,7 @@ Cosine similarities can be slightly negative for unrelated texts; scores are cli
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -52,12 +53,13 @@ class EmbeddingEvaluator(ModelEvaluator):
     def encoder(self) -> TextEncoder:
         return self.hub.encoder(self.model_name())
 
+    @abstractmethod
     def texts(self, sample: Sample) -> list[str]:
         """Every text ``score_one`` will embed for ``sample``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
-        raise NotImplementedError
+        """Raw scores of one sample from embeddings already computed for the batch."""
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         encoder = self.encoder()
