@@ -48,8 +48,9 @@ class _Memo(Generic[K]):
     values: dict[Any, np.ndarray] = field(default_factory=dict)
     counters: Counters = field(default_factory=Counters)
 
-    def get(self, keys: Sequence[Any]) -> list[np.ndarray]:
-        self.counters.requested += len(keys)
+    def get(self, keys: Sequence[Any], *, count: bool = True) -> list[np.ndarray]:
+        if count:  # a prefetch plans work; only what evaluators read counts as requested
+            self.counters.requested += len(keys)
         new = list(dict.fromkeys(k for k in keys if k not in self.values))
         for batch in length_sorted_batches(new, self.size_of, self.batch_size):
             out = self.compute(batch)
@@ -92,7 +93,7 @@ class TextEncoder:
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Encode many texts at once (one sorted pass) before evaluators ask for them."""
-        self._memo.get(list(texts))
+        self._memo.get(list(texts), count=False)
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Cosine similarity matrix (len(a), len(b))."""
