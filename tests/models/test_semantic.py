@@ -248,3 +248,15 @@ def test_names_users_type_resolve():
     assert resolve("context-mrr") is ContextMeanReciprocalRank
     assert resolve("answer semantic similarity") is AnswerSemanticSimilarity
     assert resolve("Groundedness") is Groundedness
+
+
+def test_half_precision_is_the_cuda_default_and_gives_the_same_embeddings(tiny):
+    assert ModelHub(device="cuda").fp16 and not ModelHub(device="cpu").fp16
+    assert not ModelHub(device="cuda", precision="fp32").fp16
+    texts = ["the cat sat on the mat", "paris is the capital of france"]
+    full = ModelHub(device="cpu").encoder(tiny).embed(texts)
+    hub = ModelHub(device="cpu", precision="fp16")  # the CUDA path, run on the CPU here
+    half = hub.encoder(tiny)
+    assert str(next(half.model.parameters()).dtype) == "torch.float16"
+    assert np.abs(half.embed(texts) - full).max() < 5e-3
+    assert hub.stats()["models"][tiny]["precision"] == "fp16"
