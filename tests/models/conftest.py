@@ -41,3 +41,22 @@ def _offline(monkeypatch, tmp_path):
     ):
         monkeypatch.delenv(f"EVALRUNNER_MODEL_{role}", raising=False)
     monkeypatch.delenv("EVALRUNNER_MODELS_FILE", raising=False)
+
+
+@pytest.fixture
+def count_calls(monkeypatch):
+    """``count_calls(obj, "method")`` -> a list that gets the length of the first argument
+    of every call (how many texts or pairs went to the model in each call)."""
+
+    def spy_on(obj, method: str) -> list[int]:
+        calls: list[int] = []
+        real = getattr(obj, method)
+
+        def spy(items, *args, **kwargs):
+            calls.append(len(items))
+            return real(items, *args, **kwargs)
+
+        monkeypatch.setattr(obj, method, spy)
+        return calls
+
+    return spy_on

@@ -171,19 +171,12 @@ def test_missing_model_skips_every_case_and_is_reported_once() -> None:
 
 @pytest.mark.parametrize("per_chunk", [False, True])
 def test_one_model_call_per_batch_and_repeats_computed_once(
-    tiny_models, monkeypatch, per_chunk: bool
+    tiny_models, count_calls, per_chunk: bool
 ) -> None:
     model = tiny_models["cross_encoder"]
     ev = _evaluator(model, per_chunk=per_chunk)
     scorer = ev.hub.cross_encoder(str(model), ModelRole.HALLUCINATION)
-    calls: list[int] = []
-    real = scorer.scores
-
-    def spy(pairs):
-        calls.append(len(pairs))
-        return real(pairs)
-
-    monkeypatch.setattr(scorer, "scores", spy)
+    calls = count_calls(scorer, "scores")
     same = Sample(question="q", answer=ANSWER, contexts=CHUNKS)
     other = Sample(question="q2", answer="The cat sat.", contexts=CHUNKS[:2])
     results = ev.evaluate_batch([same, other, same])

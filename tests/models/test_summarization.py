@@ -194,20 +194,13 @@ def test_empty_summary_fails_and_empty_source_is_skipped(sharp_nli, tiny_models)
 
 
 def test_one_nli_call_per_batch_and_repeats_computed_once(
-    sharp_nli, tiny_models, monkeypatch
+    sharp_nli, tiny_models, count_calls
 ) -> None:
     # Every sentence counts as faithful, so every sample also needs its embeddings.
     ev = _evaluator(sharp_nli, tiny_models["encoder"], faithful_threshold=-1.0)
     scorer = ev.hub.cross_encoder(str(sharp_nli), ModelRole.NLI)
     encoder = ev.hub.encoder(str(tiny_models["encoder"]))
-    calls: list[int] = []
-    real = scorer.scores
-
-    def spy(pairs):
-        calls.append(len(pairs))
-        return real(pairs)
-
-    monkeypatch.setattr(scorer, "scores", spy)
+    calls = count_calls(scorer, "scores")
     same = Sample(question="Summarise.", answer=SUMMARY, contexts=SOURCE)
     other = Sample(question="Summarise.", answer="The sun is hot.", contexts=SOURCE[:1])
     results = ev.evaluate_batch([same, other, same])
