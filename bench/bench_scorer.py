@@ -47,7 +47,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
+from _timing import clocks, machine_busy  # bench/ is on sys.path when run as a script
 
 from evalrunner.evaluators import Sample
 from evalrunner.evaluators.registry import resolve
@@ -473,21 +473,6 @@ def describe(suite: Suite) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- timing
-
-
-def clocks() -> tuple[float, float]:
-    """Wall time and this process's CPU time (all threads: torch's included)."""
-    return time.perf_counter(), time.process_time()
-
-
-def machine_busy() -> float:
-    """CPU seconds the whole machine has been busy since boot (/proc/stat; 0 elsewhere)."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(run: Callable[[], Any]) -> tuple[Any, float, float]:

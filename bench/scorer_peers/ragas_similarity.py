@@ -27,24 +27,13 @@ import warnings
 from importlib.metadata import version
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for _timing
+from _timing import clocks, machine_busy
+
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
-
-
-def clocks() -> tuple[float, float]:
-    return time.perf_counter(), time.process_time()
-
-
-def machine_busy() -> float:
-    """CPU seconds the whole machine has been busy since boot (as in bench_scorer.py)."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(run, warm, full, repeats: int) -> dict:
