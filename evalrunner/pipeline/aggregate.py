@@ -326,8 +326,8 @@ def model_problems(notices: list[dict[str, Any]]) -> list[Problem]:
             severity="high",
             type="model_unavailable",
             description=(
-                f"{', '.join(n['evaluators'])} skipped: {n['role']} model {n['model']!r} "
-                "is not available"
+                # one model can serve several roles (MiniLM: embeddings and BERTScore)
+                f"{', '.join(n['evaluators'])} skipped: model {n['model']!r} is not available"
             ),
             suggested_action=n["how"],
         )
