@@ -565,9 +565,9 @@ def list_metrics() -> None:
         metrics = [primary, *[m for m in cls.metrics if m is not primary]]
         direction = "higher" if primary.higher_is_better else "lower"
         needs = cls.requires.value
-        role = getattr(cls, "role", None)
-        if role is not None:
-            needs = f"{role.value} model ({default_model(role)})"
+        roles = [r for r in (getattr(cls, "role", None), *getattr(cls, "extra_roles", ())) if r]
+        if roles:
+            needs = ", ".join(f"{r.value} model ({default_model(r)})" for r in roles)
         table.add_row(
             name,
             needs,

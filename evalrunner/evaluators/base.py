@@ -317,8 +317,9 @@ class BatchEvaluator(Evaluator):
             try:
                 raws = self.score_batch([samples[i] for i in ready])
             except ModelUnavailable as exc:  # never a made-up score: the evaluator is skipped
+                reason = self.model_unavailable(exc)
                 for i in ready:
-                    out[i] = self._all(status="skipped", reason=self.model_unavailable(exc))
+                    out[i] = self._all(status="skipped", reason=reason)
             except Exception as exc:
                 reason = f"error: {type(exc).__name__}: {exc}"
                 for i in ready:

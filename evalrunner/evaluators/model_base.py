@@ -19,7 +19,7 @@ class ModelOptions(BaseModel):
     model: str | None = Field(
         default=None,
         description="model name or local path; default: the role's default "
-        "(see `evalrunner metrics` and the README, 'Models')",
+        "(see `evalrunner metrics` and the README, 'Model metrics')",
     )
 
 
