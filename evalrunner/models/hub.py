@@ -83,7 +83,14 @@ class ModelHub:
 
     # ------------------------------------------------------------------ loading
 
-    def _get(self, kind: str, name: str, role: ModelRole, build: Callable[[Path], T]) -> T:
+    def _get(
+        self,
+        kind: str,
+        name: str,
+        role: ModelRole,
+        build: Callable[[Path], T],
+        path: Path | None = None,
+    ) -> T:
         key = (kind, name)
         if key in self._loaded:
             return self._loaded[key]
@@ -92,7 +99,7 @@ class ModelHub:
         started = time.perf_counter()
         try:
             _torch()
-            path = locate(name, role)
+            path = path or locate(name, role)
             model = build(path)
         except ModelUnavailable as exc:
             self._failed[key] = exc
@@ -179,7 +186,7 @@ class ModelHub:
         if name.startswith("detoxify/") and model_type in DETOXIFY_TYPES:
             cached = _detoxify_checkpoint(model_type)
             if cached is not None:
-                return self._get("detoxify", name, role, lambda _: build(cached))
+                return self._get("detoxify", name, role, build, path=cached)
         return self._get("detoxify", name, role, build)
 
     def causal_lm(self, name: str, role: ModelRole = ModelRole.PERPLEXITY) -> CausalLM:

@@ -145,3 +145,26 @@ def test_the_exact_name_is_the_model_evaluator_and_the_judge_keeps_its_metrics()
     ]
     assert Toxicity.primary_metric().name == "Toxicity"
     assert [m.name for m in Toxicity.metrics] == list(METRICS)
+
+
+def test_the_default_model_is_found_where_the_image_bakes_it(
+    tiny_models, detoxify_direct, tmp_path, monkeypatch
+):
+    """`detoxify/original` (the default) is read from the torch hub cache, where detoxify
+    itself downloads it while the GPU image is built."""
+    import shutil
+
+    from detoxify.detoxify import MODEL_URLS
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    cache = tmp_path / "torch" / "hub" / "checkpoints"
+    cache.mkdir(parents=True)
+    (checkpoint,) = tiny_models["detoxify"].glob("*.ckpt")
+    shutil.copy(checkpoint, cache / MODEL_URLS["original"].rsplit("/", 1)[-1])
+
+    ev = Toxicity()
+    ev.models = ModelHub(device="cpu")
+    (case,) = by_metric(ev.evaluate_batch(answers(TEXTS[0])))
+    assert case["Toxicity"].status == "scored"
+    assert case["Toxicity"].score == pytest.approx(detoxify_direct[TEXTS[0]]["toxicity"], abs=1e-6)
+    assert ev.hub.stats()["models"]["detoxify/original"]["path"].startswith(str(cache))
