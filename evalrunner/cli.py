@@ -94,16 +94,24 @@ def judge_cache_dir() -> Path:
     return Path(base) / "evalrunner" / "judge"
 
 
-def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: bool) -> Any:
+def _execute_local(
+    event: dict[str, Any],
+    suite: Path,
+    out_dir: Path,
+    quiet: bool,
+    *,
+    stall_timeout: float | None = None,
+    resume: str | None = None,
+) -> Any:
     from evalrunner.engine import LocalEngine
 
     judge = event.get("judge")
     if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
         event = {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
     _check_suite(suite, event)
-    engine = LocalEngine()
+    engine = LocalEngine(stall_timeout=stall_timeout)
     if quiet:
-        return engine.run(event, suite=suite, out_dir=out_dir)
+        return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
     bar, task = _progress_bar()
     with bar:
 
@@ -116,7 +124,7 @@ def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: boo
                 description=f"{p.phase}",
             )
 
-        return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update)
+        return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update, resume=resume)
 
 
 def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> int:
@@ -262,11 +270,30 @@ def run(
     max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            help="Seconds with nothing running before the run is declared stuck and stopped "
+            "with exit 3, reports written for the cases that finished (default "
+            "$EVALRUNNER_STALL_TIMEOUT, else 120).",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Run id of a run that stopped part-way (its error message names it): "
+            "the cases it finished are kept and only the rest are run. Same --suite, "
+            "--target and --out as the stopped run.",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
+        if resume and len(target) > 1:
+            raise EventError("--resume continues one run: give exactly one --target with it")
         events = []
         for spec in target:
             event: dict[str, Any] = {
@@ -289,7 +316,17 @@ def run(
                 event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
             _check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
-        results = [_execute_local(ev, suite, out_dir, quiet or as_json) for ev in events]
+        results = [
+            _execute_local(
+                ev,
+                suite,
+                out_dir,
+                quiet or as_json,
+                stall_timeout=stall_timeout,
+                resume=resume,
+            )
+            for ev in events
+        ]
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:

@@ -7,6 +7,8 @@ Prepare step of the state machine fails the execution with it.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class EvalRunnerError(Exception):
     """Base class: the message is shown to the user verbatim."""
@@ -92,3 +94,16 @@ class ExecutionFailed(EvalRunnerError):
     """The state machine execution itself failed (not a single case)."""
 
     code = "ExecutionFailed"
+
+
+class EngineStalled(ExecutionFailed):
+    """The embedded engine stopped making progress (a dead interpreter thread, a lost job).
+
+    Carries the run id to resume and the reports written for the cases that did finish."""
+
+    code = "EngineStalled"
+
+    def __init__(self, message: str, *, run_id: str | None = None, files: list[Any] | None = None):
+        super().__init__(message)
+        self.run_id = run_id
+        self.files = list(files or [])

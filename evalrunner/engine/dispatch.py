@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from moto.awslambda_simple.models import LambdaSimpleBackend
+from evalrunner.engine.moto_compat import routed_lambda_invocations
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -81,27 +81,8 @@ def _error_payload(exc: BaseException) -> bytes:
     ).encode("utf-8")
 
 
-_install_lock = threading.Lock()
-
-
 @contextmanager
 def dispatching(dispatcher: Dispatcher) -> Iterator[Dispatcher]:
     """Route moto's Lambda invocations to ``dispatcher`` for the duration of the block."""
-    with _install_lock:
-        original = LambdaSimpleBackend.invoke
-
-        def invoke(
-            self: LambdaSimpleBackend,
-            function_name: str,
-            qualifier: str | None,
-            body: Any,
-            headers: Any,
-            response_headers: Any,
-        ) -> bytes:
-            return dispatcher.invoke(function_name, body, response_headers)
-
-        LambdaSimpleBackend.invoke = invoke  # type: ignore[method-assign]
-        try:
-            yield dispatcher
-        finally:
-            LambdaSimpleBackend.invoke = original  # type: ignore[method-assign]
+    with routed_lambda_invocations(dispatcher.invoke):
+        yield dispatcher

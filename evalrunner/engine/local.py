@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import threading
 import time
 import zipfile
@@ -25,10 +26,11 @@ import boto3
 from moto import mock_aws
 
 import state_machines
-from evalrunner.engine.dispatch import Dispatcher, Handler, dispatching
+from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
+from evalrunner.engine.moto_compat import install_iterative_map_workers, interpreter_speedups
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
-from evalrunner.engine.speedups import interpreter_speedups
-from evalrunner.errors import ExecutionFailed
+from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
+from evalrunner.errors import EngineStalled, ExecutionFailed
 from evalrunner.pipeline.run_case import target_session
 
 REGION = "us-east-1"
@@ -90,8 +92,11 @@ class LocalEngine:
         poll_seconds: float = 0.25,
         log_level: str = "WARNING",
         aws_session: boto3.Session | None = None,
+        stall_timeout: float | None = None,
     ) -> None:
-        """``aws_session`` reaches real AWS targets; default: the environment's credentials."""
+        """``aws_session`` reaches real AWS targets; default: the environment's credentials.
+        ``stall_timeout``: seconds with nothing running before the run is declared stuck
+        (default ``EVALRUNNER_STALL_TIMEOUT``, else 120)."""
         self.functions = {
             **pipeline_handlers(),
             **local_target_functions(),
@@ -100,6 +105,10 @@ class LocalEngine:
         self.poll_seconds = poll_seconds
         self.log_level = log_level
         self.aws_session = unmock(aws_session) if aws_session is not None else None
+        self.stall_timeout = (
+            stall_timeout if stall_timeout is not None else stall_timeout_from_env()
+        )
+        install_iterative_map_workers()
 
     # -- public ---------------------------------------------------------------------------
     def run(
@@ -109,16 +118,24 @@ class LocalEngine:
         suite: Path | bytes,
         out_dir: Path,
         on_progress: Callable[[Progress], None] | None = None,
+        resume: str | None = None,
     ) -> RunResult:
-        """Upload the suite to the event's key, execute the state machine, copy the reports."""
+        """Upload the suite to the event's key, execute the state machine, copy the reports.
+
+        ``resume``: the run id of a run that stopped part-way (its case records were saved
+        under ``out_dir/runs/<run_id>/``); the cases it finished are not run again."""
         started = time.perf_counter()
         progress = Progress()
         lock = threading.Lock()
+        run_ids: list[str] = []
+        if resume:
+            event = {**event, "run_id": resume}
 
         def observe(name: str, ev: dict[str, Any], result: Any, exc: BaseException | None) -> None:
             with lock:
                 if name == PIPELINE_FUNCTIONS["PrepareFunctionArn"] and result:
                     progress.total, progress.phase = int(result.get("item_count", 0)), "cases"
+                    run_ids.append(str(result.get("run_id")))
                 elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"]:
                     if exc is None and "failure" not in ev:
                         progress.done += 1
@@ -132,7 +149,9 @@ class LocalEngine:
                     progress.phase = "done"
 
         data = suite.read_bytes() if isinstance(suite, Path) else suite
-        dispatcher = Dispatcher(self.functions, observer=observe)
+        watchdog = Watchdog(stall_timeout=self.stall_timeout)
+        handlers = {name: watchdog.track(name, fn) for name, fn in self.functions.items()}
+        dispatcher = Dispatcher(handlers, observer=observe)
         session = None
         judge = event.get("judge") or {}
         if needs_real_aws(event.get("target", {}), set(self.functions)) or "bedrock" in judge:
@@ -142,19 +161,26 @@ class LocalEngine:
             interpreter_speedups(),
             dispatching(dispatcher),
             target_session(session),
+            watchdog.threads.watching(),
         ):
             definition = self.deploy(data, event["key"])
             self.seed_reports(out_dir, event.get("target", {}))
+            if resume:
+                self.seed_records(out_dir, resume)
             sfn = boto3.client("stepfunctions", region_name=REGION)
             arn = sfn.start_execution(
                 stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
                 input=json.dumps(event),
             )["executionArn"]
-            description = self._follow(sfn, arn, progress, lock, on_progress)
+            description = self._follow(sfn, arn, progress, lock, on_progress, watchdog)
+            if isinstance(description, Stall):
+                raise self._salvage(description, run_ids, progress, out_dir, handlers)
             if description["status"] != "SUCCEEDED":
                 raise ExecutionFailed(_failure_message(description))
             summary = json.loads(description["output"])
             files = self._download(summary, out_dir)
+        if resume:
+            shutil.rmtree(_saved_run_dir(out_dir, resume), ignore_errors=True)
         return RunResult(
             summary=summary,
             execution_arn=arn,
@@ -255,7 +281,8 @@ class LocalEngine:
         progress: Progress,
         lock: threading.Lock,
         on_progress: Callable[[Progress], None] | None,
-    ) -> dict[str, Any]:
+        watchdog: Watchdog,
+    ) -> dict[str, Any] | Stall:
         while True:
             description = sfn.describe_execution(executionArn=arn)
             if on_progress:
@@ -266,7 +293,91 @@ class LocalEngine:
                 on_progress(snapshot)
             if description["status"] != "RUNNING":
                 return description
+            stall = watchdog.check()
+            if stall is not None:
+                return stall
             time.sleep(self.poll_seconds)
+
+    def seed_records(self, out_dir: Path, run_id: str) -> int:
+        """Put the case records a stopped run saved back into the embedded bucket."""
+        folder = _saved_run_dir(out_dir, run_id)
+        if not folder.is_dir():
+            raise ExecutionFailed(
+                f"--resume {run_id}: no saved run in {folder}; resume from the --out folder "
+                "the stopped run wrote to"
+            )
+        s3 = boto3.client("s3", region_name=REGION)
+        count = 0
+        for path in sorted(folder.glob("cases/*.json")):
+            key = f"runs/{run_id}/cases/{path.name}"
+            s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+            count += 1
+        return count
+
+    def _salvage(
+        self,
+        stall: Stall,
+        run_ids: list[str],
+        progress: Progress,
+        out_dir: Path,
+        handlers: Mapping[str, Handler],
+    ) -> EngineStalled:
+        """What a stuck run still owes the user: its finished cases saved for a resume, and
+        reports for them, made by the same Score and Aggregate handlers the machine calls."""
+        lead = f"the embedded engine stopped making progress: {stall.reason}."
+        if not run_ids:
+            return EngineStalled(f"{lead} No case had started; nothing was written.")
+        run_id = run_ids[-1]
+        saved = self._save_records(run_id, out_dir)
+        state: dict[str, Any] = {
+            "run_id": run_id,
+            "bucket": BUCKET,
+            "map_failure": {"Error": "Engine.Stalled", "Cause": stall.reason},
+        }
+        files: list[Path] = []
+        stalled_in, progress.phase = progress.phase, "salvaging"
+        try:
+            if stalled_in in ("starting", "cases"):
+                try:
+                    handlers[PIPELINE_FUNCTIONS["ScoreFunctionArn"]](
+                        {"run_id": run_id, "bucket": BUCKET}, _context("evalrunner-score")
+                    )
+                except Exception as exc:  # reported by Aggregate as the Score failure
+                    state["score_failure"] = {"Error": type(exc).__name__, "Cause": str(exc)}
+            summary = handlers[PIPELINE_FUNCTIONS["AggregateFunctionArn"]](
+                {"state": state}, _context("evalrunner-aggregate")
+            )
+            files = self._download(summary, out_dir)
+        except Exception as exc:
+            return EngineStalled(
+                f"{lead} {saved} finished cases were saved in "
+                f"{_saved_run_dir(out_dir, run_id)}, but their reports could not be "
+                f"written ({type(exc).__name__}: {exc}). To run the rest: repeat the "
+                f"command with --resume {run_id}.",
+                run_id=run_id,
+            )
+        where = files[0].parent if files else out_dir
+        return EngineStalled(
+            f"{lead} {saved} of {progress.total} case runs had finished; their reports are in "
+            f"{where} (the others are marked as failed tasks). To run only the rest: repeat "
+            f"the same command with --resume {run_id}.",
+            run_id=run_id,
+            files=files,
+        )
+
+    def _save_records(self, run_id: str, out_dir: Path) -> int:
+        s3 = boto3.client("s3", region_name=REGION)
+        folder = _saved_run_dir(out_dir, run_id) / "cases"
+        folder.mkdir(parents=True, exist_ok=True)
+        count = 0
+        for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=BUCKET, Prefix=f"runs/{run_id}/cases/"
+        ):
+            for obj in page.get("Contents", []):
+                body = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
+                (folder / obj["Key"].rsplit("/", 1)[-1]).write_bytes(body)
+                count += 1
+        return count
 
     def _download(self, summary: dict[str, Any], out_dir: Path) -> list[Path]:
         s3 = boto3.client("s3", region_name=REGION)
@@ -277,6 +388,18 @@ class LocalEngine:
             path.write_bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
             files.append(path)
         return files
+
+
+def _saved_run_dir(out_dir: Path, run_id: str) -> Path:
+    """Where a stopped run keeps its case records for ``--resume``."""
+    return out_dir / "runs" / run_id
+
+
+def _context(name: str) -> LambdaContext:
+    return LambdaContext(
+        function_name=name,
+        invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}",
+    )
 
 
 def _placeholder_zip() -> bytes:

@@ -1,0 +1,221 @@
+"""Everything the local engine changes inside moto's Step Functions interpreter, in one place.
+
+Written for moto 5.2.5 (``MOTO_VERSION``); ``tests/unit/engine/test_moto_compat.py`` names that
+version and checks each patch still fits the code it patches, so a moto upgrade that moves
+one of these seams fails there, loudly, rather than in a user's run.
+
+What is patched, and why:
+
+- **Map workers loop instead of recursing.** moto's Map workers (the inline iteration worker
+  and the two distributed ones, vendored from LocalStack) take their next job by calling
+  ``_eval_pool`` recursively, once per item, so a worker that runs more than about 985 items
+  dies with ``RecursionError`` in its thread and the Map waits forever for jobs nobody runs.
+  In each of them the recursive call is the method's last statement (a tail call), so a
+  trampoline turns it into a loop without copying moto's bodies: the patched method runs the
+  original, and a nested call only records its arguments for the loop to run next.
+  The upstream report is ``docs/upstream/moto-map-worker-recursion.md``.
+- **Two caches** (JSONPath parsing and boto3 clients for Lambda tasks): moto rebuilds a yacc
+  JSONPath parser per path and a boto3 client per task; the cached versions return the same
+  objects, so behaviour is unchanged and the per-case overhead roughly halves.
+- **The Lambda seam**: where moto's docker-free Lambda backend would return a canned payload,
+  the engine's dispatcher calls the real handler.
+- **Thread failures are collected**, not only printed: an interpreter thread that dies is the
+  one failure the interpreter itself never reports, so the engine's watchdog reads them here.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import moto
+from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+    iteration_worker,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor import (
+    distributed_item_processor_worker as distributed_processor,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iterator import (
+    distributed_iterator_worker as distributed_iterator,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.utils import json_path
+
+MOTO_VERSION = "5.2.5"
+
+#: The classes whose ``_eval_pool`` recurses once per Map item in moto 5.2.5.
+MAP_WORKER_CLASSES: tuple[type, ...] = (
+    iteration_worker.IterationWorker,
+    distributed_processor.DistributedItemProcessorWorker,
+    distributed_iterator.DistributedIteratorWorker,
+)
+
+_PENDING = "_evalrunner_pending_pool"
+_LOOPING = "_evalrunner_pool_looping"
+_patch_lock = threading.Lock()
+
+
+def _iterative(original: Callable[..., None]) -> Callable[..., None]:
+    """A trampoline around one class's recursive ``_eval_pool``."""
+
+    @functools.wraps(original)
+    def _eval_pool(self: Any, job: Any, worker_frame: Any) -> None:
+        if self.__dict__.get(_LOOPING):
+            # The tail call of the original: hand the next job to the loop below.
+            self.__dict__[_PENDING] = (job, worker_frame)
+            return
+        self.__dict__[_LOOPING] = True
+        try:
+            pending: tuple[Any, Any] | None = (job, worker_frame)
+            while pending is not None:
+                self.__dict__[_PENDING] = None
+                original(self, job=pending[0], worker_frame=pending[1])
+                pending = self.__dict__[_PENDING]
+        finally:
+            self.__dict__[_LOOPING] = False
+
+    _eval_pool.__evalrunner_original__ = original  # type: ignore[attr-defined]
+    return _eval_pool
+
+
+def install_iterative_map_workers() -> None:
+    """Make every Map worker loop. Idempotent, and process-wide on purpose: a recursing worker
+    is never what anyone wants, and patching per run would race with other runs' threads."""
+    with _patch_lock:
+        for cls in MAP_WORKER_CLASSES:
+            current = cls.__dict__["_eval_pool"]
+            if not hasattr(current, "__evalrunner_original__"):
+                cls._eval_pool = _iterative(current)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def interpreter_speedups() -> Iterator[None]:
+    """The JSONPath and boto3-client caches, for the duration of one run."""
+    with _patch_lock:
+        original_parse = json_path.parse
+        original_client = lambda_eval_utils.boto_client_for
+        cached_parse = functools.lru_cache(maxsize=4096)(original_parse)
+        clients: dict[tuple[str, str], Any] = {}
+        clients_lock = threading.Lock()
+
+        def client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+            key = (region, service)
+            with clients_lock:
+                if key not in clients:
+                    clients[key] = original_client(
+                        region=region, service=service, state_credentials=state_credentials
+                    )
+                return clients[key]
+
+        json_path.parse = cached_parse
+        lambda_eval_utils.boto_client_for = client_for
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            json_path.parse = original_parse
+            lambda_eval_utils.boto_client_for = original_client
+
+
+LambdaInvoke = Callable[[str, Any, dict[str, str]], bytes]
+
+
+@contextmanager
+def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
+    """Send moto's docker-free Lambda invocations to ``invoke(function_name, body, headers)``."""
+    with _patch_lock:
+        original = LambdaSimpleBackend.invoke
+
+        def patched(
+            self: LambdaSimpleBackend,
+            function_name: str,
+            qualifier: str | None,
+            body: Any,
+            headers: Any,
+            response_headers: Any,
+        ) -> bytes:
+            return invoke(function_name, body, response_headers)
+
+        LambdaSimpleBackend.invoke = patched  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            LambdaSimpleBackend.invoke = original  # type: ignore[method-assign]
+
+
+@dataclass(frozen=True)
+class ThreadFailure:
+    """An interpreter thread that ended with an exception."""
+
+    thread_name: str
+    error: str
+
+
+class ThreadFailures:
+    """Collects exceptions that end interpreter threads while a run is watched.
+
+    ``threading.excepthook`` is process-wide; the collector keeps only failures whose traceback
+    passes through moto's Step Functions package, so an unrelated thread of the host program
+    never fails a run, and chains to the previous hook so nothing is hidden."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: list[ThreadFailure] = []
+
+    @property
+    def failures(self) -> list[ThreadFailure]:
+        with self._lock:
+            return list(self._failures)
+
+    def _record(self, args: threading.ExceptHookArgs) -> None:
+        tb = args.exc_traceback
+        interpreter = False
+        while tb is not None:
+            if tb.tb_frame.f_globals.get("__name__", "").startswith("moto.stepfunctions"):
+                interpreter = True
+                break
+            tb = tb.tb_next
+        if interpreter:
+            name = args.thread.name if args.thread is not None else "?"
+            text = f"{args.exc_type.__name__}: {args.exc_value}"
+            with self._lock:
+                self._failures.append(ThreadFailure(name, text[:500]))
+
+    @contextmanager
+    def watching(self) -> Iterator[ThreadFailures]:
+        with _patch_lock:
+            previous = threading.excepthook
+
+            def hook(args: threading.ExceptHookArgs) -> None:
+                self._record(args)
+                previous(args)
+
+            threading.excepthook = hook
+        try:
+            yield self
+        finally:
+            with _patch_lock:
+                if threading.excepthook is hook:
+                    threading.excepthook = previous
+
+
+def installed_moto_version() -> str:
+    return str(getattr(moto, "__version__", "unknown"))
+
+
+__all__ = [
+    "MAP_WORKER_CLASSES",
+    "MOTO_VERSION",
+    "ThreadFailure",
+    "ThreadFailures",
+    "install_iterative_map_workers",
+    "installed_moto_version",
+    "interpreter_speedups",
+    "routed_lambda_invocations",
+]

@@ -1,0 +1,138 @@
+"""The local engine's patches still fit the moto they were written for, and do their job.
+
+If this file fails after a moto upgrade, re-read ``evalrunner/engine/moto_compat.py`` against
+the new moto before changing the pin: each test names the seam it guards.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from evalrunner.engine import moto_compat
+from evalrunner.engine.moto_compat import (
+    MAP_WORKER_CLASSES,
+    MOTO_VERSION,
+    ThreadFailures,
+    install_iterative_map_workers,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_written_for_the_pinned_moto():
+    assert moto_compat.installed_moto_version() == MOTO_VERSION
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    assert re.search(rf'"moto\[[^\]]*\]=={re.escape(MOTO_VERSION)}"', pyproject)
+
+
+@pytest.mark.parametrize("cls", MAP_WORKER_CLASSES, ids=lambda c: c.__name__)
+def test_each_map_worker_recursion_is_a_tail_call(cls):
+    """The trampoline is only correct if ``_eval_pool``'s one recursive call is its last
+    statement: then running it later, in a loop, is the same as running it nested."""
+    install_iterative_map_workers()
+    original = cls.__dict__["_eval_pool"].__evalrunner_original__
+    tree = ast.parse(textwrap.dedent(inspect.getsource(original)))
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    calls = [
+        node
+        for node in ast.walk(func)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "_eval_pool"
+    ]
+    assert len(calls) == 1
+    last = func.body[-1]
+    assert isinstance(last, ast.Expr) and last.value is calls[0]
+    assert {k.arg for k in calls[0].keywords} == {"job", "worker_frame"}
+
+
+def test_installing_twice_wraps_once():
+    install_iterative_map_workers()
+    first = [cls.__dict__["_eval_pool"] for cls in MAP_WORKER_CLASSES]
+    install_iterative_map_workers()
+    assert [cls.__dict__["_eval_pool"] for cls in MAP_WORKER_CLASSES] == first
+
+
+def _distributed_map(items: int) -> dict:
+    """A Distributed Map over an S3 JSON array, one worker, a Pass state per item."""
+    definition = {
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "MaxConcurrency": 1,
+                "ItemReader": {
+                    "Resource": "arn:aws:states:::s3:getObject",
+                    "ReaderConfig": {"InputType": "JSON"},
+                    "Parameters": {"Bucket": "compat", "Key": "items.json"},
+                },
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                    "StartAt": "Echo",
+                    "States": {"Echo": {"Type": "Pass", "End": True}},
+                },
+                "End": True,
+            }
+        },
+    }
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="compat")
+        s3.put_object(Bucket="compat", Key="items.json", Body=json.dumps(list(range(items))))
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        machine = sfn.create_state_machine(
+            name="compat",
+            definition=json.dumps(definition),
+            roleArn="arn:aws:iam::123456789012:role/compat",
+        )["stateMachineArn"]
+        arn = sfn.start_execution(stateMachineArn=machine, input="{}")["executionArn"]
+        deadline = threading.Event()
+        for _ in range(1200):  # bounded: 120 s at most, far beyond the few seconds it takes
+            description = sfn.describe_execution(executionArn=arn)
+            if description["status"] != "RUNNING":
+                return description
+            deadline.wait(0.1)
+    pytest.fail("the distributed Map never finished: a worker thread died (recursion?)")
+
+
+def test_one_worker_runs_more_items_than_the_recursion_limit_allows():
+    """Before the fix each item cost several stack frames of one worker thread; with a
+    recursion limit of 400 a worker died after a few dozen items and the Map waited forever.
+    With the loop, the items a worker can run no longer depend on the recursion limit."""
+    install_iterative_map_workers()
+    limit = sys.getrecursionlimit()
+    failures = ThreadFailures()
+    sys.setrecursionlimit(400)
+    try:
+        with failures.watching():
+            description = _distributed_map(600)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert failures.failures == []
+    assert description["status"] == "SUCCEEDED"
+    assert json.loads(description["output"]) == list(range(600))
+
+
+def test_thread_failures_keep_interpreter_threads_only():
+    failures = ThreadFailures()
+
+    def unrelated() -> None:
+        raise ValueError("not the interpreter")
+
+    with failures.watching():
+        thread = threading.Thread(target=unrelated, name="host-thread")
+        thread.start()
+        thread.join()
+    assert failures.failures == []
