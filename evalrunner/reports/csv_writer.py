@@ -1,5 +1,13 @@
-"""CSV rendering. Answers come from a model and are untrusted: a cell that a spreadsheet would
-read as a formula is neutralised with a leading apostrophe (OWASP's CSV-injection advice)."""
+"""CSV rendering. Answers come from a model and are untrusted, so two things hold for every
+cell: a cell a spreadsheet would read as a formula is neutralised (:mod:`.formulas`, the rule
+the xlsx writer uses too), and a cell holding a line break is quoted, so it stays one cell.
+
+Records end with CRLF (RFC 4180, what Excel writes). Python's writer quotes a field for the
+characters of its own line terminator only: with the former ``"\\n"`` a bare CR went out
+unquoted, spreadsheets and Python's csv split the record there, and ``Sure.\\r=cmd|...``
+put a live ``=cmd|...`` at the start of a cell of its own. With CRLF both CR and LF force
+the quotes.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +15,15 @@ import csv
 import io
 from collections.abc import Sequence
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+from evalrunner.reports.formulas import neutralise
 
-
-def neutralise(cell: str) -> str:
-    if cell.startswith(_FORMULA_STARTS) and not _is_number(cell):
-        return "'" + cell
-    return cell
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
+__all__ = ["neutralise", "to_csv"]
 
 
 def to_csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> bytes:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    """The table as CSV bytes: every cell neutralised, every cell with a line break quoted."""
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow([neutralise(h) for h in header])
     writer.writerows([[neutralise(c) for c in row] for row in rows])
     # utf-8-sig: Excel opens the file with the right encoding on a double click.

@@ -6,10 +6,12 @@ typed numbers (sorting and filters work), a frozen header and case column, an au
 wrapped long text, green/red success cells and a colour scale on scores.
 
 Answers come from a model and are untrusted. Every string cell that a spreadsheet would read as
-a formula is neutralised like in the CSV files (:func:`csv_writer.neutralise`) and stored with
-the string type, so openpyxl can never turn it into a formula either. Characters that XML
-cannot carry are dropped, and text over Excel's cell limit is truncated with a marker rather
-than producing a file Excel "repairs" on open.
+a formula is neutralised by the rule the CSV files use (:func:`formulas.neutralise`: a user who
+edits the cell and presses Enter would otherwise bring the formula to life) and stored with
+the string type, so openpyxl can never turn it into a formula either. Numbers are written as
+numbers and never pass through the rule: a score of -0.5 stays a number, not the text "'-0.5".
+Characters that XML cannot carry are dropped, and text over Excel's cell limit is truncated
+with a marker rather than producing a file Excel "repairs" on open.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from evalrunner.reports.csv_writer import neutralise
+from evalrunner.reports.formulas import neutralise
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
 from evalrunner.reports.stats import (
     DETAIL_COLUMNS,

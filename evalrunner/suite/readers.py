@@ -10,9 +10,11 @@ Formats:
 
 - ``.xlsx`` / ``.xlsm``: the first sheet whose first non-empty row has a question header
   (so an Instructions sheet may come first); row numbers are the spreadsheet's.
-- ``.csv``: UTF-8 (a byte-order mark is fine), delimiter ``,`` ``;`` or tab, chosen as the
-  one that splits the header row into recognised columns; row numbers count records with
-  the header as row 1, i.e. the row numbers a spreadsheet app shows for the file.
+- ``.csv``: UTF-8, or UTF-16/UTF-32 with a byte-order mark (:mod:`.encoding`), delimiter
+  ``,`` ``;`` or tab, chosen as the one that splits the header row into recognised columns;
+  row numbers count records with the header as row 1, i.e. the row numbers a spreadsheet app
+  shows for the file. Quotes are read strictly: an unclosed one is an error, not a cell that
+  swallows the rest of the file.
 - ``.json``: a list of row objects, ``{"cases": [...]}``, the H2O Eval Studio test-suite
   JSON (``tests[].test_cases[]``) or the H2O test-lab JSON (``dataset.inputs[]`` with
   answers already computed); see :func:`_read_h2o_lab` for the choice among models.
@@ -35,6 +37,7 @@ from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner.errors import SuiteError
+from evalrunner.suite import xlsx_checks
 from evalrunner.suite.columns import (
     ALIASES,
     CellError,
@@ -46,6 +49,8 @@ from evalrunner.suite.columns import (
     parse_list,
     parse_text,
 )
+from evalrunner.suite.csv_errors import csv_error
+from evalrunner.suite.encoding import decode_text
 from evalrunner.suite.model import Suite, TestCase
 
 #: File extension -> format name.
@@ -269,6 +274,7 @@ def _tabular_rows(
 
 
 def _read_xlsx(data: bytes, source: str) -> list[_Row]:
+    xlsx_checks.refuse_ole_container(data, source=source)
     try:
         # data_only: a formula cell is read as the value Excel saved, not as "=...".
         workbook = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
@@ -290,6 +296,9 @@ def _read_xlsx(data: bytes, source: str) -> list[_Row]:
             continue
         number, cells = header
         if any(canonical_column(c) == "question" for c in cells if c is not None):
+            xlsx_checks.refuse_formulas_without_values(
+                data, sheet, source=source, header_row=number
+            )
             return _tabular_rows(records, source=source, sheet=sheet.title)
         shown = ", ".join(f"'{str(c).strip()}'" for c in cells if not _is_blank([c]))
         looked.append(f"'{sheet.title}' (row {number}: {_truncate(shown, 120)})")
@@ -326,22 +335,26 @@ def _pick_delimiter(text: str) -> str:
 
 
 def _read_csv(data: bytes, source: str) -> list[_Row]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError(
-            f"the file is not UTF-8 text (byte {exc.start} cannot be decoded); in Excel save "
-            "it as 'CSV UTF-8 (Comma delimited)'",
-            source=source,
-        ) from None
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_pick_delimiter(text))
+    text = decode_text(data, source=source, kind="csv")
+    delimiter = _pick_delimiter(text)
+    # strict: without it, a quote that never closes makes csv read the rest of the file into
+    # one cell and report nothing, so cases vanish; with it, that is an error we can place.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     records: list[tuple[int, Sequence[object]]] = []
+    start_line = 1  # the line of the file where the record being read begins
     try:
         for number, record in enumerate(reader, start=1):
             records.append((number, record))
+            start_line = reader.line_num + 1
     except csv.Error as exc:
-        raise SuiteError(
-            f"the CSV cannot be parsed: {exc}", source=source, row=len(records) + 1
+        raise csv_error(
+            exc,
+            text,
+            delimiter,
+            source=source,
+            row=len(records) + 1,
+            line=start_line,
+            header=next((r for _, r in records if not _is_blank(r)), None),
         ) from None
     return _tabular_rows(records, source=source, sheet=None)
 
@@ -357,12 +370,9 @@ _JSON_SHAPES = (
 
 
 def _read_json(data: bytes, source: str) -> list[_Row]:
+    text = decode_text(data, source=source, kind="json")
     try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise SuiteError(
-            f"the file is not UTF-8 text (byte {exc.start} cannot be decoded)", source=source
-        ) from None
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SuiteError(
             f"the file is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",

@@ -7,10 +7,12 @@ import pytest
 
 from evalrunner.evaluators.conditions import (
     MAX_DEPTH,
+    REGEX_TIMEOUT,
     ConditionError,
     ConditionTimeout,
     parse_condition,
 )
+from tests.support.scaling import BACKSTOP_SECONDS
 
 EXAMPLE = '("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"'
 
@@ -206,12 +208,14 @@ def test_deep_nesting_is_an_error_not_a_recursion_crash():
 @pytest.mark.parametrize("condition", [["REGEXP:(a+)+$"], '"a" AND regexp("(a+)+$")'])
 def test_catastrophic_backtracking_times_out_quickly(condition):
     c = parse_condition(condition)
-    start = time.perf_counter()
+    start = time.monotonic()
     with pytest.raises(ConditionTimeout) as info:
         c.holds("a" * 5000 + "b")
-    assert time.perf_counter() - start < 1.0
+    # Without the timeout this match never ends (2**5000 paths); any finite bound proves it
+    # stopped, and a generous one cannot flake on a loaded machine.
+    assert time.monotonic() - start < BACKSTOP_SECONDS
     assert isinstance(info.value, ConditionError) and isinstance(info.value, ValueError)
-    assert "timed out" in str(info.value)
+    assert f"timed out after {REGEX_TIMEOUT:g} s" in str(info.value)
     assert info.value.position == ("[0]" if isinstance(condition, list) else 8)
     assert c.holds("a" * 50)  # the same pattern is fine on benign text
 

@@ -2,7 +2,7 @@
 with the PII and secret detectors or the case's condition; evasive encodings; linear time."""
 
 import base64
-import time
+from collections.abc import Callable
 
 import pytest
 
@@ -12,6 +12,7 @@ from evalrunner.evaluators.encoding import (
     decode_segment,
     find_encoded,
 )
+from tests.support.scaling import SHRINK, assert_linear
 
 AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 GITHUB = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
@@ -255,27 +256,33 @@ def test_check_case_reports_a_bad_condition():
 
 N = 100_000
 
+#: Adversarial answers of about n characters, built per size so that a quarter-size answer
+#: has the same structure (a truncated base64 string would not decode the same way).
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "A": lambda n: "A" * n,
+    "QUFB": lambda n: "QUFB" * (n // 4),  # decodes to "A"s: scanned for PII/secrets, then nested
+    "short": lambda n: "aaaaaaaaaaaaaaa " * (n // 16),  # tokens just under the minimum
+    "wrapped": lambda n: "\n".join(["QUFBQUFBQUFBQUFB"] * (n // 17)),  # a wrapped block
+    "wrapped-junk": lambda n: "\n".join(["abcdefghijklmnop"] * (n // 17)),  # joins, no decode
+    "hex": lambda n: "41" * (n // 2),
+    "eq": lambda n: "a=" * (n // 2),
+    "many": lambda n: "SGVsbG8gd29ybGQh " * (n // 17),  # thousands of small segments
+    "nested": lambda n: b64(b64("card 4111 1111 1111 1111 " * (n * 19 // 1000)))[:n],
+}
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "A" * N,
-        "QUFB" * (N // 4),  # decodes to 75k "A"s: scanned for PII and secrets, then nested
-        "aaaaaaaaaaaaaaa " * (N // 16),  # tokens just under the minimum
-        "\n".join(["QUFBQUFBQUFBQUFB"] * (N // 17)),  # a wrapped block of 5,882 lines
-        "\n".join(["abcdefghijklmnop"] * (N // 17)),  # lines that join but do not decode
-        "41" * (N // 2),
-        "a=" * (N // 2),
-        "SGVsbG8gd29ybGQh " * (N // 17),  # thousands of small segments
-        b64(b64("card 4111 1111 1111 1111 " * 1900))[:N],
-    ],
-    ids=["A", "QUFB", "short", "wrapped", "wrapped-junk", "hex", "eq", "many", "nested"],
-)
-def test_adversarial_100k_characters_finish_fast(answer):
-    start = time.perf_counter()
-    results = EncodingGuardrail().evaluate(Sample(question="q", answer=answer))
-    assert time.perf_counter() - start < 1.0
-    assert all(r.status == "scored" for r in results)
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_adversarial_100k_characters_take_linear_time(name):
+    """No backtracking or quadratic pass: 4x the answer costs about 4x the CPU time (see
+    tests/support/scaling.py; no wall-clock bound, which a loaded machine breaks)."""
+    make = ADVERSARIAL[name]
+    guardrail = EncodingGuardrail()
+
+    def evaluate(answer: str) -> list:
+        return guardrail.evaluate(Sample(question="q", answer=answer))
+
+    assert_linear(evaluate, make(N // SHRINK), make(N))
+    assert all(r.status == "scored" for r in evaluate(make(N)))
 
 
 def test_a_secret_encoded_in_a_retrieved_chunk_is_a_context_leak():

@@ -1,7 +1,6 @@
 """Looping detection: unique sentences, longest repeated substring, compression ratio."""
 
 import random
-import time
 import zlib
 from collections import Counter
 
@@ -9,6 +8,7 @@ import pytest
 
 from evalrunner.evaluators import Sample, resolve
 from evalrunner.evaluators.looping import longest_repeat, sentences
+from tests.support.scaling import assert_linear, quarter
 
 NORMAL = (
     "Employees get 25 days of paid annual leave per calendar year. Up to five unused days "
@@ -108,10 +108,11 @@ def test_longest_repeat_with_more_than_65535_symbols():
     ],
     ids=["prose", "loop", "one-letter"],
 )
-def test_longest_repeat_is_fast_on_20k_characters(text):
-    start = time.perf_counter()
+def test_longest_repeat_takes_linear_time_on_20k_characters(text):
+    """4x the text costs about 4x the CPU time (tests/support/scaling.py), not a wall-clock
+    bound that a loaded machine breaks."""
+    assert_linear(longest_repeat, quarter(text), text)
     length, positions = longest_repeat(text)
-    assert time.perf_counter() - start < 1.0  # a guard, not a benchmark (a few ms expected)
     assert length > 0 and len(positions) >= 2
 
 

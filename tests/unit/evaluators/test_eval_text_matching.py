@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from evalrunner.evaluators import Sample, resolve
 from evalrunner.evaluators.text_matching import TextMatching
+from tests.support.scaling import BACKSTOP_SECONDS
 
 EXAMPLE = '("Brazil" OR "brazil") AND regexp("15,?969 [Mm]illion") AND NOT "Real"'
 GOOD = "Brazil spent 15,969 million on it."
@@ -86,9 +87,10 @@ def test_list_form_reason_names_the_failing_item():
 
 def test_regex_timeout_is_a_parse_failure_not_a_hang():
     evil = "a" * 5000 + "b"
-    start = time.perf_counter()
+    start = time.monotonic()
     r = run(sample(evil, [evil], condition=["REGEXP:(a+)+$"]))
-    assert time.perf_counter() - start < 1.0
+    # Without the timeout this match never ends; a generous bound cannot flake under load.
+    assert time.monotonic() - start < BACKSTOP_SECONDS
     assert r["Parse failures"].score == 1.0 and r["Parse failures"].success is False
     assert "timed out on the answer" in r["Parse failures"].reason
     assert "on the context" in r["Parse failures"].reason

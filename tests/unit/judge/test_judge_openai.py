@@ -143,7 +143,9 @@ def test_retry_after_is_capped_by_the_timeout(judge_stub: JudgeStub) -> None:
     )
     start = time.monotonic()
     ask(judge_stub.judge(timeout_seconds=0.4))
-    assert 0.35 <= time.monotonic() - start < 2
+    # At least the capped wait, far less than the 30 s asked for (a generous upper bound,
+    # so a loaded machine cannot fail it).
+    assert 0.35 <= time.monotonic() - start < 15
 
 
 def test_500_forever_gives_up_after_max_retries(judge_stub: JudgeStub) -> None:
@@ -174,7 +176,9 @@ def test_a_hanging_server_is_bounded_by_the_timeout(judge_stub: JudgeStub) -> No
     with pytest.raises(JudgeError) as info:
         ask(judge)
     elapsed = time.monotonic() - start
-    assert elapsed < 1.5  # 2 attempts x 0.3 s plus at most one capped backoff
+    # 2 attempts x 0.3 s plus a capped backoff, against 2 x 30 s without the timeout: the
+    # bound is generous so a loaded machine cannot fail it.
+    assert elapsed < 15
     assert len(judge_stub.requests) == 2
     assert "timeout_seconds=0.3" in info.value.message
 

@@ -84,7 +84,9 @@ def test_standard_timeout_stops_the_execution(
     started = time.monotonic()
     with pytest.raises(TargetTimeout, match=r"timeout_seconds=0\.3"):
         target.invoke(make_case())
-    assert time.monotonic() - started < 2
+    # The workflow waits 60 s; a bound far below that proves the timeout stopped the wait,
+    # and one far above 0.3 s cannot flake on a loaded machine.
+    assert time.monotonic() - started < 20
     (execution,) = sfn.list_executions(stateMachineArn=arn)["executions"]
     for _ in range(40):  # moto applies StopExecution asynchronously
         status = sfn.describe_execution(executionArn=execution["executionArn"])["status"]

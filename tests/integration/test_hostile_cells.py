@@ -1,0 +1,121 @@
+"""Hostile text through the whole local run: a loopback target that answers with formulas
+(bare CR, LF, tab, full-width, leading space) and a suite whose cells are formulas too. Every
+case keeps its row in details.csv and details.xlsx, no cell is a live formula, and the files
+read back as written. And the issue's broken suite: an unclosed quote exits 2, not 0."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openpyxl import load_workbook
+from typer.testing import CliRunner
+
+from evalrunner.cli import app
+from evalrunner.reports.formulas import neutralise
+
+#: What the target answers, by question number.
+ANSWERS = [
+    "Sure.\r=cmd|' /C calc'!A0",
+    "Sure.\n=cmd|' /C calc'!A0",
+    '=HYPERLINK("http://evil.example","click")',
+    "\t=1+1",
+    " @SUM(1+1)*cmd|' /C calc'!A0",
+    "\n-2+3",
+    "＝1+1",
+    "\u3000＋cmd",
+    "-0.5",
+]
+
+#: Suite cells are untrusted too: each question is a formula after its number.
+QUESTIONS = [
+    f'=HYPERLINK("q{i}")' if i % 2 else f"q{i}\r=cmd|' /C calc'!A" for i in range(len(ANSWERS))
+]
+
+
+@pytest.fixture
+def target() -> Iterator[str]:
+    """127.0.0.1 server: the answer is picked by the number in the question's text."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            number = int("".join(c for c in body["question"] if c.isdigit()))
+            payload = json.dumps({"answer": ANSWERS[number]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/ask"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def run(suite: Path, target: str, out: Path) -> Any:
+    spec = json.dumps({"url": target, "max_retries": 0})
+    args = ["run", "--suite", str(suite), "--target", spec, "--out", str(out), "--quiet"]
+    return CliRunner().invoke(app, [*args, "--metric", "Exact match"], catch_exceptions=False)
+
+
+def test_hostile_answers_and_cells_stay_text_in_their_own_rows(tmp_path: Path, target: str):
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(["question", "expected_answer"])
+    writer.writerows([[q, a] for q, a in zip(QUESTIONS, ANSWERS, strict=True)])
+    suite = tmp_path / "hostile.csv"
+    suite.write_text(buffer.getvalue(), encoding="utf-8", newline="")
+
+    result = run(suite, target, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+
+    details = next((tmp_path / "out").rglob("*-details.csv")).read_bytes().decode("utf-8-sig")
+    records = list(csv.reader(io.StringIO(details, newline="")))
+    header = records[0]
+    assert len(records) == 1 + len(ANSWERS)  # a CR or LF split no record
+    assert all(len(r) == len(header) for r in records)
+    by_question = {r[header.index("question")]: r for r in records[1:]}
+    for question, answer in zip(QUESTIONS, ANSWERS, strict=True):
+        record = by_question[neutralise(question)]
+        assert record[header.index("answer")] == neutralise(answer)
+        assert record[header.index("status")] == "ok"
+    # The target's answers equal the expected ones: a number stays a number, not "'1.0000".
+    assert {r[header.index("Exact match score")] for r in records[1:]} == {"1.0000"}
+
+    book = load_workbook(next((tmp_path / "out").rglob("*-details.xlsx")))
+    sheet = book["Details"]
+    names = [c.value for c in sheet[1]]
+    answers = [sheet.cell(r, names.index("answer") + 1) for r in range(2, sheet.max_row + 1)]
+    expected = sorted(neutralise(a).replace("\r", "\n") for a in ANSWERS)
+    assert sorted(c.value for c in answers) == expected
+    assert all(c.data_type == "s" for c in answers)
+    for sheet in book.worksheets:
+        for line in sheet.iter_rows():
+            assert all(c.data_type != "f" for c in line)
+
+
+def test_an_unclosed_quote_in_the_suite_exits_2_and_writes_nothing(tmp_path: Path, target: str):
+    suite = tmp_path / "broken.csv"
+    suite.write_bytes(b'question,expected_answer\n"What is 2+2?,4\nSecond question,5\n')
+    result = run(suite, target, tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    assert "row 2, column 'question'" in result.stderr and "never closed" in result.stderr
+    assert not (tmp_path / "out").exists()
