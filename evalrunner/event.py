@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrunner import network, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 
@@ -218,6 +219,8 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
                     )
                 continue
             resolved_options[cls.name] = value
+    problems.extend(secrets.event_problems(raw))
+    problems.extend(network.event_problems(raw))
     judge = raw.get("judge")
     if isinstance(judge, dict):
         from evalrunner.judge.config import JudgeConfig

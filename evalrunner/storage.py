@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from evalrunner.errors import StorageError
+from evalrunner.redaction import redact_bytes, redact_value
 
 RUNS_PREFIX = "runs/"
 REPORTS_PREFIX = "test-reports/"
@@ -70,10 +71,16 @@ class RunStore:
             return None
 
     def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        """Every object the run writes goes through here, so text is redacted here: no
+        secret the process has read reaches a record, a report or the summary."""
+        if content_type.startswith(("text/", "application/json")):
+            data = redact_bytes(data)
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
     def put_json(self, key: str, value: Any) -> None:
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = json.dumps(redact_value(value), ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8"
+        )
         self.put_bytes(key, data, "application/json")
 
     def list_keys(self, prefix: str) -> list[str]:
