@@ -23,6 +23,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import socket
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -46,6 +47,10 @@ Resolver = Callable[[str, int], list[str]]
 METADATA_ADDRESSES = frozenset(
     {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
 )
+
+METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "instance-data"})
+#: Hosts made of digits, hex digits, "x" and dots: the numeric spellings of an IPv4 address.
+_NUMERIC_HOST = re.compile(r"[0-9a-fx.]+")
 
 
 class NetworkPolicy(BaseModel):
@@ -179,17 +184,14 @@ def check_url(
 
 
 def _may_be_metadata(url: str) -> bool:
-    """Locally, a cheap pre-filter: only resolve hosts that could be a metadata address."""
+    """Locally, a cheap pre-filter: resolve only hosts that could be a metadata address (IP
+    literals in any spelling the resolver accepts, e.g. 0xa9.0xfe.0xa9.0xfe, and the
+    well-known metadata names), not every DNS name on every call."""
     try:
         host = (parse_url(url).host or "").strip("[]").lower()
     except LocationParseError:
         return False
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        # a name: only the well-known metadata names are worth a lookup locally
-        return host in ("metadata", "metadata.google.internal", "instance-data") or host.isdigit()
-    return True
+    return ":" in host or bool(_NUMERIC_HOST.fullmatch(host)) or host in METADATA_NAMES
 
 
 def event_urls(event: Mapping[str, Any]) -> list[tuple[str, str]]:
