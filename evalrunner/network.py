@@ -83,7 +83,7 @@ def _parse(raw: str | None) -> NetworkPolicy:
     if not raw:
         return NetworkPolicy()
     try:
-        return NetworkPolicy.model_validate({"enforce": True, **json.loads(raw)})
+        return NetworkPolicy.model_validate({**json.loads(raw), "enforce": True})
     except (ValueError, TypeError, ValidationError) as exc:
         raise ConfigError(
             f"{ENV_POLICY} is not valid ({exc}); it is written by the stack from cdk.json "

@@ -118,7 +118,7 @@ def _policy_from(raw_policy: str | None, raw_env: str | None) -> SecretPolicy:
         return SecretPolicy(allowed_env=allowed_env)
     try:
         data = json.loads(raw_policy)
-        return SecretPolicy.model_validate({"deployed": True, **data})
+        return SecretPolicy.model_validate({**data, "deployed": True})
     except (ValueError, TypeError, ValidationError) as exc:
         raise ConfigError(
             f"{ENV_POLICY} is not valid ({exc}); it is written by the stack from cdk.json, "
