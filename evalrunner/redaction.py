@@ -179,6 +179,24 @@ def register_headers(headers: dict[str, str]) -> None:
                 register(value.split(" ", 1)[1])
 
 
+def register_event(event: Any) -> None:
+    """Register every credential an event carries literally (URL user info and sensitive
+    query values of its target and judge URLs, sensitive header values), as soon as the
+    event is seen, so the logs of its own start (the execution input) are masked too."""
+    if not isinstance(event, dict):
+        return
+    target = event.get("target") if isinstance(event.get("target"), dict) else {}
+    judge = event.get("judge") if isinstance(event.get("judge"), dict) else {}
+    for owner in (target, target.get("openai"), judge.get("openai")):
+        if not isinstance(owner, dict):
+            continue
+        for field in ("url", "base_url"):
+            if isinstance(owner.get(field), str):
+                register_url(owner[field])
+        if isinstance(owner.get("headers"), dict):
+            register_headers(owner["headers"])
+
+
 def mask_config(value: Any) -> Any:
     """A configuration as reports may show it: sensitive values masked by name (header names,
     URL user info, query parameters) and registered secrets masked by value."""

@@ -25,6 +25,7 @@ import boto3
 from moto import mock_aws
 
 import state_machines
+from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, dispatching
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.speedups import interpreter_speedups
@@ -131,6 +132,7 @@ class LocalEngine:
                 elif name == PIPELINE_FUNCTIONS["AggregateFunctionArn"]:
                     progress.phase = "done"
 
+        redaction.register_event(event)  # its credentials are masked in the logs of its start
         data = suite.read_bytes() if isinstance(suite, Path) else suite
         dispatcher = Dispatcher(self.functions, observer=observe)
         session = None
