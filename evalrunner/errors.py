@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalrunner.redaction import redact
+
 
 class EvalRunnerError(Exception):
     """Base class: the message is shown to the user verbatim."""
@@ -17,6 +19,9 @@ class EvalRunnerError(Exception):
     code: str = "EvalRunnerError"
 
     def __init__(self, message: str) -> None:
+        # Every message a user sees passes here: a registered secret (a target echoing its
+        # Authorization header in an error body) never reaches a report, a log or a terminal.
+        message = redact(message)
         super().__init__(message)
         self.message = message
 

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrunner import network, redaction, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 
@@ -161,6 +162,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     if not isinstance(raw, dict):
         raise EventError(f"event: must be a JSON object, got {type(raw).__name__}")
 
+    redaction.register_event(raw)  # before anything can log or echo it
     problems: list[str] = []
     top = copy.deepcopy(_schema())
     top["properties"]["target"] = {}  # validated below, kind by kind
@@ -218,6 +220,8 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
                     )
                 continue
             resolved_options[cls.name] = value
+    problems.extend(secrets.event_problems(raw))
+    problems.extend(network.event_problems(raw))
     judge = raw.get("judge")
     if isinstance(judge, dict):
         from evalrunner.judge.config import JudgeConfig

@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from evalrunner.errors import StorageError
+from evalrunner.redaction import redact_bytes, redact_value
 
 RUNS_PREFIX = "runs/"
 REPORTS_PREFIX = "test-reports/"
@@ -69,12 +70,20 @@ class RunStore:
         except StorageError:
             return None
 
-    def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    def put_bytes(self, key: str, data: bytes, content_type: str, *, redact: bool = True) -> None:
+        """Every object the run writes goes through here, so text is redacted here: no
+        secret the process has read reaches a record, a report or the summary. Only the
+        run's own inputs (its configuration and manifest) are written with ``redact=False``:
+        they must reach the next step exactly as given."""
+        if redact and content_type.startswith(("text/", "application/json")):
+            data = redact_bytes(data)
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
-    def put_json(self, key: str, value: Any) -> None:
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.put_bytes(key, data, "application/json")
+    def put_json(self, key: str, value: Any, *, redact: bool = True) -> None:
+        data = json.dumps(
+            redact_value(value) if redact else value, ensure_ascii=False, separators=(",", ":")
+        ).encode("utf-8")
+        self.put_bytes(key, data, "application/json", redact=False)
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []

@@ -10,6 +10,8 @@ than a half-deployed stack or a run that fails at 3 a.m.:
 - scheduled runs (``schedules``): each one's event is checked with the very ``parse_event``
   the state machine uses;
 - what an uploaded suite runs with when it carries no sidecar or tags (``upload_defaults``);
+- the Secrets Manager secrets an event may name (``secrets``: full ARNs; the run-case role
+  may read exactly those) and where the runner may send requests (``network``);
 - alarms (``alarm_email``), logs and retention.
 """
 
@@ -23,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
+from evalrunner.network import NetworkPolicy
+from evalrunner.secrets import SECRET_ARN, SecretPolicy, event_problems
 
 _ARN_PARTITION = r"arn:aws[a-zA-Z-]*"
 _REGION = r"[a-z]{2}(-[a-z]+)+-\d"
@@ -176,6 +180,26 @@ class UploadDefaults(_Model):
     iterations: int | None = Field(default=None, ge=1)
 
 
+class Network(_Model):
+    """Where the deployed runner may send HTTP requests (targets and the judge)."""
+
+    #: Allow URLs resolving to loopback, private, link-local (metadata) and other internal
+    #: addresses: set it when the targets live inside your VPC.
+    allow_internal_addresses: bool = False
+    #: When not empty, only URLs starting with one of these prefixes are called.
+    allowed_url_prefixes: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_url_prefixes")
+    @classmethod
+    def _prefixes(cls, values: list[str]) -> list[str]:
+        NetworkPolicy(allowed_url_prefixes=values)  # one rule for what a prefix is
+        return values
+
+    def policy_json(self) -> str:
+        """The value of EVALRUNNER_NETWORK_POLICY on every function."""
+        return self.model_dump_json()
+
+
 class RunnerConfig(_Model):
     """``cdk.json`` → ``context`` → ``evalrunner``."""
 
@@ -186,6 +210,10 @@ class RunnerConfig(_Model):
     batch_scoring: BatchScoring = Field(default_factory=BatchScoring)
     schedules: list[Schedule] = Field(default_factory=list)
     upload_defaults: UploadDefaults = Field(default_factory=UploadDefaults)
+    #: Secrets Manager secrets (full ARNs) events may name in headers_from_secret and
+    #: api_key_secret; the run-case role may read exactly these.
+    secrets: list[str] = Field(default_factory=list)
+    network: Network = Field(default_factory=Network)
     alarm_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_retention_days: int = 90
@@ -197,6 +225,26 @@ class RunnerConfig(_Model):
     lambda_dependencies_dir: str = "build/lambda-deps"
     #: "retain" keeps the bucket and logs when the stack is deleted.
     removal_policy: Literal["retain", "destroy"] = "retain"
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not SECRET_ARN.match(value) or "*" in value:
+                raise ValueError(
+                    f"{value!r} is not a full secret ARN like arn:aws:secretsmanager:REGION:"
+                    "ACCOUNT:secret:NAME-AbCdEf (copy it from the console or 'aws "
+                    "secretsmanager describe-secret'; wildcards are not accepted)"
+                )
+        return values
+
+    def secret_policy(self) -> SecretPolicy:
+        """What the deployed functions accept (EVALRUNNER_SECRETS_POLICY)."""
+        return SecretPolicy(deployed=True, allowed_secrets=self.secrets)
+
+    def secrets_policy_json(self) -> str:
+        """The value of EVALRUNNER_SECRETS_POLICY on every function."""
+        return json.dumps({"allowed_secrets": self.secrets}, separators=(",", ":"))
 
     @field_validator("log_retention_days")
     @classmethod
@@ -224,6 +272,8 @@ class RunnerConfig(_Model):
                 problems.extend(f"{where}: event {p}" for p in exc.problems)
                 continue
             problems.extend(f"{where}: {p}" for p in self.target_problems(schedule.target))
+            deployed = event_problems(schedule.run_event(), self.secret_policy())
+            problems.extend(f"{where}: event {p}" for p in deployed)
         defaults = self.upload_defaults
         if defaults.target is not None:
             try:
@@ -234,6 +284,8 @@ class RunnerConfig(_Model):
                 problems.extend(
                     f"upload_defaults: {p}" for p in self.target_problems(defaults.target)
                 )
+                deployed = event_problems({"target": defaults.target}, self.secret_policy())
+                problems.extend(f"upload_defaults: event {p}" for p in deployed)
         return problems
 
     def target_problems(self, target: dict[str, Any]) -> list[str]:

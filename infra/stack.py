@@ -50,6 +50,8 @@ from constructs import Construct
 
 import state_machines
 from evalrunner.event import SUITE_PREFIX
+from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
+from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
 from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
 from evalrunner.upload import ENV_DEFAULT_ITERATIONS, ENV_DEFAULT_TARGET, REJECTED_PREFIX
 from infra.config import LOG_RETENTION_DAYS, RunnerConfig
@@ -399,6 +401,10 @@ class RunnerStack(Stack):
                 "POWERTOOLS_SERVICE_NAME": SERVICE,
                 "POWERTOOLS_LOG_LEVEL": self.config.log_level,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+                # Deployed policies (evalrunner.secrets / evalrunner.network): events may name
+                # only the listed secrets, and requests to internal addresses are refused.
+                ENV_SECRETS_POLICY: self.config.secrets_policy_json(),
+                ENV_NETWORK_POLICY: self.config.network.policy_json(),
                 **env,
             },
         )
@@ -425,6 +431,15 @@ class RunnerStack(Stack):
         assert role is not None
         self.runner_role = role
         t = self.config.targets
+        if self.config.secrets:
+            # Exactly the secrets cdk.json lists, whatever allow_all_targets says.
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ReadAllowedSecrets",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=list(self.config.secrets),
+                )
+            )
         if self.config.allow_all_targets:
             role.add_to_principal_policy(
                 iam.PolicyStatement(

@@ -6,7 +6,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from evalrunner import redaction
 from tests.support.judge_stub import JudgeStub
+
+
+@pytest.fixture(autouse=True)
+def _forget_registered_secrets() -> Iterator[None]:
+    """The redaction set is process-wide by design; a test's secrets must not mask the next
+    test's strings."""
+    yield
+    redaction.forget_all()
 
 
 @pytest.fixture

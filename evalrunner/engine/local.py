@@ -26,6 +26,7 @@ import boto3
 from moto import mock_aws
 
 import state_machines
+from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
 from evalrunner.engine.moto_compat import install_iterative_map_workers, interpreter_speedups
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
@@ -148,6 +149,7 @@ class LocalEngine:
                 elif name == PIPELINE_FUNCTIONS["AggregateFunctionArn"]:
                     progress.phase = "done"
 
+        redaction.register_event(event)  # its credentials are masked in the logs of its start
         data = suite.read_bytes() if isinstance(suite, Path) else suite
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
         handlers = {name: watchdog.track(name, fn) for name, fn in self.functions.items()}

@@ -12,7 +12,10 @@ class OpenAIJudge(BaseModel):
 
     base_url: str = Field(pattern=r"^https?://", description="e.g. https://api.openai.com/v1")
     model: str = Field(min_length=1)
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="env var with the key")
+    #: Env var with the key (default OPENAI_API_KEY; locally only, see evalrunner.secrets).
+    api_key_env: str | None = Field(default=None, description="env var with the key")
+    #: Secrets Manager secret (ARN or name listed in cdk.json 'secrets') with the key.
+    api_key_secret: str | None = Field(default=None, description="Secrets Manager secret")
     #: Azure OpenAI and some gateways want the key in another header, e.g. "api-key".
     api_key_header: str = "Authorization"
 

@@ -11,7 +11,6 @@ limit live in :class:`~evalrunner.judge._client._BaseJudge`.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,12 +24,15 @@ from urllib3.exceptions import (
 )
 from urllib3.util import Timeout
 
-from evalrunner.errors import ConfigError
+from evalrunner import redaction
+from evalrunner.errors import ConfigError, TargetError
 from evalrunner.judge._client import Completion, _BaseJudge
 from evalrunner.judge._retry import RETRY_STATUSES, TransientError, parse_retry_after
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.network import check_url
+from evalrunner.secrets import api_key as read_api_key
 from evalrunner.targets._common import snippet
 from evalrunner.targets.http import display_url
 
@@ -99,9 +101,10 @@ class OpenAIJudge(_BaseJudge):
         super().__init__(config, cache=cache)
         options = config.openai
         self.url = chat_completions_url(options.base_url)
-        self.api_key_env = options.api_key_env
+        self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        api_key = os.environ.get(options.api_key_env)
+        api_key = read_api_key(options.model_dump(), "judge.openai")
+        redaction.register_url(self.url)
         if api_key:  # no key: a local server (vLLM, Ollama) that wants none
             header = options.api_key_header
             bearer = header.lower() == "authorization"
@@ -173,6 +176,10 @@ class OpenAIJudge(_BaseJudge):
 
     def _post(self, body: dict[str, Any]) -> tuple[int, Any, bytes]:
         try:
+            check_url(self.url, "judge.openai.base_url")
+        except TargetError as exc:
+            raise JudgeError(exc.message) from None
+        try:
             response = self.pool.request(
                 "POST",
                 self.url,
@@ -213,8 +220,9 @@ class OpenAIJudge(_BaseJudge):
         base = f"{self.endpoint} answered HTTP {status}: {snippet(data) or '(empty body)'}."
         if status in (401, 403):
             return (
-                f"{base} Set {self.api_key_env} to a valid API key (judge.openai.api_key_env; "
-                "Azure OpenAI also needs api_key_header 'api-key')."
+                f"{base} Set {self.api_key_env} to a valid API key (judge.openai.api_key_env, "
+                "or an allowed secret in judge.openai.api_key_secret; Azure OpenAI also needs "
+                "api_key_header 'api-key')."
             )
         if status == 404:
             return (

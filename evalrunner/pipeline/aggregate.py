@@ -9,7 +9,6 @@ without a record are reported as failed tasks, so no case is ever silently missi
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +17,7 @@ from evalrunner.evaluators import Evaluator, MetricResult, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
+from evalrunner.redaction import mask_config
 from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
@@ -40,20 +40,6 @@ NO_RECORD = (
 )
 #: How many affected cases a problem carries in the execution output (the files have all).
 SUMMARY_CASES = 20
-
-_SECRET_KEY = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.I)
-
-
-def mask_secrets(value: Any) -> Any:
-    """The run configuration as reports may show it: header values and the like masked."""
-    if isinstance(value, dict):
-        return {
-            k: "***" if _SECRET_KEY.search(str(k)) and isinstance(v, str) else mask_secrets(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_secrets(v) for v in value]
-    return value
 
 
 def _failure_text(failure: Any) -> str | None:
@@ -183,7 +169,7 @@ def aggregate_run(
         started_at=config.started_at,
         finished_at=finished,
         iterations=config.iterations,
-        config=mask_secrets(
+        config=mask_config(
             config.model_dump(
                 mode="json",
                 include={

@@ -111,8 +111,11 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         case_count=len(suite.cases),
         item_count=len(items),
     )
-    store.put_json(store.manifest_key(run_id), [i.model_dump(mode="json") for i in items])
-    store.put_json(store.run_key(run_id), config.model_dump(mode="json"))
+    # Inputs of the next steps, not outputs: written as given (a header value the event put
+    # there must reach the target as it is, even after a run in this process registered it).
+    manifest = [i.model_dump(mode="json") for i in items]
+    store.put_json(store.manifest_key(run_id), manifest, redact=False)
+    store.put_json(store.run_key(run_id), config.model_dump(mode="json"), redact=False)
     return PrepareOutput(
         run_id=run_id,
         bucket=store.bucket,

@@ -17,6 +17,7 @@ import boto3
 from evalrunner.errors import TargetError
 from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample, resolve
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
+from evalrunner.redaction import redact, redact_value
 from evalrunner.run import CaseRecord, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
@@ -189,7 +190,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
     store.put_json(key, record.model_dump(mode="json"))
     out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
     if record.error:
-        out["error"] = record.error[:500]
+        out["error"] = redact(record.error)[:500]  # the execution history keeps it
     return out
 
 
@@ -208,4 +209,4 @@ def record_failure(
         item, "task_failed", f"{error}: {cause}"[:2000] if cause else error
     )
     store.put_json(key, record.model_dump(mode="json"))
-    return {"item_id": item.item_id, "status": record.status, "error": record.error}
+    return redact_value({"item_id": item.item_id, "status": record.status, "error": record.error})

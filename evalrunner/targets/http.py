@@ -2,16 +2,20 @@
 
 This is the escape hatch for systems that are not on AWS or not behind a Lambda: a FastAPI
 app, an API Gateway stage, a container on a laptop. Secrets for its headers come from
-environment variables (``headers_from_env``) so they never sit in an event or a report.
+allowed environment variables (``headers_from_env``) or, deployed, from AWS Secrets Manager
+(``headers_from_secret``), through :mod:`evalrunner.secrets`, so they never sit in an event or
+a report.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
+from evalrunner import redaction
 from evalrunner.errors import ConfigError
+from evalrunner.network import check_url
+from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._common import (
@@ -38,21 +42,6 @@ def display_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
-def headers_from_env(mapping: dict[str, str] | None) -> dict[str, str]:
-    """Resolve ``{"Authorization": "MY_TOKEN_VAR"}`` from the environment, failing loudly."""
-    headers: dict[str, str] = {}
-    for header, variable in (mapping or {}).items():
-        value = os.environ.get(variable)
-        if value is None:
-            raise ConfigError(
-                f"target.headers_from_env: header {header!r} needs environment variable "
-                f"{variable} but it is not set. Export {variable} where evalrunner runs (for "
-                "the cloud run, in the run-case function's environment)."
-            )
-        headers[header] = value
-    return headers
-
-
 class HttpTarget(Target):
     """POSTs (or PUTs) ``{question_field: question, "conversation": [...]}`` as JSON."""
 
@@ -68,10 +57,10 @@ class HttpTarget(Target):
         if self.method not in ("POST", "PUT"):
             raise ConfigError(f"target.method must be POST or PUT, got {self.method!r}")
         self.question_field = str(spec.get("question_field", "question"))
-        self.headers = {
-            **(spec.get("headers") or {}),
-            **headers_from_env(spec.get("headers_from_env")),
-        }
+        self.headers = {**(spec.get("headers") or {}), **resolve_headers(spec)}
+        # Credentials written into the event itself are masked by value too, like secrets.
+        redaction.register_headers(self.headers)
+        redaction.register_url(self.url)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.http = JsonHttpClient(
             timeout=timeout_seconds(spec),
@@ -85,11 +74,14 @@ class HttpTarget(Target):
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"{self.method} {display_url(self.url)}"
+        check_url(self.url, "target.url")
         result = self.http.send(
             self.method, self.url, question_payload(case, self.question_field), self.headers, what
         )
         if not 200 <= result.status < 300:
             raise status_error(
-                result, what, auth_hint="Check target.headers / headers_from_env credentials."
+                result,
+                what,
+                auth_hint="Check target.headers / headers_from_env / headers_from_secret.",
             )
         return adapters.normalise(result.json(what), self.mapping, source=what)

@@ -7,10 +7,12 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.network import check_url
+from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
@@ -55,8 +57,9 @@ class OpenAIChatTarget(Target):
         self.system_prompt: str | None = options.get("system_prompt")
         self.temperature = float(options.get("temperature", 0))
         self.max_tokens: int | None = options.get("max_tokens")
-        self.api_key_env = str(options.get("api_key_env", "OPENAI_API_KEY"))
-        api_key = os.environ.get(self.api_key_env)
+        self.api_key_env = str(options.get("api_key_env") or "OPENAI_API_KEY")
+        api_key = read_api_key(options, "target.openai")
+        redaction.register_url(self.url)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(
             timeout=timeout_seconds(spec),
@@ -85,12 +88,16 @@ class OpenAIChatTarget(Target):
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"model {self.model} at {display_url(self.url)}"
+        check_url(self.url, "target.openai.base_url")
         result = self.http.send("POST", self.url, self.request_body(case), self.headers, what)
         if not 200 <= result.status < 300:
             raise status_error(
                 result,
                 what,
-                auth_hint=f"Set {self.api_key_env} to a valid API key (target.openai.api_key_env).",
+                auth_hint=(
+                    f"Set {self.api_key_env} to a valid API key (target.openai.api_key_env), "
+                    "or name an allowed secret in target.openai.api_key_secret."
+                ),
             )
         body = result.json(what)
         choices = body.get("choices") if isinstance(body, dict) else None

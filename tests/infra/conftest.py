@@ -31,6 +31,14 @@ TARGETS = {
         "arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
     ],
 }
+SECRETS = [
+    f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:qa/assistant-token-AbC123",
+    f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:judge-key-XyZ789",
+]
+NETWORK = {
+    "allow_internal_addresses": True,
+    "allowed_url_prefixes": ["https://assistant.example.com/"],
+}
 SCHEDULES = [
     {
         "name": "nightly-hr",
@@ -104,6 +112,8 @@ def synth(tmp_path_factory, fake_dependencies) -> Synth:
         schedules=SCHEDULES,
         upload_defaults={"target": {"url": "https://assistant.example.com/ask"}, "iterations": 2},
         alarm_email="rag-team@example.com",
+        secrets=SECRETS,
+        network=NETWORK,
     )
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = build_app(context, outdir=str(outdir))

@@ -134,3 +134,32 @@ def test_the_readme_deploy_examples_are_valid_configuration():
     example["schedules"] = json.loads("{" + blocks[1] + "}")["schedules"]
     cfg = load_config(example)
     assert cfg.schedules[0].name == "nightly-hr" and cfg.targets.lambda_arns
+
+
+SECRET = "arn:aws:secretsmanager:eu-west-1:111122223333:secret:qa/token-AbC123"
+
+
+def test_secrets_must_be_full_secret_arns():
+    assert "secrets: Value error, 'qa/token' is not a full" in problems(secrets=["qa/token"])
+    assert "not a full secret ARN" in problems(secrets=[SECRET[:-6] + "*"])
+    assert load_config(config(secrets=[SECRET])).secrets == [SECRET]
+
+
+def test_network_prefixes_are_checked():
+    message = problems(network={"allowed_url_prefixes": ["https://api.example.com"]})
+    assert "network.allowed_url_prefixes" in message and "must be a URL prefix" in message
+    assert "network.allow_internal" in problems(network={"allow_internal": True})
+
+
+def test_schedules_and_defaults_may_name_only_listed_secrets_and_no_env_vars():
+    env_target = {"url": "https://a.example/ask", "headers_from_env": {"A": "EVALRUNNER_SECRET_A"}}
+    message = problems(upload_defaults={"target": env_target})
+    assert "upload_defaults: event target.headers_from_env.A: environment variables are not " in (
+        message
+    )
+    secret_target = {"url": "https://a.example/ask", "headers_from_secret": {"A": "qa/other"}}
+    schedule = {**GOOD_SCHEDULE, "target": secret_target}
+    message = problems(schedules=[schedule], secrets=[SECRET])
+    assert "target.headers_from_secret.A: qa/other is not an allowed secret" in message
+    ok = {**GOOD_SCHEDULE, "target": {**secret_target, "headers_from_secret": {"A": "qa/token"}}}
+    load_config(config(schedules=[ok], secrets=[SECRET]))

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match
 import state_machines
 from evalrunner.event import parse_event
 
-from .conftest import SCHEDULES, TARGETS, as_list, dump, statements
+from .conftest import NETWORK, SCHEDULES, SECRETS, TARGETS, as_list, dump, statements
 
 MAIN = "Evalrunner"
 WILDCARD = "EvalrunnerWildcard"
@@ -274,6 +274,45 @@ def test_only_the_run_case_role_calls_targets(synth):
             assert roles == [{"Ref": run_case_role}]
     outputs = synth.templates[MAIN]["Outputs"]
     assert outputs["RunnerRoleArn"]["Value"] == {"Fn::GetAtt": [run_case_role, "Arn"]}
+
+
+def test_functions_get_the_deployed_policies_from_cdk_json(synth):
+    """Every function knows it is deployed: the secrets it may read and the network policy
+    come from cdk.json, and the core parses them (evalrunner.secrets / evalrunner.network)."""
+    from evalrunner import network, secrets
+
+    functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
+    assert len(functions) == 5
+    for fn in functions:
+        env = fn["Properties"]["Environment"]["Variables"]
+        policy = secrets.current_policy({secrets.ENV_POLICY: env[secrets.ENV_POLICY]})
+        assert policy.deployed and policy.allowed_secrets == SECRETS
+        net = network.current_policy({network.ENV_POLICY: env[network.ENV_POLICY]})
+        assert net.enforce and net.model_dump(exclude={"enforce"}) == NETWORK
+
+
+def test_only_the_run_case_role_reads_exactly_the_listed_secrets(synth):
+    resources = synth.templates[MAIN]["Resources"]
+    run_case_role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "lambdas.run_case.handler"
+    )
+    reads = [
+        (p, s)
+        for p, s in statements(synth.templates[MAIN])
+        if any(a.startswith("secretsmanager:") for a in as_list(s["Action"]))
+    ]
+    assert [s["Action"] for _, s in reads] == ["secretsmanager:GetSecretValue"]
+    policy, statement = reads[0]
+    assert sorted(as_list(statement["Resource"])) == sorted(SECRETS)
+    assert resources[policy]["Properties"]["Roles"] == [{"Ref": run_case_role}]
+    wildcard = [
+        s for _, s in statements(synth.templates[WILDCARD]) if "secretsmanager" in dump(s["Action"])
+    ]
+    # allow_all_targets opens targets, not secrets: still exactly the listed ARNs
+    assert [sorted(as_list(s["Resource"])) for s in wildcard] == [sorted(SECRETS)]
 
 
 def test_allow_all_targets_is_the_only_way_to_wildcards(synth):

@@ -207,7 +207,11 @@ class JudgeStub:
         cache (each judge has its own). ``openai`` overrides merge into the openai part."""
         from evalrunner.judge.config import JudgeConfig
 
-        openai = {"base_url": self.url, "model": "stub-judge", "api_key_env": "JUDGE_STUB_KEY"}
+        openai = {
+            "base_url": self.url,
+            "model": "stub-judge",
+            "api_key_env": "EVALRUNNER_SECRET_JUDGE_STUB_KEY",
+        }
         openai.update(overrides.pop("openai", {}))
         settings: dict[str, Any] = {"timeout_seconds": 5, "max_retries": 2, "cache": True}
         settings.update(overrides)

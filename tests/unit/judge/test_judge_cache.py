@@ -38,7 +38,7 @@ MESSAGES = [
 
 @pytest.fixture(autouse=True)
 def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("JUDGE_STUB_KEY", raising=False)
+    monkeypatch.delenv("EVALRUNNER_SECRET_JUDGE_STUB_KEY", raising=False)
 
 
 def ask(judge: Any, messages: list[Message] = MESSAGES, **kwargs: Any) -> Any:

@@ -35,7 +35,11 @@ def ask(judge: Any, text: str = "Is the claim supported?", **kwargs: Any) -> Any
 
 @pytest.fixture(autouse=True)
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("JUDGE_STUB_KEY", "JUDGE_TEST_KEY", "OPENAI_API_KEY"):
+    for name in (
+        "EVALRUNNER_SECRET_JUDGE_STUB_KEY",
+        "EVALRUNNER_SECRET_JUDGE_TEST_KEY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -166,7 +170,10 @@ def test_client_errors_are_not_retried(judge_stub: JudgeStub) -> None:
     with pytest.raises(JudgeError) as info:
         ask(judge_stub.judge(max_retries=3))
     assert len(judge_stub.requests) == 1
-    assert "HTTP 401" in info.value.message and "JUDGE_STUB_KEY" in info.value.message
+    assert (
+        "HTTP 401" in info.value.message
+        and "EVALRUNNER_SECRET_JUDGE_STUB_KEY" in info.value.message
+    )
 
 
 def test_a_hanging_server_is_bounded_by_the_timeout(judge_stub: JudgeStub) -> None:
@@ -244,19 +251,19 @@ def test_unsupported_response_format_is_dropped(judge_stub: JudgeStub) -> None:
 
 
 def test_bearer_key_from_env(judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-secret")
+    monkeypatch.setenv("EVALRUNNER_SECRET_JUDGE_TEST_KEY", "sk-secret")
     judge_stub.responder = lambda messages, request: GOOD
-    ask(judge_stub.judge(openai={"api_key_env": "JUDGE_TEST_KEY"}))
+    ask(judge_stub.judge(openai={"api_key_env": "EVALRUNNER_SECRET_JUDGE_TEST_KEY"}))
     assert judge_stub.requests[0].headers["Authorization"] == "Bearer sk-secret"
 
 
 def test_azure_style_api_key_header(judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JUDGE_TEST_KEY", "azure-secret")
+    monkeypatch.setenv("EVALRUNNER_SECRET_JUDGE_TEST_KEY", "azure-secret")
     judge_stub.responder = lambda messages, request: GOOD
     judge = judge_stub.judge(
         openai={
             "base_url": judge_stub.url + "?api-version=2024-10-21",
-            "api_key_env": "JUDGE_TEST_KEY",
+            "api_key_env": "EVALRUNNER_SECRET_JUDGE_TEST_KEY",
             "api_key_header": "api-key",
         }
     )

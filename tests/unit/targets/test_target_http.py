@@ -121,18 +121,20 @@ def test_timeout_is_fast(loopback: Any, make_case: Callable[..., Any]) -> None:
 def test_headers_from_env(
     loopback: Any, monkeypatch: pytest.MonkeyPatch, make_case: Callable[..., Any]
 ) -> None:
-    monkeypatch.setenv("QA_BOT_TOKEN", "Bearer s3cret")
+    monkeypatch.setenv("EVALRUNNER_SECRET_QA_BOT_TOKEN", "Bearer s3cret")
     loopback.always(200, {"answer": "ok"})
-    target_for(loopback, headers_from_env={"Authorization": "QA_BOT_TOKEN"}).invoke(make_case())
+    target_for(
+        loopback, headers_from_env={"Authorization": "EVALRUNNER_SECRET_QA_BOT_TOKEN"}
+    ).invoke(make_case())
     assert loopback.requests[0].headers["Authorization"] == "Bearer s3cret"
 
 
 def test_missing_header_env_var_is_a_config_error(
     loopback: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("QA_BOT_TOKEN", raising=False)
-    with pytest.raises(ConfigError, match="QA_BOT_TOKEN"):
-        target_for(loopback, headers_from_env={"Authorization": "QA_BOT_TOKEN"})
+    monkeypatch.delenv("EVALRUNNER_SECRET_QA_BOT_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="EVALRUNNER_SECRET_QA_BOT_TOKEN"):
+        target_for(loopback, headers_from_env={"Authorization": "EVALRUNNER_SECRET_QA_BOT_TOKEN"})
 
 
 def test_non_json_body(loopback: Any, make_case: Callable[..., Any]) -> None:

@@ -35,10 +35,13 @@ def target_for(loopback: Any, **options: Any) -> OpenAIChatTarget:
 def test_request_and_response(
     loopback: Any, monkeypatch: pytest.MonkeyPatch, make_case: Callable[..., Any]
 ) -> None:
-    monkeypatch.setenv("MY_LLM_KEY", "sk-test")
+    monkeypatch.setenv("EVALRUNNER_SECRET_MY_LLM_KEY", "sk-test")
     loopback.always(200, completion("Twenty-five days."))
     target = target_for(
-        loopback, system_prompt="Answer briefly.", max_tokens=64, api_key_env="MY_LLM_KEY"
+        loopback,
+        system_prompt="Answer briefly.",
+        max_tokens=64,
+        api_key_env="EVALRUNNER_SECRET_MY_LLM_KEY",
     )
     case = make_case("And next year?", turns=[("user", "Days off?"), ("assistant", "25")])
     response = target.invoke(case)

@@ -1,0 +1,259 @@
+"""Keep secrets out of everything the runner writes: reports, case records, errors and logs.
+
+Two complementary nets, both applied at a few chokepoints rather than at every call site:
+
+- **By value.** Every secret the runner reads (see :mod:`evalrunner.secrets`) and every
+  credential-looking value an event carries (a sensitive header, a URL's password, an
+  ``api_key=`` query parameter) is *registered* in a process-wide set. :func:`redact` replaces
+  each registered value with ``***`` wherever it appears: in an answer that echoes a header,
+  in an error body, in a traceback. The chokepoints are :class:`~evalrunner.storage.RunStore`
+  (every object the run writes), :class:`~evalrunner.errors.EvalRunnerError` (every message
+  shown to a user) and the log record factory installed by :func:`install_log_redaction`.
+- **By name.** :func:`mask_config` shows a configuration (the event's target, headers, URLs)
+  with the values of sensitive headers, URL user info and sensitive query parameters masked,
+  whether or not they were registered.
+
+This module has no dependency inside evalrunner, so the error hierarchy and storage can use it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import re
+import threading
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+MASK = "***"
+#: Values shorter than this are not registered: masking "1" or "on" everywhere would wreck
+#: the reports and protect nothing (such a value is not a secret).
+MIN_SECRET_LENGTH = 4
+
+#: A header (or any mapping key) whose value is a credential.
+SENSITIVE_NAME = re.compile(
+    r"key|token|secret|auth|signature|password|passwd|cookie|credential|session", re.I
+)
+#: Query parameters that carry credentials (matched case-insensitively, whole name).
+SENSITIVE_QUERY = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "api-key",
+        "key",
+        "token",
+        "access_token",
+        "id_token",
+        "refresh_token",
+        "sig",
+        "signature",
+        "code",
+        "password",
+        "secret",
+        "client_secret",
+        "x-amz-signature",
+        "x-amz-security-token",
+        "x-amz-credential",
+    }
+)
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+
+
+def register(value: str | None) -> None:
+    """Add ``value`` to the set redacted everywhere in this process (short values ignored)."""
+    global _pattern
+    if not value or len(value) < MIN_SECRET_LENGTH:
+        return
+    # The forms it takes once written: as is, JSON-escaped, HTML-escaped, URL-encoded.
+    forms = {value, value.strip(), json.dumps(value)[1:-1], html.escape(value), quote(value)}
+    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    forms = {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+    with _lock:
+        if forms <= _values:
+            return
+        _values.update(forms)
+        # Longest first, so a secret that contains another is masked whole.
+        alternatives = sorted(_values, key=len, reverse=True)
+        _pattern = re.compile("|".join(re.escape(v) for v in alternatives))
+    install_log_redaction()
+
+
+def registered() -> frozenset[str]:
+    """The values being redacted (for tests and diagnostics; never print them)."""
+    with _lock:
+        return frozenset(_values)
+
+
+def forget_all() -> None:
+    """Empty the set (tests only: a real process keeps its secrets masked until it ends)."""
+    global _pattern
+    with _lock:
+        _values.clear()
+        _pattern = None
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***``."""
+    pattern = _pattern
+    if pattern is None or not text:
+        return text
+    return pattern.sub(MASK, text)
+
+
+def redact_value(value: Any) -> Any:
+    """``redact`` applied to every string inside a JSON-like value (keys included)."""
+    if _pattern is None:
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_value(k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v) for v in value]
+    return value
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """``redact`` for UTF-8 text bytes (CSV, HTML, JSON); other bytes are returned as they are."""
+    if _pattern is None:
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    cleaned = redact(text)
+    return data if cleaned == text else cleaned.encode("utf-8")
+
+
+# -- by name -----------------------------------------------------------------------------------
+
+
+def mask_url(url: str) -> str:
+    """``https://user:pw@host/p?api_key=K&q=1`` → ``https://***@host/p?api_key=***&q=1``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        masked = [(k, MASK if k.lower() in SENSITIVE_QUERY else v) for k, v in pairs]
+        query = urlencode(masked, safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credential parts of a URL: user info and sensitive query values."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found = [v for v in (parts.username, parts.password) if v]
+    found += [
+        v
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if k.lower() in SENSITIVE_QUERY and v
+    ]
+    return found
+
+
+def register_url(url: str) -> None:
+    """Register the credential parts of ``url`` so an echo of them is masked too."""
+    for value in url_secrets(url):
+        register(value)
+
+
+def register_headers(headers: dict[str, str]) -> None:
+    """Register the values of sensitive headers (``Authorization``, ``X-Functions-Key``...)."""
+    for name, value in headers.items():
+        if SENSITIVE_NAME.search(str(name)) and isinstance(value, str):
+            register(value)
+            if " " in value:  # "Bearer TOKEN": the token alone may be echoed
+                register(value.split(" ", 1)[1])
+
+
+def register_event(event: Any) -> None:
+    """Register every credential an event carries literally (URL user info and sensitive
+    query values of its target and judge URLs, sensitive header values), as soon as the
+    event is seen, so the logs of its own start (the execution input) are masked too."""
+    if not isinstance(event, dict):
+        return
+    target = event.get("target") if isinstance(event.get("target"), dict) else {}
+    judge = event.get("judge") if isinstance(event.get("judge"), dict) else {}
+    for owner in (target, target.get("openai"), judge.get("openai")):
+        if not isinstance(owner, dict):
+            continue
+        for field in ("url", "base_url"):
+            if isinstance(owner.get(field), str):
+                register_url(owner[field])
+        if isinstance(owner.get("headers"), dict):
+            register_headers(owner["headers"])
+
+
+def mask_config(value: Any) -> Any:
+    """A configuration as reports may show it: sensitive values masked by name (header names,
+    URL user info, query parameters) and registered secrets masked by value."""
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str) and SENSITIVE_NAME.search(str(k)) and not _names_a_secret(k):
+                out[k] = MASK
+            else:
+                out[k] = mask_config(v)
+        return out
+    if isinstance(value, list):
+        return [mask_config(v) for v in value]
+    if isinstance(value, str):
+        if "://" in value:
+            value = mask_url(value)
+        return redact(value)
+    return value
+
+
+def _names_a_secret(key: Any) -> bool:
+    """``api_key_env`` / ``api_key_secret`` hold the *name* of a secret, which is fine to show."""
+    return str(key).lower().endswith(("_env", "_secret", "_header"))
+
+
+# -- logs --------------------------------------------------------------------------------------
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Wrap the logging record factory so every record, from any logger and to any handler,
+    carries a redacted message and traceback. Idempotent; done on the first registration.
+
+    A factory rather than a logger filter: filters on a logger do not see records that
+    propagate from its children, and handlers (Powertools', pytest's) come and go."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if _pattern is None:
+            return record
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to the handler to report
+            return record
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and record.exc_info[0] is not None:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact(text)
+        return record
+
+    logging.setLogRecordFactory(factory)

@@ -1,0 +1,109 @@
+"""Masking by name and by value (issue 11, item 4): URLs, headers, query parameters, and every
+registered secret in errors, logs and whatever the run store writes."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from evalrunner import redaction
+from evalrunner.errors import TargetError
+from evalrunner.pipeline.aggregate import mask_config
+from evalrunner.storage import RunStore
+
+
+def test_url_user_info_and_sensitive_query_parameters_are_masked() -> None:
+    url = (
+        "https://bob:hunter2@api.example.com/v1?API_KEY=k1&apikey=k2&Key=k3&token=k4"
+        "&access_token=k5&sig=k6&Signature=k7&code=k8&password=k9&secret=k10&lang=en"
+    )
+    masked = mask_config({"target": {"url": url}})["target"]["url"]
+    for value in ("bob", "hunter2", *(f"k{i}" for i in range(1, 11))):
+        assert f"={value}&" not in masked + "&" and f"{value}@" not in masked
+    assert masked.startswith("https://***@api.example.com/v1?")
+    assert "lang=en" in masked
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Authorization",
+        "Ocp-Apim-Subscription-Key",
+        "X-Functions-Key",
+        "X-API-Key",
+        "x-amz-security-token",
+        "Cookie",
+        "X-Hub-Signature",
+        "Proxy-Authorization",
+        "X-Client-Secret",
+        "X-Password",
+    ],
+)
+def test_sensitive_headers_are_masked_by_name(header: str) -> None:
+    config = {"target": {"url": "https://h/", "headers": {header: "v4lue-x", "X-Tenant": "acme"}}}
+    headers = mask_config(config)["target"]["headers"]
+    assert headers == {header: "***", "X-Tenant": "acme"}
+
+
+def test_names_of_secrets_stay_readable() -> None:
+    config = {"openai": {"api_key_env": "EVALRUNNER_SECRET_K", "api_key_secret": "qa/key"}}
+    assert mask_config(config) == config
+
+
+def test_registered_values_are_masked_wherever_they_appear() -> None:
+    redaction.register("Bearer tok-123456")
+    config = {"target": {"url": "https://h/", "note": "sent Bearer tok-123456 twice"}}
+    assert mask_config(config)["target"]["note"] == "sent *** twice"
+    assert redaction.redact_value({"a": ["x tok-123456"]}) == {"a": ["x tok-123456"]}  # not whole
+    redaction.register_headers({"Authorization": "Bearer tok-123456"})  # the token alone too
+    assert redaction.redact_value({"a": ["x tok-123456"]}) == {"a": ["x ***"]}
+
+
+def test_escaped_forms_are_masked_too() -> None:
+    redaction.register('p"a&s<s>w/ord')
+    assert redaction.redact(json.dumps({"v": 'p"a&s<s>w/ord'})) == '{"v": "***"}'
+    assert redaction.redact("<td>p&quot;a&amp;s&lt;s&gt;w/ord</td>") == "<td>***</td>"
+    assert redaction.redact("?q=p%22a%26s%3Cs%3Ew/ord") == "?q=***"
+
+
+def test_short_values_are_not_registered() -> None:
+    redaction.register("on")
+    assert redaction.redact("only one") == "only one"
+
+
+def test_error_messages_are_redacted_at_construction() -> None:
+    redaction.register("sk-live-abcdef")
+    error = TargetError("HTTP 401: invalid key sk-live-abcdef for this account")
+    assert str(error) == error.message == "HTTP 401: invalid key *** for this account"
+
+
+def test_logs_are_redacted_whatever_the_logger(caplog: pytest.LogCaptureFixture) -> None:
+    redaction.register("sk-live-abcdef")
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("evalrunner.targets.http").warning("answer: %s", "sk-live-abcdef!")
+        logging.getLogger("urllib3.connectionpool").debug("sent sk-live-abcdef")
+        try:
+            raise ValueError("boom sk-live-abcdef")
+        except ValueError:
+            logging.getLogger("somewhere.else").exception("failed")
+    assert "sk-live-abcdef" not in caplog.text
+    assert "answer: ***!" in caplog.text and "sent ***" in caplog.text
+    assert "ValueError: boom ***" in caplog.text
+
+
+@mock_aws
+def test_the_run_store_redacts_outputs_but_keeps_inputs_exact() -> None:
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="runner-bucket")
+    store = RunStore("runner-bucket", client=s3)
+    redaction.register("sk-live-abcdef")
+    store.put_json("runs/r/cases/c.json", {"answer": "your key is sk-live-abcdef"})
+    store.put_bytes("test-reports/t/report.html", b"<p>sk-live-abcdef</p>", "text/html")
+    store.put_json("runs/r/run.json", {"headers": {"X": "sk-live-abcdef"}}, redact=False)
+    assert store.get_json("runs/r/cases/c.json") == {"answer": "your key is ***"}
+    assert store.get_bytes("test-reports/t/report.html") == b"<p>***</p>"
+    assert store.get_json("runs/r/run.json") == {"headers": {"X": "sk-live-abcdef"}}
