@@ -166,7 +166,8 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
     for gate in summary["gates"]:
         mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
         avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
-        out.print(f"gate {gate['gate']} >= {gate['threshold']}: {avg} {mark}")
+        op = ">=" if gate.get("higher_is_better", True) else "<="
+        out.print(f"gate {gate['gate']} {op} {gate['threshold']}: {avg} {mark}")
     _print_findings(summary)
     out.print("reports:")
     for path in result.files:

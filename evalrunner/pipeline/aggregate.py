@@ -70,10 +70,10 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
     run_wide = [s for s in stats if s.iteration is None]
     gates = []
     for name, minimum in config.fail_under.items():
-        match = next(
-            (s for s in run_wide if s.metric == name)
-            or (s for s in run_wide if s.evaluator == name and s.primary),
-            None,
+        # metric name first; an evaluator's name means its primary metric. (Two generators
+        # joined by ``or`` never reach the second one: a generator is always truthy.)
+        match = next((s for s in run_wide if s.metric == name), None) or next(
+            (s for s in run_wide if s.evaluator == name and s.primary), None
         )
         average = match.average if match else None
         if match is not None and not match.higher_is_better:
@@ -87,6 +87,7 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
                 "threshold": minimum,
                 "average": average,
                 "passed": passed,
+                "higher_is_better": match.higher_is_better if match else True,
             }
         )
     return gates
