@@ -4,6 +4,7 @@ itself failed."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,6 +16,7 @@ from rich.progress import Progress as Bar
 from rich.table import Table
 
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.jsonout import dump_json
 
 app = typer.Typer(
     add_completion=False,
@@ -53,10 +55,14 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
         try:
             if not sep or not name:
                 raise ValueError
-            pairs[name.strip()] = float(number)
+            parsed = float(number)
+            if not math.isfinite(parsed):
+                raise ValueError
+            pairs[name.strip()] = parsed
         except ValueError:
             raise EventError(
-                f"{option} {value!r}: expected METRIC=NUMBER, e.g. {option} 'ROUGE-L=0.4'"
+                f"{option} {value!r}: expected METRIC=NUMBER with a finite number (not NaN "
+                f"or Infinity), e.g. {option} 'ROUGE-L=0.4'"
             ) from None
     return pairs
 
@@ -122,7 +128,7 @@ def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: boo
 def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> int:
     summary = result.summary
     if as_json:
-        out.print_json(json.dumps(summary))
+        out.print_json(dump_json(summary))
         return _exit_code(summary, fail_on_regression)
     title = (
         f"{summary['target']} — {summary['suite']} "

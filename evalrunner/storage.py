@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from evalrunner.errors import StorageError
+from evalrunner.jsonout import dump_json
 
 RUNS_PREFIX = "runs/"
 REPORTS_PREFIX = "test-reports/"
@@ -73,7 +74,7 @@ class RunStore:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
     def put_json(self, key: str, value: Any) -> None:
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = dump_json(value).encode("utf-8")
         self.put_bytes(key, data, "application/json")
 
     def list_keys(self, prefix: str) -> list[str]:

@@ -19,6 +19,8 @@ from typing import Any
 
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
+from evalrunner.jsonout import dump_json
+
 Handler = Callable[[dict[str, Any], Any], Any]
 
 
@@ -68,16 +70,17 @@ class Dispatcher:
             return _error_payload(exc)
         if self.observer:
             self.observer(name, event, result, None)
-        return json.dumps(result).encode("utf-8")
+        return dump_json(result, ascii_only=True).encode("utf-8")
 
 
 def _error_payload(exc: BaseException) -> bytes:
-    return json.dumps(
+    return dump_json(
         {
             "errorMessage": str(exc),
             "errorType": type(exc).__name__,
             "stackTrace": traceback.format_exception(exc)[-5:],
-        }
+        },
+        ascii_only=True,
     ).encode("utf-8")
 
 

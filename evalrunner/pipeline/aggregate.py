@@ -8,13 +8,13 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import EvalRunnerError
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
+from evalrunner.jsonout import dump_json
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
@@ -305,7 +305,7 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
     """The summary as the execution's output: whole when it fits, else without the parts
     that grow with the run (run-level figures, problems, per-metric details), which stay in
     summary.json, so a large run cannot fail at its very last step."""
-    if len(json.dumps(summary, separators=(",", ":")).encode()) <= limit:
+    if len(dump_json(summary).encode()) <= limit:
         return summary
     trimmed = {**summary, "truncated": True}
     trimmed["run_metrics"] = {name: "see summary.json" for name in summary["run_metrics"]}
@@ -313,7 +313,7 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
         {k: p[k] for k in ("severity", "type", "metric", "affected_count") if k in p}
         for p in summary["problems"]
     ]
-    if len(json.dumps(trimmed, separators=(",", ":")).encode()) > limit:
+    if len(dump_json(trimmed).encode()) > limit:
         keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
         trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
     return trimmed
