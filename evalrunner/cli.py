@@ -1,10 +1,12 @@
-"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed, 2 bad input, 3 the run
-itself failed."""
+"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed (or a regression with
+--fail-on-regression), 2 bad input (nothing started), 3 the run itself failed, 4 the run
+finished but no target call succeeded (nothing was measured)."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,18 +17,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 from rich.table import Table
 
-from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions.",
+    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions. "
+    "Exit codes: 0 ok; 1 a gate failed (or a regression with --fail-on-regression); 2 bad "
+    "input, nothing started; 3 the run itself failed; 4 no target call succeeded.",
 )
 out = Console()
 err = Console(stderr=True)
 
-EXIT_GATE, EXIT_INPUT, EXIT_RUN = 1, 2, 3
+EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_NO_ANSWER = 1, 2, 3, 4
 DEFAULT_OUT = Path("evalrunner-out")
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
@@ -67,6 +71,24 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
     return pairs
 
 
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that cannot hold the reports before anything runs (a file, a
+    folder inside a file, a folder this user cannot write), instead of calling every target
+    and failing at the last step. Creates nothing: bad input leaves nothing behind."""
+    path = out_dir
+    while not path.exists():
+        if path.parent == path:
+            break
+        path = path.parent
+    if path.exists() and not path.is_dir():
+        where = "is a file" if path == out_dir else f"is inside {path}, which is a file"
+        raise ConfigError(f"--out: {out_dir} {where}; give a folder, e.g. --out reports/")
+    if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"--out: {path} is not writable by this user; give a folder you can write to"
+        )
+
+
 def _check_suite(path: Path, event: dict[str, Any]) -> None:
     """Check the suite here first, as Prepare will, so bad input fails before anything is
     started or written."""
@@ -94,7 +116,6 @@ def _progress_bar() -> tuple[Bar, Any]:
 def judge_cache_dir() -> Path:
     """Where local runs keep judge replies, so an unchanged case costs nothing next time
     (the embedded bucket disappears with the run)."""
-    import os
 
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "evalrunner" / "judge"
@@ -162,7 +183,12 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
             str(m["errored"]),
         )
     out.print(table)
-    if summary["target_errors"] or summary["task_failures"]:
+    if summary["items"] and not answered(summary):
+        out.print(
+            "[bold red]no target call succeeded[/]: nothing was measured (exit code 4); "
+            "see the error column of details.csv"
+        )
+    elif summary["target_errors"] or summary["task_failures"]:
         out.print(
             f"[yellow]{summary['target_errors']} target errors, "
             f"{summary['task_failures']} failed tasks (see details.csv)[/]"
@@ -206,7 +232,18 @@ def _print_findings(summary: dict[str, Any]) -> None:
                 out.print(f"    {problem['suggested_action']}", highlight=False, markup=False)
 
 
+def answered(summary: dict[str, Any]) -> int:
+    """How many case × iteration runs got an answer (summaries before "answered" existed
+    are counted from their failures)."""
+    if "answered" in summary:
+        return int(summary["answered"])
+    return int(summary["items"]) - int(summary["target_errors"]) - int(summary["task_failures"])
+
+
 def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:
+    """4 before 1: a run that measured nothing has no gate verdict worth reading."""
+    if summary["items"] and not answered(summary):
+        return EXIT_NO_ANSWER
     regressed = (summary.get("regression") or {}).get("verdict") == "regression"
     if not summary["gates_passed"] or (fail_on_regression and regressed):
         return EXIT_GATE
@@ -274,6 +311,7 @@ def run(
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
+        check_out_dir(out_dir)
         events = []
         for spec in target:
             event: dict[str, Any] = {
@@ -323,6 +361,7 @@ def leaderboard(
 ) -> None:
     """Compare runs of one suite: best target per metric, hardest cases, fastest, costliest."""
     try:
+        check_out_dir(out_dir)
         _leaderboard_from_runs([_report_path(r, out_dir) for r in runs], out_dir, as_json=as_json)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
@@ -415,8 +454,6 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
-    import os
-
     from evalrunner.demo.handler import DEGRADED_ENV
     from evalrunner.demo.suite import demo_suite_path
 
@@ -476,6 +513,7 @@ def start(
             raise EventError(f"--event: {event_file} does not exist")
         event = _json_arg(str(event_file), "--event")
         parse_event(event)
+        check_out_dir(out_dir)
         if aws:
             if not bucket or not state_machine_arn:
                 raise EventError(

@@ -279,6 +279,7 @@ def aggregate_run(
         "iterations": config.iterations,
         "cases": config.case_count,
         "items": len(items),
+        "answered": sum(1 for r in records if r.status == "ok"),
         "target_errors": sum(1 for r in records if r.status == "target_error"),
         "task_failures": sum(1 for r in records if r.status == "task_failed"),
         "step_failures": failures,
