@@ -123,6 +123,7 @@ def judge_cache_dir() -> Path:
 
 def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: bool) -> Any:
     from evalrunner.engine import LocalEngine
+    from evalrunner.reports.publish import claiming_in
 
     judge = event.get("judge")
     if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
@@ -130,9 +131,10 @@ def _execute_local(event: dict[str, Any], suite: Path, out_dir: Path, quiet: boo
     _check_suite(suite, event)
     engine = LocalEngine()
     if quiet:
-        return engine.run(event, suite=suite, out_dir=out_dir)
+        with claiming_in(out_dir):  # the report prefix is claimed in --out too
+            return engine.run(event, suite=suite, out_dir=out_dir)
     bar, task = _progress_bar()
-    with bar:
+    with bar, claiming_in(out_dir):
 
         def update(p: Any) -> None:
             bar.update(
@@ -372,13 +374,23 @@ def _report_path(run: str, out_dir: Path) -> Path:
     path = Path(run)
     if path.is_file():
         return path
-    for summary_path in sorted(out_dir.glob("test-reports/*/*summary.json")):
-        try:
-            summary = json.loads(summary_path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
-            return out_dir / summary["reports"]["report"]
+    from evalrunner.reports.publish import (
+        MANIFEST_NAME,
+        SUMMARY_NAME,
+        local_complete_sets,
+        local_verified,
+    )
+
+    for folder in sorted(p for p in out_dir.glob("test-reports/*") if p.is_dir()):
+        for _, manifest_path, manifest in local_complete_sets(folder):  # complete sets only
+            key = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
+            data = local_verified(out_dir, manifest, key + SUMMARY_NAME)
+            try:
+                summary = json.loads(data) if data is not None else {}
+            except ValueError:
+                continue
+            if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
+                return out_dir / summary["reports"]["report"]
     raise EventError(f"{run!r} is neither a report.json file nor a run id found under {out_dir}")
 
 

@@ -73,6 +73,26 @@ class RunStore:
     def put_bytes(self, key: str, data: bytes, content_type: str) -> None:
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
+    def put_if_absent(self, key: str, data: bytes, content_type: str) -> bool:
+        """Create ``key`` only if no object has that key (``If-None-Match: *``): True when
+        this call created it, False when it already existed or a concurrent conditional
+        write of the same key won (S3 answers 412 PreconditionFailed, or 409
+        ConditionalRequestConflict while the other write is in flight)."""
+        try:
+            self.s3.put_object(
+                Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, IfNoneMatch="*"
+            )
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (
+                409,
+                412,
+            ):
+                return False
+            raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
+        return True
+
     def put_json(self, key: str, value: Any) -> None:
         data = dump_json(value).encode("utf-8")
         self.put_bytes(key, data, "application/json")

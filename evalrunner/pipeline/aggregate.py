@@ -22,6 +22,7 @@ from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.model import MetricStats, Problem, ReportData
+from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.stats import (
     case_rows,
@@ -246,17 +247,19 @@ def aggregate_run(
             "summary_json",
         )
     }
-    store.put_bytes(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
-    store.put_bytes(
+    # every file, then the manifest last: until it exists no reader takes the set as complete
+    writer = SetWriter(store, run_id, prefix)
+    writer.put(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
+    writer.put(
         keys["details_xlsx"],
         details_xlsx(rows, infos, stats=stats),
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     )
-    store.put_bytes(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
-    store.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
-    store.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
-    store.put_bytes(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
-    store.put_bytes(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
+    writer.put(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
+    writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
+    writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
+    writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
+    writer.put(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
 
     failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
     reports = {
@@ -268,6 +271,9 @@ def aggregate_run(
         "html": keys["report_html"],
         "report": keys["report_json"],
         "summary": keys["summary_json"],
+        # last: a copy made in this order (the local engine, start --aws) is complete only
+        # once its manifest is there
+        "manifest": manifest_key(prefix),
     }
     summary = {
         "run_id": run_id,
@@ -294,7 +300,8 @@ def aggregate_run(
         "bucket": store.bucket,
         "reports": reports,
     }
-    store.put_json(keys["summary_json"], summary)
+    writer.put_json(keys["summary_json"], summary)
+    writer.publish()
     return fit_output(summary)
 
 
