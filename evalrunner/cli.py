@@ -1,9 +1,12 @@
-"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed, 2 bad input, 3 the run
-itself failed."""
+"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed (or a regression with
+--fail-on-regression), 2 bad input (nothing started), 3 the run itself failed, 4 the run
+finished but no target call succeeded (nothing was measured)."""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,17 +17,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 from rich.table import Table
 
-from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.jsonout import dump_json
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions.",
+    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions. "
+    "Exit codes: 0 ok; 1 a gate failed (or a regression with --fail-on-regression); 2 bad "
+    "input, nothing started; 3 the run itself failed; 4 no target call succeeded.",
 )
 out = Console()
 err = Console(stderr=True)
 
-EXIT_GATE, EXIT_INPUT, EXIT_RUN = 1, 2, 3
+EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_NO_ANSWER = 1, 2, 3, 4
 DEFAULT_OUT = Path("evalrunner-out")
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
@@ -53,12 +59,34 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
         try:
             if not sep or not name:
                 raise ValueError
-            pairs[name.strip()] = float(number)
+            parsed = float(number)
+            if not math.isfinite(parsed):
+                raise ValueError
+            pairs[name.strip()] = parsed
         except ValueError:
             raise EventError(
-                f"{option} {value!r}: expected METRIC=NUMBER, e.g. {option} 'ROUGE-L=0.4'"
+                f"{option} {value!r}: expected METRIC=NUMBER with a finite number (not NaN "
+                f"or Infinity), e.g. {option} 'ROUGE-L=0.4'"
             ) from None
     return pairs
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that cannot hold the reports before anything runs (a file, a
+    folder inside a file, a folder this user cannot write), instead of calling every target
+    and failing at the last step. Creates nothing: bad input leaves nothing behind."""
+    path = out_dir
+    while not path.exists():
+        if path.parent == path:
+            break
+        path = path.parent
+    if path.exists() and not path.is_dir():
+        where = "is a file" if path == out_dir else f"is inside {path}, which is a file"
+        raise ConfigError(f"--out: {out_dir} {where}; give a folder, e.g. --out reports/")
+    if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"--out: {path} is not writable by this user; give a folder you can write to"
+        )
 
 
 def _check_suite(path: Path, event: dict[str, Any]) -> None:
@@ -88,7 +116,6 @@ def _progress_bar() -> tuple[Bar, Any]:
 def judge_cache_dir() -> Path:
     """Where local runs keep judge replies, so an unchanged case costs nothing next time
     (the embedded bucket disappears with the run)."""
-    import os
 
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "evalrunner" / "judge"
@@ -104,6 +131,7 @@ def _execute_local(
     resume: str | None = None,
 ) -> Any:
     from evalrunner.engine import LocalEngine
+    from evalrunner.reports.publish import claiming_in
 
     judge = event.get("judge")
     if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
@@ -111,9 +139,10 @@ def _execute_local(
     _check_suite(suite, event)
     engine = LocalEngine(stall_timeout=stall_timeout)
     if quiet:
-        return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
+        with claiming_in(out_dir):  # the report prefix is claimed in --out too
+            return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
     bar, task = _progress_bar()
-    with bar:
+    with bar, claiming_in(out_dir):
 
         def update(p: Any) -> None:
             bar.update(
@@ -130,7 +159,7 @@ def _execute_local(
 def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> int:
     summary = result.summary
     if as_json:
-        out.print_json(json.dumps(summary))
+        out.print_json(dump_json(summary))
         return _exit_code(summary, fail_on_regression)
     title = (
         f"{summary['target']} — {summary['suite']} "
@@ -164,7 +193,12 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
             str(m["errored"]),
         )
     out.print(table)
-    if summary["target_errors"] or summary["task_failures"]:
+    if summary["items"] and not answered(summary):
+        out.print(
+            "[bold red]no target call succeeded[/]: nothing was measured (exit code 4); "
+            "see the error column of details.csv"
+        )
+    elif summary["target_errors"] or summary["task_failures"]:
         out.print(
             f"[yellow]{summary['target_errors']} target errors, "
             f"{summary['task_failures']} failed tasks (see details.csv)[/]"
@@ -174,7 +208,8 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
     for gate in summary["gates"]:
         mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
         avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
-        out.print(f"gate {gate['gate']} >= {gate['threshold']}: {avg} {mark}")
+        op = ">=" if gate.get("higher_is_better", True) else "<="
+        out.print(f"gate {gate['gate']} {op} {gate['threshold']}: {avg} {mark}")
     _print_findings(summary)
     out.print("reports:")
     for path in result.files:
@@ -207,7 +242,18 @@ def _print_findings(summary: dict[str, Any]) -> None:
                 out.print(f"    {problem['suggested_action']}", highlight=False, markup=False)
 
 
+def answered(summary: dict[str, Any]) -> int:
+    """How many case × iteration runs got an answer (summaries before "answered" existed
+    are counted from their failures)."""
+    if "answered" in summary:
+        return int(summary["answered"])
+    return int(summary["items"]) - int(summary["target_errors"]) - int(summary["task_failures"])
+
+
 def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:
+    """4 before 1: a run that measured nothing has no gate verdict worth reading."""
+    if summary["items"] and not answered(summary):
+        return EXIT_NO_ANSWER
     regressed = (summary.get("regression") or {}).get("verdict") == "regression"
     if not summary["gates_passed"] or (fail_on_regression and regressed):
         return EXIT_GATE
@@ -294,6 +340,7 @@ def run(
             raise EventError(f"--suite: {suite} does not exist or is not a file")
         if resume and len(target) > 1:
             raise EventError("--resume continues one run: give exactly one --target with it")
+        check_out_dir(out_dir)
         events = []
         for spec in target:
             event: dict[str, Any] = {
@@ -353,6 +400,7 @@ def leaderboard(
 ) -> None:
     """Compare runs of one suite: best target per metric, hardest cases, fastest, costliest."""
     try:
+        check_out_dir(out_dir)
         _leaderboard_from_runs([_report_path(r, out_dir) for r in runs], out_dir, as_json=as_json)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
@@ -363,13 +411,23 @@ def _report_path(run: str, out_dir: Path) -> Path:
     path = Path(run)
     if path.is_file():
         return path
-    for summary_path in sorted(out_dir.glob("test-reports/*/*summary.json")):
-        try:
-            summary = json.loads(summary_path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
-            return out_dir / summary["reports"]["report"]
+    from evalrunner.reports.publish import (
+        MANIFEST_NAME,
+        SUMMARY_NAME,
+        local_complete_sets,
+        local_verified,
+    )
+
+    for folder in sorted(p for p in out_dir.glob("test-reports/*") if p.is_dir()):
+        for _, manifest_path, manifest in local_complete_sets(folder):  # complete sets only
+            key = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
+            data = local_verified(out_dir, manifest, key + SUMMARY_NAME)
+            try:
+                summary = json.loads(data) if data is not None else {}
+            except ValueError:
+                continue
+            if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
+                return out_dir / summary["reports"]["report"]
     raise EventError(f"{run!r} is neither a report.json file nor a run id found under {out_dir}")
 
 
@@ -445,8 +503,6 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
-    import os
-
     from evalrunner.demo.handler import DEGRADED_ENV
     from evalrunner.demo.suite import demo_suite_path
 
@@ -506,6 +562,7 @@ def start(
             raise EventError(f"--event: {event_file} does not exist")
         event = _json_arg(str(event_file), "--event")
         parse_event(event)
+        check_out_dir(out_dir)
         if aws:
             if not bucket or not state_machine_arn:
                 raise EventError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import posixpath
 from functools import cache
 from importlib import resources
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalrunner import network, redaction, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
+from evalrunner.evaluators.base import MetricSpec
 
 SUITE_PREFIX = "test-suites/"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
@@ -188,16 +190,22 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         with_judge = isinstance(raw.get("judge"), dict)
         classes = [registry.resolve(n) for n in registry.default_names(with_judge=with_judge)]
 
+    problems.extend(non_finite_numbers(raw))
     known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
     for field in ("thresholds", "fail_under"):
         value = raw.get(field)
         if isinstance(value, dict):
-            for metric in value:
+            for metric, number in value.items():
                 if metric not in known:
                     problems.append(
                         f"{field}.{metric}: not a metric of this run; valid names: "
                         f"{', '.join(known)}"
                     )
+                    continue
+                spec = registry.gated_metric(classes, metric)
+                problem = out_of_range(f"{field}.{metric}", number, spec)
+                if problem:
+                    problems.append(problem)
     options = raw.get("evaluator_options")
     resolved_options: dict[str, dict[str, Any]] = {}
     if isinstance(options, dict):
@@ -253,6 +261,39 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         ),
         run_id=raw.get("run_id"),
     )
+
+
+def non_finite_numbers(value: Any, where: str = "event") -> list[str]:
+    """Every NaN, Infinity and -Infinity in a raw event, by field. Python's JSON reader
+    accepts them, but no threshold, gate or setting means anything with one, and a NaN that
+    got through would make summary.json invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [
+            f"{where}: {value} is not a finite number; write a plain number such as 0.5 "
+            "(NaN, Infinity and -Infinity are not allowed)"
+        ]
+    if isinstance(value, dict):
+        prefix = "" if where == "event" else f"{where}."
+        return [p for k, v in value.items() for p in non_finite_numbers(v, f"{prefix}{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in non_finite_numbers(v, f"{where}[{i}]")]
+    return []
+
+
+def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None:
+    """Why a threshold or gate value cannot apply to its metric, or None when it can: it
+    must be a finite number inside the range the metric declares."""
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return None  # the schema reports the type
+    if not math.isfinite(number) or spec is None:
+        return None  # reported by non_finite_numbers / the name check
+    if spec.low <= number <= spec.high:
+        return None
+    if math.isinf(spec.high):
+        valid = f"at least {spec.low:g}"
+    else:
+        valid = f"between {spec.low:g} and {spec.high:g}"
+    return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
 
 
 def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:

@@ -14,6 +14,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from evalrunner.errors import StorageError
+from evalrunner.jsonout import dump_json
 from evalrunner.redaction import redact_bytes, redact_value
 
 RUNS_PREFIX = "runs/"
@@ -70,19 +71,41 @@ class RunStore:
         except StorageError:
             return None
 
-    def put_bytes(self, key: str, data: bytes, content_type: str, *, redact: bool = True) -> None:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str, *, redact: bool = True
+    ) -> bytes:
         """Every object the run writes goes through here, so text is redacted here: no
         secret the process has read reaches a record, a report or the summary. Only the
         run's own inputs (its configuration and manifest) are written with ``redact=False``:
-        they must reach the next step exactly as given."""
+        they must reach the next step exactly as given. Returns the bytes stored, which a
+        manifest must hash (redaction may have changed them)."""
         if redact and content_type.startswith(("text/", "application/json")):
             data = redact_bytes(data)
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+        return data
+
+    def put_if_absent(self, key: str, data: bytes, content_type: str) -> bool:
+        """Create ``key`` only if no object has that key (``If-None-Match: *``): True when
+        this call created it, False when it already existed or a concurrent conditional
+        write of the same key won (S3 answers 412 PreconditionFailed, or 409
+        ConditionalRequestConflict while the other write is in flight)."""
+        try:
+            self.s3.put_object(
+                Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, IfNoneMatch="*"
+            )
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (
+                409,
+                412,
+            ):
+                return False
+            raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
+        return True
 
     def put_json(self, key: str, value: Any, *, redact: bool = True) -> None:
-        data = json.dumps(
-            redact_value(value) if redact else value, ensure_ascii=False, separators=(",", ":")
-        ).encode("utf-8")
+        data = dump_json(redact_value(value) if redact else value).encode("utf-8")
         self.put_bytes(key, data, "application/json", redact=False)
 
     def list_keys(self, prefix: str) -> list[str]:

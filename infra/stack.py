@@ -51,6 +51,7 @@ from constructs import Construct
 import state_machines
 from evalrunner.event import SUITE_PREFIX
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
+from evalrunner.reports.publish import CLAIM_NAME
 from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
 from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
 from evalrunner.upload import ENV_DEFAULT_ITERATIONS, ENV_DEFAULT_TARGET, REJECTED_PREFIX
@@ -282,6 +283,19 @@ class RunnerStack(Stack):
             self.prepare_fn.role,
             read=(SUITE_PREFIX,),
             write=(RUNS_PREFIX,),
+        )
+        # ... and claims it with a conditional put of <prefix>claim.json, nothing else there
+        claims = f"{REPORTS_PREFIX}*{CLAIM_NAME}"
+        self.prepare_fn.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:PutObject"], resources=[self.bucket.arn_for_objects(claims)]
+            )
+        )
+        _acknowledge(
+            self.prepare_fn.role,
+            f"AwsSolutions-IAM5[Resource::<{self.bucket_id}.Arn>/{claims}]",
+            "Prepare claims a run's report prefix by creating <prefix>claim.json (conditional "
+            "put); report prefixes are per target and second, so the key needs a wildcard.",
         )
         self.run_case_fn = self._function(
             "RunCase",

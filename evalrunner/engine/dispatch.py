@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.engine.moto_compat import routed_lambda_invocations
+from evalrunner.jsonout import dump_json
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -68,16 +69,17 @@ class Dispatcher:
             return _error_payload(exc)
         if self.observer:
             self.observer(name, event, result, None)
-        return json.dumps(result).encode("utf-8")
+        return dump_json(result, ascii_only=True).encode("utf-8")
 
 
 def _error_payload(exc: BaseException) -> bytes:
-    return json.dumps(
+    return dump_json(
         {
             "errorMessage": str(exc),
             "errorType": type(exc).__name__,
             "stackTrace": traceback.format_exception(exc)[-5:],
-        }
+        },
+        ascii_only=True,
     ).encode("utf-8")
 
 

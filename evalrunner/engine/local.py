@@ -260,7 +260,17 @@ class LocalEngine:
 
     def seed_reports(self, out_dir: Path, target: dict[str, Any]) -> int:
         """Put earlier runs' summaries and reports from ``out_dir`` into the embedded bucket,
-        so a local run is compared with the previous local run of the same target."""
+        so a local run is compared with the previous local run of the same target.
+
+        Only complete sets are seeded (a manifest, and summary.json and report.json as it
+        lists them): a set whose copy or Aggregate was cut short is never a baseline."""
+        from evalrunner.reports.publish import (
+            MANIFEST_NAME,
+            REPORT_NAME,
+            SUMMARY_NAME,
+            local_complete_sets,
+            local_verified,
+        )
         from evalrunner.targets.factory import target_name
 
         try:
@@ -269,10 +279,17 @@ class LocalEngine:
             return 0
         s3 = boto3.client("s3", region_name=REGION)
         count = 0
-        for path in sorted(folder.glob("*")):
-            if path.is_file() and path.name.endswith(("summary.json", "report.json")):
-                key = path.relative_to(out_dir).as_posix()
-                s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())
+        for _, manifest_path, manifest in local_complete_sets(folder):
+            base = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
+            files = {
+                f"{base}{suffix}": local_verified(out_dir, manifest, f"{base}{suffix}")
+                for suffix in (SUMMARY_NAME, REPORT_NAME)
+            }
+            if any(data is None for data in files.values()):
+                continue  # incomplete or altered: not a baseline
+            files[f"{base}{MANIFEST_NAME}"] = manifest_path.read_bytes()
+            for key, data in files.items():
+                s3.put_object(Bucket=BUCKET, Key=key, Body=data)
                 count += 1
         return count
 

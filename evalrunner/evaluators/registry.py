@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from evalrunner.errors import ConfigError
-from evalrunner.evaluators.base import Evaluator, Requirement
+from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
 
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _LOOKUP: dict[str, str] = {}
@@ -111,6 +111,18 @@ def _metric_owner(metric: str) -> str | None:
         if any(_key(m.name) == _key(metric) for m in cls.metrics):
             return cls.name
     return None
+
+
+def gated_metric(classes: Iterable[type[Evaluator]], name: str) -> MetricSpec | None:
+    """The metric a threshold or gate named ``name`` applies to: the metric of that name, else
+    the primary metric of the evaluator of that name (metric names come first, as in
+    :meth:`Evaluator.__init__` and ``evaluate_gates``); None when it names neither."""
+    classes = list(classes)
+    for cls in classes:
+        for spec in cls.metrics:
+            if spec.name == name:
+                return spec
+    return next((c.primary_metric() for c in classes if c.name == name), None)
 
 
 def metric_names(classes: Iterable[type[Evaluator]]) -> dict[str, str]:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from evalrunner.jsonout import dump_json
 from evalrunner.judge.base import Message
 from evalrunner.storage import RunStore
 
@@ -135,7 +136,7 @@ class FolderStore:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(value, handle, ensure_ascii=False, separators=(",", ":"))
+                handle.write(dump_json(value))
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -8,12 +8,12 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import EvalRunnerError
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
+from evalrunner.jsonout import dump_json
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
@@ -22,6 +22,7 @@ from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.model import MetricStats, Problem, ReportData
+from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.stats import (
     case_rows,
@@ -56,10 +57,10 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
     run_wide = [s for s in stats if s.iteration is None]
     gates = []
     for name, minimum in config.fail_under.items():
-        match = next(
-            (s for s in run_wide if s.metric == name)
-            or (s for s in run_wide if s.evaluator == name and s.primary),
-            None,
+        # metric name first; an evaluator's name means its primary metric. (Two generators
+        # joined by ``or`` never reach the second one: a generator is always truthy.)
+        match = next((s for s in run_wide if s.metric == name), None) or next(
+            (s for s in run_wide if s.evaluator == name and s.primary), None
         )
         average = match.average if match else None
         if match is not None and not match.higher_is_better:
@@ -73,6 +74,7 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
                 "threshold": minimum,
                 "average": average,
                 "passed": passed,
+                "higher_is_better": match.higher_is_better if match else True,
             }
         )
     return gates
@@ -231,17 +233,19 @@ def aggregate_run(
             "summary_json",
         )
     }
-    store.put_bytes(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
-    store.put_bytes(
+    # every file, then the manifest last: until it exists no reader takes the set as complete
+    writer = SetWriter(store, run_id, prefix)
+    writer.put(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
+    writer.put(
         keys["details_xlsx"],
         details_xlsx(rows, infos, stats=stats),
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     )
-    store.put_bytes(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
-    store.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
-    store.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
-    store.put_bytes(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
-    store.put_bytes(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
+    writer.put(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
+    writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
+    writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
+    writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
+    writer.put(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
 
     failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
     reports = {
@@ -253,6 +257,9 @@ def aggregate_run(
         "html": keys["report_html"],
         "report": keys["report_json"],
         "summary": keys["summary_json"],
+        # last: a copy made in this order (the local engine, start --aws) is complete only
+        # once its manifest is there
+        "manifest": manifest_key(prefix),
     }
     summary = {
         "run_id": run_id,
@@ -264,6 +271,7 @@ def aggregate_run(
         "iterations": config.iterations,
         "cases": config.case_count,
         "items": len(items),
+        "answered": sum(1 for r in records if r.status == "ok"),
         "target_errors": sum(1 for r in records if r.status == "target_error"),
         "task_failures": sum(1 for r in records if r.status == "task_failed"),
         "step_failures": failures,
@@ -278,7 +286,8 @@ def aggregate_run(
         "bucket": store.bucket,
         "reports": reports,
     }
-    store.put_json(keys["summary_json"], summary)
+    writer.put_json(keys["summary_json"], summary)
+    writer.publish()
     return fit_output(summary)
 
 
@@ -290,7 +299,7 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
     """The summary as the execution's output: whole when it fits, else without the parts
     that grow with the run (run-level figures, problems, per-metric details), which stay in
     summary.json, so a large run cannot fail at its very last step."""
-    if len(json.dumps(summary, separators=(",", ":")).encode()) <= limit:
+    if len(dump_json(summary).encode()) <= limit:
         return summary
     trimmed = {**summary, "truncated": True}
     trimmed["run_metrics"] = {name: "see summary.json" for name in summary["run_metrics"]}
@@ -298,7 +307,7 @@ def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[s
         {k: p[k] for k in ("severity", "type", "metric", "affected_count") if k in p}
         for p in summary["problems"]
     ]
-    if len(json.dumps(trimmed, separators=(",", ":")).encode()) > limit:
+    if len(dump_json(trimmed).encode()) > limit:
         keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
         trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
     return trimmed

@@ -1,27 +1,14 @@
 """Finding the run to compare with: the previous run of the same target and suite, or a run
 named by id. Runs are found through their summary.json (small) and compared through their
-report.json (the full :class:`ReportData`), both under ``test-reports/<target>/``."""
+report.json (the full :class:`ReportData`), both under ``test-reports/<target>/``, and only
+in complete sets (see :mod:`evalrunner.reports.publish`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from evalrunner.errors import StorageError
 from evalrunner.reports.model import ReportData
+from evalrunner.reports.publish import complete_summaries, read_verified
 from evalrunner.storage import REPORTS_PREFIX, RunStore
-
-SUMMARY_SUFFIX = "summary.json"
-REPORT_SUFFIX = "report.json"
-
-
-def _summaries(store: RunStore, target: str) -> list[dict[str, Any]]:
-    keys = [k for k in store.list_keys(f"{REPORTS_PREFIX}{target}/") if k.endswith(SUMMARY_SUFFIX)]
-    out = []
-    for key in keys:
-        summary = store.get_json_or_none(key)
-        if isinstance(summary, dict) and "run_id" in summary and "reports" in summary:
-            out.append(summary)
-    return out
 
 
 def find_baseline(
@@ -35,15 +22,17 @@ def find_baseline(
 ) -> ReportData | None:
     """The baseline's report, or None when there is no earlier run to compare with.
 
-    A named baseline that cannot be found is an error (the user asked for it); a missing
-    previous run is not (the first run of a suite has nothing to compare with).
+    Only complete report sets count (manifest written, files as listed in it): a set whose
+    Aggregate was interrupted is never compared with. A named baseline that cannot be found
+    is an error (the user asked for it); a missing previous run is not (the first run of a
+    suite has nothing to compare with).
     """
-    summaries = [s for s in _summaries(store, target) if s["run_id"] != run_id]
+    summaries = [s for s in complete_summaries(store, target) if s["run_id"] != run_id]
     if baseline_run_id is not None:
-        chosen = next((s for s in summaries if s["run_id"] == baseline_run_id), None)
-        if chosen is None:
+        chosen = [s for s in summaries if s["run_id"] == baseline_run_id]
+        if not chosen:
             raise StorageError(
-                f"baseline run {baseline_run_id!r} has no report under "
+                f"baseline run {baseline_run_id!r} has no complete report under "
                 f"{REPORTS_PREFIX}{target}/; runs found: "
                 f"{', '.join(sorted(s['run_id'] for s in summaries)) or 'none'}"
             )
@@ -53,10 +42,12 @@ def find_baseline(
             for s in summaries
             if s.get("suite") == suite and s.get("started_at", "") <= started_at
         ]
-        if not earlier:
-            return None
-        chosen = max(earlier, key=lambda s: (s.get("started_at", ""), s["run_id"]))
-    key = chosen["reports"].get("report")
-    if not key:
-        return None  # a run from before report.json existed
-    return ReportData.model_validate(store.get_json(key))
+        chosen = sorted(earlier, key=lambda s: (s.get("started_at", ""), s["run_id"]), reverse=True)
+    for summary in chosen:  # the latest first; one whose report does not check is skipped
+        key = summary["reports"].get("report")
+        if not key:
+            return None  # a run from before report.json existed
+        data = read_verified(store, summary["_manifest"], key)
+        if data is not None:
+            return ReportData.model_validate_json(data)
+    return None

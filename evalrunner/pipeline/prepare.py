@@ -16,22 +16,17 @@ from evalrunner.errors import SuiteError
 from evalrunner.evaluators import Requirement, resolve
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.pipeline.run_case import sample_of
+from evalrunner.reports.publish import claim_report_prefix
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
-from evalrunner.storage import REPORTS_PREFIX, RunStore
+from evalrunner.storage import RunStore
 from evalrunner.suite import Suite
 from evalrunner.suite.readers import read_suite
 from evalrunner.targets.factory import target_name
 
 
-def free_report_prefix(store: RunStore, target: str, now: datetime) -> str:
-    """``test-reports/<target>/<yymmdd-hhmmss>-``, made unique when two runs of one target
-    start within the same second (a CI matrix, a script): never overwrite a report."""
-    stamp = f"{REPORTS_PREFIX}{target}/{now:%y%m%d-%H%M%S}"
-    prefix, n = f"{stamp}-", 1
-    while store.list_keys(prefix):
-        n += 1
-        prefix = f"{stamp}-{n}-"
-    return prefix
+def utcnow() -> datetime:
+    """The clock a run's start time and report prefix come from (tests freeze it)."""
+    return datetime.now(UTC)
 
 
 def new_run_id(now: datetime) -> str:
@@ -84,7 +79,7 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
 
 
 def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
-    now = now or datetime.now(UTC)
+    now = now or utcnow()
     event: RunEvent = parse_event(raw_event)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
     event = settle(event, suite)
@@ -107,7 +102,8 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         baseline=event.baseline,
         judge=event.judge,
         started_at=now.isoformat(timespec="seconds"),
-        report_prefix=free_report_prefix(store, name, now),
+        # claimed atomically: two runs of one target in one second get two prefixes
+        report_prefix=claim_report_prefix(store, name, now, run_id),
         case_count=len(suite.cases),
         item_count=len(items),
     )

@@ -32,6 +32,8 @@ class CaseRow(BaseModel):
     cost: float | None = None
     status: Literal["ok", "target_error", "task_failed"]
     error: str | None = None
+    #: What was changed in the target's response on the way in (see TargetResponse.notes).
+    notes: list[str] = Field(default_factory=list)
     results: list[MetricResult] = Field(default_factory=list)
 
     def result(self, metric: str) -> MetricResult | None:

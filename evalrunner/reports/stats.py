@@ -55,11 +55,12 @@ DETAIL_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "status",
     "error",
+    "notes",
 )
 
 #: Columns of details.csv that hold free text of any length (wrapped in the xlsx).
 LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
-    {"question", "expected_answer", "answer", "contexts", "documents", "error"}
+    {"question", "expected_answer", "answer", "contexts", "documents", "error", "notes"}
 )
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -151,6 +152,7 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 cost=response.cost if response else None,
                 status=record.status,
                 error=record.error,
+                notes=list(response.notes) if response else [],
                 results=list(record.results),
             )
         )
@@ -319,6 +321,7 @@ def detail_cells(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[Cell]:
         row.output_tokens,
         row.status,
         row.error or "",
+        "; ".join(row.notes),
     ]
     for info in metrics:
         result = _result_of(row, info)

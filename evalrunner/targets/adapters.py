@@ -544,16 +544,18 @@ def _number(obj: Mapping[str, Any], keys: tuple[str, ...]) -> float | None:
 
 def _usage(
     records: list[dict[str, Any]],
-) -> tuple[int | None, int | None, float | None, float | None]:
+) -> tuple[float | None, float | None, float | None, float | None]:
     input_tokens = output_tokens = cost = latency = None
     for record in records:
         for holder in (record.get("usage"), record.get("metrics"), record):
             if not isinstance(holder, dict):
                 continue
-            if input_tokens is None and (v := _number(holder, INPUT_TOKEN_KEYS)) is not None:
-                input_tokens = int(v)
-            if output_tokens is None and (v := _number(holder, OUTPUT_TOKEN_KEYS)) is not None:
-                output_tokens = int(v)
+            # raw numbers: TargetResponse drops NaN, Infinity, negatives and absurd values
+            # (int() of Infinity would raise and cost the case its answer)
+            if input_tokens is None:
+                input_tokens = _number(holder, INPUT_TOKEN_KEYS)
+            if output_tokens is None:
+                output_tokens = _number(holder, OUTPUT_TOKEN_KEYS)
             if cost is None:
                 cost = _number(holder, COST_KEYS)
             if latency is None:

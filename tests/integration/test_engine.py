@@ -109,8 +109,10 @@ def test_report_layout_and_numbers(two_iterations):
             "report.html",
             "report.json",
             "summary.json",
+            "manifest.json",
         ]
     )
+    assert two_iterations.files[-1].name.endswith("manifest.json")  # copied last
     for path in two_iterations.files:
         rel = path.relative_to(two_iterations.out_dir).as_posix()
         assert rel.startswith("test-reports/echo-target/")

@@ -12,6 +12,7 @@ from evalrunner.errors import StorageError
 from evalrunner.notify import message, publish_summary, subject
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.reports.model import ReportData
+from evalrunner.reports.publish import SetWriter
 from evalrunner.storage import RunStore
 
 
@@ -39,10 +40,12 @@ def store():
         yield RunStore("b-base", client=s3)
 
 
-def put_run(store: RunStore, data: ReportData, stamp: str) -> None:
+def put_run(store: RunStore, data: ReportData, stamp: str, *, complete: bool = True) -> None:
+    """A report set as Aggregate writes it: files, then (when complete) the manifest."""
     prefix = f"test-reports/t/{stamp}-"
-    store.put_json(f"{prefix}report.json", data.model_dump(mode="json"))
-    store.put_json(
+    writer = SetWriter(store, data.run_id, prefix)
+    writer.put_json(f"{prefix}report.json", data.model_dump(mode="json"))
+    writer.put_json(
         f"{prefix}summary.json",
         {
             "run_id": data.run_id,
@@ -51,6 +54,48 @@ def put_run(store: RunStore, data: ReportData, stamp: str) -> None:
             "reports": {"report": f"{prefix}report.json", "summary": f"{prefix}summary.json"},
         },
     )
+    if complete:
+        writer.publish()
+
+
+def latest(store: RunStore) -> str | None:
+    found = find_baseline(
+        store,
+        target="t",
+        suite="test-suites/s.csv",
+        run_id="now",
+        started_at="2026-11-22T10:00:00+00:00",
+    )
+    return found.run_id if found else None
+
+
+def test_a_set_without_its_manifest_is_never_the_baseline(store):
+    put_run(store, report("r1", "2026-11-20T10:00:00+00:00"), "261120-100000")
+    put_run(store, report("cut", "2026-11-21T10:00:00+00:00"), "261121-100000", complete=False)
+    assert latest(store) == "r1"
+    with pytest.raises(StorageError, match=r"baseline run 'cut' has no complete report"):
+        find_baseline(
+            store,
+            target="t",
+            suite="test-suites/s.csv",
+            run_id="now",
+            started_at="2026-11-22T10:00:00+00:00",
+            baseline_run_id="cut",
+        )
+
+
+def test_a_set_whose_files_differ_from_its_manifest_is_skipped(store):
+    put_run(store, report("r1", "2026-11-20T10:00:00+00:00"), "261120-100000")
+    put_run(store, report("r2", "2026-11-21T10:00:00+00:00"), "261121-100000")
+    assert latest(store) == "r2"
+    # a rewrite in progress (or a half-copied file): report.json is not the listed one
+    store.put_bytes("test-reports/t/261121-100000-report.json", b'{"run_id": "r2"', "x")
+    assert latest(store) == "r1"
+    # and a summary that is not the listed one hides the whole set
+    put_run(store, report("r3", "2026-11-21T12:00:00+00:00"), "261121-120000")
+    assert latest(store) == "r3"
+    store.put_json("test-reports/t/261121-120000-summary.json", {"run_id": "r3", "reports": {}})
+    assert latest(store) == "r1"
 
 
 def test_previous_run_of_same_suite_is_the_baseline(store):

@@ -1,0 +1,153 @@
+"""Exit codes a CI job can rely on: a run that measured nothing has its own code (4), and an
+``--out`` that cannot hold the reports is refused (2) before any target is called."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalrunner.cli import EXIT_NO_ANSWER, app
+
+runner = CliRunner()
+
+
+@contextmanager
+def answering_server() -> Iterator[dict[str, int]]:
+    """A loopback target that answers every question and counts the calls."""
+    calls = {"n": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            calls["n"] += 1
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps({"answer": "25 days"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        calls["port"] = server.server_address[1]
+        yield calls
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on: every call is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def suite(tmp_path: Path) -> Path:
+    path = tmp_path / "s.csv"
+    path.write_text("question,expected_answer\nHow many days?,25 days\nAnd sick?,10\n", "utf-8")
+    return path
+
+
+def run(tmp_path: Path, target: dict, out: Path, *extra: str):
+    return runner.invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            str(suite(tmp_path)),
+            "--target",
+            json.dumps(target),
+            "--metric",
+            "Token F1",
+            "--out",
+            str(out),
+            "--quiet",
+            *extra,
+        ],
+    )
+
+
+def test_a_run_where_every_target_call_failed_exits_4(tmp_path):
+    target = {"url": f"http://127.0.0.1:{closed_port()}/ask", "max_retries": 0}
+    result = run(tmp_path, target, tmp_path / "out")
+    assert result.exit_code == EXIT_NO_ANSWER == 4, result.output
+    assert "no target call succeeded" in result.stdout
+    # the reports are still written, every case with its error
+    assert list((tmp_path / "out").rglob("*details.csv"))
+
+
+def test_no_answer_wins_over_a_failed_gate(tmp_path):
+    target = {"url": f"http://127.0.0.1:{closed_port()}/ask", "max_retries": 0}
+    result = run(tmp_path, target, tmp_path / "out", "--fail-under", "Token F1=0.5", "--json")
+    assert result.exit_code == 4, result.output
+    summary = json.loads(result.stdout)
+    assert summary["answered"] == 0 and summary["target_errors"] == 2
+
+
+def test_a_run_with_answers_still_exits_0(tmp_path):
+    with answering_server() as calls:
+        result = run(tmp_path, {"url": f"http://127.0.0.1:{calls['port']}/ask"}, tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert calls["n"] == 2
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_out_on_a_file_is_refused_before_any_target_is_called(tmp_path, inside):
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a folder", "utf-8")
+    out = blocker / "reports" if inside else blocker
+    with answering_server() as calls:
+        result = run(tmp_path, {"url": f"http://127.0.0.1:{calls['port']}/ask"}, out)
+    assert result.exit_code == 2, result.output
+    assert "--out:" in result.stderr and "give a folder" in result.stderr
+    assert "Traceback" not in result.output
+    assert calls["n"] == 0
+    assert blocker.read_text("utf-8") == "not a folder"
+
+
+def test_start_refuses_out_on_a_file_too(tmp_path):
+    blocker = tmp_path / "taken"
+    blocker.write_text("x", "utf-8")
+    suite(tmp_path)
+    event = tmp_path / "ev.json"
+    event.write_text(
+        json.dumps(
+            {
+                "key": "test-suites/s.csv",
+                "iterations": 1,
+                "target": {"lambdaArn": "evalrunner-demo-hr"},
+            }
+        ),
+        "utf-8",
+    )
+    for extra in ([], ["--aws", "--bucket", "b", "--state-machine-arn", "arn"]):
+        result = runner.invoke(app, ["start", "--event", str(event), "--out", str(blocker), *extra])
+        assert result.exit_code == 2 and "is a file" in result.stderr, result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_an_unwritable_out_is_refused(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        result = run(tmp_path, {"url": "http://127.0.0.1:9/ask"}, locked / "out")
+    finally:
+        locked.chmod(0o700)
+    assert result.exit_code == 2 and "not writable" in result.stderr
