@@ -259,9 +259,9 @@ def test_the_manifest_is_written_last_and_lists_every_file(store, monkeypatch): 
     order: list[str] = []
     original = RunStore.put_bytes
 
-    def recording_put(self, key, data, content_type):
+    def recording_put(self, key, data, content_type, **options):
         order.append(key)
-        return original(self, key, data, content_type)
+        return original(self, key, data, content_type, **options)
 
     monkeypatch.setattr(RunStore, "put_bytes", recording_put)
     summary = full_run(store, "r1")
