@@ -110,6 +110,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         report_prefix=free_report_prefix(store, name, now),
         case_count=len(suite.cases),
         item_count=len(items),
+        max_text_chars=event.max_text_chars,
     )
     store.put_json(store.manifest_key(run_id), [i.model_dump(mode="json") for i in items])
     store.put_json(store.run_key(run_id), config.model_dump(mode="json"))

@@ -32,6 +32,10 @@ class CaseRow(BaseModel):
     cost: float | None = None
     status: Literal["ok", "target_error", "task_failed"]
     error: str | None = None
+    #: The runner replaced characters in this case's text / cut it for evaluators (notes say).
+    sanitized: bool = False
+    truncated: bool = False
+    notes: list[str] = Field(default_factory=list)
     results: list[MetricResult] = Field(default_factory=list)
 
     def result(self, metric: str) -> MetricResult | None:

@@ -55,11 +55,14 @@ DETAIL_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "status",
     "error",
+    "sanitized",
+    "truncated",
+    "notes",
 )
 
 #: Columns of details.csv that hold free text of any length (wrapped in the xlsx).
 LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
-    {"question", "expected_answer", "answer", "contexts", "documents", "error"}
+    {"question", "expected_answer", "answer", "contexts", "documents", "error", "notes"}
 )
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -93,6 +96,8 @@ _DETAIL_KINDS: dict[str, ColumnKind] = {
     "latency_ms": "latency",
     "input_tokens": "int",
     "output_tokens": "int",
+    "sanitized": "bool",
+    "truncated": "bool",
 }
 
 _RESULT_KINDS: dict[str, ColumnKind] = {
@@ -151,6 +156,9 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 cost=response.cost if response else None,
                 status=record.status,
                 error=record.error,
+                sanitized=record.sanitized,
+                truncated=record.truncated,
+                notes=list(record.notes),
                 results=list(record.results),
             )
         )
@@ -319,6 +327,9 @@ def detail_cells(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[Cell]:
         row.output_tokens,
         row.status,
         row.error or "",
+        row.sanitized,
+        row.truncated,
+        "\n".join(row.notes),
     ]
     for info in metrics:
         result = _result_of(row, info)
