@@ -14,11 +14,13 @@ from evalrunner.errors import ConfigError, TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
+    max_response_bytes,
     max_retries,
     report_name,
     sanitise_name,
     snippet,
     timeout_seconds,
+    total_timeout_seconds,
 )
 from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
@@ -62,6 +64,8 @@ class OpenAIChatTarget(Target):
             timeout=timeout_seconds(spec),
             retries=max_retries(spec),
             backoff_factor=self.backoff_factor,
+            total_timeout=total_timeout_seconds(spec),
+            max_response_bytes=max_response_bytes(spec),
         )
 
     @property

@@ -32,8 +32,10 @@ def serve(
     *,
     trickle_every: float = 0.0,
     content_type: str = "application/json",
+    declare_length: bool = True,
 ) -> Iterator[tuple[str, Served]]:
-    """Serve ``body`` to every POST; with ``trickle_every``, one byte per that many seconds."""
+    """Serve ``body`` to every POST; with ``trickle_every``, one byte per that many seconds;
+    without ``declare_length``, no Content-Length (the body ends when the connection does)."""
     served = Served()
     stop = threading.Event()
 
@@ -50,7 +52,11 @@ def serve(
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
+                if declare_length:
+                    self.send_header("Content-Length", str(len(body)))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
                 self.end_headers()
                 if trickle_every:
                     self.wfile.flush()
@@ -61,8 +67,11 @@ def serve(
                         self.wfile.flush()
                         sent += 1
                 else:
-                    self.wfile.write(body)
-                    sent = len(body)
+                    for i in range(0, len(body), 64 * 1024):
+                        if stop.is_set():
+                            break
+                        self.wfile.write(body[i : i + 64 * 1024])
+                        sent = min(len(body), i + 64 * 1024)
             except OSError:  # the client hung up: what the deadline tests look for
                 hung_up = True
             with served.lock:
