@@ -10,7 +10,7 @@ import random
 import re
 from typing import Any
 
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, TargetError
 from evalrunner.suite.model import TestCase
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -109,3 +109,27 @@ def snippet(text: str | bytes | None, limit: int = 300) -> str:
         text = text.decode("utf-8", errors="replace")
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ResponseTooLarge(TargetError):
+    """A response passed ``max_response_bytes``; not retried (it would come back as big)."""
+
+    def __init__(self, what: str, how: str, limit: int) -> None:
+        super().__init__(
+            f"{what}: the response is larger than max_response_bytes={limit:,} bytes ({how}); "
+            "it was not read further. Raise target.max_response_bytes if answers are really "
+            "this long.",
+            retryable=False,
+        )
+
+
+def read_capped(stream: Any, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of a file-like body (boto3's StreamingBody): reads one byte
+    more to tell "exactly the limit" from "more", never the whole of an oversized body."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        raise ResponseTooLarge(what, "more was sent", limit)
+    return bytes(data)

@@ -35,7 +35,7 @@ from urllib3.exceptions import (
 from urllib3.util import Retry, Timeout
 
 from evalrunner.errors import TargetError, TargetTimeout
-from evalrunner.targets._common import DEFAULT_MAX_RESPONSE_BYTES, snippet
+from evalrunner.targets._common import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, snippet
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_BACKOFF_FACTOR = 0.5
@@ -156,10 +156,6 @@ class HttpResult:
             ) from None
 
 
-class ResponseTooLarge(TargetError):
-    """The body passed ``max_response_bytes``; not retried (it would only come back as big)."""
-
-
 class JsonHttpClient:
     """Sends JSON, returns the final response; the caller decides what a status means."""
 
@@ -264,13 +260,13 @@ class JsonHttpClient:
         limit = self.max_response_bytes
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise self._too_large(what, f"declares Content-Length {int(declared):,}")
+            raise self._too_large(what, f"Content-Length {int(declared):,} declared")
         chunks: list[bytes] = []
         size = 0
         for chunk in response.stream(CHUNK_BYTES):
             size += len(chunk)
             if size > limit:
-                raise self._too_large(what, "sent more")
+                raise self._too_large(what, "more was sent")
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -287,12 +283,7 @@ class JsonHttpClient:
         return self.backoff_factor * (2 ** (attempt - 1))
 
     def _too_large(self, what: str, how: str) -> ResponseTooLarge:
-        return ResponseTooLarge(
-            f"{what}: the response {how} than max_response_bytes={self.max_response_bytes:,} "
-            "bytes; reading stopped there. Raise target.max_response_bytes if answers are "
-            "really this long.",
-            retryable=False,
-        )
+        return ResponseTooLarge(what, how, self.max_response_bytes)
 
     def _timeout(self, what: str, attempt: int) -> TargetTimeout:
         return TargetTimeout(
