@@ -160,6 +160,30 @@ def capped_sample(
     return sample, notes
 
 
+def capped_response(
+    response: TargetResponse, max_text_chars: int
+) -> tuple[TargetResponse, list[str]]:
+    """The response with its answer and each context cut to ``max_text_chars``, and a note
+    per text that was. The record and every report keep what the evaluators examined, so a
+    huge answer costs no more downstream (CSV, xlsx, HTML, JSON) than the cap."""
+    notes: list[str] = []
+
+    def cap(where: str, text: str) -> str:
+        kept, cut = cap_text(text, max_text_chars)
+        if cut:
+            notes.append(
+                f"truncated: {where} has {len(text):,} characters; the first "
+                f"{max_text_chars:,} were kept and evaluated (the run's max_text_chars)"
+            )
+        return kept
+
+    answer = cap("answer", response.answer)
+    contexts = [cap(f"contexts[{i}]", c) for i, c in enumerate(response.contexts)]
+    if not notes:
+        return response, notes
+    return response.model_copy(update={"answer": answer, "contexts": contexts}), notes
+
+
 def sanitized_response(response: TargetResponse) -> tuple[TargetResponse, list[str]]:
     """The response with its text cleaned (see :mod:`evalrunner.sanitize`) and a note per
     field that had characters replaced. Every answer passes here, a target's or a
@@ -216,6 +240,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
             )
         else:
             response, latency = call_target(_target(config), case)
+        response, truncated = capped_response(response, config.max_text_chars)
         response, sanitized = sanitized_response(response)
     except TargetError as exc:
         record.status, record.error = "target_error", exc.message
@@ -225,9 +250,9 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
         record.response, record.latency_ms = response, latency
         record.notes += sanitized
         record.sanitized = bool(record.notes)
-        sample, truncated = capped_sample(case, response, config.max_text_chars)
-        record.notes += truncated
-        record.truncated = bool(truncated)
+        sample, cut = capped_sample(case, response, config.max_text_chars)
+        record.notes += truncated + cut
+        record.truncated = bool(truncated or cut)
         usage = CaseUsage()
         token = CURRENT_CASE.set(usage)
         try:
