@@ -77,3 +77,62 @@ def test_a_lone_surrogate_in_a_json_suite_is_replaced_and_the_run_finishes(tmp_p
     assert rows[0]["question"] == "How many sick days?\ufffd"
     assert "suite row 1" in rows[0]["notes"] and "question: 1 lone surrogate" in rows[0]["notes"]
     assert rows[1]["sanitized"] == "true" and "1 control character" in rows[1]["notes"]
+
+
+def test_a_huge_answer_is_cut_to_max_text_chars_and_every_report_stays_valid(tmp_path):
+    suite = tmp_path / "s.csv"
+    suite.write_text("id,question,expected_answer\nq1,Hello?,Hello there\n", encoding="utf-8")
+    body = json.dumps({"answer": "Hello there. " * 1000}).encode()  # 13,000 characters
+    with serve(body) as (url, _):
+        out = tmp_path / "out"
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "--suite",
+                str(suite),
+                "--target",
+                json.dumps({"url": url}),
+                "--out",
+                str(out),
+                "--quiet",
+                "--max-text-chars",
+                "1000",
+            ],
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    (row,) = reports_are_valid(out)
+    assert row["status"] == "ok" and row["truncated"] == "true"
+    assert len(row["answer"]) == 1000
+    assert "answer has 13,000 characters; the first 1,000 were kept" in row["notes"]
+
+
+def test_a_trickling_target_is_recorded_as_a_timeout_and_an_oversized_one_refused(tmp_path):
+    suite = tmp_path / "s.csv"
+    suite.write_text("id,question,expected_answer\nq1,Hello?,Hello there\n", encoding="utf-8")
+    slow = json.dumps({"answer": "Hello there, one byte at a time."}).encode()
+    with serve(slow, trickle_every=0.2) as (url, served):
+        _, out, output = start(
+            tmp_path, suite, {"url": url, "timeout_seconds": 1, "max_retries": 0}
+        )
+    (row,) = reports_are_valid(out)
+    assert row["status"] == "target_error", output
+    assert (
+        "did not answer within timeout_seconds=1 (connect, send and the whole body"
+        in (row["error"])
+    )
+    problems = json.loads(next(out.rglob("*problems.json")).read_text("utf-8"))
+    assert "target_timeouts" in json.dumps(problems)
+    assert served.sent and served.sent[0] < len(slow)
+
+    big = json.dumps({"answer": "x" * (2 * 1024 * 1024)}).encode()
+    with serve(big) as (url, _):
+        second = tmp_path / "second"
+        second.mkdir()
+        copy = second / suite.name
+        copy.write_bytes(suite.read_bytes())
+        _, out, output = start(second, copy, {"url": url, "max_retries": 0})
+    (row,) = reports_are_valid(out)
+    assert row["status"] == "target_error"
+    assert "larger than max_response_bytes=1,048,576 bytes" in row["error"]
