@@ -110,3 +110,39 @@ def test_a_body_within_a_raised_cap_is_read(make_case: Callable[..., Any]) -> No
 def test_bad_limits_are_config_errors_naming_the_field(field: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=f"target.{field}"):
         HttpTarget({"url": "http://127.0.0.1:9/", field: value})
+
+
+def test_trickled_headers_are_cut_off_at_the_deadline_too(make_case: Callable[..., Any]) -> None:
+    import socket
+    import threading
+
+    head = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100  # 125 bytes, 0.05 s each: 6 s
+    sent: list[int] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(10)
+
+    def trickle_headers() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            count = 0
+            try:
+                for byte in head:
+                    connection.send(bytes([byte]))
+                    count += 1
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            sent.append(count)
+
+    thread = threading.Thread(target=trickle_headers, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/"
+    try:
+        target = HttpTarget({"url": url, "timeout_seconds": 1, "max_retries": 0})
+        with pytest.raises(TargetTimeout):
+            target.invoke(make_case())
+        thread.join(timeout=15)
+    finally:
+        server.close()
+    assert sent and sent[0] < len(head)
