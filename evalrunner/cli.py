@@ -314,6 +314,13 @@ def run(
         ),
     ] = None,
     max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
+    max_text_chars: Annotated[
+        int | None,
+        typer.Option(
+            help="Characters of each answer / context evaluators examine (default 100000); "
+            "longer texts are cut and the case marked truncated."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     stall_timeout: Annotated[
@@ -361,6 +368,8 @@ def run(
                 event["judge"] = _json_arg(judge, "--judge")
             if evaluator_options:
                 event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
+            if max_text_chars is not None:
+                event["max_text_chars"] = max_text_chars
             _check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [

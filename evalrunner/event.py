@@ -19,6 +19,7 @@ from evalrunner import network, redaction, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import MetricSpec
+from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 
 SUITE_PREFIX = "test-suites/"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
@@ -56,6 +57,7 @@ class RunEvent(BaseModel):
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
 
     @property
     def target_kind(self) -> str:
@@ -260,6 +262,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
         ),
         run_id=raw.get("run_id"),
+        max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
     )
 
 

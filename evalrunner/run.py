@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse
 
@@ -35,6 +36,8 @@ class RunConfig(BaseModel):
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int
     item_count: int
+    #: Characters of each text (answer, each context, ...) evaluators examine.
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
 
 
 class ManifestItem(BaseModel):
@@ -63,6 +66,12 @@ class CaseRecord(BaseModel):
     results: list[MetricResult] = Field(default_factory=list)
     #: Judge calls and tokens spent on this case (None when no judge metric ran).
     judge_usage: dict[str, Any] | None = None
+    #: Untrusted text of this case had characters replaced (see ``notes``).
+    sanitized: bool = False
+    #: Text was cut to the run's ``max_text_chars`` before evaluators saw it (see ``notes``).
+    truncated: bool = False
+    #: What the runner changed about this case's text, and why, one sentence each.
+    notes: list[str] = Field(default_factory=list)
 
     @classmethod
     def for_item(

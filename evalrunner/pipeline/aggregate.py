@@ -33,6 +33,7 @@ from evalrunner.reports.stats import (
 )
 from evalrunner.reports.xlsx import details_xlsx
 from evalrunner.run import CaseRecord, ManifestItem, RunConfig
+from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.storage import RunStore
 
 NO_RECORD = (
@@ -81,7 +82,10 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
 
 
 def summarize(
-    evaluators: list[Evaluator], items: list[ManifestItem], records: list[CaseRecord]
+    evaluators: list[Evaluator],
+    items: list[ManifestItem],
+    records: list[CaseRecord],
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
 ) -> dict[str, Any]:
     """Run-level figures of the evaluators that have them, over the answered cases."""
     answered = [
@@ -89,7 +93,7 @@ def summarize(
         for item, record in zip(items, records, strict=True)
         if record.status == "ok" and record.response is not None
     ]
-    samples = [sample_of(item.case, record.response) for item, record in answered]
+    samples = [sample_of(i.case, r.response, max_text_chars) for i, r in answered]
     out: dict[str, Any] = {}
     for evaluator in evaluators:
         results = [[r for r in rec.results if r.evaluator == evaluator.name] for _, rec in answered]
@@ -190,7 +194,7 @@ def aggregate_run(
         stats=stats,
         rows=rows,
         gates=evaluate_gates(config, stats),
-        run_metrics=summarize(evaluators, items, records),
+        run_metrics=summarize(evaluators, items, records, config.max_text_chars),
     )
     baseline_problem = None
     try:

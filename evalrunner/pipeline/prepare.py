@@ -106,6 +106,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         report_prefix=claim_report_prefix(store, name, now, run_id),
         case_count=len(suite.cases),
         item_count=len(items),
+        max_text_chars=event.max_text_chars,
     )
     # Inputs of the next steps, not outputs: written as given (a header value the event put
     # there must reach the target as it is, even after a run in this process registered it).

@@ -19,6 +19,7 @@ from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample, 
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
 from evalrunner.redaction import redact, redact_value
 from evalrunner.run import CaseRecord, ManifestItem, RunConfig
+from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text, sanitize_value
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
@@ -107,25 +108,95 @@ def build_evaluators(
     return evaluators
 
 
-def sample_of(case: TestCase, response: TargetResponse | None = None) -> Sample:
+def sample_of(
+    case: TestCase,
+    response: TargetResponse | None = None,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+) -> Sample:
     """What evaluators see; without a response, only the case's own inputs (for checks)."""
-    return Sample(
-        question=case.question,
+    return capped_sample(case, response, max_text_chars)[0]
+
+
+def capped_sample(
+    case: TestCase, response: TargetResponse | None, max_text_chars: int
+) -> tuple[Sample, list[str]]:
+    """The sample with every text cut to ``max_text_chars``, and a note per text that was.
+
+    The one place evaluators' input is bounded: per-case, batched and aggregate evaluators
+    all get their samples here, so a 5 MB answer costs each of them 100k characters at most.
+    """
+    notes: list[str] = []
+
+    def cap(where: str, text: str | None) -> str | None:
+        if text is None:
+            return None
+        kept, cut = cap_text(text, max_text_chars)
+        if cut:
+            notes.append(
+                f"truncated: {where} has {len(text):,} characters; evaluators examined the "
+                f"first {max_text_chars:,} (the run's max_text_chars)"
+            )
+        return kept
+
+    def caps(where: str, texts: list[str]) -> list[str]:
+        return [cap(f"{where}[{i}]", t) or "" for i, t in enumerate(texts)]
+
+    sample = Sample(
+        question=cap("question", case.question) or "",
         case_id=case.case_id,
         metadata=case.metadata,
-        expected_answer=case.expected_answer,
-        expected_contexts=case.expected_contexts,
+        expected_answer=cap("expected_answer", case.expected_answer),
+        expected_contexts=caps("expected_contexts", case.expected_contexts),
         expected_intent=case.expected_intent,
         expected_tool=case.expected_tool,
         expected_documents=case.expected_documents,
         condition=case.condition,
         categories=case.categories,
-        answer=response.answer if response else None,
-        contexts=response.contexts if response else [],
+        answer=cap("answer", response.answer) if response else None,
+        contexts=caps("contexts", response.contexts) if response else [],
         documents=response.documents if response else [],
         tool=response.tool if response else None,
         intent=response.intent if response else None,
     )
+    return sample, notes
+
+
+def capped_response(
+    response: TargetResponse, max_text_chars: int
+) -> tuple[TargetResponse, list[str]]:
+    """The response with its answer and each context cut to ``max_text_chars``, and a note
+    per text that was. The record and every report keep what the evaluators examined, so a
+    huge answer costs no more downstream (CSV, xlsx, HTML, JSON) than the cap."""
+    notes: list[str] = []
+
+    def cap(where: str, text: str) -> str:
+        kept, cut = cap_text(text, max_text_chars)
+        if cut:
+            notes.append(
+                f"truncated: {where} has {len(text):,} characters; the first "
+                f"{max_text_chars:,} were kept and evaluated (the run's max_text_chars)"
+            )
+        return kept
+
+    answer = cap("answer", response.answer)
+    contexts = [cap(f"contexts[{i}]", c) for i, c in enumerate(response.contexts)]
+    if not notes:
+        return response, notes
+    return response.model_copy(update={"answer": answer, "contexts": contexts}), notes
+
+
+def sanitized_response(response: TargetResponse) -> tuple[TargetResponse, list[str]]:
+    """The response with its text cleaned (see :mod:`evalrunner.sanitize`) and a note per
+    field that had characters replaced. Every answer passes here, a target's or a
+    precomputed test-lab one, so the record can always be stored and reported."""
+    data = response.model_dump()
+    notes: list[str] = []
+    for name, value in data.items():
+        cleaned, found = sanitize_value(value)
+        if found:
+            data[name] = cleaned
+            notes.append(found.describe(name))
+    return (TargetResponse.model_validate(data) if notes else response), notes
 
 
 def not_scored(evaluators: list[Evaluator], reason: str) -> list[MetricResult]:
@@ -161,6 +232,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
     evaluators = build_evaluators(config, PER_CASE, store)
     case = item.case
     record = CaseRecord.for_item(item)
+    record.notes, record.sanitized = list(case.notes), bool(case.notes)
     try:
         if case.answer is not None:  # answers computed elsewhere: score, don't call
             response, latency = (
@@ -169,13 +241,20 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
             )
         else:
             response, latency = call_target(_target(config), case)
+        response, truncated = capped_response(response, config.max_text_chars)
+        response, sanitized = sanitized_response(response)
     except TargetError as exc:
         record.status, record.error = "target_error", exc.message
     except Exception as exc:  # a target bug must not lose the case
         record.status, record.error = "target_error", f"{type(exc).__name__}: {exc}"
     else:
         record.response, record.latency_ms = response, latency
-        sample = sample_of(case, response)
+        record.notes += sanitized
+        record.sanitized = bool(record.notes)
+        record.notes += response.notes  # target-reported numbers that were ignored
+        sample, cut = capped_sample(case, response, config.max_text_chars)
+        record.notes += truncated + cut
+        record.truncated = bool(truncated or cut)
         usage = CaseUsage()
         token = CURRENT_CASE.set(usage)
         try:
@@ -187,6 +266,8 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
 
     if record.status != "ok":
         record.results = not_scored(evaluators, "not scored: the target call failed")
+    if record.error:  # it may quote the target's text
+        record.error = sanitize_text(record.error)[0]
     store.put_json(key, record.model_dump(mode="json"))
     out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
     if record.error:

@@ -71,7 +71,10 @@ def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> d
         for item, record in zip(items, records, strict=True)
         if record is not None and record.status == "ok" and record.response is not None
     ]
-    samples = [sample_of(item.case, record.response) for item, record in ready]  # type: ignore[arg-type]
+    samples = [
+        sample_of(item.case, record.response, config.max_text_chars)  # type: ignore[arg-type]
+        for item, record in ready
+    ]
     scores: dict[str, list[dict[str, Any]]] = {item.item_id: [] for item, _ in ready}
     for evaluator in evaluators:
         for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):

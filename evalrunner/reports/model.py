@@ -32,7 +32,11 @@ class CaseRow(BaseModel):
     cost: float | None = None
     status: Literal["ok", "target_error", "task_failed"]
     error: str | None = None
-    #: What was changed in the target's response on the way in (see TargetResponse.notes).
+    #: The runner replaced characters in this case's text / cut it for evaluators.
+    sanitized: bool = False
+    truncated: bool = False
+    #: What the runner changed on the way in, one line each: characters replaced, text cut,
+    #: target-reported numbers ignored (the response's own notes are folded in by run_case).
     notes: list[str] = Field(default_factory=list)
     results: list[MetricResult] = Field(default_factory=list)
 

@@ -55,6 +55,8 @@ DETAIL_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "status",
     "error",
+    "sanitized",
+    "truncated",
     "notes",
 )
 
@@ -94,6 +96,8 @@ _DETAIL_KINDS: dict[str, ColumnKind] = {
     "latency_ms": "latency",
     "input_tokens": "int",
     "output_tokens": "int",
+    "sanitized": "bool",
+    "truncated": "bool",
 }
 
 _RESULT_KINDS: dict[str, ColumnKind] = {
@@ -152,7 +156,9 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 cost=response.cost if response else None,
                 status=record.status,
                 error=record.error,
-                notes=list(response.notes) if response else [],
+                sanitized=record.sanitized,
+                truncated=record.truncated,
+                notes=list(record.notes),
                 results=list(record.results),
             )
         )
@@ -321,7 +327,9 @@ def detail_cells(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[Cell]:
         row.output_tokens,
         row.status,
         row.error or "",
-        "; ".join(row.notes),
+        row.sanitized,
+        row.truncated,
+        "\n".join(row.notes),
     ]
     for info in metrics:
         result = _result_of(row, info)

@@ -43,6 +43,8 @@ class TestCase(BaseModel):
     contexts: list[str] | None = None
     #: Columns the reader does not know, kept so they reach details.csv.
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: What the reader had to change in this row's cells (e.g. a lone surrogate replaced).
+    notes: list[str] = Field(default_factory=list)
 
 
 class Suite(BaseModel):

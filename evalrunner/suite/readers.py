@@ -37,6 +37,7 @@ from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner.errors import SuiteError
+from evalrunner.sanitize import sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.columns import (
     ALIASES,
@@ -146,7 +147,7 @@ def _place(row: _Row) -> str:
 
 
 def _build_case(row: _Row, index: int, source: str) -> TestCase:
-    values = row.values
+    values, metadata, notes = _sanitized_cells(row)
 
     def fail(column: str, message: str) -> SuiteError:
         cell = row.cells.get(column)
@@ -192,7 +193,8 @@ def _build_case(row: _Row, index: int, source: str) -> TestCase:
             conversation=parsed("conversation", parse_conversation),
             answer=answer,
             contexts=contexts,
-            metadata=row.metadata,
+            metadata=metadata,
+            notes=notes,
         )
     except ValidationError as exc:  # the parsers should make this unreachable
         problems = "; ".join(
@@ -201,6 +203,23 @@ def _build_case(row: _Row, index: int, source: str) -> TestCase:
         raise SuiteError(
             f"invalid test case: {problems}", source=source, sheet=row.sheet, row=row.row
         ) from None
+
+
+def _sanitized_cells(row: _Row) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """The row's cells and metadata, cleaned once here for every format (see
+    :mod:`evalrunner.sanitize`), and a note per column that had characters replaced."""
+    notes: list[str] = []
+    cleaned: list[dict[str, Any]] = []
+    for cells in (row.values, row.metadata):
+        out: dict[str, Any] = {}
+        for column, value in cells.items():
+            (key, value), found = sanitize_value((column, value))
+            out[key] = value
+            if found:
+                label = row.labels.get(column, column)
+                notes.append(found.describe(f"suite {_place(row)}, column {label}"))
+        cleaned.append(out)
+    return cleaned[0], cleaned[1], notes
 
 
 def _metadata_value(value: object) -> Any:

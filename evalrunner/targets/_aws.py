@@ -26,7 +26,7 @@ from botocore.exceptions import (
 )
 
 from evalrunner.errors import ConfigError, TargetError, TargetTimeout
-from evalrunner.targets._common import max_retries, timeout_seconds
+from evalrunner.targets._common import max_retries, timeout_seconds, total_timeout_seconds
 
 _ARN = re.compile(
     r"^arn:(?P<partition>aws[a-zA-Z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
@@ -60,13 +60,23 @@ def region_from_arn(arn: str | None) -> str | None:
 
 
 def client_config(spec: dict[str, Any], *, read_timeout: float | None = None) -> Config:
-    """Timeouts and retry budget from the target spec (timeout_seconds, max_retries)."""
+    """Timeouts and retry budget from the target spec (timeout_seconds, max_retries).
+
+    botocore's timeouts are per socket operation and its retries have no overall budget.
+    AWS APIs answer at once when their work is done, so a read timeout of timeout_seconds
+    bounds the wait; an explicit ``total_timeout_seconds`` also caps the attempts at as many
+    whole timeouts as fit in it (botocore's backoff sleeps, at most 20 s each, are not
+    counted). Without it, max_retries decides alone, as before.
+    """
     timeout = timeout_seconds(spec)
+    attempts = max_retries(spec) + 1
+    if spec.get("total_timeout_seconds") is not None:
+        attempts = max(1, min(attempts, int(total_timeout_seconds(spec) // timeout)))
     return Config(
         connect_timeout=timeout,
         read_timeout=read_timeout if read_timeout is not None else timeout,
         # total_max_attempts counts the first call; botocore's "max_attempts" would not.
-        retries={"total_max_attempts": max_retries(spec) + 1, "mode": "standard"},
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         max_pool_connections=MAX_POOL_CONNECTIONS,
         user_agent_extra="evalrunner",
     )

@@ -1,7 +1,7 @@
 """Small helpers every target needs: spec defaults, report-safe names, backoff, payloads.
 
-The schema declares the defaults (timeout 60 s, 3 retries) but validation does not fill them
-in, so each target reads them through here and they cannot drift apart.
+The schema declares the defaults (timeout 60 s, 3 retries, 1 MiB bodies) but validation does
+not fill them in, so each target reads them through here and they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -10,11 +10,16 @@ import random
 import re
 from typing import Any
 
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, TargetError
 from evalrunner.suite.model import TestCase
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MAX_RETRIES = 3
+#: The default retry budget never exceeds this (see :func:`total_timeout_seconds`).
+DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
+#: Default cap on one response body: far above any answer worth grading, far below what
+#: hurts a 1 GiB Lambda (a 5 MB answer cost 1.1 GB once evaluators ran on all of it).
+DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
 #: Cap on any single sleep between our own retries, so a bounded retry count means a bounded
 #: wait even when the backoff doubles.
 BACKOFF_CAP_SECONDS = 20.0
@@ -27,6 +32,29 @@ def timeout_seconds(spec: dict[str, Any]) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ConfigError(f"target.timeout_seconds must be a number > 0, got {value!r}")
     return float(value)
+
+
+def total_timeout_seconds(spec: dict[str, Any]) -> float:
+    """Budget for one case's calls, retries and backoff included (``total_timeout_seconds``).
+
+    Default: three timeouts, but at most 10 minutes, so a case with its evaluators still
+    ends inside the run-case Lambda's 15 minutes; never less than one timeout.
+    """
+    timeout = timeout_seconds(spec)
+    value = spec.get("total_timeout_seconds")
+    if value is None:
+        return max(timeout, min(3 * timeout, DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS))
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"target.total_timeout_seconds must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def max_response_bytes(spec: dict[str, Any]) -> int:
+    """Cap on one response body (``max_response_bytes``); reading stops there."""
+    value = spec.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
+        raise ConfigError(f"target.max_response_bytes must be an integer >= 1024, got {value!r}")
+    return value
 
 
 def max_retries(spec: dict[str, Any]) -> int:
@@ -81,3 +109,27 @@ def snippet(text: str | bytes | None, limit: int = 300) -> str:
         text = text.decode("utf-8", errors="replace")
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ResponseTooLarge(TargetError):
+    """A response passed ``max_response_bytes``; not retried (it would come back as big)."""
+
+    def __init__(self, what: str, how: str, limit: int) -> None:
+        super().__init__(
+            f"{what}: the response is larger than max_response_bytes={limit:,} bytes ({how}); "
+            "it was not read further. Raise target.max_response_bytes if answers are really "
+            "this long.",
+            retryable=False,
+        )
+
+
+def read_capped(stream: Any, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of a file-like body (boto3's StreamingBody): reads one byte
+    more to tell "exactly the limit" from "more", never the whole of an oversized body."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        raise ResponseTooLarge(what, "more was sent", limit)
+    return bytes(data)

@@ -1,35 +1,138 @@
-"""One urllib3 pool per HTTP-speaking target, with bounded retries and user-facing errors.
+"""One urllib3 pool per HTTP-speaking target: whole-call deadlines, a retry budget, a size cap.
 
 urllib3 rather than requests or httpx: it is already in every Lambda runtime (botocore needs
-it), it is thread-safe with one PoolManager, and its Retry implements exactly the policy we
-want (retry 429/5xx and timeouts, POST included, honouring Retry-After).
+it) and it is thread-safe with one PoolManager. Its own timeouts are per socket operation,
+though, so a server that sends one byte every 0.4 s never trips a 2 s read timeout; and its
+Retry sleeps without regard to any overall budget. So the retry loop is ours:
+
+- every attempt has a deadline, ``timeout_seconds`` after it starts, that bounds the whole
+  exchange (connect, send, headers, body): a watchdog shuts the socket down when it passes;
+- all attempts and the backoff sleeps between them fit ``total_timeout_seconds``: a retry
+  that could not start before the budget ends is not made, a sleep never overshoots it;
+- the body is read in chunks and the read stops at ``max_response_bytes`` (a declared
+  Content-Length above it is refused before reading), so memory stays bounded.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
+import socket
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import (
     ConnectTimeoutError,
     HTTPError,
-    MaxRetryError,
     NewConnectionError,
+    ProtocolError,
     ReadTimeoutError,
 )
 from urllib3.util import Retry, Timeout
 
 from evalrunner.errors import TargetError, TargetTimeout
-from evalrunner.targets._common import snippet
+from evalrunner.targets._common import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, snippet
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_BACKOFF_FACTOR = 0.5
 #: Enough connections for the local engine's concurrency without blocking.
 POOL_MAXSIZE = 50
-_HAS_RETRY_AFTER_MAX = "retry_after_max" in inspect.signature(Retry.__init__).parameters
+#: Bytes read from the socket per step; the size cap is checked between steps.
+CHUNK_BYTES = 64 * 1024
+
+
+# --------------------------------------------------------------------------- the deadline
+
+
+class _Watchdog:
+    """Shuts down the socket of the current attempt when its deadline passes.
+
+    Socket timeouts bound each read; only closing the socket from outside bounds their sum.
+    Connections register their socket here (through a thread-local, because the pool picks
+    the connection inside urllib3) as soon as they have one.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        _current.watchdog = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        _current.watchdog = None
+
+    def watch(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.expired:
+                _shutdown(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            _shutdown(self._sock)
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed: nothing left to stop
+
+
+_current = threading.local()
+
+
+def _watch(sock: socket.socket | None) -> None:
+    watchdog = getattr(_current, "watchdog", None)
+    if watchdog is not None:
+        watchdog.watch(sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:  # a kept-alive connection: watch it from the first byte
+            _watch(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _watch(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            _watch(self.sock)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+# ------------------------------------------------------------------------------ the client
 
 
 @dataclass(frozen=True)
@@ -39,6 +142,7 @@ class HttpResult:
     attempts: int
     content_type: str
     location: str = ""
+    retry_after: str = ""
 
     def json(self, what: str) -> Any:
         """The body as JSON, or a TargetError that shows what came back instead."""
@@ -61,28 +165,17 @@ class JsonHttpClient:
         timeout: float,
         retries: int,
         backoff_factor: float = DEFAULT_BACKOFF_FACTOR,
+        total_timeout: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.timeout_seconds = timeout
-        extra: dict[str, Any] = {}
-        if _HAS_RETRY_AFTER_MAX:
-            # A server asking us to wait longer than the per-call timeout is not waited for.
-            extra["retry_after_max"] = max(1, int(timeout))
-        self.retry = Retry(
-            total=retries,
-            connect=retries,
-            read=retries,
-            status=retries,
-            other=0,
-            redirect=False,  # a redirected POST turns into a GET: report the 3xx instead
-            backoff_factor=backoff_factor,
-            status_forcelist=RETRY_STATUSES,
-            allowed_methods=None,  # POST too: evaluation questions are safe to ask twice
-            respect_retry_after_header=True,
-            raise_on_status=False,  # keep the last response so its status and body are shown
-            **extra,
-        )
-        self.timeout = Timeout(connect=timeout, read=timeout, total=timeout)
-        self.pool = urllib3.PoolManager(maxsize=POOL_MAXSIZE, retries=self.retry)
+        self.retries = retries
+        self.backoff_factor = backoff_factor
+        self.total_timeout_seconds = total_timeout if total_timeout is not None else timeout
+        self.max_response_bytes = max_response_bytes
+        self._retry_after = Retry(0)  # only for parsing Retry-After (seconds or HTTP date)
+        self.pool = urllib3.PoolManager(maxsize=POOL_MAXSIZE, retries=False)
+        self.pool.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
     def send(
         self, method: str, url: str, payload: Any, headers: dict[str, str], what: str
@@ -90,30 +183,129 @@ class JsonHttpClient:
         """One logical call (retries included); ``what`` names it in errors, without secrets."""
         all_headers = {"Content-Type": "application/json", "Accept": "application/json"}
         all_headers.update(headers)
-        try:
-            response = self.pool.request(
-                method,
-                url,
-                body=json.dumps(payload).encode("utf-8"),
-                headers=all_headers,
-                retries=self.retry,
-                timeout=self.timeout,
-            )
-        except MaxRetryError as exc:
-            raise self._failure(exc.reason, what, self.retry.total or 0) from exc
-        except HTTPError as exc:
-            raise self._failure(exc, what, 0) from exc
-        history = response.retries.history if response.retries else ()
+        body = json.dumps(payload).encode("utf-8")
+        budget_ends = time.monotonic() + self.total_timeout_seconds
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            seconds = min(self.timeout_seconds, budget_ends - started)
+            failure: TargetError | None = None
+            result: HttpResult | None = None
+            try:
+                result = self._attempt(method, url, body, all_headers, seconds, what, attempt)
+            except ResponseTooLarge:
+                raise
+            except TargetError as exc:
+                failure = exc
+            if result is not None and result.status not in RETRY_STATUSES:
+                return result
+            wait = self._backoff(attempt, result)
+            if attempt > self.retries or time.monotonic() + wait >= budget_ends:
+                if result is not None:
+                    return result
+                assert failure is not None
+                raise self._out_of_budget(failure, attempt)
+            time.sleep(wait)
+
+    def _attempt(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        seconds: float,
+        what: str,
+        attempt: int,
+    ) -> HttpResult:
+        """One request within ``seconds`` overall, the body read up to the size cap."""
+        with _Watchdog(seconds) as watchdog:
+            response = None
+            try:
+                response = self.pool.request(
+                    method,
+                    url,
+                    body=body,
+                    headers=headers,
+                    timeout=Timeout(connect=seconds, read=seconds),
+                    preload_content=False,
+                    redirect=False,
+                )
+                data = self._read_capped(response, what)
+            except (HTTPError, OSError) as exc:
+                if response is not None:
+                    response.close()
+                    response.release_conn()
+                raise self._failure(exc, what, attempt, timed_out=watchdog.expired) from exc
+            except ResponseTooLarge:
+                assert response is not None
+                response.close()  # do not read the rest: drop the connection instead
+                response.release_conn()
+                raise
+            if watchdog.expired:  # finished reading just as the deadline passed
+                response.close()
+                response.release_conn()
+                raise self._timeout(what, attempt)
+        response.release_conn()
         return HttpResult(
             status=response.status,
-            body=response.data,
-            attempts=len(history) + 1,
+            body=data,
+            attempts=attempt,
             content_type=response.headers.get("Content-Type", ""),
             location=response.headers.get("Location", ""),
+            retry_after=response.headers.get("Retry-After", ""),
         )
 
-    def _failure(self, reason: Any, what: str, retries: int) -> TargetError:
-        attempts = f"{retries + 1} attempt(s)"
+    def _read_capped(self, response: urllib3.BaseHTTPResponse, what: str) -> bytes:
+        limit = self.max_response_bytes
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large(what, f"Content-Length {int(declared):,} declared")
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.stream(CHUNK_BYTES):
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large(what, "more was sent")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _backoff(self, attempt: int, result: HttpResult | None) -> float:
+        """Seconds before the next attempt: Retry-After when the server gave one (up to
+        timeout_seconds), else exponential from ``backoff_factor``."""
+        if result is not None:
+            if result.retry_after:
+                try:
+                    seconds = self._retry_after.parse_retry_after(result.retry_after)
+                    return min(seconds, self.timeout_seconds)
+                except HTTPError:
+                    pass
+        return self.backoff_factor * (2 ** (attempt - 1))
+
+    def _too_large(self, what: str, how: str) -> ResponseTooLarge:
+        return ResponseTooLarge(what, how, self.max_response_bytes)
+
+    def _timeout(self, what: str, attempt: int) -> TargetTimeout:
+        return TargetTimeout(
+            f"{what} did not answer within timeout_seconds={self.timeout_seconds:g} (connect, "
+            f"send and the whole body; {attempt} attempt(s)). Raise target.timeout_seconds "
+            "if it is just slow.",
+            retryable=True,
+        )
+
+    def _out_of_budget(self, failure: TargetError, attempt: int) -> TargetError:
+        if attempt <= self.retries:  # stopped by the budget, not by the retry count
+            failure.message += (
+                f" No retry left within total_timeout_seconds={self.total_timeout_seconds:g}."
+            )
+        return failure
+
+    def _failure(
+        self, reason: Any, what: str, attempt: int, *, timed_out: bool = False
+    ) -> TargetError:
+        attempts = f"{attempt} attempt(s)"
+        if timed_out or isinstance(reason, ReadTimeoutError | TimeoutError):
+            return self._timeout(what, attempt)
         # Checked first: urllib3 makes NewConnectionError a subclass of ConnectTimeoutError.
         if isinstance(reason, NewConnectionError):
             return TargetError(
@@ -121,11 +313,11 @@ class JsonHttpClient:
                 "that the service is running and reachable from where evalrunner runs.",
                 retryable=True,
             )
-        if isinstance(reason, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
-            return TargetTimeout(
-                f"{what} did not answer within timeout_seconds={self.timeout_seconds:g} "
-                f"({attempts}). Raise target.timeout_seconds if it is just slow.",
-                retryable=True,
+        if isinstance(reason, ConnectTimeoutError):
+            return self._timeout(what, attempt)
+        if isinstance(reason, ProtocolError):
+            return TargetError(
+                f"{what}: the connection broke ({attempts}): {reason}", retryable=True
             )
         return TargetError(f"{what}: request failed ({attempts}): {reason}", retryable=True)
 

@@ -17,10 +17,18 @@ from typing import Any
 import boto3
 from botocore.exceptions import EventStreamError
 
-from evalrunner.errors import TargetError
+from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
-from evalrunner.targets._common import backoff_delay, max_retries, report_name, timeout_seconds
+from evalrunner.targets._common import (
+    ResponseTooLarge,
+    backoff_delay,
+    max_response_bytes,
+    max_retries,
+    report_name,
+    timeout_seconds,
+    total_timeout_seconds,
+)
 from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import Target, TargetResponse
 
@@ -114,17 +122,42 @@ def _read_return_control(payload: dict[str, Any], reply: AgentReply) -> None:
                 reply.tools.append(tool)
 
 
-def read_completion(events: Iterable[dict[str, Any]], what: str) -> AgentReply:
-    """Consume an InvokeAgent ``completion`` stream (botocore's parsed event dicts)."""
+def read_completion(
+    events: Iterable[dict[str, Any]],
+    what: str,
+    *,
+    deadline: float | None = None,
+    timeout: float | None = None,
+    max_bytes: int | None = None,
+) -> AgentReply:
+    """Consume an InvokeAgent ``completion`` stream (botocore's parsed event dicts).
+
+    The stream may go on for a long time with each event inside botocore's read timeout, so
+    the whole-call ``deadline`` (``time.monotonic()`` value) is checked between events and
+    the answer's bytes against ``max_bytes``; either ends the read and closes the stream.
+    A stall *within* one event is bounded by the read timeout only.
+    """
     reply = AgentReply()
     parts: list[bytes] = []  # decoded once at the end: a character may span two chunks
+    size = 0
     try:
         for event in events:
+            if deadline is not None and time.monotonic() > deadline:
+                _close(events)
+                raise TargetTimeout(
+                    f"{what} did not finish its answer within timeout_seconds={timeout or 0:g}"
+                    " (the whole stream). Raise target.timeout_seconds if it is just slow.",
+                    retryable=True,
+                )
             if "chunk" in event:
                 chunk = event["chunk"] or {}
                 data = chunk.get("bytes")
                 if data:
                     parts.append(data if isinstance(data, bytes) else str(data).encode("utf-8"))
+                    size += len(parts[-1])
+                    if max_bytes is not None and size > max_bytes:
+                        _close(events)
+                        raise ResponseTooLarge(what, "more was streamed", max_bytes)
                 for citation in (chunk.get("attribution") or {}).get("citations") or ():
                     contexts, documents = bedrock_references(
                         citation.get("retrievedReferences") or ()
@@ -146,6 +179,12 @@ def read_completion(events: Iterable[dict[str, Any]], what: str) -> AgentReply:
         ) from exc
     reply.text = b"".join(parts).decode("utf-8", errors="replace")
     return reply
+
+
+def _close(events: Iterable[dict[str, Any]]) -> None:
+    close = getattr(events, "close", None)
+    if close is not None:
+        close()
 
 
 def _stream_error(code: str, message: str, what: str) -> AgentStreamError:
@@ -177,6 +216,8 @@ class BedrockAgentTarget(Target):
         self.session_attributes: dict[str, str] | None = spec.get("sessionAttributes")
         self.timeout = timeout_seconds(spec)
         self.retries = max_retries(spec)
+        self.budget = total_timeout_seconds(spec)
+        self.max_bytes = max_response_bytes(spec)
         self.client = make_client("bedrock-agent-runtime", spec, session=session)
         self.region = self.client.meta.region_name
 
@@ -189,19 +230,22 @@ class BedrockAgentTarget(Target):
         return f"Bedrock agent {self.agent_id} alias {self.alias_id}"
 
     def invoke(self, case: TestCase) -> TargetResponse:
+        budget_ends = time.monotonic() + self.budget
         for attempt in range(self.retries + 1):
             try:
                 return self._converse(case)
             except AgentStreamError as exc:
                 if not exc.retryable:
                     raise
-                if attempt >= self.retries:
+                delay = backoff_delay(attempt, self.backoff_base_s)
+                if attempt >= self.retries or time.monotonic() + delay >= budget_ends:
                     raise AgentStreamError(
                         f"{exc.message} Gave up after {attempt + 1} attempt(s) "
-                        f"(max_retries={self.retries}).",
+                        f"(max_retries={self.retries}, "
+                        f"total_timeout_seconds={self.budget:g}).",
                         retryable=True,
                     ) from exc
-                time.sleep(backoff_delay(attempt, self.backoff_base_s))
+                time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _converse(self, case: TestCase) -> TargetResponse:
@@ -229,6 +273,7 @@ class BedrockAgentTarget(Target):
         )
 
     def _ask(self, session_id: str, text: str) -> AgentReply:
+        started = time.monotonic()
         params: dict[str, Any] = {
             "agentId": self.agent_id,
             "agentAliasId": self.alias_id,
@@ -249,7 +294,13 @@ class BedrockAgentTarget(Target):
             permission=permission,
         ):
             response = self.client.invoke_agent(**params)
-            return read_completion(response["completion"], self._what)
+            return read_completion(
+                response["completion"],
+                self._what,
+                deadline=started + self.timeout,
+                timeout=self.timeout,
+                max_bytes=self.max_bytes,
+            )
 
 
 def _add(total: int | None, value: int | None) -> int | None:

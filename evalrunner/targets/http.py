@@ -19,11 +19,13 @@ from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._common import (
+    max_response_bytes,
     max_retries,
     question_payload,
     report_name,
     sanitise_name,
     timeout_seconds,
+    total_timeout_seconds,
 )
 from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
@@ -66,6 +68,8 @@ class HttpTarget(Target):
             timeout=timeout_seconds(spec),
             retries=max_retries(spec),
             backoff_factor=self.backoff_factor,
+            total_timeout=total_timeout_seconds(spec),
+            max_response_bytes=max_response_bytes(spec),
         )
 
     @property

@@ -19,7 +19,14 @@ from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, error_code, make_client, region_from_arn
-from evalrunner.targets._common import question_payload, report_name, snippet, timeout_seconds
+from evalrunner.targets._common import (
+    max_response_bytes,
+    question_payload,
+    read_capped,
+    report_name,
+    snippet,
+    timeout_seconds,
+)
 from evalrunner.targets.base import Target, TargetResponse
 
 _NOT_AUTHORIZED = re.compile(
@@ -85,6 +92,7 @@ class LambdaTarget(Target):
         self.function = str(spec["lambdaArn"])
         self.question_field = str(spec.get("question_field", "question"))
         self.timeout = timeout_seconds(spec)
+        self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.client = make_client("lambda", spec, session=session, arn=self.function)
         self.region = region_from_arn(self.function) or self.client.meta.region_name
@@ -110,7 +118,7 @@ class LambdaTarget(Target):
                         access_denied_message(message, self.function, self.region)
                     ) from exc
                 raise
-            raw = response["Payload"].read()
+            raw = read_capped(response["Payload"], self.max_bytes, what)
         if response.get("FunctionError"):
             raise TargetError(self._function_error(response["FunctionError"], raw))
         return adapters.normalise(raw, self.mapping, source=what)

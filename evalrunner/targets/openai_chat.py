@@ -16,11 +16,13 @@ from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
+    max_response_bytes,
     max_retries,
     report_name,
     sanitise_name,
     snippet,
     timeout_seconds,
+    total_timeout_seconds,
 )
 from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
@@ -65,6 +67,8 @@ class OpenAIChatTarget(Target):
             timeout=timeout_seconds(spec),
             retries=max_retries(spec),
             backoff_factor=self.backoff_factor,
+            total_timeout=total_timeout_seconds(spec),
+            max_response_bytes=max_response_bytes(spec),
         )
 
     @property

@@ -22,7 +22,14 @@ from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, make_client, region_from_arn
-from evalrunner.targets._common import question_payload, report_name, snippet, timeout_seconds
+from evalrunner.targets._common import (
+    ResponseTooLarge,
+    max_response_bytes,
+    question_payload,
+    report_name,
+    snippet,
+    timeout_seconds,
+)
 from evalrunner.targets.base import Target, TargetResponse
 
 _RUNNING = {"RUNNING", "PENDING_REDRIVE"}
@@ -58,6 +65,7 @@ class StepFunctionsTarget(Target):
         self.arn = str(spec["stepFunctionArn"])
         self.question_field = str(spec.get("question_field", "question"))
         self.timeout = timeout_seconds(spec)
+        self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.client = make_client("stepfunctions", spec, session=session, arn=self.arn)
         self.region = region_from_arn(self.arn) or self.client.meta.region_name
@@ -142,4 +150,6 @@ class StepFunctionsTarget(Target):
                 f"Execution {where} succeeded without an output it could return (outputs over "
                 "256 KiB are not included). Make the workflow return a smaller result."
             )
+        if len(output) > self.max_bytes // 4 and len(output.encode("utf-8")) > self.max_bytes:
+            raise ResponseTooLarge(f"Execution {where}", "its output", self.max_bytes)
         return adapters.normalise(output, self.mapping, source=self._what)

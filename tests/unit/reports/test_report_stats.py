@@ -290,7 +290,7 @@ def test_detail_table_keeps_the_documented_details_csv_layout() -> None:
     items, records = _old_and_new_inputs()
     evaluators = [Quality(), Other()]
     header, body = detail_table(case_rows(items, records), metric_infos(evaluators))
-    assert header[:14] == [
+    assert header[:16] == [
         "case_id",
         "iteration",
         "categories",
@@ -304,10 +304,12 @@ def test_detail_table_keeps_the_documented_details_csv_layout() -> None:
         "output_tokens",
         "status",
         "error",
+        "sanitized",
+        "truncated",
         "notes",
     ]
     assert len(body) == 6 and all(len(row) == len(header) for row in body)
-    assert header[14:17] == ["alpha score", "alpha success", "alpha reason"]
+    assert header[16:19] == ["alpha score", "alpha success", "alpha reason"]
     assert body[2][5:8] == ["", "", ""]  # no response: no answer, contexts or documents
     assert body[1][5:8] == ["", "[]", "[]"]  # an empty answer is still an answer
 

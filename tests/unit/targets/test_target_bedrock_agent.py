@@ -344,3 +344,31 @@ def test_character_split_across_chunks(make_case: Callable[..., Any]) -> None:
     encoded = "Café".encode()
     fake = FakeAgent([{"chunk": {"bytes": encoded[:4]}}, {"chunk": {"bytes": encoded[4:]}}])
     assert agent_with(fake).invoke(make_case()).answer == "Café"
+
+
+def test_a_stream_past_its_deadline_or_size_cap_is_cut_and_closed() -> None:
+    import time
+
+    from evalrunner.errors import TargetTimeout
+    from evalrunner.targets.bedrock_agent import read_completion
+
+    class Stream:
+        """Endless chunks, as a runaway agent would send them; records being closed."""
+
+        closed = False
+
+        def __iter__(self):
+            while not self.closed:
+                yield {"chunk": {"bytes": b"blah " * 100}}
+
+        def close(self) -> None:
+            self.closed = True
+
+    late = Stream()
+    with pytest.raises(TargetTimeout, match="timeout_seconds=2"):
+        read_completion(late, "agent", deadline=time.monotonic() - 1, timeout=2)
+    assert late.closed
+    big = Stream()
+    with pytest.raises(TargetError, match="max_response_bytes=4,096") as info:
+        read_completion(big, "agent", max_bytes=4096)
+    assert big.closed and not info.value.retryable

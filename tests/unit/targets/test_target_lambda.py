@@ -117,6 +117,14 @@ def test_client_config_comes_from_spec() -> None:
     assert config.retries == {"total_max_attempts": 3, "mode": "standard"}
 
 
+def test_total_timeout_caps_botocore_attempts_to_whole_timeouts_that_fit() -> None:
+    spec = {"lambdaArn": ARN, "timeout_seconds": 10, "max_retries": 5}
+    config = LambdaTarget({**spec, "total_timeout_seconds": 25}).client.meta.config
+    assert config.retries["total_max_attempts"] == 2
+    config = LambdaTarget({**spec, "total_timeout_seconds": 5}).client.meta.config
+    assert config.retries["total_max_attempts"] == 1  # always one attempt
+
+
 def test_function_name_forms() -> None:
     assert function_name(ARN + ":prod") == "qa-bot"
     assert function_name("qa-bot:prod") == "qa-bot"
@@ -204,3 +212,15 @@ def test_throttling_beyond_max_retries_is_a_retryable_error(
         target.invoke(make_case())
     assert info.value.retryable and "throttled" in info.value.message
     assert len(loopback.requests) == 1
+
+
+def test_an_oversized_payload_is_refused_not_read_whole(
+    fake_function: FakeFunction, make_case: Callable[..., Any]
+) -> None:
+    fake_function.result = {"answer": "x" * 5000}
+    target = LambdaTarget({"lambdaArn": ARN, "max_response_bytes": 4096})
+    with pytest.raises(TargetError, match=r"larger than max_response_bytes=4,096") as info:
+        target.invoke(make_case())
+    assert not info.value.retryable
+    fake_function.result = {"answer": "x" * 4000}
+    assert len(target.invoke(make_case()).answer) == 4000

@@ -195,3 +195,18 @@ def test_missing_state_machine(make_case: Callable[..., Any]) -> None:
 
 def test_state_machine_name() -> None:
     assert state_machine_name(SM_ARN) == "express-qa"
+
+
+def test_an_oversized_output_is_refused(make_case: Callable[..., Any]) -> None:
+    target = StepFunctionsTarget({"stepFunctionArn": SM_ARN, "max_response_bytes": 2048})
+    with Stubber(target.client) as stub:
+        stub.add_response(
+            "describe_state_machine", describe("EXPRESS"), {"stateMachineArn": SM_ARN}
+        )
+        stub.add_response(
+            "start_sync_execution",
+            sync_result("SUCCEEDED", output=json.dumps({"answer": "é" * 1500})),
+            {"stateMachineArn": SM_ARN, "name": ANY, "input": ANY},
+        )
+        with pytest.raises(TargetError, match=r"larger than max_response_bytes=2,048"):
+            target.invoke(make_case("q"))
