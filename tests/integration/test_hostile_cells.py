@@ -8,9 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from typer.testing import CliRunner
 
 from evalrunner.cli import app
 from evalrunner.reports.formulas import neutralise
+from tests.support.loopback_http import serve
 
 #: What the target answers, by question number.
 ANSWERS = [
@@ -40,34 +39,16 @@ QUESTIONS = [
 ]
 
 
+def respond(request: bytes) -> tuple[bytes, float]:
+    """The answer is picked by the number in the question's text."""
+    number = int("".join(c for c in json.loads(request)["question"] if c.isdigit()))
+    return json.dumps({"answer": ANSWERS[number]}).encode(), 0.0
+
+
 @pytest.fixture
 def target() -> Iterator[str]:
-    """127.0.0.1 server: the answer is picked by the number in the question's text."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            number = int("".join(c for c in body["question"] if c.isdigit()))
-            payload = json.dumps({"answer": ANSWERS[number]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/ask"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve(respond) as (url, _):
+        yield url
 
 
 def run(suite: Path, target: str, out: Path) -> Any:

@@ -1,4 +1,5 @@
-"""A loopback HTTP target for runs through the CLI: answers one fixed body, or trickles it.
+"""A loopback HTTP target for runs through the CLI: answers a body (fixed, or chosen from the
+request), or trickles it.
 
 Bounded and self-stopping: the server only lives inside ``serve(...)``, every trickle has a
 fixed number of bytes, and a client that hangs up ends the reply.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,16 +27,21 @@ class Served:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+#: A reply chosen from the request body: the bytes to send and the trickle interval (0: at once).
+Responder = Callable[[bytes], tuple[bytes, float]]
+
+
 @contextmanager
 def serve(
-    body: bytes,
+    body: bytes | Responder,
     *,
     trickle_every: float = 0.0,
     content_type: str = "application/json",
     declare_length: bool = True,
 ) -> Iterator[tuple[str, Served]]:
     """Serve ``body`` to every POST; with ``trickle_every``, one byte per that many seconds;
-    without ``declare_length``, no Content-Length (the body ends when the connection does)."""
+    without ``declare_length``, no Content-Length (the body ends when the connection does).
+    ``body`` may be a function of the request body returning ``(bytes, trickle_every)``."""
     served = Served()
     stop = threading.Event()
 
@@ -44,8 +50,11 @@ def serve(
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
+            request = self.rfile.read(length) if length else b""
+            if callable(body):
+                reply, every = body(request)
+            else:
+                reply, every = body, trickle_every
             with served.lock:
                 served.requests += 1
             sent, hung_up = 0, False
@@ -53,30 +62,30 @@ def serve(
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
                 if declare_length:
-                    self.send_header("Content-Length", str(len(body)))
+                    self.send_header("Content-Length", str(len(reply)))
                 else:
                     self.send_header("Connection", "close")
                     self.close_connection = True
                 self.end_headers()
-                if trickle_every:
+                if every:
                     self.wfile.flush()
-                    for i in range(len(body)):
-                        if stop.wait(trickle_every):
+                    for i in range(len(reply)):
+                        if stop.wait(every):
                             break
-                        self.wfile.write(body[i : i + 1])
+                        self.wfile.write(reply[i : i + 1])
                         self.wfile.flush()
                         sent += 1
                 else:
-                    for i in range(0, len(body), 64 * 1024):
+                    for i in range(0, len(reply), 64 * 1024):
                         if stop.is_set():
                             break
-                        self.wfile.write(body[i : i + 64 * 1024])
-                        sent = min(len(body), i + 64 * 1024)
+                        self.wfile.write(reply[i : i + 64 * 1024])
+                        sent = min(len(reply), i + 64 * 1024)
             except OSError:  # the client hung up: what the deadline tests look for
                 hung_up = True
             with served.lock:
                 served.sent.append(sent)
-                served.hung_up.append(hung_up or sent < len(body))
+                served.hung_up.append(hung_up or sent < len(reply))
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
