@@ -501,7 +501,7 @@ def test_untrusted_text_is_inert(page: str, tree: Node) -> None:
         "an event-handler attribute leaked"
     )
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;" in page
+    assert "&gt;&lt;img src=x onerror=alert(2)&gt;" in page and "<img" not in page
     # ... and reads back as the very text the target returned
     answer = section(tree, "worst").find("div", cls="answer").find("div", cls="txt").text()
     assert answer == f"You get 30 days. {XSS_SCRIPT} {XSS_ATTR}"
