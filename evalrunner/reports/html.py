@@ -46,8 +46,8 @@ from evalrunner.reports.report_view import (
     WORST_CASES,
     WORST_OPEN,
     report_context,
-    scalar_text,
 )
+from evalrunner.reports.run_figures import scalar_text
 
 __all__ = [
     "HEATMAP_ROWS",
