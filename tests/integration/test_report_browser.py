@@ -7,16 +7,16 @@ text (an injected script neither ran nor became an element).
 
 from __future__ import annotations
 
+import io
 import random
 import re
-import struct
 import subprocess
-import zlib
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bs4 import BeautifulSoup
+from PIL import Image
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.reports.html import render_report
@@ -349,56 +349,14 @@ def synthetic_report(cases: int, iterations: int = 2, seed: int = 7) -> ReportDa
     )
 
 
-# --- tiny PNG reader ------------------------------------------------------------------------
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# --- reading Chromium's output ---------------------------------------------------------------
 
 
 def png_pixels(data: bytes) -> np.ndarray:
-    """Decode an 8-bit RGB/RGBA, non-interlaced PNG (what Chromium writes) to an array of
-    shape (height, width, channels): zlib, then undo each row's filter (PNG spec, 9.2)."""
-    assert data[:8] == PNG_SIGNATURE, "not a PNG"
-    pos, idat = 8, b""
-    width = height = channels = 0
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, chunk = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
-            assert depth == 8 and interlace == 0 and colour in (2, 6), (depth, colour, interlace)
-            channels = 3 if colour == 2 else 4
-        elif kind == b"IDAT":
-            idat += chunk
-        elif kind == b"IEND":
-            break
-    stride = width * channels
-    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, stride + 1)
-    out = np.zeros((height, stride), dtype=np.uint8)
-    prev = np.zeros(stride, dtype=np.uint8)
-    for y in range(height):
-        kind, line = raw[y, 0], raw[y, 1:]
-        if kind == 0:  # None
-            cur = line.copy()
-        elif kind == 1:  # Sub: a running sum along the row, per channel
-            cur = np.cumsum(line.reshape(width, channels), axis=0, dtype=np.int64)
-            cur = (cur & 0xFF).astype(np.uint8).reshape(-1)
-        elif kind == 2:  # Up (uint8 arithmetic wraps mod 256, as the spec wants)
-            cur = line + prev
-        else:  # Average, Paeth: sequential along the row
-            row, up = bytearray(line.tobytes()), prev.tobytes()
-            for i in range(stride):
-                a = row[i - channels] if i >= channels else 0
-                b, c = up[i], (up[i - channels] if i >= channels else 0)
-                if kind == 3:
-                    row[i] = (row[i] + ((a + b) >> 1)) & 0xFF
-                    continue
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                row[i] = (row[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
-            cur = np.frombuffer(bytes(row), dtype=np.uint8)
-        out[y] = prev = cur
-    return out.reshape(height, width, channels)[:, :, :3]
+    """A PNG as an array of shape (height, width, 3), RGB."""
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG", image.format
+        return np.asarray(image.convert("RGB"))
 
 
 def distinct_colours(pixels: np.ndarray) -> int:
@@ -463,7 +421,6 @@ def test_chromium_is_installed() -> None:
 def test_screenshot_is_a_rendered_page(rendered: dict[str, object]) -> None:
     png, blank = rendered["png"], rendered["blank"]
     assert isinstance(png, bytes) and isinstance(blank, bytes)
-    assert png[:8] == PNG_SIGNATURE and blank[:8] == PNG_SIGNATURE
     pixels, blank_pixels = png_pixels(png), png_pixels(blank)
     assert pixels.shape == (2000, 1280, 3)
     assert distinct_colours(blank_pixels) <= 2
@@ -489,28 +446,17 @@ def test_dom_holds_verdict_and_metrics(rendered: dict[str, object]) -> None:
     assert dom.count('class="hm-cell"') == 60 * 5  # cases × primary metrics
 
 
-class _Elements(HTMLParser):
-    """Every element of a serialised DOM, with its attributes."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.elements: list[tuple[str, dict[str, str | None]]] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.elements.append((tag, dict(attrs)))
-
-
 def test_injected_markup_stays_text(rendered: dict[str, object]) -> None:
     dom = rendered["dom"]
     assert isinstance(dom, str)
     # the injected script would have retitled the page: the page's own title is intact
     assert "<title>REGRESSION · hr-bot-AGENT42-ALIAS7" in dom
     assert "PWNED" not in dom.split("</title>")[0]
-    elements = _Elements(dom).elements
-    assert [t for t, _ in elements].count("script") == 1  # the page's own only
-    assert "img" not in {t for t, _ in elements}
-    assert not [(t, a) for t, attrs in elements for a in attrs if a.startswith("on")]
+    tree = BeautifulSoup(dom, "html.parser")
+    assert len(tree.find_all("script")) == 1  # the page's own only
+    assert not tree.find_all("img")
+    elements = tree.find_all(True)
+    assert not [(e.name, a) for e in elements for a in e.attrs if a.lower().startswith("on")]
     # ... while the text the target returned is there, as text
     assert '&lt;script&gt;document.title="PWNED"&lt;/script&gt;' in dom
     assert "&lt;img src=x onerror=alert(1)&gt;" in dom

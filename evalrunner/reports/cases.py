@@ -1,0 +1,191 @@
+"""The run folded per case, and the verdict: what the HTML report ranks and headlines.
+
+A case's iterations are folded together (a :class:`Cell` per case × metric); cases are ranked
+worst first by primary metrics failed (a target error counts as one), then pass share, then
+mean score (turned so that higher is better), then run order.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evalrunner.evaluators.base import MetricResult
+from evalrunner.reports.charts import Key, key
+from evalrunner.reports.formatting import plural, score
+from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats, ReportData
+
+
+@dataclass
+class Cell:
+    """One case × metric over the case's iterations."""
+
+    results: list[MetricResult] = field(default_factory=list)
+
+    @property
+    def scores(self) -> list[float]:
+        return [r.score for r in self.results if r.status == "scored" and r.score is not None]
+
+    @property
+    def judged(self) -> int:
+        return sum(1 for r in self.results if r.status in ("scored", "error"))
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for r in self.results if r.status == "scored" and r.success is True)
+
+    @property
+    def failed(self) -> bool:
+        return any(
+            r.status == "error" or (r.status == "scored" and r.success is False)
+            for r in self.results
+        )
+
+    @property
+    def share(self) -> float | None:
+        return self.passed / self.judged if self.judged else None
+
+    @property
+    def mean(self) -> float | None:
+        scores = self.scores
+        return statistics.fmean(scores) if scores else None
+
+
+@dataclass
+class Case:
+    """A case with its iterations (rows) folded together."""
+
+    case_id: str
+    order: int
+    rows: list[CaseRow] = field(default_factory=list)
+    cells: dict[Key, Cell] = field(default_factory=dict)
+    failing: list[Key] = field(default_factory=list)  # primary metrics failed at least once
+    errored: bool = False  # the target or the task failed in some iteration
+    share: float | None = None  # pass share over primary results
+    goodness: float | None = None  # mean primary score, turned so that higher is better
+
+    def cell(self, metric: Key) -> Cell:
+        return self.cells.get(metric) or Cell()
+
+    @property
+    def badness(self) -> int:
+        return len(self.failing) + (1 if self.errored else 0)
+
+    def sort_key(self) -> tuple[float, float, float, int]:
+        return (
+            -self.badness,
+            self.share if self.share is not None else -1.0,
+            self.goodness if self.goodness is not None else -1.0,
+            self.order,
+        )
+
+
+def aggregate(rows: Sequence[CaseRow], primary: Sequence[MetricInfo]) -> list[Case]:
+    """Cases in run order, each with its iterations folded together."""
+    cases: dict[str, Case] = {}
+    for row in rows:
+        case = cases.get(row.case_id)
+        if case is None:
+            case = cases[row.case_id] = Case(row.case_id, len(cases))
+        case.rows.append(row)
+        case.errored = case.errored or row.status != "ok"
+        for result in row.results:
+            case.cells.setdefault(key(result), Cell()).results.append(result)
+    direction = {key(m): m.higher_is_better for m in primary}
+    for case in cases.values():
+        case.rows.sort(key=lambda r: r.iteration)
+        judged = passed = 0
+        good: list[float] = []
+        for metric, higher in direction.items():
+            cell = case.cell(metric)
+            if cell.failed:
+                case.failing.append(metric)
+            judged += cell.judged
+            passed += cell.passed
+            mean = cell.mean
+            if mean is not None:
+                good.append(mean if higher else 1.0 - mean)
+        case.share = passed / judged if judged else (0.0 if case.errored else None)
+        case.goodness = statistics.fmean(good) if good else None
+    return list(cases.values())
+
+
+def primary(metrics: Sequence[MetricInfo]) -> list[MetricInfo]:
+    """The heatmap's and worst-case ranking's metrics: the primary ones (all, if none is)."""
+    return [m for m in metrics if m.primary] or list(metrics)
+
+
+def split(metrics: Sequence[MetricInfo]) -> tuple[list[MetricInfo], list[MetricInfo]]:
+    """(primary, the others); when no metric is primary, all are shown as the main ones."""
+    main = [m for m in metrics if m.primary]
+    if not main:
+        return list(metrics), []
+    return main, [m for m in metrics if not m.primary]
+
+
+def ordered(metrics: Sequence[MetricInfo]) -> list[MetricInfo]:
+    """Primary metrics first, otherwise in run order."""
+    return [m for m in metrics if m.primary] + [m for m in metrics if not m.primary]
+
+
+def run_stats(data: ReportData) -> dict[Key, MetricStats]:
+    return {key(s): s for s in data.stats if s.iteration is None}
+
+
+def iteration_stats(data: ReportData) -> dict[Key, list[MetricStats]]:
+    out: dict[Key, list[MetricStats]] = {}
+    for s in sorted((s for s in data.stats if s.iteration is not None), key=lambda s: s.iteration):
+        out.setdefault(key(s), []).append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The banner: tone (bad / warn / good / neutral), headline and the reasons for it."""
+
+    tone: str
+    headline: str
+    reasons: list[str]
+
+
+def verdict(data: ReportData) -> Verdict:
+    """Regression first, then failed gates, then high-severity problems, then no scores."""
+    reasons: list[str] = []
+    regression = data.regression
+    failed_gates = [g for g in data.gates if not g.get("passed")]
+    high = [p for p in data.problems if p.severity == "high"]
+    scored = any(r.status == "scored" for row in data.rows for r in row.results)
+    if regression is not None and regression.verdict == "regression":
+        worse = [d.metric for d in regression.deltas if d.worse]
+        reasons += list(regression.reasons) or [
+            f"worse than baseline {regression.baseline_run_id} on {', '.join(worse) or '—'}"
+        ]
+    for gate in failed_gates:
+        average = gate.get("average")
+        reasons.append(
+            f"gate {gate.get('gate')}: average {score(average)} "
+            f"against fail_under {score(gate.get('threshold'))}"
+            if average is not None
+            else f"gate {gate.get('gate')}: no score (fail_under {score(gate.get('threshold'))})"
+        )
+    regressed = regression is not None and regression.verdict == "regression"
+    # the regression problem repeats the regression's reasons: listed once
+    reasons += [p.description for p in high if not (regressed and p.type == "regression")]
+    if regressed:
+        return Verdict("bad", "REGRESSION", reasons)
+    if failed_gates:
+        return Verdict("bad", "GATES FAILED", reasons)
+    if high:
+        return Verdict("warn", "NEEDS ATTENTION", reasons)
+    if not scored:
+        return Verdict("neutral", "NO SCORES", ["no case was scored: see the problems below"])
+    good = []
+    if data.gates:
+        good.append(f"all {plural(len(data.gates), 'gate')} passed")
+    if regression is not None:
+        good.append(f"{regression.verdict} against baseline {regression.baseline_run_id}")
+    others = [p for p in data.problems if p.severity != "high"]
+    if others:
+        good.append(f"{plural(len(others), 'problem')} of medium or low severity")
+    return Verdict("good", "PASSED", good or ["no gate failed, no high-severity problem"])
