@@ -131,7 +131,6 @@ def _execute_local(
     resume: str | None = None,
 ) -> Any:
     from evalrunner.engine import LocalEngine
-    from evalrunner.reports.publish import claiming_in
 
     judge = event.get("judge")
     if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
@@ -139,10 +138,9 @@ def _execute_local(
     _check_suite(suite, event)
     engine = LocalEngine(stall_timeout=stall_timeout)
     if quiet:
-        with claiming_in(out_dir):  # the report prefix is claimed in --out too
-            return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
+        return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
     bar, task = _progress_bar()
-    with bar, claiming_in(out_dir):
+    with bar:
 
         def update(p: Any) -> None:
             bar.update(

@@ -33,6 +33,7 @@ from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
 from evalrunner.pipeline.run_case import target_session
+from evalrunner.reports.publish import claiming_in
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -164,6 +165,7 @@ class LocalEngine:
             dispatching(dispatcher),
             target_session(session),
             watchdog.threads.watching(),
+            claiming_in(out_dir),  # the report prefix is claimed in out_dir too
         ):
             definition = self.deploy(data, event["key"])
             self.seed_reports(out_dir, event.get("target", {}))

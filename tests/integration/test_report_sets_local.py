@@ -65,3 +65,27 @@ def test_local_runs_in_one_second_claim_apart_and_skip_an_incomplete_set(tmp_pat
     )
     assert listed.exit_code == 2
     assert f"{second['run_id']!r} is neither a report.json file nor a run id" in listed.stderr
+
+
+def test_the_engine_itself_claims_in_its_out_dir(tmp_path, monkeypatch):
+    """A program that drives LocalEngine directly (no CLI) gets the same --out claim: a
+    foreign claim for this second's prefix in out_dir moves the run to the next suffix."""
+    from evalrunner.engine import LocalEngine
+
+    monkeypatch.setattr(prepare, "utcnow", lambda: FROZEN)
+    out = tmp_path / "out"
+    folder = out / "test-reports" / "evalrunner-demo-hr"
+    folder.mkdir(parents=True)
+    (folder / f"{STAMP}-claim.json").write_text('{"run_id": "elsewhere"}', "utf-8")
+    event = {
+        "key": "test-suites/s.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "evalrunner-demo-hr"},
+        "metrics": ["Token F1"],
+    }
+    suite = b"question,expected_answer\nHow many sick days?,10 days\n"
+    result = LocalEngine().run(event, suite=suite, out_dir=out)
+    assert result.summary["reports"]["summary"].startswith(
+        f"test-reports/evalrunner-demo-hr/{STAMP}-2-"
+    )
+    assert (folder / f"{STAMP}-claim.json").read_text("utf-8") == '{"run_id": "elsewhere"}'
