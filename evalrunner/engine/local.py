@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from moto import mock_aws
 
 import state_machines
 from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
-from evalrunner.engine.moto_compat import install_iterative_map_workers, interpreter_speedups
+from evalrunner.engine.moto_compat import (
+    embedded_aws,
+    install_iterative_map_workers,
+    interpreter_speedups,
+)
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
@@ -208,12 +211,7 @@ class LocalEngine:
 
         logger.setLevel(self.log_level)
         try:
-            with mock_aws(
-                config={
-                    "stepfunctions": {"execute_state_machine": True},
-                    "lambda": {"use_docker": False},
-                }
-            ):
+            with embedded_aws():
                 yield
         finally:
             for key, value in saved.items():

@@ -19,6 +19,9 @@ What is patched, and why:
   objects, so behaviour is unchanged and the per-case overhead roughly halves.
 - **The Lambda seam**: where moto's docker-free Lambda backend would return a canned payload,
   the engine's dispatcher calls the real handler.
+- **The embedded AWS and the way out of it**: ``embedded_aws`` is moto's ``mock_aws`` with the
+  interpreter executing definitions and Lambda without Docker; ``detach_request_hook`` removes
+  moto's botocore hook from one session, so a real AWS target is called for real.
 - **Thread failures are collected**, not only printed: an interpreter thread that dies is the
   one failure the interpreter itself never reports, so the engine's watchdog reads them here.
 """
@@ -32,8 +35,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import moto
+from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.models import botocore_stubber
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
     iteration_worker,
 )
@@ -149,6 +155,24 @@ def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
             LambdaSimpleBackend.invoke = original  # type: ignore[method-assign]
 
 
+@contextmanager
+def embedded_aws() -> Iterator[None]:
+    """Every AWS call in the block answered in-process; state machines really execute."""
+    with mock_aws(
+        config={
+            "stepfunctions": {"execute_state_machine": True},
+            "lambda": {"use_docker": False},
+        }
+    ):
+        yield
+
+
+def detach_request_hook(session: boto3.Session) -> None:
+    """Clients made from ``session`` bypass the mock (moto intercepts at botocore's
+    ``before-send`` event)."""
+    session._session.unregister("before-send", botocore_stubber)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class ThreadFailure:
     """An interpreter thread that ended with an exception."""
@@ -214,6 +238,8 @@ __all__ = [
     "MOTO_VERSION",
     "ThreadFailure",
     "ThreadFailures",
+    "detach_request_hook",
+    "embedded_aws",
     "install_iterative_map_workers",
     "installed_moto_version",
     "interpreter_speedups",

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
-from moto.core.models import botocore_stubber
+
+from evalrunner.engine.moto_compat import detach_request_hook
 
 AWS_KINDS = ("agentId", "stepFunctionArn", "lambdaArn", "knowledgeBaseId")
 
@@ -42,5 +43,5 @@ def real_session(base: boto3.Session | None = None) -> boto3.Session:
 
 def unmock(session: boto3.Session) -> boto3.Session:
     """Remove moto's request interception from clients this session creates."""
-    session._session.unregister("before-send", botocore_stubber)  # type: ignore[attr-defined]
+    detach_request_hook(session)
     return session

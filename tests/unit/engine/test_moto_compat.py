@@ -136,3 +136,14 @@ def test_thread_failures_keep_interpreter_threads_only():
         thread.start()
         thread.join()
     assert failures.failures == []
+
+
+def test_only_this_module_imports_moto():
+    """One place to re-read on a moto upgrade: the rest of the package goes through it."""
+    package = ROOT / "evalrunner"
+    importers = [
+        path.relative_to(ROOT).as_posix()
+        for path in package.rglob("*.py")
+        if re.search(r"^\s*(from moto[ .]|import moto\b)", path.read_text("utf-8"), re.M)
+    ]
+    assert importers == ["evalrunner/engine/moto_compat.py"]
