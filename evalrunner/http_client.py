@@ -174,11 +174,12 @@ class JsonHttpClient:
         *,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         settings: str = "target",
+        pool_size: int = POOL_MAXSIZE,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
         self.settings = settings
-        self.pool = urllib3.PoolManager(maxsize=POOL_MAXSIZE, retries=False)
+        self.pool = urllib3.PoolManager(maxsize=pool_size, retries=False)
         self.pool.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
     @property

@@ -62,6 +62,9 @@ BACKOFF_CAP_SECONDS = 20.0
 #: No server-requested wait (Retry-After) is longer than this (nor the per-attempt timeout).
 RETRY_AFTER_CAP_SECONDS = 60.0
 
+#: The shortest deadline an attempt gets, however little budget is left.
+MIN_ATTEMPT_SECONDS = 0.001
+
 #: AWS error codes that mean "throttled": retried by the judge, named as throttling by targets.
 AWS_THROTTLING_CODES = frozenset(
     {
@@ -160,7 +163,9 @@ class RetryClock:
     def attempt_seconds(self) -> float:
         """The deadline for the attempt about to start: the timeout, or less when the budget
         ends sooner."""
-        return max(0.0, min(self.policy.timeout, self.ends - time.monotonic()))
+        # Never zero: a retry starts only with budget left, but its sleep may overshoot a
+        # little, and a zero timeout means "no timeout" to some clients, an error to others.
+        return max(MIN_ATTEMPT_SECONDS, min(self.policy.timeout, self.ends - time.monotonic()))
 
     def next_wait(self, attempts_made: int, retry_after: float | None = None) -> float | None:
         """Seconds to wait before the next attempt, or None when none is left: all

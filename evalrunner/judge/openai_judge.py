@@ -111,7 +111,10 @@ class OpenAIJudge(_BaseJudge):
         # One attempt per request (the retries are _BaseJudge's), each bounded as a whole
         # (connect, send, the whole body) and read up to the size cap: as for HTTP targets.
         self.http = JsonHttpClient(
-            self.retry_policy(), max_response_bytes=self.max_response_bytes, settings="judge"
+            self.retry_policy(),
+            max_response_bytes=self.max_response_bytes,
+            settings="judge",
+            pool_size=max(10, self.max_concurrency),  # one connection per call in flight
         )
 
     @property
