@@ -11,19 +11,13 @@ import json
 import logging
 import re
 import threading
+import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from evalrunner.judge._retry import (
-    BACKOFF_BASE_SECONDS,
-    BACKOFF_CAP_SECONDS,
-    RETRY_AFTER_CAP_SECONDS,
-    RetryPolicy,
-    TransientError,
-)
 from evalrunner.judge.base import (
     Judge,
     JudgeError,
@@ -35,6 +29,13 @@ from evalrunner.judge.base import (
 )
 from evalrunner.judge.cache import CachedReply, ResponseCache, SingleFlight, cache_key
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.retry import (
+    BACKOFF_BASE_SECONDS,
+    BACKOFF_CAP_SECONDS,
+    RETRY_AFTER_CAP_SECONDS,
+    RetryPolicy,
+    TransientError,
+)
 
 log = logging.getLogger("evalrunner.judge")
 
@@ -309,46 +310,62 @@ class _BaseJudge(Judge):
             return _Answer(second.text, second.top_logprobs)
         return _Answer(first.text, first.top_logprobs)
 
-    def _call(
-        self, messages: list[Message], logprobs: bool, purpose: str, usage: JudgeUsage
-    ) -> Completion:
-        """One logical call: bounded attempts with backoff; each attempt holds a slot."""
-        policy = RetryPolicy(
+    def retry_policy(self) -> RetryPolicy:
+        """The shared policy with this judge's settings. No explicit budget: the policy's
+        default, (2 * max_retries + 1) * timeout_seconds, is what the attempts and capped
+        waits can take at most, and now also a bound that is enforced."""
+        return RetryPolicy(
             max_retries=self.max_retries,
             timeout=self.timeout,
             base=self.backoff_base,
             cap=self.backoff_cap,
             retry_after_cap=self.retry_after_cap,
         )
+
+    def _call(
+        self, messages: list[Message], logprobs: bool, purpose: str, usage: JudgeUsage
+    ) -> Completion:
+        """One logical call: bounded attempts with backoff; each attempt holds a slot (the
+        waits between them do not)."""
+        clock = self.retry_policy().start()
         usage.calls += 1
-        last: TransientError | None = None
-        for attempt in range(policy.attempts):
-            if attempt:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self._slots:
+                    completion = self._complete(messages, logprobs)
+            except TransientError as exc:
+                wait = clock.next_wait(attempt, exc.retry_after)
+                if wait is None:
+                    raise self._gave_up(purpose, attempt, exc, clock.out_of_budget) from None
                 usage.retries += 1
-                assert last is not None
-                waited = policy.sleep(attempt - 1, last.retry_after)
                 log.info(
                     "judge %s: retry %d/%d for %s after %.2fs (%s)",
                     self.model,
                     attempt,
                     self.max_retries,
                     purpose,
-                    waited,
-                    last,
+                    wait,
+                    exc,
                 )
-            try:
-                with self._slots:
-                    completion = self._complete(messages, logprobs)
-            except TransientError as exc:
-                last = exc
+                if wait > 0:
+                    time.sleep(wait)
                 continue
             usage.retries += completion.extra_requests
             usage.input_tokens += completion.input_tokens
             usage.output_tokens += completion.output_tokens
             return completion
-        raise JudgeError(
-            f"{self.endpoint} failed for {purpose!r} after {policy.attempts} attempt(s); last "
-            f"error: {last}. Check that the judge is up and reachable; if it is only slow or "
-            "rate-limited, raise judge.timeout_seconds or judge.max_retries, or lower "
-            "judge.max_concurrency."
+
+    def _gave_up(
+        self, purpose: str, attempts: int, last: TransientError, out_of_budget: bool
+    ) -> JudgeError:
+        budget = (
+            f" (no retry left within {self.retry_policy().budget:g} s)" if out_of_budget else ""
+        )
+        return JudgeError(
+            f"{self.endpoint} failed for {purpose!r} after {attempts} attempt(s){budget}; last "
+            f"error: {str(last).rstrip('.')}. Check that the judge is up and reachable; if it "
+            "is only slow or rate-limited, raise judge.timeout_seconds or judge.max_retries, "
+            "or lower judge.max_concurrency."
         )

@@ -1,9 +1,11 @@
 """A judge on Amazon Bedrock through the Converse API (any model or inference profile).
 
 System messages go to ``system``; the rest alternate user/assistant (consecutive turns of one
-role are merged, as Converse requires). botocore's own retries are off: the shared policy in
-:class:`~evalrunner.judge._client._BaseJudge` retries throttling, 5xx and timeouts, so both
-judge kinds behave the same and every retry is counted.
+role are merged, as Converse requires). botocore's own retries are off: the shared policy
+(:mod:`evalrunner.retry`, applied in :class:`~evalrunner.judge._client._BaseJudge`) retries
+throttling, 5xx and timeouts, so both judge kinds behave the same, every retry is counted, and
+no backoff sleeps while holding a concurrency slot (the module docstring of
+:mod:`evalrunner.retry` says why AWS targets leave their retries to botocore instead).
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ from botocore.exceptions import (
 
 from evalrunner.errors import ConfigError
 from evalrunner.judge._client import Completion, _BaseJudge
-from evalrunner.judge._retry import RETRY_STATUSES, TransientError, parse_retry_after
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.retry import (
+    AWS_TRANSIENT_CODES,
+    TransientError,
+    is_retryable_status,
+    parse_retry_after,
+)
 from evalrunner.targets._aws import error_code, region_from_arn
 
 #: Output budget per call: within every Bedrock text model's limit (Llama's is 2048).
@@ -37,22 +44,6 @@ MAX_TOKENS = 2048
 
 #: Connecting takes milliseconds when the network is fine; do not wait a full read timeout.
 CONNECT_TIMEOUT_SECONDS = 10.0
-
-#: Error codes worth retrying (besides any 429 or 5xx status).
-TRANSIENT_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "ServiceQuotaExceededException",
-        "ServiceUnavailableException",
-        "InternalServerException",
-        "ModelNotReadyException",
-        "ModelTimeoutException",
-    }
-)
 
 
 def converse_messages(messages: list[Message]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
@@ -103,7 +94,8 @@ class BedrockJudge(_BaseJudge):
                     config=Config(
                         connect_timeout=min(self.timeout, CONNECT_TIMEOUT_SECONDS),
                         read_timeout=self.timeout,
-                        # One attempt per call: the shared retry policy does the rest.
+                        # One attempt per call: the shared retry policy does the rest (two
+                        # retry layers would multiply the attempts; see evalrunner.retry).
                         retries={"total_max_attempts": 1, "mode": "standard"},
                         max_pool_connections=max(10, self.max_concurrency),
                         user_agent_extra="evalrunner-judge",
@@ -161,7 +153,7 @@ class BedrockJudge(_BaseJudge):
         message = exc.response.get("Error", {}).get("Message", "") or str(exc)
         meta = exc.response.get("ResponseMetadata", {})
         status = meta.get("HTTPStatusCode")
-        if code in TRANSIENT_CODES or status in RETRY_STATUSES:
+        if code in AWS_TRANSIENT_CODES or is_retryable_status(status):
             return TransientError(
                 f"{code or status}: {message}",
                 retry_after=parse_retry_after(meta.get("HTTPHeaders")),

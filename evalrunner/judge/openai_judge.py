@@ -14,32 +14,27 @@ import json
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import urllib3
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    HTTPError,
-    MaxRetryError,
-    NewConnectionError,
-    ReadTimeoutError,
-)
-from urllib3.util import Timeout
-
 from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.http_client import HttpResult, JsonHttpClient
 from evalrunner.judge._client import Completion, _BaseJudge
-from evalrunner.judge._retry import RETRY_STATUSES, TransientError, parse_retry_after
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.network import check_url
+from evalrunner.retry import TransientError, is_retryable_status, parse_retry_after
 from evalrunner.secrets import api_key as read_api_key
-from evalrunner.targets._common import snippet
+from evalrunner.targets._common import ResponseTooLarge, snippet
 from evalrunner.targets.http import display_url
 
 #: Alternatives per output position when log-probabilities are asked for (OpenAI's maximum).
 TOP_LOGPROBS = 20
 #: Statuses on which an unsupported optional parameter is dropped and the request resent.
 _REJECTED = (400, 422)
+#: Cap on one judge reply. A verdict is a few KiB; with log-probabilities (20 alternatives
+#: per output token) a long one reaches about 1.5 MB. A reply is untrusted input, so reading
+#: stops here instead of filling the memory of the Lambda that grades the case.
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 def _content_text(content: Any) -> str:
@@ -94,6 +89,7 @@ class OpenAIJudge(_BaseJudge):
     """The judge at an OpenAI-compatible ``/chat/completions``."""
 
     kind = "openai"
+    max_response_bytes = MAX_RESPONSE_BYTES
 
     def __init__(self, config: JudgeConfig, *, cache: ResponseCache | None = None) -> None:
         if config.openai is None:
@@ -112,10 +108,13 @@ class OpenAIJudge(_BaseJudge):
         #: Dropped for good once the server rejects them.
         self.json_mode = True
         self.logprobs_supported = True
-        # total: connect and read together stay within the per-call timeout.
-        self._timeout = Timeout(connect=self.timeout, read=self.timeout, total=self.timeout)
-        self.pool = urllib3.PoolManager(
-            maxsize=max(10, self.max_concurrency), block=False, retries=False
+        # One attempt per request (the retries are _BaseJudge's), each bounded as a whole
+        # (connect, send, the whole body) and read up to the size cap: as for HTTP targets.
+        self.http = JsonHttpClient(
+            self.retry_policy(),
+            max_response_bytes=self.max_response_bytes,
+            settings="judge",
+            pool_size=max(10, self.max_concurrency),  # one connection per call in flight
         )
 
     @property
@@ -139,15 +138,16 @@ class OpenAIJudge(_BaseJudge):
         body = self.request_body(messages, logprobs)
         extra = 0
         while True:
-            status, headers, data = self._post(body)
+            result = self._post(body)
+            status, data = result.status, result.body
             if status in _REJECTED and self._drop_rejected(body, data):
                 extra += 1
                 continue
             break
-        if status in RETRY_STATUSES:
+        if is_retryable_status(status):
             raise TransientError(
                 f"HTTP {status}: {snippet(data) or '(empty body)'}",
-                retry_after=parse_retry_after(headers),
+                retry_after=parse_retry_after(result.headers),
             )
         if not 200 <= status < 300:
             raise JudgeError(self._status_message(status, data))
@@ -174,33 +174,24 @@ class OpenAIJudge(_BaseJudge):
             extra_requests=extra,
         )
 
-    def _post(self, body: dict[str, Any]) -> tuple[int, Any, bytes]:
+    def _post(self, body: dict[str, Any]) -> HttpResult:
         try:
             check_url(self.url, "judge.openai.base_url")
         except TargetError as exc:
             raise JudgeError(exc.message) from None
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            response = self.pool.request(
-                "POST",
-                self.url,
-                body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-                headers=self.headers,
-                timeout=self._timeout,
-                retries=False,
-                redirect=False,
+            return self.http.attempt(
+                "POST", self.url, data, self.headers, self.timeout, "the judge"
             )
-        except HTTPError as exc:
-            raise self._transport_error(exc) from exc
-        return response.status, response.headers, response.data
-
-    def _transport_error(self, exc: HTTPError) -> TransientError:
-        reason: Any = exc.reason if isinstance(exc, MaxRetryError) else exc
-        # Checked first: urllib3 makes NewConnectionError a subclass of ConnectTimeoutError.
-        if isinstance(reason, NewConnectionError):
-            return TransientError(f"could not connect: {reason}")
-        if isinstance(reason, ReadTimeoutError | ConnectTimeoutError | TimeoutError):
-            return TransientError(f"no answer within timeout_seconds={self.timeout:g}")
-        return TransientError(f"request failed: {reason}")
+        except ResponseTooLarge as exc:  # not retried: it would come back as big
+            raise JudgeError(
+                f"{self.endpoint} sent a reply larger than {exc.limit:,} bytes ({exc.how}); it "
+                "was not read further. A verdict is far smaller: check judge.openai.base_url "
+                "and judge.openai.model."
+            ) from None
+        except TargetError as exc:  # timed out, refused, broken: worth another attempt
+            raise TransientError(exc.message) from exc
 
     def _drop_rejected(self, body: dict[str, Any], data: bytes) -> bool:
         """Drop the optional parameter a 400 complains about; False when none is named."""

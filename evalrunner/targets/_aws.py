@@ -2,7 +2,8 @@
 
 Retries for throttling and 5xx are left to botocore's ``standard`` mode (it already knows which
 errors are transient and honours the retry quota); evalrunner only sets how many attempts and
-how long to wait, from the target spec, so every AWS target behaves the same.
+how long to wait, from the target spec, so every AWS target behaves the same. Why botocore and
+not :class:`evalrunner.retry.RetryPolicy` drives these calls: see :mod:`evalrunner.retry`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from botocore.exceptions import (
 )
 
 from evalrunner.errors import ConfigError, TargetError, TargetTimeout
+from evalrunner.retry import AWS_THROTTLING_CODES
 from evalrunner.targets._common import max_retries, timeout_seconds, total_timeout_seconds
 
 _ARN = re.compile(
@@ -36,16 +38,6 @@ _ARN = re.compile(
 #: would make concurrent cases queue for a connection and inflate their measured latency.
 MAX_POOL_CONNECTIONS = 50
 
-_THROTTLING = {
-    "Throttling",
-    "ThrottlingException",
-    "ThrottledException",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-    "ProvisionedThroughputExceededException",
-    "ServiceQuotaExceededException",
-    "ExecutionLimitExceeded",
-}
 _NOT_FOUND = {
     "ResourceNotFoundException",
     "StateMachineDoesNotExist",
@@ -124,7 +116,7 @@ def client_error_to_target_error(
     code = error_code(exc)
     message = exc.response.get("Error", {}).get("Message", "") or str(exc)
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in _THROTTLING or status == 429:
+    if code in AWS_THROTTLING_CODES or status == 429:
         return TargetError(
             f"{what} was throttled ({code}: {message}) even after retries. Lower the run's "
             "max_concurrency, raise target.max_retries, or ask for a higher service quota.",

@@ -1,4 +1,4 @@
-"""Small helpers every target needs: spec defaults, report-safe names, backoff, payloads.
+"""Small helpers every target needs: spec defaults, report-safe names, retry policy, payloads.
 
 The schema declares the defaults (timeout 60 s, 3 retries, 1 MiB bodies) but validation does
 not fill them in, so each target reads them through here and they cannot drift apart.
@@ -6,11 +6,11 @@ not fill them in, so each target reads them through here and they cannot drift a
 
 from __future__ import annotations
 
-import random
 import re
 from typing import Any
 
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.retry import RetryPolicy
 from evalrunner.suite.model import TestCase
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -20,9 +20,6 @@ DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
 #: Default cap on one response body: far above any answer worth grading, far below what
 #: hurts a 1 GiB Lambda (a 5 MB answer cost 1.1 GB once evaluators ran on all of it).
 DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
-#: Cap on any single sleep between our own retries, so a bounded retry count means a bounded
-#: wait even when the backoff doubles.
-BACKOFF_CAP_SECONDS = 20.0
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -80,9 +77,15 @@ def report_name(spec: dict[str, Any], own_name: str) -> str:
     return str(override) if override else own_name
 
 
-def backoff_delay(attempt: int, base: float, cap: float = BACKOFF_CAP_SECONDS) -> float:
-    """Full-jitter exponential backoff: concurrent cases that hit the same throttle spread out."""
-    return random.uniform(0, min(cap, base * (2**attempt)))
+def retry_policy(spec: dict[str, Any], *, base: float, jitter: bool) -> RetryPolicy:
+    """The shared retry policy with the target's timeout, retry count and budget."""
+    return RetryPolicy(
+        max_retries=max_retries(spec),
+        timeout=timeout_seconds(spec),
+        total_timeout=total_timeout_seconds(spec),
+        base=base,
+        jitter=jitter,
+    )
 
 
 def conversation_turns(case: TestCase) -> list[dict[str, str]]:
@@ -114,13 +117,15 @@ def snippet(text: str | bytes | None, limit: int = 300) -> str:
 class ResponseTooLarge(TargetError):
     """A response passed ``max_response_bytes``; not retried (it would come back as big)."""
 
-    def __init__(self, what: str, how: str, limit: int) -> None:
+    def __init__(self, what: str, how: str, limit: int, *, settings: str = "target") -> None:
         super().__init__(
             f"{what}: the response is larger than max_response_bytes={limit:,} bytes ({how}); "
-            "it was not read further. Raise target.max_response_bytes if answers are really "
-            "this long.",
+            f"it was not read further. Raise {settings}.max_response_bytes if answers are "
+            "really this long.",
             retryable=False,
         )
+        self.how = how
+        self.limit = limit
 
 
 def read_capped(stream: Any, limit: int, what: str) -> bytes:

@@ -19,6 +19,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.retry import is_retryable_status
 from evalrunner.targets._common import snippet
 from evalrunner.targets.base import TargetResponse
 
@@ -239,7 +240,7 @@ def _check_status(obj: dict[str, Any], source: str, *, strict: bool = True) -> N
         text = rest if isinstance(rest, str | bytes) else json.dumps(rest, default=str)
         raise TargetError(
             f"{source} answered with statusCode {code}: {snippet(text)}",
-            retryable=code == 429 or code >= 500,
+            retryable=is_retryable_status(code),
         )
 
 

@@ -22,10 +22,10 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
 from evalrunner.targets._common import (
     ResponseTooLarge,
-    backoff_delay,
     max_response_bytes,
     max_retries,
     report_name,
+    retry_policy,
     timeout_seconds,
     total_timeout_seconds,
 )
@@ -230,23 +230,25 @@ class BedrockAgentTarget(Target):
         return f"Bedrock agent {self.agent_id} alias {self.alias_id}"
 
     def invoke(self, case: TestCase) -> TargetResponse:
-        budget_ends = time.monotonic() + self.budget
-        for attempt in range(self.retries + 1):
+        # Full jitter: the agent's throttle is shared by every case of the run.
+        clock = retry_policy(self.spec, base=self.backoff_base_s, jitter=True).start()
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return self._converse(case)
             except AgentStreamError as exc:
                 if not exc.retryable:
                     raise
-                delay = backoff_delay(attempt, self.backoff_base_s)
-                if attempt >= self.retries or time.monotonic() + delay >= budget_ends:
+                wait = clock.next_wait(attempt)
+                if wait is None:
                     raise AgentStreamError(
-                        f"{exc.message} Gave up after {attempt + 1} attempt(s) "
+                        f"{exc.message} Gave up after {attempt} attempt(s) "
                         f"(max_retries={self.retries}, "
                         f"total_timeout_seconds={self.budget:g}).",
                         retryable=True,
                     ) from exc
-                time.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+                time.sleep(wait)
 
     def _converse(self, case: TestCase) -> TargetResponse:
         """Replay the case's user turns in one session, then ask; a retry starts afresh."""

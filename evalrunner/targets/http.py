@@ -14,20 +14,19 @@ from urllib.parse import urlsplit
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError
+from evalrunner.http_client import JsonHttpClient, status_error
 from evalrunner.network import check_url
+from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._common import (
     max_response_bytes,
-    max_retries,
     question_payload,
     report_name,
+    retry_policy,
     sanitise_name,
-    timeout_seconds,
-    total_timeout_seconds,
 )
-from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
 
 
@@ -49,8 +48,9 @@ class HttpTarget(Target):
 
     kind = "url"
 
-    #: urllib3 backoff factor between retries (seconds; doubled per consecutive failure).
-    backoff_factor = DEFAULT_BACKOFF_FACTOR
+    #: First wait between retries (seconds; doubled per consecutive failure, see
+    #: :mod:`evalrunner.retry`). No jitter: an HTTP target has always waited the whole window.
+    backoff_factor = BACKOFF_BASE_SECONDS
 
     def __init__(self, spec: dict[str, Any]) -> None:
         super().__init__(spec)
@@ -65,10 +65,7 @@ class HttpTarget(Target):
         redaction.register_url(self.url)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.http = JsonHttpClient(
-            timeout=timeout_seconds(spec),
-            retries=max_retries(spec),
-            backoff_factor=self.backoff_factor,
-            total_timeout=total_timeout_seconds(spec),
+            retry_policy(spec, base=self.backoff_factor, jitter=False),
             max_response_bytes=max_response_bytes(spec),
         )
 

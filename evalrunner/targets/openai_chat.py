@@ -11,20 +11,19 @@ from typing import Any
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.http_client import JsonHttpClient, status_error
 from evalrunner.network import check_url
+from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
     max_response_bytes,
-    max_retries,
     report_name,
+    retry_policy,
     sanitise_name,
     snippet,
-    timeout_seconds,
-    total_timeout_seconds,
 )
-from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
 
@@ -44,7 +43,9 @@ class OpenAIChatTarget(Target):
 
     kind = "openai"
 
-    backoff_factor = DEFAULT_BACKOFF_FACTOR
+    #: First wait between retries (seconds; doubled per consecutive failure, see
+    #: :mod:`evalrunner.retry`). No jitter: an HTTP target has always waited the whole window.
+    backoff_factor = BACKOFF_BASE_SECONDS
 
     def __init__(self, spec: dict[str, Any]) -> None:
         super().__init__(spec)
@@ -64,10 +65,7 @@ class OpenAIChatTarget(Target):
         redaction.register_url(self.url)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(
-            timeout=timeout_seconds(spec),
-            retries=max_retries(spec),
-            backoff_factor=self.backoff_factor,
-            total_timeout=total_timeout_seconds(spec),
+            retry_policy(spec, base=self.backoff_factor, jitter=False),
             max_response_bytes=max_response_bytes(spec),
         )
 

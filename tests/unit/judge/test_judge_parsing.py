@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from evalrunner.judge import Message
 from evalrunner.judge._client import InvalidReply, extract_json, parse_reply
 from evalrunner.judge._client import with_schema_instruction as wrap
-from evalrunner.judge._retry import RetryPolicy, parse_retry_after
+from evalrunner.retry import RetryPolicy, parse_retry_after
 
 
 class Pair(BaseModel):

@@ -1,4 +1,8 @@
-"""One urllib3 pool per HTTP-speaking target: whole-call deadlines, a retry budget, a size cap.
+"""JSON over HTTP for untrusted servers: whole-call deadlines, a retry budget, a size cap.
+
+Used by the HTTP and OpenAI-compatible targets and by the OpenAI-compatible judge (a judge's
+answer is as untrusted as a target's). When to retry and how long to wait is
+:class:`evalrunner.retry.RetryPolicy`'s call; this module does the attempts.
 
 urllib3 rather than requests or httpx: it is already in every Lambda runtime (botocore needs
 it) and it is thread-safe with one PoolManager. Its own timeouts are per socket operation,
@@ -19,7 +23,8 @@ import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
@@ -32,13 +37,12 @@ from urllib3.exceptions import (
     ProtocolError,
     ReadTimeoutError,
 )
-from urllib3.util import Retry, Timeout
+from urllib3.util import Timeout
 
 from evalrunner.errors import TargetError, TargetTimeout
+from evalrunner.retry import RetryClock, RetryPolicy, is_retryable_status, parse_retry_after
 from evalrunner.targets._common import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, snippet
 
-RETRY_STATUSES = (429, 500, 502, 503, 504)
-DEFAULT_BACKOFF_FACTOR = 0.5
 #: Enough connections for the local engine's concurrency without blocking.
 POOL_MAXSIZE = 50
 #: Bytes read from the socket per step; the size cap is checked between steps.
@@ -142,7 +146,8 @@ class HttpResult:
     attempts: int
     content_type: str
     location: str = ""
-    retry_after: str = ""
+    #: All response headers (Retry-After among them).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def json(self, what: str) -> Any:
         """The body as JSON, or a TargetError that shows what came back instead."""
@@ -157,58 +162,64 @@ class HttpResult:
 
 
 class JsonHttpClient:
-    """Sends JSON, returns the final response; the caller decides what a status means."""
+    """Sends JSON, returns the final response; the caller decides what a status means.
+
+    ``settings`` names where the limits are set (``target`` or ``judge``), for the hints in
+    errors.
+    """
 
     def __init__(
         self,
+        policy: RetryPolicy,
         *,
-        timeout: float,
-        retries: int,
-        backoff_factor: float = DEFAULT_BACKOFF_FACTOR,
-        total_timeout: float | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        settings: str = "target",
+        pool_size: int = POOL_MAXSIZE,
     ) -> None:
-        self.timeout_seconds = timeout
-        self.retries = retries
-        self.backoff_factor = backoff_factor
-        self.total_timeout_seconds = total_timeout if total_timeout is not None else timeout
+        self.policy = policy
         self.max_response_bytes = max_response_bytes
-        self._retry_after = Retry(0)  # only for parsing Retry-After (seconds or HTTP date)
-        self.pool = urllib3.PoolManager(maxsize=POOL_MAXSIZE, retries=False)
+        self.settings = settings
+        self.pool = urllib3.PoolManager(maxsize=pool_size, retries=False)
         self.pool.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.policy.timeout
+
+    @property
+    def total_timeout_seconds(self) -> float:
+        return self.policy.budget
 
     def send(
         self, method: str, url: str, payload: Any, headers: dict[str, str], what: str
     ) -> HttpResult:
         """One logical call (retries included); ``what`` names it in errors, without secrets."""
-        all_headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        all_headers.update(headers)
         body = json.dumps(payload).encode("utf-8")
-        budget_ends = time.monotonic() + self.total_timeout_seconds
+        clock = self.policy.start()
         attempt = 0
         while True:
             attempt += 1
-            started = time.monotonic()
-            seconds = min(self.timeout_seconds, budget_ends - started)
             failure: TargetError | None = None
             result: HttpResult | None = None
             try:
-                result = self._attempt(method, url, body, all_headers, seconds, what, attempt)
+                result = self.attempt(
+                    method, url, body, headers, clock.attempt_seconds(), what, attempt
+                )
             except ResponseTooLarge:
                 raise
             except TargetError as exc:
                 failure = exc
-            if result is not None and result.status not in RETRY_STATUSES:
+            if result is not None and not is_retryable_status(result.status):
                 return result
-            wait = self._backoff(attempt, result)
-            if attempt > self.retries or time.monotonic() + wait >= budget_ends:
+            wait = clock.next_wait(attempt, self._retry_after(result))
+            if wait is None:
                 if result is not None:
                     return result
                 assert failure is not None
-                raise self._out_of_budget(failure, attempt)
+                raise self._out_of_budget(failure, clock)
             time.sleep(wait)
 
-    def _attempt(
+    def attempt(
         self,
         method: str,
         url: str,
@@ -216,9 +227,15 @@ class JsonHttpClient:
         headers: dict[str, str],
         seconds: float,
         what: str,
-        attempt: int,
+        attempt: int | None = None,
     ) -> HttpResult:
-        """One request within ``seconds`` overall, the body read up to the size cap."""
+        """One request within ``seconds`` overall, the body read up to the size cap.
+
+        Raises TargetTimeout or a retryable TargetError when the exchange failed, and
+        ResponseTooLarge (not retryable) past the cap. ``attempt`` numbers it in errors.
+        """
+        all_headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        all_headers.update(headers)
         with _Watchdog(seconds) as watchdog:
             response = None
             try:
@@ -226,7 +243,7 @@ class JsonHttpClient:
                     method,
                     url,
                     body=body,
-                    headers=headers,
+                    headers=all_headers,
                     timeout=Timeout(connect=seconds, read=seconds),
                     preload_content=False,
                     redirect=False,
@@ -250,10 +267,10 @@ class JsonHttpClient:
         return HttpResult(
             status=response.status,
             body=data,
-            attempts=attempt,
+            attempts=attempt or 1,
             content_type=response.headers.get("Content-Type", ""),
             location=response.headers.get("Location", ""),
-            retry_after=response.headers.get("Retry-After", ""),
+            headers=dict(response.headers.items()),
         )
 
     def _read_capped(self, response: urllib3.BaseHTTPResponse, what: str) -> bytes:
@@ -270,56 +287,47 @@ class JsonHttpClient:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _backoff(self, attempt: int, result: HttpResult | None) -> float:
-        """Seconds before the next attempt: Retry-After when the server gave one (up to
-        timeout_seconds), else exponential from ``backoff_factor``."""
-        if result is not None:
-            if result.retry_after:
-                try:
-                    seconds = self._retry_after.parse_retry_after(result.retry_after)
-                    return min(seconds, self.timeout_seconds)
-                except HTTPError:
-                    pass
-        return self.backoff_factor * (2 ** (attempt - 1))
+    @staticmethod
+    def _retry_after(result: HttpResult | None) -> float | None:
+        return parse_retry_after(result.headers) if result is not None else None
 
     def _too_large(self, what: str, how: str) -> ResponseTooLarge:
-        return ResponseTooLarge(what, how, self.max_response_bytes)
+        return ResponseTooLarge(what, how, self.max_response_bytes, settings=self.settings)
 
-    def _timeout(self, what: str, attempt: int) -> TargetTimeout:
+    def _timeout(self, what: str, attempt: int | None) -> TargetTimeout:
+        attempts = f"; {attempt} attempt(s)" if attempt else ""
         return TargetTimeout(
             f"{what} did not answer within timeout_seconds={self.timeout_seconds:g} (connect, "
-            f"send and the whole body; {attempt} attempt(s)). Raise target.timeout_seconds "
+            f"send and the whole body{attempts}). Raise {self.settings}.timeout_seconds "
             "if it is just slow.",
             retryable=True,
         )
 
-    def _out_of_budget(self, failure: TargetError, attempt: int) -> TargetError:
-        if attempt <= self.retries:  # stopped by the budget, not by the retry count
+    def _out_of_budget(self, failure: TargetError, clock: RetryClock) -> TargetError:
+        if clock.out_of_budget:  # stopped by the budget, not by the retry count
             failure.message += (
                 f" No retry left within total_timeout_seconds={self.total_timeout_seconds:g}."
             )
         return failure
 
     def _failure(
-        self, reason: Any, what: str, attempt: int, *, timed_out: bool = False
+        self, reason: Any, what: str, attempt: int | None, *, timed_out: bool = False
     ) -> TargetError:
-        attempts = f"{attempt} attempt(s)"
+        attempts = f" ({attempt} attempt(s))" if attempt else ""
         if timed_out or isinstance(reason, ReadTimeoutError | TimeoutError):
             return self._timeout(what, attempt)
         # Checked first: urllib3 makes NewConnectionError a subclass of ConnectTimeoutError.
         if isinstance(reason, NewConnectionError):
             return TargetError(
-                f"{what}: could not connect ({attempts}): {reason}. Check the URL and "
+                f"{what}: could not connect{attempts}: {reason}. Check the URL and "
                 "that the service is running and reachable from where evalrunner runs.",
                 retryable=True,
             )
         if isinstance(reason, ConnectTimeoutError):
             return self._timeout(what, attempt)
         if isinstance(reason, ProtocolError):
-            return TargetError(
-                f"{what}: the connection broke ({attempts}): {reason}", retryable=True
-            )
-        return TargetError(f"{what}: request failed ({attempts}): {reason}", retryable=True)
+            return TargetError(f"{what}: the connection broke{attempts}: {reason}", retryable=True)
+        return TargetError(f"{what}: request failed{attempts}: {reason}", retryable=True)
 
 
 def status_error(result: HttpResult, what: str, *, auth_hint: str = "") -> TargetError:
@@ -330,5 +338,5 @@ def status_error(result: HttpResult, what: str, *, auth_hint: str = "") -> Targe
     return TargetError(
         f"{what} answered HTTP {result.status} after {result.attempts} attempt(s): "
         f"{snippet(result.body) or '(empty body)'}{hint}",
-        retryable=result.status in RETRY_STATUSES,
+        retryable=is_retryable_status(result.status),
     )
