@@ -23,6 +23,9 @@ from evalrunner.evaluators.judge_quality.one_to_five import (
     one_to_five_metrics,
 )
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 130
+
 # The rubric evaluators by their class names, for code that imports them directly.
 Groundedness = RUBRIC_EVALUATORS["Groundedness"]
 Relevance = RUBRIC_EVALUATORS["Relevance"]
