@@ -162,7 +162,8 @@ def _ibans(text: str) -> Iterable[Candidate]:
             continue
         # Read exactly the country's length (groups of any size, single spaces between),
         # and require the IBAN to end where a token ends.
-        need, pos, body = length - 4, m.end(), []
+        need, pos = length - 4, m.end()
+        body: list[str] = []
         while pos < len(text) and len(body) < need:
             ch = text[pos]
             if ch == " ":

@@ -245,7 +245,7 @@ class GEval(JudgeEvaluator):
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         scale = self.options.scale
         steps = self.evaluation_steps()
-        schema = GEvalScore5 if scale == 5 else GEvalScore10
+        schema: type[GEvalScore5 | GEvalScore10] = GEvalScore5 if scale == 5 else GEvalScore10
         reply = self.ask(self.messages(sample, steps), schema, purpose="GEval", logprobs=True)
         chosen = reply.value.score
         weighted = weighted_score(reply.top_logprobs, scale, chosen)
