@@ -32,6 +32,9 @@ from evalrunner.evaluators.model_base import ModelEvaluator, ModelOptions
 from evalrunner.evaluators.registry import register
 from evalrunner.models import ModelRole
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 150
+
 PRECISION = "BERTScore precision"
 RECALL = "BERTScore recall"
 F1 = "BERTScore F1"

@@ -46,6 +46,9 @@ from evalrunner.evaluators.base import (
 )
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 80
+
 #: The label of a case where the target reported none.
 NO_LABEL = "(none)"
 

@@ -59,6 +59,9 @@ from evalrunner.evaluators.detectors import Finding, find_pii, find_secrets
 from evalrunner.evaluators.leakage import FindingFilter, LeakageOptions, describe_findings
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 40
+
 __all__ = ["EncodedSegment", "EncodingGuardrail", "decode_segment", "find_encoded"]
 
 #: Shortest encoded segment considered (characters of base64, digits of hex).

@@ -40,6 +40,9 @@ from evalrunner.evaluators.registry import register
 from evalrunner.models import ModelRole
 from evalrunner.models.scorers import PairScorer
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 160
+
 METRIC = "Factual consistency"
 #: Label names (prefixes) that mean "the hypothesis is supported" in multi-label models.
 CONSISTENT_LABELS = ("consistent", "entail", "support")

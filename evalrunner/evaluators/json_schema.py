@@ -37,6 +37,9 @@ from referencing.exceptions import Unresolvable
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 50
+
 _VALID = "Valid JSON"
 _SCHEMA = "Schema valid"
 _COLUMN = "json_schema"

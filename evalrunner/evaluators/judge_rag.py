@@ -82,6 +82,9 @@ from evalrunner.judge.extract import (
 )
 from evalrunner.judge.extract import claims as extract_claims
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 110
+
 BLANK_CONTEXT = "the retrieved context chunks are all blank"
 NO_EA_STATEMENTS = "no statements could be extracted from the expected answer"
 N_QUESTIONS = 3

@@ -69,6 +69,9 @@ from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import JudgeError, JudgeParseError, JudgeReply, Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 120
+
 __all__ = [
     "Bias",
     "ContactInformationLeakage",

@@ -58,6 +58,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 70
+
 #: The ISO 639-1 languages py3langid 0.4.0 can return, with their English names.
 LANGUAGE_NAMES: Mapping[str, str] = {
     "af": "Afrikaans",

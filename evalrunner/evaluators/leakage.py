@@ -40,6 +40,9 @@ from evalrunner.evaluators.detectors import (
 )
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 30
+
 __all__ = [
     "KIND_ALIASES",
     "FindingFilter",

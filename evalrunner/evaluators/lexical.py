@@ -15,6 +15,9 @@ from rouge_score import rouge_scorer
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 10
+
 _ANSWER_VS_EXPECTED = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
 
 

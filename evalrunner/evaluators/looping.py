@@ -41,6 +41,9 @@ import numpy as np
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 60
+
 _UNIQUE = "Unique sentences"
 _LRS = "Longest repeated substring"
 _COMPRESSION = "Compression ratio"

@@ -25,6 +25,9 @@ from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.registry import register
 from evalrunner.models import ModelRole
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 180
+
 #: GPT-2 small's zero-shot perplexity on edited English is in the tens (37.5 on WikiText-103
 #: and 65.9 on Penn Treebank in the GPT-2 paper) and distilgpt2's is somewhat higher; garbled
 #: text is in the hundreds to thousands. 100 passes ordinary prose and flags text the model

@@ -50,6 +50,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 100
+
 _REFUSED = "Refused"
 _LEAK = "System prompt leak"
 #: Words in a verbatim window of the system prompt that count as quoting it.

@@ -1,8 +1,22 @@
-"""Evaluators registered by display name, so adding one touches one file and one test."""
+"""Evaluators registered by display name, so adding one touches one file and one test.
+
+An evaluator module registers its classes with ``@register``; nothing else names it. On
+first use the registry imports every module and package directly inside
+:mod:`evalrunner.evaluators` (:func:`pkgutil.iter_modules`: a plain directory listing, the
+same in a checkout, a wheel and the Lambda package), which runs those decorators. The
+catalog order — that of ``evalrunner metrics``, of the default selection and so of the
+reports' columns — is each module's ``CATALOG_POSITION`` (a number; modules without one
+come last, by name), then the order of registration within the module.
+"""
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import math
+import pkgutil
+import sys
+import threading
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -41,13 +55,42 @@ def register(cls: E) -> E:
     return cls
 
 
+#: The package whose modules are the catalog.
+PACKAGE = "evalrunner.evaluators"
+_loaded = False
+_load_lock = threading.RLock()
+
+
 def _ensure_loaded() -> None:
-    # Importing the catalog modules runs their @register decorators.
-    import evalrunner.evaluators.catalog  # noqa: F401
+    """Import every module of :data:`PACKAGE` once (their ``@register`` decorators run),
+    then put the registry in catalog order."""
+    global _loaded
+    if _loaded:
+        return
+    with _load_lock:
+        if _loaded:
+            return
+        package = importlib.import_module(PACKAGE)
+        for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
+            importlib.import_module(module.name)
+        ordered = sorted(_REGISTRY.values(), key=_catalog_key)  # stable: keeps module order
+        _REGISTRY.clear()
+        _REGISTRY.update((cls.name, cls) for cls in ordered)
+        _loaded = True
+
+
+def _catalog_key(cls: type[Evaluator]) -> tuple[float, str]:
+    """Where ``cls`` comes in the catalog: the ``CATALOG_POSITION`` of its module (for a
+    module inside a package of the catalog, that package's), then the module's name."""
+    module = cls.__module__
+    if module.startswith(f"{PACKAGE}."):
+        module = ".".join(module.split(".")[: PACKAGE.count(".") + 2])
+    position = getattr(sys.modules.get(module), "CATALOG_POSITION", math.inf)
+    return (float(position), module)
 
 
 def available() -> dict[str, type[Evaluator]]:
-    """Every registered evaluator by display name, in registration order."""
+    """Every registered evaluator by display name, in catalog order."""
     _ensure_loaded()
     return dict(_REGISTRY)
 

@@ -54,6 +54,9 @@ from evalrunner.evaluators.base import (
 )
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 90
+
 NO_DOCUMENTS = "the target reported no retrieved documents"
 
 

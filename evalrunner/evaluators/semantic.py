@@ -27,6 +27,9 @@ from evalrunner.evaluators.sentences import split_sentences
 from evalrunner.models import ModelRole, default_model
 from evalrunner.models.scorers import TextEncoder
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 140
+
 EMPTY_ANSWER = "the answer is empty"
 
 

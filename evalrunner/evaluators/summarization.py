@@ -52,6 +52,9 @@ from evalrunner.evaluators.sentences import split_sentences
 from evalrunner.models import ModelRole
 from evalrunner.models.scorers import TextEncoder
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 190
+
 FAITHFULNESS = "Summary faithfulness"
 COMPLETENESS = "Summary completeness"
 EMPTY_SUMMARY = "the summary is empty: it summarises nothing"

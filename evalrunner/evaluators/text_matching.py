@@ -33,6 +33,9 @@ from evalrunner.evaluators.conditions import (
 )
 from evalrunner.evaluators.registry import register
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 20
+
 _PASSES = "Model passes"
 _FAILURES = "Model failures"
 _RETRIEVAL = "Retrieval failures"

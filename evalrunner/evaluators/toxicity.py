@@ -22,6 +22,9 @@ from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.registry import register
 from evalrunner.models import ModelRole
 
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 170
+
 EMPTY_ANSWER = "the answer is empty"
 THRESHOLD = 0.75
 

@@ -15,7 +15,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from evalrunner.evaluators import available, resolve
-from evalrunner.evaluators.base import NO_JUDGE, Evaluator, MetricResult, Requirement, Sample
+from evalrunner.evaluators.base import (
+    NO_JUDGE,
+    Evaluator,
+    Input,
+    MetricResult,
+    Requirement,
+    Sample,
+)
 from evalrunner.evaluators.judge_quality import (
     BYOP,
     Coherence,
@@ -408,6 +415,60 @@ def test_names_resolve_and_are_registered() -> None:
         for spec in cls.metrics:
             assert spec.name not in seen, (spec.name, name, seen.get(spec.name))
             seen[spec.name] = name
+
+
+def test_every_rubric_is_a_registered_evaluator() -> None:
+    """The 1–5 family is data: each rubric of RUBRICS is registered as its own evaluator."""
+    from evalrunner.evaluators.judge_quality.rubrics import RUBRICS
+
+    assert [r.class_name for r in RUBRICS] == [c.__name__ for c in FAMILY]
+    names = available()
+    for rubric in RUBRICS:
+        cls = names[rubric.name]
+        assert issubclass(cls, OneToFiveEvaluator) and cls.__name__ == rubric.class_name
+        assert cls.inputs == rubric.inputs and cls.description == rubric.description
+        assert [m.name for m in cls.metrics] == [rubric.name, f"{rubric.name} normalised"]
+
+
+def test_a_rubric_entry_makes_a_working_evaluator() -> None:
+    """What adding a rubric takes: an entry of data; its prompt says what it holds."""
+    from evalrunner.evaluators.judge_quality.one_to_five import rubric_evaluator
+    from evalrunner.evaluators.judge_quality.rubrics import Example, Rubric
+
+    rubric = Rubric(
+        class_name="Politeness",
+        name="Politeness (1-5)",
+        description="LLM judge, 1–5: is the answer polite?",
+        inputs=frozenset({Input.ANSWER}),
+        shows=frozenset({Input.ANSWER}),
+        measures="the answer is polite",
+        task="Decide how polite the answer inside <answer> is.",
+        levels={1: "rude.", 2: "curt.", 3: "neutral.", 4: "polite.", 5: "gracious."},
+        examples=(
+            Example(5, "Warm thanks.", answer="Thank you so much for asking!"),
+            Example(1, "Insulting.", question="Hi?", context=("c1", "c2"), answer="Go away."),
+        ),
+    )
+    cls = rubric_evaluator(rubric)
+    assert cls.__name__ == "Politeness" and cls.name not in available()  # built, not registered
+    judge = ScriptedJudge({"Politeness (1-5)": {"reason": "kind", "score": 4}})
+    raw, norm = bound(cls(), judge).evaluate(SAMPLE)
+    assert (raw.metric, raw.score, norm.metric, norm.score) == (
+        "Politeness (1-5)",
+        4.0,
+        "Politeness (1-5) normalised",
+        0.75,
+    )
+    prompt = judge.calls[0][1][-1].content
+    assert "Decide how polite" in prompt
+    assert "5: gracious.\n4: polite.\n3: neutral.\n2: curt.\n1: rude." in prompt  # 5 first
+    assert (
+        'Example 1:\n<answer>\nThank you so much for asking!\n</answer>\nReply: {"reason": '
+        in prompt
+    )
+    assert '<chunk id="2">\nc2\n</chunk>' in prompt.split("Example 2:")[1]
+    case = prompt.split("The case to rate:")[1]
+    assert "The warranty lasts two years." in case and "How long is the warranty?" not in case
 
 
 # ------------------------------------------- through the real client and the stub server

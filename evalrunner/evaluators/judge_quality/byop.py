@@ -1,0 +1,146 @@
+"""``BYOP`` (bring your own prompt): the judge answers your yes/no question about a case.
+
+Option ``prompt``: a template over ``{question}``, ``{expected_answer}``, ``{context}`` and
+``{answer}`` (``{{``/``}}`` for literal braces); other placeholders are refused when the
+options are validated. The judge answers it true or false with a reason. Metric ``BYOP``: 1
+for true, pass rate, threshold 0.5. A case that lacks a text the template uses is skipped.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
+from evalrunner.evaluators.judge_safety import JudgeEvaluator, nonblank_chunks
+from evalrunner.evaluators.registry import register
+from evalrunner.judge.base import Message
+from evalrunner.judge.prompts import build, tagged, tagged_list
+
+__all__ = ["BYOP", "BYOP_PLACEHOLDERS", "BYOPOptions", "template_fields"]
+
+
+#: Placeholders a BYOP template may use, and the case input each needs.
+BYOP_PLACEHOLDERS: Mapping[str, Input] = {
+    "question": Input.QUESTION,
+    "expected_answer": Input.EXPECTED_ANSWER,
+    "context": Input.CONTEXTS,
+    "answer": Input.ANSWER,
+}
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholders of ``template``; raises ValueError for unknown ones, positional
+    ``{}``, conversions, format specs and unbalanced braces."""
+    fields: list[str] = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(
+            f"prompt is not a valid template ({exc}); write {{{{ and }}}} for literal braces"
+        ) from exc
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in BYOP_PLACEHOLDERS:
+            raise ValueError(
+                f"unknown placeholder {{{name}}} in prompt; valid: "
+                + ", ".join(f"{{{k}}}" for k in BYOP_PLACEHOLDERS)
+                + " (write {{ and }} for literal braces)"
+            )
+        if spec or conversion:
+            raise ValueError(f"placeholder {{{name}}} takes no conversion or format spec")
+        if name not in fields:
+            fields.append(name)
+    return fields
+
+
+class BYOPOptions(BaseModel):
+    """Run-wide settings of BYOP: the prompt template."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: A yes/no evaluation question over {question}, {expected_answer}, {context}, {answer}.
+    prompt: str
+
+    @field_validator("prompt")
+    @classmethod
+    def _valid_template(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("prompt is empty")
+        if not template_fields(value):
+            raise ValueError(
+                "prompt uses no placeholder; put the case's texts in it with "
+                + ", ".join(f"{{{k}}}" for k in BYOP_PLACEHOLDERS)
+            )
+        return value
+
+
+class TrueFalseVerdict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    reason: str
+    verdict: bool
+
+
+@register
+class BYOP(JudgeEvaluator):
+    name = "BYOP"
+    aliases = ("Bring your own prompt",)
+    description = (
+        "LLM judge answers your prompt template (over question, expected answer, context, "
+        "answer) true or false; pass rate."
+    )
+    inputs = frozenset()
+    metrics = (
+        MetricSpec(
+            "BYOP",
+            "the judge answered the prompt true",
+            threshold=0.5,
+            primary=True,
+            kind="pass_fail",
+        ),
+    )
+    options_model: ClassVar[type[BaseModel]] = BYOPOptions
+    options: BYOPOptions
+
+    def __init__(
+        self,
+        thresholds: Mapping[str, float] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(thresholds, options)
+        self._fields = template_fields(self.options.prompt)
+
+    def missing_inputs(self, sample: Sample) -> list[Input]:
+        return [BYOP_PLACEHOLDERS[f] for f in self._fields if not sample.has(BYOP_PLACEHOLDERS[f])]
+
+    def messages(self, sample: Sample) -> list[Message]:
+        texts = {
+            "question": lambda: tagged("question", sample.question),
+            "expected_answer": lambda: tagged("expected_answer", sample.expected_answer or ""),
+            "context": lambda: tagged_list("context", "chunk", nonblank_chunks(sample)),
+            "answer": lambda: tagged("answer", sample.answer or ""),
+        }
+        prompt = self.options.prompt.format(**{f: texts[f]() for f in self._fields})
+        return build(
+            "Answer the evaluation question below about one case of a question-answering "
+            f"assistant with true or false.\n\n{prompt}",
+            [],
+            'Reply as {"reason": "<one or two sentences>", "verdict": <true or false>}.',
+        )
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        if "context" in self._fields and not nonblank_chunks(sample):
+            raise SkipCase("every retrieved chunk is blank")
+        reply = self.ask(self.messages(sample), TrueFalseVerdict, purpose="BYOP")
+        verdict = reply.value.verdict
+        return {
+            "BYOP": Scored(
+                float(verdict),
+                f"judge answered {'true' if verdict else 'false'}: {reply.value.reason}",
+            )
+        }
