@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner.suite.model import TestCase
+
+if TYPE_CHECKING:
+    from evalrunner.targets.spec import TargetSpec
 
 #: The most a target may report before the number is treated as nonsense and dropped:
 #: latency above a day, a billion tokens, a million in cost are payload bugs (or hostile),
@@ -75,6 +79,24 @@ class TargetResponse(BaseModel):
         return distrust_numbers(values) if isinstance(values, dict) else values
 
 
+@dataclass(frozen=True)
+class IamGrant:
+    """One IAM statement the deployed runner's role needs to call a kind of target.
+
+    ``resource`` is a pattern, formatted once per entry of the cdk.json ``targets`` list the
+    target names in ``deploy_list``: with ``{arn}``, ``{partition}``, ``{region}``,
+    ``{account}`` and ``{name}`` (the part after the resource type) for a list of ARNs, or
+    with the entry's own fields plus ``{partition}``, ``{region}`` and ``{account}`` (the
+    stack's, where the entry gives none) for a list of objects. ``"*"`` is for actions that
+    have no resource type; ``wildcard_reason`` then tells cdk-nag why a wildcard is needed.
+    """
+
+    sid: str
+    actions: tuple[str, ...]
+    resource: str
+    wildcard_reason: str | None = None
+
+
 class Target(ABC):
     """A system under test.
 
@@ -86,14 +108,34 @@ class Target(ABC):
 
     #: The key in the event's target object that selects this kind.
     kind: ClassVar[str]
+    #: The kind's fields: validated in the event, published in its JSON Schema.
+    spec_model: ClassVar[type[TargetSpec]]
+    #: Keys the kind cannot work without, besides ``kind``.
+    companions: ClassVar[tuple[str, ...]] = ()
+    #: True for kinds that call AWS: built with the injected boto3 session, and given real
+    #: credentials by the local engine.
+    calls_aws: ClassVar[bool] = False
+    #: The list under ``targets`` in cdk.json that allows this kind's resources (None: the
+    #: kind needs no IAM permission, e.g. HTTP).
+    deploy_list: ClassVar[str | None] = None
+    #: What the deployed runner's role is granted for each allowed resource.
+    iam: ClassVar[tuple[IamGrant, ...]] = ()
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        """``session``: the boto3 session the AWS kinds build their clients from."""
         self.spec = spec
 
-    @property
+    @classmethod
     @abstractmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        """The target's own report folder name, from the spec alone (no client is built)."""
+
+    @property
     def name(self) -> str:
-        """Folder name under ``test-reports/``: agentId-agentAliasId, function name, ..."""
+        """Folder name under ``test-reports/``: the spec's ``name``, else :meth:`own_name`."""
+        from evalrunner.targets._common import report_name
+
+        return report_name(self.spec, self.own_name(self.spec))
 
     @abstractmethod
     def invoke(self, case: TestCase) -> TargetResponse:

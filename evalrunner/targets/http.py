@@ -9,8 +9,10 @@ a report.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
+
+from pydantic import Field
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError
@@ -22,13 +24,14 @@ from evalrunner.targets._common import (
     max_response_bytes,
     max_retries,
     question_payload,
-    report_name,
     sanitise_name,
     timeout_seconds,
     total_timeout_seconds,
 )
 from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
 
 def endpoint_name(url: str) -> str:
@@ -44,16 +47,47 @@ def display_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
+class HttpFields(SpecModel):
+    """``{"url"}``: any endpoint that takes a JSON question and answers JSON."""
+
+    schema_def: ClassVar[str] = "http"
+
+    url: str = Field(pattern=r"^https?://")
+    method: Literal["POST", "PUT"] = Field(
+        default="POST", json_schema_extra={"enum": ["POST", "PUT"]}
+    )
+    headers: dict[str, str] | None = None
+    headers_from_env: dict[str, str] | None = Field(
+        default=None,
+        description="Header name -> environment variable holding its value, so secrets stay "
+        "out of the event. Locally only: the name must start with EVALRUNNER_SECRET_, be "
+        "OPENAI_API_KEY, or be listed in EVALRUNNER_ALLOWED_SECRET_ENV; AWS_* never. Refused "
+        "by the deployed runner: use headers_from_secret.",
+    )
+    headers_from_secret: dict[str, Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        description="Header name -> AWS Secrets Manager secret (ARN or name) holding its "
+        "value. Deployed runner only; the secret must be listed in cdk.json 'secrets'.",
+    )
+    question_field: str = "question"
+
+
+class HttpSpec(HttpFields, ResponseMappingSpec, TargetSpec):
+    """An HTTP target as the event gives it."""
+
+
+@register
 class HttpTarget(Target):
     """POSTs (or PUTs) ``{question_field: question, "conversation": [...]}`` as JSON."""
 
     kind = "url"
+    spec_model = HttpSpec
 
     #: urllib3 backoff factor between retries (seconds; doubled per consecutive failure).
     backoff_factor = DEFAULT_BACKOFF_FACTOR
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        super().__init__(spec)  # no AWS call: the session is not needed
         self.url = str(spec["url"])
         self.method = str(spec.get("method", "POST")).upper()
         if self.method not in ("POST", "PUT"):
@@ -72,9 +106,9 @@ class HttpTarget(Target):
             max_response_bytes=max_response_bytes(spec),
         )
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, endpoint_name(self.url))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return endpoint_name(str(spec["url"]))
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"{self.method} {display_url(self.url)}"

@@ -6,22 +6,62 @@ suite can later run against the agent and the two reports compare like for like.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
+from pydantic import Field
 
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
-from evalrunner.targets._common import report_name, timeout_seconds
+from evalrunner.targets._common import timeout_seconds
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import IamGrant, Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import SpecModel, TargetSpec
 
 
+class KnowledgeBaseFields(SpecModel):
+    """``{"knowledgeBaseId", "modelArn"}``: RetrieveAndGenerate on a knowledge base."""
+
+    schema_def: ClassVar[str] = "knowledgeBase"
+
+    knowledgeBaseId: str = Field(pattern=r"^[0-9a-zA-Z]{10}$")
+    modelArn: str = Field(min_length=1)
+    numberOfResults: int | None = Field(default=None, ge=1, le=100)
+
+
+class KnowledgeBaseSpec(KnowledgeBaseFields, TargetSpec):
+    """A knowledge base target as the event gives it."""
+
+
+@register
 class KnowledgeBaseTarget(Target):
     """RetrieveAndGenerate with type KNOWLEDGE_BASE; citations become contexts/documents."""
 
     kind = "knowledgeBaseId"
+    spec_model = KnowledgeBaseSpec
+    companions = ("modelArn",)
+    calls_aws = True
+    deploy_list = "knowledge_bases"
+    iam = (
+        IamGrant(
+            "QueryTargetKnowledgeBases",
+            ("bedrock:Retrieve",),
+            "arn:{partition}:bedrock:{region}:{account}:knowledge-base/{knowledge_base_id}",
+        ),
+        # RetrieveAndGenerate has no resource type: IAM authorises the call on '*' and then
+        # checks bedrock:Retrieve on the knowledge base and InvokeModel on the model, both
+        # scoped (the models by cdk.json's model_arns).
+        IamGrant(
+            "RetrieveAndGenerate",
+            ("bedrock:RetrieveAndGenerate",),
+            "*",
+            wildcard_reason="bedrock:RetrieveAndGenerate has no resource type (IAM then "
+            "checks bedrock:Retrieve on the configured knowledge bases and InvokeModel on the "
+            "configured models, both scoped); X-Ray has no resource-level permissions.",
+        ),
+    )
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
@@ -34,9 +74,9 @@ class KnowledgeBaseTarget(Target):
         self.client = make_client("bedrock-agent-runtime", spec, session=session, arn=arn)
         self.region = self.client.meta.region_name
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, self.knowledge_base_id)
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return str(spec["knowledgeBaseId"])
 
     def _configuration(self) -> dict[str, Any]:
         kb: dict[str, Any] = {"knowledgeBaseId": self.knowledge_base_id, "modelArn": self.model_arn}

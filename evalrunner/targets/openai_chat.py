@@ -7,7 +7,9 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
@@ -18,7 +20,6 @@ from evalrunner.targets._common import (
     conversation_turns,
     max_response_bytes,
     max_retries,
-    report_name,
     sanitise_name,
     snippet,
     timeout_seconds,
@@ -27,6 +28,8 @@ from evalrunner.targets._common import (
 from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, status_error
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import SpecModel, TargetSpec
 
 
 def _content_text(content: Any) -> str | None:
@@ -39,15 +42,50 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
+class OpenAIOptions(SpecModel):
+    """The object under ``"openai"``: where the model is served and how to ask it."""
+
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable with the API key (locally only; same rules as "
+        "headers_from_env).",
+    )
+    api_key_secret: str | None = Field(
+        default=None,
+        min_length=1,
+        description="AWS Secrets Manager secret (ARN or name, listed in cdk.json 'secrets') "
+        "with the API key; deployed runner only.",
+    )
+    system_prompt: str | None = None
+    temperature: float = Field(default=0, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class OpenAIFields(SpecModel):
+    """``{"openai": {...}}``: a plain LLM behind an OpenAI-compatible chat endpoint."""
+
+    schema_def: ClassVar[str] = "openai"
+
+    openai: OpenAIOptions
+
+
+class OpenAISpec(OpenAIFields, TargetSpec):
+    """An OpenAI-compatible chat target as the event gives it."""
+
+
+@register
 class OpenAIChatTarget(Target):
     """``POST {base_url}/chat/completions`` with the case's turns and question."""
 
     kind = "openai"
+    spec_model = OpenAISpec
 
     backoff_factor = DEFAULT_BACKOFF_FACTOR
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__(spec)
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        super().__init__(spec)  # no AWS call: the session is not needed
         options = spec.get("openai")
         if not isinstance(options, dict) or not options.get("base_url") or not options.get("model"):
             raise ConfigError(
@@ -71,9 +109,11 @@ class OpenAIChatTarget(Target):
             max_response_bytes=max_response_bytes(spec),
         )
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, sanitise_name(self.model, fallback="openai"))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        options = spec["openai"]
+        model = options.get("model", "") if isinstance(options, dict) else ""
+        return sanitise_name(str(model), fallback="openai")
 
     def request_body(self, case: TestCase) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
