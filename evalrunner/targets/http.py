@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError
@@ -53,9 +53,7 @@ class HttpFields(SpecModel):
     schema_def: ClassVar[str] = "http"
 
     url: str = Field(pattern=r"^https?://")
-    method: Literal["POST", "PUT"] = Field(
-        default="POST", json_schema_extra={"enum": ["POST", "PUT"]}
-    )
+    method: Annotated[Literal["POST", "PUT"], WithJsonSchema({"enum": ["POST", "PUT"]})] = "POST"
     headers: dict[str, str] | None = None
     headers_from_env: dict[str, str] | None = Field(
         default=None,

@@ -19,9 +19,7 @@ from evalrunner.targets._common import (
 
 #: One metric name or a list of them (the legacy ``target.metric``), checked against the
 #: registry by :func:`evalrunner.event.parse_event`.
-MetricSelection = Annotated[
-    str | list[str] | None, WithJsonSchema({"$ref": "#/$defs/metricSelection"})
-]
+MetricSelection = Annotated[str | list[str] | None, WithJsonSchema({"x-ref": "metricSelection"})]
 #: Report folder names: they end up in S3 keys and local paths.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d$"
@@ -31,6 +29,10 @@ class SpecModel(BaseModel):
     """Strict like the JSON Schema it generates: no string-to-number coercion, no extras."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    #: Name of the schema's $defs entry for the fields this class declares itself (set on
+    #: the classes that are parts of a kind: common, responseMapping, the kind's own).
+    schema_def: ClassVar[str]
 
 
 class TargetSpec(SpecModel):
