@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
-from evalrunner.targets.registry import available
-from evalrunner.targets.spec import SpecModel
+from evalrunner.targets.registry import available, parse_spec
+from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec
 
 SHIPPED = Path(__file__).parent / "schemas" / "event.schema.json"
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -37,10 +37,12 @@ class EventSpec(SpecModel):
         description="S3 key of the suite (.xlsx, .csv or .json) in the runner bucket, under "
         "test-suites/. No '..' segments, no leading '/'.",
     )
-    iterations: int = Field(
+    iterations: JsonInt = Field(
         ge=1, le=100, description="How many times every case is run. Required: there is no default."
     )
-    target: Annotated[dict[str, Any], WithJsonSchema({"x-ref": "target"})]
+    #: The kind's own spec model (BedrockAgentSpec, ...): one discriminated union of the
+    #: registered kinds, told apart by the kind key present.
+    target: Annotated[TargetSpec, BeforeValidator(parse_spec), WithJsonSchema({"x-ref": "target"})]
     metrics: list[MetricName] | None = Field(
         default=None,
         min_length=1,
@@ -76,7 +78,7 @@ class EventSpec(SpecModel):
         "plus timeout_seconds, max_retries, max_concurrency, cache, cache_dir. Without it, "
         "judge metrics are skipped with a reason.",
     )
-    max_concurrency: int = Field(
+    max_concurrency: JsonInt = Field(
         default=10, ge=1, le=1000, description="Test cases run at once by the Distributed Map."
     )
     tolerated_failure_percentage: float = Field(
@@ -86,7 +88,7 @@ class EventSpec(SpecModel):
         description="Share of case tasks that may fail outright before the Map stops. Failed "
         "cases are reported either way.",
     )
-    max_text_chars: int = Field(
+    max_text_chars: JsonInt = Field(
         default=DEFAULT_MAX_TEXT_CHARS,
         ge=1000,
         le=10_000_000,
@@ -170,7 +172,7 @@ def _object(model: type[BaseModel], own: bool) -> dict[str, Any]:
     return out
 
 
-def _parts(spec_model: type[SpecModel]) -> list[type[SpecModel]]:
+def spec_parts(spec_model: type[SpecModel]) -> list[type[SpecModel]]:
     """The $defs parts a kind's spec is made of, most general first (common, ...)."""
     return [
         c
@@ -186,7 +188,7 @@ def build_event_schema() -> dict[str, Any]:
     variants = []
     kinds = available()
     for cls in kinds.values():
-        parts = _parts(cls.spec_model)
+        parts = spec_parts(cls.spec_model)
         for part in parts:
             defs.setdefault(part.schema_def, _object(part, own=True))
         variants.append(

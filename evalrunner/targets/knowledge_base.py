@@ -6,7 +6,7 @@ suite can later run against the agent and the two reports compare like for like.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import boto3
 from pydantic import Field
@@ -16,9 +16,9 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
 from evalrunner.targets._common import timeout_seconds
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import IamGrant, Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
-from evalrunner.targets.spec import SpecModel, TargetSpec
+from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 
 class KnowledgeBaseFields(SpecModel):
@@ -28,7 +28,7 @@ class KnowledgeBaseFields(SpecModel):
 
     knowledgeBaseId: str = Field(pattern=r"^[0-9a-zA-Z]{10}$")
     modelArn: str = Field(min_length=1)
-    numberOfResults: int | None = Field(default=None, ge=1, le=100)
+    numberOfResults: Annotated[int, Field(ge=1, le=100), integral] | None = None
 
 
 class KnowledgeBaseSpec(KnowledgeBaseFields, TargetSpec):
@@ -77,6 +77,18 @@ class KnowledgeBaseTarget(Target):
     @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
         return str(spec["knowledgeBaseId"])
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        out = []
+        if spec["knowledgeBaseId"] not in {k.knowledge_base_id for k in allowed.knowledge_bases}:
+            out.append(
+                f"target.knowledgeBaseId {spec['knowledgeBaseId']} is not in "
+                f"targets.knowledge_bases; {DEPLOY_HINT}"
+            )
+        if spec.get("modelArn") not in allowed.model_arns:
+            out.append(f"target.modelArn {spec.get('modelArn')} is not in targets.model_arns")
+        return out
 
     def _configuration(self) -> dict[str, Any]:
         kb: dict[str, Any] = {"knowledgeBaseId": self.knowledge_base_id, "modelArn": self.model_arn}

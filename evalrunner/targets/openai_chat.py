@@ -7,7 +7,7 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
@@ -29,7 +29,7 @@ from evalrunner.targets._http import DEFAULT_BACKOFF_FACTOR, JsonHttpClient, sta
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
 from evalrunner.targets.registry import register
-from evalrunner.targets.spec import SpecModel, TargetSpec
+from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 
 def _content_text(content: Any) -> str | None:
@@ -60,7 +60,7 @@ class OpenAIOptions(SpecModel):
     )
     system_prompt: str | None = None
     temperature: float = Field(default=0, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: Annotated[int, Field(ge=1), integral] | None = None
 
 
 class OpenAIFields(SpecModel):

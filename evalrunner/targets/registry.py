@@ -11,10 +11,14 @@ client) and ``iam`` (what the deployed runner's role must be granted to call it,
 from __future__ import annotations
 
 import importlib
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Annotated, Any, TypeVar, Union
+
+from pydantic import Discriminator, Tag, TypeAdapter
 
 from evalrunner.errors import ConfigError
 from evalrunner.targets.base import Target
+from evalrunner.targets.spec import TargetSpec
 
 _REGISTRY: dict[str, type[Target]] = {}
 
@@ -84,3 +88,25 @@ def detect_kind(spec: Any) -> str:
 def target_class(spec: Any) -> type[Target]:
     """The class that calls the target ``spec`` names."""
     return available()[detect_kind(spec)]
+
+
+def _kind_of(value: Any) -> str | None:
+    """The discriminator of the target union: the one kind key present (None: zero or two)."""
+    if isinstance(value, TargetSpec):
+        value = value.model_fields_set
+    found = [kind for kind in available() if isinstance(value, dict | set) and kind in value]
+    return found[0] if len(found) == 1 else None
+
+
+@lru_cache(maxsize=4)
+def _adapter(classes: tuple[type[Target], ...]) -> TypeAdapter[TargetSpec]:
+    variants = tuple(Annotated[cls.spec_model, Tag(cls.kind)] for cls in classes)
+    union = Union[variants]  # type: ignore[valid-type]  # noqa: UP007 (built at run time)
+    return TypeAdapter(Annotated[union, Discriminator(_kind_of)])
+
+
+def parse_spec(raw: Any) -> TargetSpec:
+    """The target object as its kind's spec model: one discriminated union of every
+    registered kind, the discriminator being the kind key present. Raises pydantic's
+    ValidationError (locations start with the kind)."""
+    return _adapter(tuple(available().values())).validate_python(raw)

@@ -7,9 +7,9 @@ its description are written once, here or in the target's module.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from evalrunner.targets._common import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -20,6 +20,22 @@ from evalrunner.targets._common import (
 #: One metric name or a list of them (the legacy ``target.metric``), checked against the
 #: registry by :func:`evalrunner.event.parse_event`.
 MetricSelection = Annotated[str | list[str] | None, WithJsonSchema({"x-ref": "metricSelection"})]
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema counts 2.0 as an integer; so does the model (strict mode otherwise would
+    not), and the value becomes 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: Makes an ``int`` field an integer as JSON Schema means it: a whole number, written 2 or
+#: 2.0. Put it after the field's bounds (``Annotated[int, Field(ge=1), integral]``) so that
+#: the bounds still reach the generated schema.
+integral = BeforeValidator(_integral)
+#: An integer as JSON Schema means it.
+JsonInt = Annotated[int, integral]
 #: Report folder names: they end up in S3 keys and local paths.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d$"
@@ -48,7 +64,7 @@ class TargetSpec(SpecModel):
         description="Folder name under test-reports/; defaults to the target's own name.",
     )
     timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0, le=900)
-    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=10)
+    max_retries: JsonInt = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=10)
     total_timeout_seconds: float | None = Field(
         default=None,
         gt=0,
@@ -58,7 +74,7 @@ class TargetSpec(SpecModel):
         "600 (never less than timeout_seconds). timeout_seconds bounds each whole call "
         "(connect, send, read the full body).",
     )
-    max_response_bytes: int = Field(
+    max_response_bytes: JsonInt = Field(
         default=DEFAULT_MAX_RESPONSE_BYTES,
         ge=1024,
         le=268435456,

@@ -18,6 +18,7 @@ import pytest
 
 from evalrunner.errors import EventError
 from evalrunner.event import parse_event
+from evalrunner.targets.registry import available
 
 FIXTURES = json.loads((Path(__file__).parent / "data" / "event_fixtures.json").read_text("utf-8"))
 
@@ -32,6 +33,7 @@ def test_recorded_outcome(fixture: dict[str, Any]) -> None:
     if fixture["accepted"]:
         parsed = parse_event(raw)
         assert parsed.target_kind == fixture["target_kind"]
+        assert type(parsed.target_spec) is available()[parsed.target_kind].spec_model
         assert parsed.metrics == fixture["metrics"]
     else:
         with pytest.raises(EventError) as info:

@@ -33,3 +33,44 @@ def test_every_registered_kind_is_one_variant_of_the_target() -> None:
     openai = schema["$defs"]["openai"]["properties"]["openai"]
     assert openai["required"] == ["base_url", "model"] and openai["additionalProperties"] is False
     assert json.loads(render()) == schema
+
+
+def test_the_parsed_event_carries_the_typed_target() -> None:
+    from evalrunner.event import parse_event
+    from evalrunner.targets.http import HttpSpec
+
+    raw = {
+        "key": "test-suites/a.csv",
+        "iterations": 1,
+        "target": {"url": "http://127.0.0.1:9/ask", "max_retries": 2.0, "answer_path": "a.b"},
+    }
+    parsed = parse_event(raw)
+    spec = parsed.target_spec
+    assert isinstance(spec, HttpSpec)
+    assert (spec.max_retries, spec.method, spec.timeout_seconds, spec.answer_path) == (
+        2,
+        "POST",
+        60.0,
+        "a.b",
+    )
+    assert parsed.target == raw["target"]  # the manifest still carries the event's JSON
+
+
+def test_pydantic_errors_read_like_the_schema_s() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from evalrunner.event import pydantic_problems
+    from evalrunner.event_schema import EventSpec
+
+    with pytest.raises(ValidationError) as info:
+        EventSpec.model_validate(
+            {"key": "", "iterations": 1, "target": {"url": "ftp://x", "timeout_seconds": 0}}
+        )
+    lines = pydantic_problems(info.value)
+    assert lines[0].startswith("key: ")
+    assert any(line.startswith("target.url: ") for line in lines)  # no ".url.url"
+    assert any(line.startswith("target.timeout_seconds: ") for line in lines)
+    with pytest.raises(ValidationError) as info:
+        EventSpec.model_validate({"key": "k", "iterations": 1, "target": {"x": 1}})
+    assert pydantic_problems(info.value)[0].startswith("target: ")
