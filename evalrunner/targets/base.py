@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner.suite.model import TestCase
+from evalrunner.targets._common import report_name, sanitise_name
 
 if TYPE_CHECKING:
     from evalrunner.targets.spec import TargetSpec
@@ -79,6 +80,10 @@ class TargetResponse(BaseModel):
         return distrust_numbers(values) if isinstance(values, dict) else values
 
 
+#: How to allow a target the deployed runner may not call yet.
+DEPLOY_HINT = "add it to targets in cdk.json (or set allow_all_targets: true)"
+
+
 @dataclass(frozen=True)
 class IamGrant:
     """One IAM statement the deployed runner's role needs to call a kind of target.
@@ -126,15 +131,22 @@ class Target(ABC):
         self.spec = spec
 
     @classmethod
-    @abstractmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        """Why the deployed runner's role could not call ``spec``: it is not among the
+        resources cdk.json allows (``allowed``: its ``targets`` object), which are what
+        :attr:`iam` is granted on. Checked at synth, so a schedule cannot fail at 3 a.m.
+        Kinds with no IAM need (HTTP, OpenAI) have nothing to check."""
+        return []
+
+    @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
-        """The target's own report folder name, from the spec alone (no client is built)."""
+        """The target's own report folder name, from the spec alone (no client is built):
+        agentId-agentAliasId, the function's name, ...; by default the kind's value."""
+        return sanitise_name(str(spec.get(cls.kind, "")), fallback=cls.kind)
 
     @property
     def name(self) -> str:
         """Folder name under ``test-reports/``: the spec's ``name``, else :meth:`own_name`."""
-        from evalrunner.targets._common import report_name
-
         return report_name(self.spec, self.own_name(self.spec))
 
     @abstractmethod

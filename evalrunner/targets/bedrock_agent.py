@@ -30,7 +30,7 @@ from evalrunner.targets._common import (
     total_timeout_seconds,
 )
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import IamGrant, Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import SpecModel, TargetSpec
 
@@ -253,6 +253,13 @@ class BedrockAgentTarget(Target):
     @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
         return f"{spec['agentId']}-{spec['agentAliasId']}"
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        pair = (spec.get("agentId"), spec.get("agentAliasId"))
+        if pair in {(a.agent_id, a.alias_id) for a in allowed.agent_aliases}:
+            return []
+        return [f"target agent {pair[0]}/{pair[1]} is not in targets.agent_aliases; {DEPLOY_HINT}"]
 
     @property
     def _what(self) -> str:

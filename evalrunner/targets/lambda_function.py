@@ -27,7 +27,7 @@ from evalrunner.targets._common import (
     snippet,
     timeout_seconds,
 )
-from evalrunner.targets.base import IamGrant, Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
@@ -124,6 +124,17 @@ class LambdaTarget(Target):
     @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
         return function_name(str(spec["lambdaArn"]))
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        arn = str(spec["lambdaArn"])
+        if ":" in arn:  # an ARN, perhaps qualified (version or alias)
+            ok = {arn, ":".join(arn.split(":")[:7])} & set(allowed.lambda_arns) != set()
+        else:  # a bare function name: the runner's own account and region
+            ok = arn in {a.split(":")[6] for a in allowed.lambda_arns}
+        if ok:
+            return []
+        return [f"target.lambdaArn {arn} is not in targets.lambda_arns; {DEPLOY_HINT}"]
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"Lambda function {function_name(self.function)}"

@@ -30,7 +30,7 @@ from evalrunner.targets._common import (
     snippet,
     timeout_seconds,
 )
-from evalrunner.targets.base import IamGrant, Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
@@ -110,6 +110,15 @@ class StepFunctionsTarget(Target):
     @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
         return state_machine_name(str(spec["stepFunctionArn"]))
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        if spec["stepFunctionArn"] in allowed.state_machine_arns:
+            return []
+        return [
+            f"target.stepFunctionArn {spec['stepFunctionArn']} is not in "
+            f"targets.state_machine_arns; {DEPLOY_HINT}"
+        ]
 
     @property
     def _what(self) -> str:

@@ -75,3 +75,66 @@ def test_a_new_kind_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None:
     target = build_target(spec)
     assert isinstance(target, EchoTarget) and target.name == "echo-x"
     assert not needs_real_aws(spec, set())
+
+
+ALLOWED = Targets(
+    lambda_arns=["arn:aws:lambda:eu-west-1:111122223333:function:hr"],
+    state_machine_arns=["arn:aws:states:eu-west-1:111122223333:stateMachine:rag"],
+    agent_aliases=[{"agent_id": "AGENT12345", "alias_id": "ALIAS12345"}],
+    knowledge_bases=[{"knowledge_base_id": "KB12345678"}],
+    model_arns=["arn:aws:bedrock:eu-west-1::foundation-model/m"],
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "refused"),
+    [
+        ({"lambdaArn": "arn:aws:lambda:eu-west-1:111122223333:function:hr:live"}, []),
+        ({"lambdaArn": "hr"}, []),
+        (
+            {"lambdaArn": "other"},
+            [
+                "target.lambdaArn other is not in targets.lambda_arns; add it to targets in "
+                "cdk.json (or set allow_all_targets: true)"
+            ],
+        ),
+        ({"stepFunctionArn": "arn:aws:states:eu-west-1:111122223333:stateMachine:rag"}, []),
+        (
+            {"stepFunctionArn": "arn:aws:states:eu-west-1:111122223333:stateMachine:x"},
+            [
+                "target.stepFunctionArn arn:aws:states:eu-west-1:111122223333:stateMachine:x is "
+                "not in targets.state_machine_arns; add it to targets in cdk.json (or set "
+                "allow_all_targets: true)"
+            ],
+        ),
+        ({"agentId": "AGENT12345", "agentAliasId": "ALIAS12345"}, []),
+        (
+            {"agentId": "AGENT12345", "agentAliasId": "TSTALIASID"},
+            [
+                "target agent AGENT12345/TSTALIASID is not in targets.agent_aliases; add it to "
+                "targets in cdk.json (or set allow_all_targets: true)"
+            ],
+        ),
+        (
+            {
+                "knowledgeBaseId": "KB12345678",
+                "modelArn": "arn:aws:bedrock:eu-west-1::foundation-model/m",
+            },
+            [],
+        ),
+        (
+            {"knowledgeBaseId": "KB00000000", "modelArn": "m"},
+            [
+                "target.knowledgeBaseId KB00000000 is not in targets.knowledge_bases; add it to "
+                "targets in cdk.json (or set allow_all_targets: true)",
+                "target.modelArn m is not in targets.model_arns",
+            ],
+        ),
+        ({"url": "https://x.example.com/"}, []),
+    ],
+)
+def test_each_kind_says_whether_the_deployed_runner_may_call_it(
+    spec: dict[str, Any], refused: list[str]
+) -> None:
+    """What infra/config.py checks at synth: the resources the kind's IAM is granted on."""
+    assert registry.target_class(spec).deploy_problems(spec, ALLOWED) == refused
