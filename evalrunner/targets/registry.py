@@ -11,6 +11,7 @@ client) and ``iam`` (what the deployed runner's role must be granted to call it,
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar, Union
 
@@ -35,6 +36,8 @@ def register(cls: T) -> T:
 
 
 #: The modules holding the built-in kinds, in the order users read them (messages, schema).
+#: Any other public module of this package is imported too (after these), so a new kind is
+#: one new module.
 MODULES = (
     "bedrock_agent",
     "step_functions",
@@ -43,19 +46,34 @@ MODULES = (
     "openai_chat",
     "knowledge_base",
 )
+#: Modules of the package that hold no kind.
+_NOT_KINDS = frozenset({"adapters", "base", "factory", "registry", "spec"})
+_loaded = False
 
 
 def _ensure_loaded() -> None:
     # Importing the modules runs their @register decorators.
-    for module in MODULES:
+    global _loaded
+    if _loaded:
+        return
+    found = [m.name for m in pkgutil.iter_modules(_package_path())]
+    others = sorted(m for m in found if m not in MODULES and m not in _NOT_KINDS)
+    for module in (*MODULES, *(m for m in others if not m.startswith("_"))):
         importlib.import_module(f"evalrunner.targets.{module}")
+    _loaded = True
+
+
+def _package_path() -> list[str]:
+    import evalrunner.targets
+
+    return list(evalrunner.targets.__path__)
 
 
 def available() -> dict[str, type[Target]]:
     """Every target class by its kind key: the built-in kinds in :data:`MODULES` order
     (whichever module happened to be imported first), then others as registered."""
     _ensure_loaded()
-    order = [f"evalrunner.targets.{m}" for m in MODULES]
+    order = [f"evalrunner.targets.{m}" for m in MODULES]  # then the others, as registered
 
     def rank(cls: type[Target]) -> int:
         return order.index(cls.__module__) if cls.__module__ in order else len(order)
