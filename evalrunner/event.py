@@ -239,7 +239,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     if problems:
         raise EventError(problems)
     try:  # the typed event; the schema it was generated from has just accepted it
-        spec = EventSpec.model_validate(raw)
+        typed = EventSpec.model_validate(raw)
     except ValidationError as exc:  # pragma: no cover - the model and its schema disagree
         raise EventError(pydantic_problems(exc)) from exc
 
@@ -248,7 +248,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         key=raw["key"],
         iterations=raw["iterations"],
         target=target,
-        target_spec=spec.target,
+        target_spec=typed.target,
         metrics=[c.name for c in classes],
         metrics_explicit=names is not None,
         thresholds=raw.get("thresholds", {}),

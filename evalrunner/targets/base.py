@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalrunner.errors import ConfigError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import report_name, sanitise_name
 
@@ -113,8 +114,11 @@ class Target(ABC):
 
     #: The key in the event's target object that selects this kind.
     kind: ClassVar[str]
-    #: The kind's fields: validated in the event, published in its JSON Schema.
+    #: The kind's fields: validated in the event, published in its JSON Schema, parsed into
+    #: ``options`` when the target is built (a test fake may leave it out: no options).
     spec_model: ClassVar[type[TargetSpec]]
+    #: The spec as its model (subclasses narrow the type to their own spec model).
+    options: TargetSpec | None
     #: Keys the kind cannot work without, besides ``kind``.
     companions: ClassVar[tuple[str, ...]] = ()
     #: True for kinds that call AWS: built with the injected boto3 session, and given real
@@ -127,8 +131,27 @@ class Target(ABC):
     iam: ClassVar[tuple[IamGrant, ...]] = ()
 
     def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
-        """``session``: the boto3 session the AWS kinds build their clients from."""
+        """``spec``: the event's target object; ``session``: the boto3 session the AWS kinds
+        build their clients from. The spec is read once, through the kind's model, into
+        ``options``; a bad one is a ConfigError naming each field."""
         self.spec = spec
+        self.options = self.parse_options(spec)
+
+    @classmethod
+    def parse_options(cls, spec: dict[str, Any]) -> TargetSpec | None:
+        """``spec`` as the kind's :attr:`spec_model`, or ConfigError naming every bad field."""
+        from pydantic import ValidationError
+
+        model: type[TargetSpec] | None = getattr(cls, "spec_model", None)
+        if model is None:
+            return None
+        try:
+            return model.model_validate(spec)
+        except ValidationError as exc:
+            lines = [
+                f"target.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            ]
+            raise ConfigError("\n".join(lines)) from exc
 
     @classmethod
     def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:

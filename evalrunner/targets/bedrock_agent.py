@@ -223,6 +223,7 @@ class BedrockAgentTarget(Target):
 
     kind = "agentId"
     spec_model = BedrockAgentSpec
+    options: BedrockAgentSpec
     companions = ("agentAliasId",)
     calls_aws = True
     deploy_list = "agent_aliases"
@@ -239,10 +240,10 @@ class BedrockAgentTarget(Target):
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.agent_id = str(spec["agentId"])
-        self.alias_id = str(spec["agentAliasId"])
-        self.enable_trace = bool(spec.get("enableTrace", True))
-        self.session_attributes: dict[str, str] | None = spec.get("sessionAttributes")
+        self.agent_id = self.options.agentId
+        self.alias_id = self.options.agentAliasId
+        self.enable_trace = self.options.enableTrace
+        self.session_attributes = self.options.sessionAttributes
         self.timeout = timeout_seconds(spec)
         self.retries = max_retries(spec)
         self.budget = total_timeout_seconds(spec)

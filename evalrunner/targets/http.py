@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 from pydantic import Field, WithJsonSchema
 
 from evalrunner import redaction
-from evalrunner.errors import ConfigError
 from evalrunner.network import check_url
 from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
@@ -80,18 +79,17 @@ class HttpTarget(Target):
 
     kind = "url"
     spec_model = HttpSpec
+    options: HttpSpec
 
     #: urllib3 backoff factor between retries (seconds; doubled per consecutive failure).
     backoff_factor = DEFAULT_BACKOFF_FACTOR
 
     def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
         super().__init__(spec)  # no AWS call: the session is not needed
-        self.url = str(spec["url"])
-        self.method = str(spec.get("method", "POST")).upper()
-        if self.method not in ("POST", "PUT"):
-            raise ConfigError(f"target.method must be POST or PUT, got {self.method!r}")
-        self.question_field = str(spec.get("question_field", "question"))
-        self.headers = {**(spec.get("headers") or {}), **resolve_headers(spec)}
+        self.url = self.options.url
+        self.method: str = self.options.method
+        self.question_field = self.options.question_field
+        self.headers = {**(self.options.headers or {}), **resolve_headers(spec)}
         # Credentials written into the event itself are masked by value too, like secrets.
         redaction.register_headers(self.headers)
         redaction.register_url(self.url)

@@ -41,6 +41,7 @@ class KnowledgeBaseTarget(Target):
 
     kind = "knowledgeBaseId"
     spec_model = KnowledgeBaseSpec
+    options: KnowledgeBaseSpec
     companions = ("modelArn",)
     calls_aws = True
     deploy_list = "knowledge_bases"
@@ -65,9 +66,9 @@ class KnowledgeBaseTarget(Target):
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.knowledge_base_id = str(spec["knowledgeBaseId"])
-        self.model_arn = str(spec["modelArn"])
-        self.number_of_results: int | None = spec.get("numberOfResults")
+        self.knowledge_base_id = self.options.knowledgeBaseId
+        self.model_arn = self.options.modelArn
+        self.number_of_results = self.options.numberOfResults
         self.timeout = timeout_seconds(spec)
         # The knowledge base id carries no region; an explicit one wins over the model ARN's.
         arn = None if spec.get("region") else self.model_arn

@@ -107,14 +107,15 @@ class LambdaTarget(Target):
 
     kind = "lambdaArn"
     spec_model = LambdaSpec
+    options: LambdaSpec
     calls_aws = True
     deploy_list = "lambda_arns"
     iam = (IamGrant("InvokeTargetFunctions", ("lambda:InvokeFunction",), "{arn}"),)
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.function = str(spec["lambdaArn"])
-        self.question_field = str(spec.get("question_field", "question"))
+        self.function = self.options.lambdaArn
+        self.question_field = self.options.question_field
         self.timeout = timeout_seconds(spec)
         self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)

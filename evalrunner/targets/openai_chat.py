@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from evalrunner import redaction
-from evalrunner.errors import ConfigError, TargetError
+from evalrunner.errors import TargetError
 from evalrunner.network import check_url
 from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
@@ -81,24 +81,20 @@ class OpenAIChatTarget(Target):
 
     kind = "openai"
     spec_model = OpenAISpec
+    options: OpenAISpec
 
     backoff_factor = DEFAULT_BACKOFF_FACTOR
 
     def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
         super().__init__(spec)  # no AWS call: the session is not needed
-        options = spec.get("openai")
-        if not isinstance(options, dict) or not options.get("base_url") or not options.get("model"):
-            raise ConfigError(
-                'target.openai needs "base_url" and "model", e.g. {"openai": {"base_url": '
-                '"http://localhost:8000/v1", "model": "llama3"}}'
-            )
-        self.model = str(options["model"])
-        self.url = str(options["base_url"]).rstrip("/") + "/chat/completions"
-        self.system_prompt: str | None = options.get("system_prompt")
-        self.temperature = float(options.get("temperature", 0))
-        self.max_tokens: int | None = options.get("max_tokens")
-        self.api_key_env = str(options.get("api_key_env") or "OPENAI_API_KEY")
-        api_key = read_api_key(options, "target.openai")
+        options = self.options.openai
+        self.model = options.model
+        self.url = options.base_url.rstrip("/") + "/chat/completions"
+        self.system_prompt = options.system_prompt
+        self.temperature = float(options.temperature)
+        self.max_tokens = options.max_tokens
+        self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
+        api_key = read_api_key(spec["openai"], "target.openai")
         redaction.register_url(self.url)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(

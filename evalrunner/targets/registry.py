@@ -31,6 +31,8 @@ def register(cls: T) -> T:
     other = _REGISTRY.get(cls.kind)
     if other is not None and other is not cls:
         raise RuntimeError(f"target kind {cls.kind!r} is already taken by {other.__name__}")
+    if getattr(cls, "spec_model", None) is None:
+        raise RuntimeError(f"target {cls.__name__} declares no spec_model")
     _REGISTRY[cls.kind] = cls
     return cls
 

@@ -71,6 +71,7 @@ class StepFunctionsTarget(Target):
 
     kind = "stepFunctionArn"
     spec_model = StepFunctionsSpec
+    options: StepFunctionsSpec
     calls_aws = True
     deploy_list = "state_machine_arns"
     iam = (
@@ -97,8 +98,8 @@ class StepFunctionsTarget(Target):
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.arn = str(spec["stepFunctionArn"])
-        self.question_field = str(spec.get("question_field", "question"))
+        self.arn = self.options.stepFunctionArn
+        self.question_field = self.options.question_field
         self.timeout = timeout_seconds(spec)
         self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
