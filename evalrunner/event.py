@@ -1,6 +1,8 @@
 """The run event: the JSON contract shared by the CLI, the upload trigger, schedules and the
-state machine. Validated against the JSON Schema shipped in the package, then checked for what
-a schema cannot say (suite key safety, metric names, exactly one target kind)."""
+state machine. Defined by :class:`evalrunner.event_schema.EventSpec` and the target kinds'
+spec models; validated against the JSON Schema generated from them (shipped in the package,
+whose messages users know), then checked for what a schema cannot say (suite key safety,
+metric names and ranges, evaluator options, allowed secrets, the network policy)."""
 
 from __future__ import annotations
 
@@ -19,20 +21,13 @@ from evalrunner import network, redaction, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import MetricSpec
+from evalrunner.event_schema import EventSpec, spec_parts
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
+from evalrunner.targets import registry as target_registry
+from evalrunner.targets.spec import TargetSpec
 
 SUITE_PREFIX = "test-suites/"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
-
-#: Key in the event's target object → the $defs entry that describes that kind.
-TARGET_KINDS: dict[str, tuple[str, ...]] = {
-    "agentId": ("bedrockAgent",),
-    "stepFunctionArn": ("responseMapping", "stepFunctions"),
-    "lambdaArn": ("responseMapping", "lambdaFunction"),
-    "url": ("responseMapping", "http"),
-    "openai": ("openai",),
-    "knowledgeBaseId": ("knowledgeBase",),
-}
 
 DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_TOLERATED_FAILURE_PERCENTAGE = 100.0
@@ -45,7 +40,10 @@ class RunEvent(BaseModel):
 
     key: str
     iterations: int = Field(ge=1)
+    #: The target object as the event gave it: what the manifest carries to each case.
     target: dict[str, Any]
+    #: The same, typed: the kind's own spec model (BedrockAgentSpec, HttpSpec, ...).
+    target_spec: TargetSpec
     metrics: list[str]
     #: False when ``metrics`` is the default selection (the event named none).
     metrics_explicit: bool = True
@@ -61,7 +59,7 @@ class RunEvent(BaseModel):
 
     @property
     def target_kind(self) -> str:
-        return next(k for k in TARGET_KINDS if k in self.target)
+        return target_registry.detect_kind(self.target)
 
 
 @cache
@@ -114,17 +112,19 @@ def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
 
 
 def _target_problems(target: Any) -> list[str]:
-    """Validate the target against the one kind it names, for errors a user can act on."""
+    """Validate the target against the one kind it names, for errors a user can act on
+    (the whole-union error of a oneOf would list every kind's complaints)."""
     if not isinstance(target, dict):
         return [f"target: must be an object, got {type(target).__name__}"]
-    kinds = [k for k in TARGET_KINDS if k in target]
-    valid = "agentId+agentAliasId, stepFunctionArn, lambdaArn, url, openai, knowledgeBaseId"
+    registered = target_registry.available()
+    kinds = [k for k in registered if k in target]
     if not kinds:
+        valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
         return [f"target: no target kind given; use exactly one of {valid}"]
     if len(kinds) > 1:
         return [f"target: give exactly one target kind, found {' and '.join(kinds)}"]
     defs = _schema()["$defs"]
-    names = ("common", *TARGET_KINDS[kinds[0]])
+    names = [part.schema_def for part in spec_parts(registered[kinds[0]].spec_model)]
     sub = {"$defs": defs, "allOf": [{"$ref": f"#/$defs/{d}"} for d in names]}
     errors = sorted(_validator(sub).iter_errors(target), key=lambda e: list(e.absolute_path))
     problems = [_format(e, ("target",)) for e in errors]
@@ -223,11 +223,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
             try:
                 cls.options_model.model_validate(value)
             except ValidationError as exc:
-                for err in exc.errors():
-                    where = ".".join(str(p) for p in err["loc"])
-                    problems.append(
-                        f"evaluator_options.{name}{'.' + where if where else ''}: {err['msg']}"
-                    )
+                problems.extend(pydantic_problems(exc, f"evaluator_options.{name}"))
                 continue
             resolved_options[cls.name] = value
     problems.extend(secrets.event_problems(raw))
@@ -239,17 +235,20 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         try:
             JudgeConfig.model_validate(judge)
         except ValidationError as exc:
-            for err in exc.errors():
-                where = ".".join(str(p) for p in err["loc"])
-                problems.append(f"judge{'.' + where if where else ''}: {err['msg']}")
+            problems.extend(pydantic_problems(exc, "judge"))
     if problems:
         raise EventError(problems)
+    try:  # the typed event; the schema it was generated from has just accepted it
+        typed = EventSpec.model_validate(raw)
+    except ValidationError as exc:  # pragma: no cover - the model and its schema disagree
+        raise EventError(pydantic_problems(exc)) from exc
 
     target = raw["target"]
     return RunEvent(
         key=raw["key"],
         iterations=raw["iterations"],
         target=target,
+        target_spec=typed.target,
         metrics=[c.name for c in classes],
         metrics_explicit=names is not None,
         thresholds=raw.get("thresholds", {}),
@@ -264,6 +263,22 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         run_id=raw.get("run_id"),
         max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
     )
+
+
+def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
+    """pydantic's errors in the project's style, one line each: ``field.path: what is
+    wrong``. A target's kind tag (the union's branch, first in the location after
+    ``target``) is dropped: users wrote ``target.timeout_seconds``, not
+    ``target.agentId.timeout_seconds``."""
+    kinds = target_registry.available()
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        if prefix == "" and loc[:1] == ["target"] and len(loc) > 1 and loc[1] in kinds:
+            del loc[1]
+        where = ".".join(p for p in (prefix, *loc) if p) or "event"
+        lines.append(f"{where}: {err['msg']}")
+    return lines
 
 
 def non_finite_numbers(value: Any, where: str = "event") -> list[str]:

@@ -27,6 +27,7 @@ from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
 from evalrunner.network import NetworkPolicy
 from evalrunner.secrets import SECRET_ARN, SecretPolicy, event_problems
+from evalrunner.targets.registry import target_class
 
 _ARN_PARTITION = r"arn:aws[a-zA-Z-]*"
 _REGION = r"[a-z]{2}(-[a-z]+)+-\d"
@@ -292,37 +293,7 @@ class RunnerConfig(_Model):
         """Why the deployed runner would be denied calling ``target`` (empty: it may)."""
         if self.allow_all_targets:
             return []
-        t = self.targets
-        hint = "add it to targets in cdk.json (or set allow_all_targets: true)"
-        if "lambdaArn" in target:
-            arn = str(target["lambdaArn"])
-            if ":" in arn:  # an ARN, perhaps qualified (version or alias)
-                allowed = {arn, ":".join(arn.split(":")[:7])} & set(t.lambda_arns) != set()
-            else:  # a bare function name: the runner's own account and region
-                allowed = arn in {a.split(":")[6] for a in t.lambda_arns}
-            if not allowed:
-                return [f"target.lambdaArn {arn} is not in targets.lambda_arns; {hint}"]
-        elif "stepFunctionArn" in target:
-            if target["stepFunctionArn"] not in t.state_machine_arns:
-                return [
-                    f"target.stepFunctionArn {target['stepFunctionArn']} is not in "
-                    f"targets.state_machine_arns; {hint}"
-                ]
-        elif "agentId" in target:
-            pair = (target.get("agentId"), target.get("agentAliasId"))
-            if pair not in {(a.agent_id, a.alias_id) for a in t.agent_aliases}:
-                return [f"target agent {pair[0]}/{pair[1]} is not in targets.agent_aliases; {hint}"]
-        elif "knowledgeBaseId" in target:
-            out = []
-            if target["knowledgeBaseId"] not in {k.knowledge_base_id for k in t.knowledge_bases}:
-                out.append(
-                    f"target.knowledgeBaseId {target['knowledgeBaseId']} is not in "
-                    f"targets.knowledge_bases; {hint}"
-                )
-            if target.get("modelArn") not in t.model_arns:
-                out.append(f"target.modelArn {target.get('modelArn')} is not in targets.model_arns")
-            return out
-        return []
+        return target_class(target).deploy_problems(target, self.targets)
 
 
 def _match_all(values: list[str], pattern: re.Pattern[str], example: str) -> list[str]:

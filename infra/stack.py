@@ -54,6 +54,7 @@ from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.reports.publish import CLAIM_NAME
 from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
 from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
+from evalrunner.targets.registry import available as target_kinds
 from evalrunner.upload import ENV_DEFAULT_ITERATIONS, ENV_DEFAULT_TARGET, REJECTED_PREFIX
 from infra.config import LOG_RETENTION_DAYS, RunnerConfig
 
@@ -454,22 +455,13 @@ class RunnerStack(Stack):
                     resources=list(self.config.secrets),
                 )
             )
+        kinds = [cls for cls in target_kinds().values() if cls.iam]
         if self.config.allow_all_targets:
+            actions = [a for cls in kinds for grant in cls.iam for a in grant.actions]
             role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="AllTargetsOptIn",
-                    actions=[
-                        "lambda:InvokeFunction",
-                        "states:StartExecution",
-                        "states:StartSyncExecution",
-                        "states:DescribeStateMachine",
-                        "states:DescribeExecution",
-                        "states:StopExecution",
-                        "bedrock:InvokeAgent",
-                        "bedrock:Retrieve",
-                        "bedrock:RetrieveAndGenerate",
-                        "bedrock:InvokeModel",
-                    ],
+                    actions=list(dict.fromkeys([*actions, "bedrock:InvokeModel"])),
                     resources=["*"],
                 )
             )
@@ -481,84 +473,23 @@ class RunnerStack(Stack):
                 "base and model its account allows (and X-Ray needs '*').",
             )
             return
-        if t.lambda_arns:
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="InvokeTargetFunctions",
-                    actions=["lambda:InvokeFunction"],
-                    resources=list(t.lambda_arns),
+        for cls in kinds:  # each kind declares its statements (Target.iam)
+            assert cls.deploy_list is not None, f"{cls.__name__} declares iam but no deploy_list"
+            entries = getattr(t, cls.deploy_list)
+            if not entries:
+                continue
+            for grant in cls.iam:
+                resources = list(dict.fromkeys(_grant_resource(grant.resource, e) for e in entries))
+                role.add_to_principal_policy(
+                    iam.PolicyStatement(
+                        sid=grant.sid, actions=list(grant.actions), resources=resources
+                    )
                 )
-            )
-        if t.state_machine_arns:
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="StartTargetStateMachines",
-                    actions=[
-                        "states:StartExecution",
-                        "states:StartSyncExecution",
-                        "states:DescribeStateMachine",
-                    ],
-                    resources=list(t.state_machine_arns),
-                )
-            )
-            executions = [_executions_of(a) for a in t.state_machine_arns]
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="FollowTargetExecutions",
-                    actions=["states:DescribeExecution", "states:StopExecution"],
-                    resources=executions,
-                )
-            )
-            for arn in executions:
-                _acknowledge(
-                    role,
-                    f"AwsSolutions-IAM5[Resource::{arn}]",
-                    "Executions of a configured target state machine are named per run; the "
-                    "wildcard is limited to that state machine's executions.",
-                )
-        if t.agent_aliases:
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="InvokeTargetAgents",
-                    actions=["bedrock:InvokeAgent"],
-                    resources=[
-                        self._bedrock_arn(
-                            f"agent-alias/{a.agent_id}/{a.alias_id}", a.region, a.account
+                if grant.wildcard_reason:
+                    for resource in resources:
+                        _acknowledge(
+                            role, f"AwsSolutions-IAM5[Resource::{resource}]", grant.wildcard_reason
                         )
-                        for a in t.agent_aliases
-                    ],
-                )
-            )
-        if t.knowledge_bases:
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="QueryTargetKnowledgeBases",
-                    actions=["bedrock:Retrieve"],
-                    resources=[
-                        self._bedrock_arn(
-                            f"knowledge-base/{k.knowledge_base_id}", k.region, k.account
-                        )
-                        for k in t.knowledge_bases
-                    ],
-                )
-            )
-            # RetrieveAndGenerate has no resource type: IAM authorises the call on '*' and
-            # then checks bedrock:Retrieve on the knowledge base and InvokeModel on the model,
-            # both scoped above/below.
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid="RetrieveAndGenerate",
-                    actions=["bedrock:RetrieveAndGenerate"],
-                    resources=["*"],
-                )
-            )
-            _acknowledge(
-                role,
-                "AwsSolutions-IAM5[Resource::*]",
-                "bedrock:RetrieveAndGenerate has no resource type (IAM then checks "
-                "bedrock:Retrieve on the configured knowledge bases and InvokeModel on the "
-                "configured models, both scoped); X-Ray has no resource-level permissions.",
-            )
         if t.model_arns:
             role.add_to_principal_policy(
                 iam.PolicyStatement(
@@ -567,12 +498,6 @@ class RunnerStack(Stack):
                     resources=list(t.model_arns),
                 )
             )
-
-    def _bedrock_arn(self, resource: str, region: str | None, account: str | None) -> str:
-        return (
-            f"arn:{Aws.PARTITION}:bedrock:{region or Aws.REGION}:"
-            f"{account or Aws.ACCOUNT_ID}:{resource}"
-        )
 
     # ------------------------------------------------------------------ GPU scoring
     def _batch(self) -> None:
@@ -1073,9 +998,27 @@ def _redundant_role_dependency_is_intended(construct: Construct) -> None:
     resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
 
 
-def _executions_of(state_machine_arn: str) -> str:
-    """``arn:...:stateMachine:NAME`` -> ``arn:...:execution:NAME:*``."""
-    return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":*"
+def _grant_resource(pattern: str, entry: Any) -> str:
+    """A target's IAM resource pattern (:class:`evalrunner.targets.base.IamGrant`) for one
+    entry of its cdk.json list: an ARN, or an object whose region and account default to
+    the stack's."""
+    if isinstance(entry, str):
+        parts = entry.split(":")
+        fields = {
+            "arn": entry,
+            "partition": parts[1],
+            "region": parts[3],
+            "account": parts[4],
+            "name": parts[6] if len(parts) > 6 else "",
+        }
+    else:
+        fields = entry.model_dump()
+        fields.update(
+            partition=Aws.PARTITION,
+            region=fields.get("region") or Aws.REGION,
+            account=fields.get("account") or Aws.ACCOUNT_ID,
+        )
+    return pattern.format(**fields)
 
 
 def _retention(days: int) -> logs.RetentionDays:

@@ -14,16 +14,16 @@ from typing import Any
 import boto3
 
 from evalrunner.engine.moto_compat import detach_request_hook
-
-AWS_KINDS = ("agentId", "stepFunctionArn", "lambdaArn", "knowledgeBaseId")
+from evalrunner.targets.lambda_function import function_name
+from evalrunner.targets.registry import available
 
 
 def needs_real_aws(target: dict[str, Any], local_functions: set[str]) -> bool:
-    """True for AWS targets, except a Lambda that the engine itself hosts (the demo)."""
+    """True for AWS targets (those declaring ``calls_aws``), except a Lambda that the engine
+    itself hosts (the demo)."""
     if "lambdaArn" in target:
-        name = str(target["lambdaArn"]).split(":function:")[-1].split(":")[0]
-        return name not in local_functions
-    return any(kind in target for kind in AWS_KINDS)
+        return function_name(str(target["lambdaArn"])) not in local_functions
+    return any(kind in target for kind, cls in available().items() if cls.calls_aws)
 
 
 def real_session(base: boto3.Session | None = None) -> boto3.Session:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalrunner.errors import ConfigError
 from evalrunner.suite.model import TestCase
+from evalrunner.targets._common import report_name, sanitise_name
+
+if TYPE_CHECKING:
+    from evalrunner.targets.spec import TargetSpec
 
 #: The most a target may report before the number is treated as nonsense and dropped:
 #: latency above a day, a billion tokens, a million in cost are payload bugs (or hostile),
@@ -75,6 +81,28 @@ class TargetResponse(BaseModel):
         return distrust_numbers(values) if isinstance(values, dict) else values
 
 
+#: How to allow a target the deployed runner may not call yet.
+DEPLOY_HINT = "add it to targets in cdk.json (or set allow_all_targets: true)"
+
+
+@dataclass(frozen=True)
+class IamGrant:
+    """One IAM statement the deployed runner's role needs to call a kind of target.
+
+    ``resource`` is a pattern, formatted once per entry of the cdk.json ``targets`` list the
+    target names in ``deploy_list``: with ``{arn}``, ``{partition}``, ``{region}``,
+    ``{account}`` and ``{name}`` (the part after the resource type) for a list of ARNs, or
+    with the entry's own fields plus ``{partition}``, ``{region}`` and ``{account}`` (the
+    stack's, where the entry gives none) for a list of objects. ``"*"`` is for actions that
+    have no resource type; ``wildcard_reason`` then tells cdk-nag why a wildcard is needed.
+    """
+
+    sid: str
+    actions: tuple[str, ...]
+    resource: str
+    wildcard_reason: str | None = None
+
+
 class Target(ABC):
     """A system under test.
 
@@ -86,14 +114,63 @@ class Target(ABC):
 
     #: The key in the event's target object that selects this kind.
     kind: ClassVar[str]
+    #: The kind's fields: validated in the event, published in its JSON Schema, parsed into
+    #: ``options`` when the target is built (a test fake may leave it out: no options).
+    spec_model: ClassVar[type[TargetSpec]]
+    #: The spec as its model (subclasses narrow the type to their own spec model).
+    options: TargetSpec | None
+    #: Keys the kind cannot work without, besides ``kind``.
+    companions: ClassVar[tuple[str, ...]] = ()
+    #: True for kinds that call AWS: built with the injected boto3 session, and given real
+    #: credentials by the local engine.
+    calls_aws: ClassVar[bool] = False
+    #: The list under ``targets`` in cdk.json that allows this kind's resources (None: the
+    #: kind needs no IAM permission, e.g. HTTP).
+    deploy_list: ClassVar[str | None] = None
+    #: What the deployed runner's role is granted for each allowed resource.
+    iam: ClassVar[tuple[IamGrant, ...]] = ()
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        """``spec``: the event's target object; ``session``: the boto3 session the AWS kinds
+        build their clients from. The spec is read once, through the kind's model, into
+        ``options``; a bad one is a ConfigError naming each field."""
         self.spec = spec
+        self.options = self.parse_options(spec)
+
+    @classmethod
+    def parse_options(cls, spec: dict[str, Any]) -> TargetSpec | None:
+        """``spec`` as the kind's :attr:`spec_model`, or ConfigError naming every bad field."""
+        from pydantic import ValidationError
+
+        model: type[TargetSpec] | None = getattr(cls, "spec_model", None)
+        if model is None:
+            return None
+        try:
+            return model.model_validate(spec)
+        except ValidationError as exc:
+            lines = [
+                f"target.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            ]
+            raise ConfigError("\n".join(lines)) from exc
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        """Why the deployed runner's role could not call ``spec``: it is not among the
+        resources cdk.json allows (``allowed``: its ``targets`` object), which are what
+        :attr:`iam` is granted on. Checked at synth, so a schedule cannot fail at 3 a.m.
+        Kinds with no IAM need (HTTP, OpenAI) have nothing to check."""
+        return []
+
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        """The target's own report folder name, from the spec alone (no client is built):
+        agentId-agentAliasId, the function's name, ...; by default the kind's value."""
+        return sanitise_name(str(spec.get(cls.kind, "")), fallback=cls.kind)
 
     @property
-    @abstractmethod
     def name(self) -> str:
-        """Folder name under ``test-reports/``: agentId-agentAliasId, function name, ..."""
+        """Folder name under ``test-reports/``: the spec's ``name``, else :meth:`own_name`."""
+        return report_name(self.spec, self.own_name(self.spec))
 
     @abstractmethod
     def invoke(self, case: TestCase) -> TargetResponse:

@@ -12,10 +12,11 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 from botocore.exceptions import EventStreamError
+from pydantic import Field
 
 from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.suite.model import TestCase
@@ -24,13 +25,14 @@ from evalrunner.targets._common import (
     ResponseTooLarge,
     max_response_bytes,
     max_retries,
-    report_name,
     retry_policy,
     timeout_seconds,
     total_timeout_seconds,
 )
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import SpecModel, TargetSpec
 
 #: Event-stream exceptions worth another attempt: capacity and transient service trouble.
 RETRYABLE_STREAM_ERRORS = {
@@ -200,20 +202,48 @@ def _stream_error(code: str, message: str, what: str) -> AgentStreamError:
     )
 
 
+class BedrockAgentFields(SpecModel):
+    """``{"agentId", "agentAliasId"}``: the alias of a Bedrock agent."""
+
+    schema_def: ClassVar[str] = "bedrockAgent"
+
+    agentId: str = Field(pattern=r"^[0-9a-zA-Z]{10}$")
+    agentAliasId: str = Field(pattern=r"^([0-9a-zA-Z]{10}|TSTALIASID)$")
+    enableTrace: bool = True
+    sessionAttributes: dict[str, str] | None = None
+
+
+class BedrockAgentSpec(BedrockAgentFields, TargetSpec):
+    """A Bedrock agent target as the event gives it."""
+
+
+@register
 class BedrockAgentTarget(Target):
     """Asks an agent alias in a fresh session per case (so cases never share memory)."""
 
     kind = "agentId"
+    spec_model = BedrockAgentSpec
+    options: BedrockAgentSpec
+    companions = ("agentAliasId",)
+    calls_aws = True
+    deploy_list = "agent_aliases"
+    iam = (
+        IamGrant(
+            "InvokeTargetAgents",
+            ("bedrock:InvokeAgent",),
+            "arn:{partition}:bedrock:{region}:{account}:agent-alias/{agent_id}/{alias_id}",
+        ),
+    )
 
     #: First backoff step (seconds) for retrying mid-stream errors; doubled each attempt.
     backoff_base_s = 1.0
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.agent_id = str(spec["agentId"])
-        self.alias_id = str(spec["agentAliasId"])
-        self.enable_trace = bool(spec.get("enableTrace", True))
-        self.session_attributes: dict[str, str] | None = spec.get("sessionAttributes")
+        self.agent_id = self.options.agentId
+        self.alias_id = self.options.agentAliasId
+        self.enable_trace = self.options.enableTrace
+        self.session_attributes = self.options.sessionAttributes
         self.timeout = timeout_seconds(spec)
         self.retries = max_retries(spec)
         self.budget = total_timeout_seconds(spec)
@@ -221,9 +251,16 @@ class BedrockAgentTarget(Target):
         self.client = make_client("bedrock-agent-runtime", spec, session=session)
         self.region = self.client.meta.region_name
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, f"{self.agent_id}-{self.alias_id}")
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return f"{spec['agentId']}-{spec['agentAliasId']}"
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        pair = (spec.get("agentId"), spec.get("agentAliasId"))
+        if pair in {(a.agent_id, a.alias_id) for a in allowed.agent_aliases}:
+            return []
+        return [f"target agent {pair[0]}/{pair[1]} is not in targets.agent_aliases; {DEPLOY_HINT}"]
 
     @property
     def _what(self) -> str:

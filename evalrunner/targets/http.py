@@ -9,11 +9,12 @@ a report.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
+from pydantic import Field, WithJsonSchema
+
 from evalrunner import redaction
-from evalrunner.errors import ConfigError
 from evalrunner.http_client import JsonHttpClient, status_error
 from evalrunner.network import check_url
 from evalrunner.retry import BACKOFF_BASE_SECONDS
@@ -23,11 +24,12 @@ from evalrunner.targets import adapters
 from evalrunner.targets._common import (
     max_response_bytes,
     question_payload,
-    report_name,
     retry_policy,
     sanitise_name,
 )
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
 
 def endpoint_name(url: str) -> str:
@@ -43,23 +45,51 @@ def display_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
+class HttpFields(SpecModel):
+    """``{"url"}``: any endpoint that takes a JSON question and answers JSON."""
+
+    schema_def: ClassVar[str] = "http"
+
+    url: str = Field(pattern=r"^https?://")
+    method: Annotated[Literal["POST", "PUT"], WithJsonSchema({"enum": ["POST", "PUT"]})] = "POST"
+    headers: dict[str, str] | None = None
+    headers_from_env: dict[str, str] | None = Field(
+        default=None,
+        description="Header name -> environment variable holding its value, so secrets stay "
+        "out of the event. Locally only: the name must start with EVALRUNNER_SECRET_, be "
+        "OPENAI_API_KEY, or be listed in EVALRUNNER_ALLOWED_SECRET_ENV; AWS_* never. Refused "
+        "by the deployed runner: use headers_from_secret.",
+    )
+    headers_from_secret: dict[str, Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        description="Header name -> AWS Secrets Manager secret (ARN or name) holding its "
+        "value. Deployed runner only; the secret must be listed in cdk.json 'secrets'.",
+    )
+    question_field: str = "question"
+
+
+class HttpSpec(HttpFields, ResponseMappingSpec, TargetSpec):
+    """An HTTP target as the event gives it."""
+
+
+@register
 class HttpTarget(Target):
     """POSTs (or PUTs) ``{question_field: question, "conversation": [...]}`` as JSON."""
 
     kind = "url"
+    spec_model = HttpSpec
+    options: HttpSpec
 
     #: First wait between retries (seconds; doubled per consecutive failure, see
     #: :mod:`evalrunner.retry`). No jitter: an HTTP target has always waited the whole window.
     backoff_factor = BACKOFF_BASE_SECONDS
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__(spec)
-        self.url = str(spec["url"])
-        self.method = str(spec.get("method", "POST")).upper()
-        if self.method not in ("POST", "PUT"):
-            raise ConfigError(f"target.method must be POST or PUT, got {self.method!r}")
-        self.question_field = str(spec.get("question_field", "question"))
-        self.headers = {**(spec.get("headers") or {}), **resolve_headers(spec)}
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        super().__init__(spec)  # no AWS call: the session is not needed
+        self.url = self.options.url
+        self.method: str = self.options.method
+        self.question_field = self.options.question_field
+        self.headers = {**(self.options.headers or {}), **resolve_headers(spec)}
         # Credentials written into the event itself are masked by value too, like secrets.
         redaction.register_headers(self.headers)
         redaction.register_url(self.url)
@@ -69,9 +99,9 @@ class HttpTarget(Target):
             max_response_bytes=max_response_bytes(spec),
         )
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, endpoint_name(self.url))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return endpoint_name(str(spec["url"]))
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"{self.method} {display_url(self.url)}"

@@ -6,37 +6,90 @@ suite can later run against the agent and the two reports compare like for like.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import boto3
+from pydantic import Field
 
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
-from evalrunner.targets._common import report_name, timeout_seconds
+from evalrunner.targets._common import timeout_seconds
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 
+class KnowledgeBaseFields(SpecModel):
+    """``{"knowledgeBaseId", "modelArn"}``: RetrieveAndGenerate on a knowledge base."""
+
+    schema_def: ClassVar[str] = "knowledgeBase"
+
+    knowledgeBaseId: str = Field(pattern=r"^[0-9a-zA-Z]{10}$")
+    modelArn: str = Field(min_length=1)
+    numberOfResults: Annotated[int, Field(ge=1, le=100), integral] | None = None
+
+
+class KnowledgeBaseSpec(KnowledgeBaseFields, TargetSpec):
+    """A knowledge base target as the event gives it."""
+
+
+@register
 class KnowledgeBaseTarget(Target):
     """RetrieveAndGenerate with type KNOWLEDGE_BASE; citations become contexts/documents."""
 
     kind = "knowledgeBaseId"
+    spec_model = KnowledgeBaseSpec
+    options: KnowledgeBaseSpec
+    companions = ("modelArn",)
+    calls_aws = True
+    deploy_list = "knowledge_bases"
+    iam = (
+        IamGrant(
+            "QueryTargetKnowledgeBases",
+            ("bedrock:Retrieve",),
+            "arn:{partition}:bedrock:{region}:{account}:knowledge-base/{knowledge_base_id}",
+        ),
+        # RetrieveAndGenerate has no resource type: IAM authorises the call on '*' and then
+        # checks bedrock:Retrieve on the knowledge base and InvokeModel on the model, both
+        # scoped (the models by cdk.json's model_arns).
+        IamGrant(
+            "RetrieveAndGenerate",
+            ("bedrock:RetrieveAndGenerate",),
+            "*",
+            wildcard_reason="bedrock:RetrieveAndGenerate has no resource type (IAM then "
+            "checks bedrock:Retrieve on the configured knowledge bases and InvokeModel on the "
+            "configured models, both scoped); X-Ray has no resource-level permissions.",
+        ),
+    )
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.knowledge_base_id = str(spec["knowledgeBaseId"])
-        self.model_arn = str(spec["modelArn"])
-        self.number_of_results: int | None = spec.get("numberOfResults")
+        self.knowledge_base_id = self.options.knowledgeBaseId
+        self.model_arn = self.options.modelArn
+        self.number_of_results = self.options.numberOfResults
         self.timeout = timeout_seconds(spec)
         # The knowledge base id carries no region; an explicit one wins over the model ARN's.
         arn = None if spec.get("region") else self.model_arn
         self.client = make_client("bedrock-agent-runtime", spec, session=session, arn=arn)
         self.region = self.client.meta.region_name
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, self.knowledge_base_id)
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return str(spec["knowledgeBaseId"])
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        out = []
+        if spec["knowledgeBaseId"] not in {k.knowledge_base_id for k in allowed.knowledge_bases}:
+            out.append(
+                f"target.knowledgeBaseId {spec['knowledgeBaseId']} is not in "
+                f"targets.knowledge_bases; {DEPLOY_HINT}"
+            )
+        if spec.get("modelArn") not in allowed.model_arns:
+            out.append(f"target.modelArn {spec.get('modelArn')} is not in targets.model_arns")
+        return out
 
     def _configuration(self) -> dict[str, Any]:
         kb: dict[str, Any] = {"knowledgeBaseId": self.knowledge_base_id, "modelArn": self.model_arn}

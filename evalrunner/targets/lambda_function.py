@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 from botocore.exceptions import ClientError
+from pydantic import Field
 
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
@@ -23,11 +24,12 @@ from evalrunner.targets._common import (
     max_response_bytes,
     question_payload,
     read_capped,
-    report_name,
     snippet,
     timeout_seconds,
 )
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
 _NOT_AUTHORIZED = re.compile(
     r"User: (?P<principal>arn:\S+) is not authorized to perform: (?P<action>\S+) "
@@ -82,24 +84,58 @@ def access_denied_message(message: str, function: str, region: str | None) -> st
     )
 
 
+class LambdaFields(SpecModel):
+    """``{"lambdaArn"}``: a function, invoked synchronously."""
+
+    schema_def: ClassVar[str] = "lambdaFunction"
+
+    lambdaArn: str = Field(
+        pattern=r"^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:)?[A-Za-z0-9_-]{1,64}"
+        r"(:[A-Za-z0-9$_-]+)?$",
+        description="Function ARN (or, locally, a function name).",
+    )
+    question_field: str = "question"
+
+
+class LambdaSpec(LambdaFields, ResponseMappingSpec, TargetSpec):
+    """A Lambda function target as the event gives it."""
+
+
+@register
 class LambdaTarget(Target):
     """Invokes a function synchronously with ``{"question": ..., "conversation": [...]}``."""
 
     kind = "lambdaArn"
+    spec_model = LambdaSpec
+    options: LambdaSpec
+    calls_aws = True
+    deploy_list = "lambda_arns"
+    iam = (IamGrant("InvokeTargetFunctions", ("lambda:InvokeFunction",), "{arn}"),)
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.function = str(spec["lambdaArn"])
-        self.question_field = str(spec.get("question_field", "question"))
+        self.function = self.options.lambdaArn
+        self.question_field = self.options.question_field
         self.timeout = timeout_seconds(spec)
         self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.client = make_client("lambda", spec, session=session, arn=self.function)
         self.region = region_from_arn(self.function) or self.client.meta.region_name
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, function_name(self.function))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return function_name(str(spec["lambdaArn"]))
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        arn = str(spec["lambdaArn"])
+        if ":" in arn:  # an ARN, perhaps qualified (version or alias)
+            ok = {arn, ":".join(arn.split(":")[:7])} & set(allowed.lambda_arns) != set()
+        else:  # a bare function name: the runner's own account and region
+            ok = arn in {a.split(":")[6] for a in allowed.lambda_arns}
+        if ok:
+            return []
+        return [f"target.lambdaArn {arn} is not in targets.lambda_arns; {DEPLOY_HINT}"]
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"Lambda function {function_name(self.function)}"

@@ -7,10 +7,12 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field
 
 from evalrunner import redaction
-from evalrunner.errors import ConfigError, TargetError
+from evalrunner.errors import TargetError
 from evalrunner.http_client import JsonHttpClient, status_error
 from evalrunner.network import check_url
 from evalrunner.retry import BACKOFF_BASE_SECONDS
@@ -19,13 +21,14 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
     max_response_bytes,
-    report_name,
     retry_policy,
     sanitise_name,
     snippet,
 )
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 
 def _content_text(content: Any) -> str | None:
@@ -38,30 +41,61 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
+class OpenAIOptions(SpecModel):
+    """The object under ``"openai"``: where the model is served and how to ask it."""
+
+    base_url: str = Field(pattern=r"^https?://")
+    model: str = Field(min_length=1)
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable with the API key (locally only; same rules as "
+        "headers_from_env).",
+    )
+    api_key_secret: str | None = Field(
+        default=None,
+        min_length=1,
+        description="AWS Secrets Manager secret (ARN or name, listed in cdk.json 'secrets') "
+        "with the API key; deployed runner only.",
+    )
+    system_prompt: str | None = None
+    temperature: float = Field(default=0, ge=0, le=2)
+    max_tokens: Annotated[int, Field(ge=1), integral] | None = None
+
+
+class OpenAIFields(SpecModel):
+    """``{"openai": {...}}``: a plain LLM behind an OpenAI-compatible chat endpoint."""
+
+    schema_def: ClassVar[str] = "openai"
+
+    openai: OpenAIOptions
+
+
+class OpenAISpec(OpenAIFields, TargetSpec):
+    """An OpenAI-compatible chat target as the event gives it."""
+
+
+@register
 class OpenAIChatTarget(Target):
     """``POST {base_url}/chat/completions`` with the case's turns and question."""
 
     kind = "openai"
+    spec_model = OpenAISpec
+    options: OpenAISpec
 
     #: First wait between retries (seconds; doubled per consecutive failure, see
     #: :mod:`evalrunner.retry`). No jitter: an HTTP target has always waited the whole window.
     backoff_factor = BACKOFF_BASE_SECONDS
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        super().__init__(spec)
-        options = spec.get("openai")
-        if not isinstance(options, dict) or not options.get("base_url") or not options.get("model"):
-            raise ConfigError(
-                'target.openai needs "base_url" and "model", e.g. {"openai": {"base_url": '
-                '"http://localhost:8000/v1", "model": "llama3"}}'
-            )
-        self.model = str(options["model"])
-        self.url = str(options["base_url"]).rstrip("/") + "/chat/completions"
-        self.system_prompt: str | None = options.get("system_prompt")
-        self.temperature = float(options.get("temperature", 0))
-        self.max_tokens: int | None = options.get("max_tokens")
-        self.api_key_env = str(options.get("api_key_env") or "OPENAI_API_KEY")
-        api_key = read_api_key(options, "target.openai")
+    def __init__(self, spec: dict[str, Any], *, session: Any = None) -> None:
+        super().__init__(spec)  # no AWS call: the session is not needed
+        options = self.options.openai
+        self.model = options.model
+        self.url = options.base_url.rstrip("/") + "/chat/completions"
+        self.system_prompt = options.system_prompt
+        self.temperature = float(options.temperature)
+        self.max_tokens = options.max_tokens
+        self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
+        api_key = read_api_key(spec["openai"], "target.openai")
         redaction.register_url(self.url)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(
@@ -69,9 +103,11 @@ class OpenAIChatTarget(Target):
             max_response_bytes=max_response_bytes(spec),
         )
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, sanitise_name(self.model, fallback="openai"))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        options = spec["openai"]
+        model = options.get("model", "") if isinstance(options, dict) else ""
+        return sanitise_name(str(model), fallback="openai")
 
     def request_body(self, case: TestCase) -> dict[str, Any]:
         messages: list[dict[str, str]] = []

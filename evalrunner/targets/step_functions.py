@@ -14,9 +14,10 @@ import re
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
+from pydantic import Field
 
 from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.suite.model import TestCase
@@ -26,11 +27,12 @@ from evalrunner.targets._common import (
     ResponseTooLarge,
     max_response_bytes,
     question_payload,
-    report_name,
     snippet,
     timeout_seconds,
 )
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.registry import register
+from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
 
 _RUNNING = {"RUNNING", "PENDING_REDRIVE"}
 _EXECUTION_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -48,10 +50,44 @@ def execution_name(case: TestCase) -> str:
     return f"evalrunner-{prefix}-{uuid.uuid4().hex[:16]}"[:80]
 
 
+class StepFunctionsFields(SpecModel):
+    """``{"stepFunctionArn"}``: a state machine, EXPRESS or STANDARD."""
+
+    schema_def: ClassVar[str] = "stepFunctions"
+
+    stepFunctionArn: str = Field(
+        pattern=r"^arn:aws[a-zA-Z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$"
+    )
+    question_field: str = "question"
+
+
+class StepFunctionsSpec(StepFunctionsFields, ResponseMappingSpec, TargetSpec):
+    """A state machine target as the event gives it."""
+
+
+@register
 class StepFunctionsTarget(Target):
     """Starts one execution per case with ``{"question": ..., "conversation": [...]}``."""
 
     kind = "stepFunctionArn"
+    spec_model = StepFunctionsSpec
+    options: StepFunctionsSpec
+    calls_aws = True
+    deploy_list = "state_machine_arns"
+    iam = (
+        IamGrant(
+            "StartTargetStateMachines",
+            ("states:StartExecution", "states:StartSyncExecution", "states:DescribeStateMachine"),
+            "{arn}",
+        ),
+        IamGrant(
+            "FollowTargetExecutions",
+            ("states:DescribeExecution", "states:StopExecution"),
+            "arn:{partition}:states:{region}:{account}:execution:{name}:*",
+            wildcard_reason="Executions of a configured target state machine are named per "
+            "run; the wildcard is limited to that state machine's executions.",
+        ),
+    )
 
     #: Polling of STANDARD executions: first wait, growth factor, ceiling (seconds). Short at
     #: first because most evaluated workflows finish in seconds; capped so a slow one costs
@@ -62,8 +98,8 @@ class StepFunctionsTarget(Target):
 
     def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
         super().__init__(spec)
-        self.arn = str(spec["stepFunctionArn"])
-        self.question_field = str(spec.get("question_field", "question"))
+        self.arn = self.options.stepFunctionArn
+        self.question_field = self.options.question_field
         self.timeout = timeout_seconds(spec)
         self.max_bytes = max_response_bytes(spec)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
@@ -72,9 +108,18 @@ class StepFunctionsTarget(Target):
         self._type: str | None = None
         self._type_lock = threading.Lock()
 
-    @property
-    def name(self) -> str:
-        return report_name(self.spec, state_machine_name(self.arn))
+    @classmethod
+    def own_name(cls, spec: dict[str, Any]) -> str:
+        return state_machine_name(str(spec["stepFunctionArn"]))
+
+    @classmethod
+    def deploy_problems(cls, spec: dict[str, Any], allowed: Any) -> list[str]:
+        if spec["stepFunctionArn"] in allowed.state_machine_arns:
+            return []
+        return [
+            f"target.stepFunctionArn {spec['stepFunctionArn']} is not in "
+            f"targets.state_machine_arns; {DEPLOY_HINT}"
+        ]
 
     @property
     def _what(self) -> str:

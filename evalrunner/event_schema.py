@@ -1,0 +1,225 @@
+"""The event's JSON Schema, generated from the models that define the event.
+
+The top level comes from :class:`EventSpec`, each target kind from the spec model its class
+registers (:mod:`evalrunner.targets.registry`): a field is written once, as a pydantic field,
+and the shipped ``schemas/event.schema.json`` is this module's output (a test keeps the two
+equal; ``python -m evalrunner.event_schema`` rewrites the file). Validation still runs the
+shipped schema through jsonschema, whose messages users already know.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+
+from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
+from evalrunner.targets.registry import available, parse_spec
+from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec
+
+SHIPPED = Path(__file__).parent / "schemas" / "event.schema.json"
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+MetricName = Annotated[str, Field(min_length=1)]
+#: A JSON object whose content another model checks (evaluator options, the judge).
+AnyObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
+
+
+class EventSpec(SpecModel):
+    """Starts one evaluation run: the suite to read, how often to repeat it, and the target to
+    call. Compatible with the original test-runner events ({key, iterations, target}); other
+    fields are extensions."""
+
+    key: str = Field(
+        min_length=1,
+        description="S3 key of the suite (.xlsx, .csv or .json) in the runner bucket, under "
+        "test-suites/. No '..' segments, no leading '/'.",
+    )
+    iterations: JsonInt = Field(
+        ge=1, le=100, description="How many times every case is run. Required: there is no default."
+    )
+    #: The kind's own spec model (BedrockAgentSpec, ...): one discriminated union of the
+    #: registered kinds, told apart by the kind key present.
+    target: Annotated[TargetSpec, BeforeValidator(parse_spec), WithJsonSchema({"x-ref": "target"})]
+    metrics: list[MetricName] | None = Field(
+        default=None,
+        min_length=1,
+        description="Evaluators to run, by display name. Same as target.metric; when neither "
+        "is given, every evaluator that needs no model and no judge runs.",
+    )
+    thresholds: dict[str, float] | None = Field(
+        default=None,
+        description="Success threshold per metric name (or per evaluator name, meaning its "
+        'primary metric), e.g. {"ROUGE-L": 0.4}.',
+    )
+    fail_under: dict[str, float] | None = Field(
+        default=None,
+        description="Gates: the run fails when the average score of a metric (or an "
+        'evaluator\'s primary metric) is below the value, e.g. {"Rouge Metric": 0.3}.',
+    )
+    baseline: str | None = Field(
+        default=None,
+        pattern=RUN_ID_PATTERN,
+        description="Run id to compare with; default: the previous run of the same target "
+        "and suite.",
+    )
+    evaluator_options: dict[str, AnyObject] | None = Field(
+        default=None,
+        description='Run-wide settings per evaluator, by display name, e.g. {"JSON schema": '
+        '{"schema": {"type": "object"}}}. \'evalrunner metrics\' lists what each evaluator '
+        "accepts.",
+    )
+    judge: AnyObject | None = Field(
+        default=None,
+        description='The LLM judge for judge metrics: {"openai": {"base_url", "model", '
+        '"api_key_env" or "api_key_secret"}} or {"bedrock": {"model_id", "region"}}, '
+        "plus timeout_seconds, max_retries, max_concurrency, cache, cache_dir. Without it, "
+        "judge metrics are skipped with a reason.",
+    )
+    max_concurrency: JsonInt = Field(
+        default=10, ge=1, le=1000, description="Test cases run at once by the Distributed Map."
+    )
+    tolerated_failure_percentage: float = Field(
+        default=100,
+        ge=0,
+        le=100,
+        description="Share of case tasks that may fail outright before the Map stops. Failed "
+        "cases are reported either way.",
+    )
+    max_text_chars: JsonInt = Field(
+        default=DEFAULT_MAX_TEXT_CHARS,
+        ge=1000,
+        le=10_000_000,
+        description="Characters of each text (the answer, each context, the expected answer, "
+        "...) that evaluators examine; longer texts are cut and the case is marked truncated "
+        "with a note. Bounds the time and memory a huge answer can cost.",
+    )
+    run_id: str | None = Field(
+        default=None,
+        pattern=RUN_ID_PATTERN,
+        description="Identifier of the run's intermediates under runs/; generated when absent.",
+    )
+
+
+METRIC_SELECTION: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+    ]
+}
+
+
+def _clean(node: Any, defs: dict[str, Any]) -> Any:
+    """pydantic's field schema in the shape JSON Schema users read: no titles, an optional
+    field is just its type (absent means unset; null was never accepted), nested models
+    inlined."""
+    if isinstance(node, list):
+        return [_clean(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: v for k, v in node.items() if k != "title"}
+    if "x-ref" in node:  # a reference to the event's own $defs (pydantic cannot hold one)
+        node["$ref"] = f"#/$defs/{node.pop('x-ref')}"
+        node.pop("default", None)
+        return node
+    ref = node.get("$ref", "")
+    if ref.startswith("#/$defs/") and ref[8:] in defs:
+        node = {**_clean(defs[ref[8:]], defs), **{k: v for k, v in node.items() if k != "$ref"}}
+    options = node.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
+        (other,) = [o for o in options if o != {"type": "null"}]
+        node = {**{k: v for k, v in node.items() if k != "anyOf"}, **other}
+    if node.get("default", 0) is None:
+        del node["default"]
+    ordered = sorted(node, key=lambda k: _KEY_ORDER.index(k) if k in _KEY_ORDER else 99)
+    return {k: _clean(node[k], defs) if k != "default" else node[k] for k in ordered}
+
+
+#: Keys in the order a reader wants them: what it is, its bounds, then the prose.
+_KEY_ORDER = (
+    "$ref",
+    "type",
+    "required",
+    "additionalProperties",
+    "enum",
+    "minLength",
+    "pattern",
+    "minimum",
+    "exclusiveMinimum",
+    "maximum",
+    "minItems",
+    "items",
+    "properties",
+    "default",
+    "description",
+)
+
+
+def _object(model: type[BaseModel], own: bool) -> dict[str, Any]:
+    """The model's fields as a schema object; ``own``: only the fields the class declares
+    itself (a $defs part), not those it inherits."""
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+    names = model.__annotations__ if own else model.model_fields
+    props = {n: _clean(p, defs) for n, p in schema["properties"].items() if n in names}
+    out: dict[str, Any] = {"type": "object"}
+    required = [n for n in schema.get("required", []) if n in props]
+    if required:
+        out["required"] = required
+    out["properties"] = props
+    return out
+
+
+def spec_parts(spec_model: type[SpecModel]) -> list[type[SpecModel]]:
+    """The $defs parts a kind's spec is made of, most general first (common, ...)."""
+    return [
+        c
+        for c in reversed(spec_model.__mro__)
+        if isinstance(c, type) and issubclass(c, SpecModel) and "schema_def" in c.__dict__
+    ]
+
+
+def build_event_schema() -> dict[str, Any]:
+    """The whole event schema, as shipped (metric names are filled in per release later)."""
+    top = _object(EventSpec, own=False)
+    defs: dict[str, Any] = {"metricSelection": METRIC_SELECTION}
+    variants = []
+    kinds = available()
+    for cls in kinds.values():
+        parts = spec_parts(cls.spec_model)
+        for part in parts:
+            defs.setdefault(part.schema_def, _object(part, own=True))
+        variants.append(
+            {
+                "allOf": [{"$ref": f"#/$defs/{p.schema_def}"} for p in parts],
+                "unevaluatedProperties": False,
+            }
+        )
+    names = ["+".join((k, *c.companions)) for k, c in kinds.items()]
+    defs["target"] = {
+        "description": f"Exactly one kind: {', '.join(names[:-1])}, or {names[-1]}.",
+        "type": "object",
+        "oneOf": variants,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:evalrunner:event:1",
+        "title": "evalrunner run event",
+        "description": " ".join((EventSpec.__doc__ or "").split()),
+        "type": "object",
+        "required": top["required"],
+        "additionalProperties": False,
+        "properties": top["properties"],
+        "$defs": defs,
+    }
+
+
+def render() -> str:
+    return json.dumps(build_event_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # python -m evalrunner.event_schema: rewrite the shipped file
+    SHIPPED.write_text(render(), encoding="utf-8")
+    sys.stdout.write(f"wrote {SHIPPED}\n")

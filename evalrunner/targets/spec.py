@@ -1,0 +1,108 @@
+"""The fields every target accepts, and the response-mapping fields of the JSON-returning kinds.
+
+Each target module declares its own spec model on top of these; the event's JSON Schema is
+generated from them (:mod:`evalrunner.event_schema`), so a field, its bounds, its default and
+its description are written once, here or in the target's module.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from evalrunner.targets._common import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+)
+
+#: One metric name or a list of them (the legacy ``target.metric``), checked against the
+#: registry by :func:`evalrunner.event.parse_event`.
+MetricSelection = Annotated[str | list[str] | None, WithJsonSchema({"x-ref": "metricSelection"})]
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema counts 2.0 as an integer; so does the model (strict mode otherwise would
+    not), and the value becomes 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: Makes an ``int`` field an integer as JSON Schema means it: a whole number, written 2 or
+#: 2.0. Put it after the field's bounds (``Annotated[int, Field(ge=1), integral]``) so that
+#: the bounds still reach the generated schema.
+integral = BeforeValidator(_integral)
+#: An integer as JSON Schema means it.
+JsonInt = Annotated[int, integral]
+#: Report folder names: they end up in S3 keys and local paths.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d$"
+
+
+class SpecModel(BaseModel):
+    """Strict like the JSON Schema it generates: no string-to-number coercion, no extras."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    #: Name of the schema's $defs entry for the fields this class declares itself (set on
+    #: the classes that are parts of a kind: common, responseMapping, the kind's own).
+    schema_def: ClassVar[str]
+
+
+class TargetSpec(SpecModel):
+    """Fields every kind accepts (the schema's ``common`` definition)."""
+
+    #: Name of the $defs entry these fields are published under.
+    schema_def: ClassVar[str] = "common"
+
+    metric: MetricSelection = None
+    name: str | None = Field(
+        default=None,
+        pattern=NAME_PATTERN,
+        description="Folder name under test-reports/; defaults to the target's own name.",
+    )
+    timeout_seconds: float = Field(default=DEFAULT_TIMEOUT_SECONDS, gt=0, le=900)
+    max_retries: JsonInt = Field(default=DEFAULT_MAX_RETRIES, ge=0, le=10)
+    total_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=900,
+        description="Budget for one case's target calls, retries and backoff included; a "
+        "retry that cannot start within it is not made. Default: 3 x timeout_seconds, at most "
+        "600 (never less than timeout_seconds). timeout_seconds bounds each whole call "
+        "(connect, send, read the full body).",
+    )
+    max_response_bytes: JsonInt = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        ge=1024,
+        le=268435456,
+        description="Cap on one response body or payload; reading stops there and the case "
+        "is recorded as a target error naming this field.",
+    )
+    region: str | None = Field(default=None, pattern=REGION_PATTERN)
+
+
+class ResponseMappingSpec(SpecModel):
+    """JMESPath fields of the kinds that answer arbitrary JSON (``responseMapping``)."""
+
+    schema_def: ClassVar[str] = "responseMapping"
+
+    answer_path: str | None = Field(
+        default=None, description="JMESPath to the answer in the target's JSON response."
+    )
+    contexts_path: str | None = Field(
+        default=None,
+        description="JMESPath to the retrieved chunks (a list of strings, or of objects with "
+        "a text field).",
+    )
+    documents_path: str | None = Field(
+        default=None, description="JMESPath to the retrieved document ids or URIs."
+    )
+    tool_path: str | None = Field(
+        default=None, description="JMESPath to the tool the target chose."
+    )
+    intent_path: str | None = Field(
+        default=None, description="JMESPath to the intent the target detected."
+    )
