@@ -364,7 +364,7 @@ def _verdict(data: ReportData) -> tuple[str, str, list[str]]:
     """(tone, headline, reasons): tone is bad / warn / good / neutral."""
     reasons: list[str] = []
     regression = data.regression
-    failed_gates = [g for g in data.gates if not g.get("passed")]
+    failed_gates = [g for g in data.gates if not g.passed]
     high = [p for p in data.problems if p.severity == "high"]
     scored = any(r.status == "scored" for row in data.rows for r in row.results)
     if regression is not None and regression.verdict == "regression":
@@ -373,12 +373,12 @@ def _verdict(data: ReportData) -> tuple[str, str, list[str]]:
             f"worse than baseline {regression.baseline_run_id} on {', '.join(worse) or '—'}"
         ]
     for gate in failed_gates:
-        average = gate.get("average")
+        average = gate.average
         reasons.append(
-            f"gate {gate.get('gate')}: average {_score(average)} "
-            f"against fail_under {_score(gate.get('threshold'))}"
+            f"gate {gate.gate}: average {_score(average)} "
+            f"against fail_under {_score(gate.threshold)}"
             if average is not None
-            else f"gate {gate.get('gate')}: no score (fail_under {_score(gate.get('threshold'))})"
+            else f"gate {gate.gate}: no score (fail_under {_score(gate.threshold)})"
         )
     regressed = regression is not None and regression.verdict == "regression"
     # the regression problem repeats the regression's reasons: listed once
@@ -854,14 +854,14 @@ def _gates(data: ReportData, infos: dict[str, MetricInfo]) -> str:
         return ""
     rows = []
     for g in data.gates:
-        info = infos.get(str(g.get("metric")))
+        info = infos.get(g.metric)
         cmp = _cmp(info) if info else "≥"
-        ok = bool(g.get("passed"))
+        ok = g.passed
         rows.append(
-            f'<tr class="{"better" if ok else "worse"}"><td>{_e(g.get("gate"))}</td>'
-            f"<td>{_e(g.get('metric'))}</td>"
-            f'<td class="num">{cmp} {_e(_score(g.get("threshold")))}</td>'
-            f'<td class="num">{_e(_score(g.get("average")))}</td>'
+            f'<tr class="{"better" if ok else "worse"}"><td>{_e(g.gate)}</td>'
+            f"<td>{_e(g.metric)}</td>"
+            f'<td class="num">{cmp} {_e(_score(g.threshold))}</td>'
+            f'<td class="num">{_e(_score(g.average))}</td>'
             f"<td>{'passed' if ok else '<strong>FAILED</strong>'}</td></tr>"
         )
     table = (
