@@ -43,7 +43,7 @@ def bench(n: int, concurrency: int) -> dict:
         start = time.perf_counter()
         result = engine.run(event, suite=suite_csv(n), out_dir=Path(out))
         seconds = time.perf_counter() - start
-    assert result.summary["items"] == n and result.summary["target_errors"] == 0
+    assert result.summary.items == n and result.summary.target_errors == 0
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "cases": n,

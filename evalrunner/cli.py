@@ -9,7 +9,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,10 @@ from rich.table import Table
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
+
+if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
+    from evalrunner.engine.local import RunResult
+    from evalrunner.reports.summary import RunSummary
 
 app = typer.Typer(
     add_completion=False,
@@ -129,7 +133,7 @@ def _execute_local(
     *,
     stall_timeout: float | None = None,
     resume: str | None = None,
-) -> Any:
+) -> RunResult:
     from evalrunner.engine import LocalEngine
 
     judge = event.get("judge")
@@ -154,15 +158,12 @@ def _execute_local(
         return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update, resume=resume)
 
 
-def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> int:
+def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = False) -> int:
     summary = result.summary
-    if as_json:
-        out.print_json(dump_json(summary))
+    if as_json:  # the execution's output, as the state machine returned it
+        out.print_json(dump_json(result.output))
         return _exit_code(summary, fail_on_regression)
-    title = (
-        f"{summary['target']} — {summary['suite']} "
-        f"({summary['items']} runs of {summary['cases']} cases)"
-    )
+    title = f"{summary.target} — {summary.suite} ({summary.items} runs of {summary.cases} cases)"
     table = Table(title=title)
     columns = (
         "Metric",
@@ -176,38 +177,38 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
     )
     for col in columns:
         table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
-    for m in summary["metrics"]:
-        avg = "—" if m["average"] is None else f"{m['average']:.3f}"
-        rate = "—" if m["pass_rate"] is None else f"{m['pass_rate']:.0%}"
-        name = f"[bold]{m['metric']}[/]" if m["primary"] else m["metric"]
+    for m in summary.metrics:
+        avg = "—" if m.average is None else f"{m.average:.3f}"
+        rate = "—" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+        name = f"[bold]{m.metric}[/]" if m.primary else m.metric
         table.add_row(
             name,
-            m["evaluator"],
+            m.evaluator,
             avg,
             rate,
-            f"{m['threshold']:.2f}",
-            str(m["count"]),
-            str(m["skipped"]),
-            str(m["errored"]),
+            f"{m.threshold:.2f}",
+            str(m.count),
+            str(m.skipped),
+            str(m.errored),
         )
     out.print(table)
-    if summary["items"] and not answered(summary):
+    if summary.items and not summary.answered_runs():
         out.print(
             "[bold red]no target call succeeded[/]: nothing was measured (exit code 4); "
             "see the error column of details.csv"
         )
-    elif summary["target_errors"] or summary["task_failures"]:
+    elif summary.target_errors or summary.task_failures:
         out.print(
-            f"[yellow]{summary['target_errors']} target errors, "
-            f"{summary['task_failures']} failed tasks (see details.csv)[/]"
+            f"[yellow]{summary.target_errors} target errors, "
+            f"{summary.task_failures} failed tasks (see details.csv)[/]"
         )
-    for failure in summary.get("step_failures", []):
+    for failure in summary.step_failures:
         out.print(f"[yellow]step failure: {failure}[/]")
-    for gate in summary["gates"]:
-        mark = "[green]pass[/]" if gate["passed"] else "[red]FAIL[/]"
-        avg = "—" if gate["average"] is None else f"{gate['average']:.3f}"
-        op = ">=" if gate.get("higher_is_better", True) else "<="
-        out.print(f"gate {gate['gate']} {op} {gate['threshold']}: {avg} {mark}")
+    for gate in summary.gates:
+        mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
+        avg = "—" if gate.average is None else f"{gate.average:.3f}"
+        op = ">=" if gate.higher_is_better else "<="
+        out.print(f"gate {gate.gate} {op} {gate.threshold}: {avg} {mark}")
     _print_findings(summary)
     out.print("reports:")
     for path in result.files:
@@ -216,44 +217,35 @@ def _report(result: Any, *, as_json: bool, fail_on_regression: bool = False) -> 
     return _exit_code(summary, fail_on_regression)
 
 
-def _print_findings(summary: dict[str, Any]) -> None:
-    regression = summary.get("regression")
+def _print_findings(summary: RunSummary) -> None:
+    regression = summary.regression
     if regression:
-        colour = {"regression": "red", "improvement": "green"}.get(regression["verdict"], "white")
+        colour = {"regression": "red", "improvement": "green"}.get(regression.verdict, "white")
         out.print(
-            f"[bold {colour}]{regression['verdict']}[/] against run "
-            f"{regression['baseline_run_id']} ({regression['baseline_started_at']})"
+            f"[bold {colour}]{regression.verdict}[/] against run "
+            f"{regression.baseline_run_id} ({regression.baseline_started_at})"
         )
-        for reason in regression.get("reasons", []):
+        for reason in regression.reasons:
             out.print(f"  - {reason}", highlight=False, markup=False)
-    problems = summary.get("problems", [])
-    high = [p for p in problems if p["severity"] == "high"]
+    problems = summary.problems
+    high = [p for p in problems if p.severity == "high"]
     if problems:
         out.print(f"{len(problems)} problems ({len(high)} high) — see problems.json:")
         for problem in problems[:5]:
             out.print(
-                f"  - [{problem['severity']}] {problem['description']}",
+                f"  - [{problem.severity}] {problem.description}",
                 highlight=False,
                 markup=False,
             )
-            if problem["type"] == "model_unavailable":  # the fix is the point here
-                out.print(f"    {problem['suggested_action']}", highlight=False, markup=False)
+            if problem.type == "model_unavailable":  # the fix is the point here
+                out.print(f"    {problem.suggested_action}", highlight=False, markup=False)
 
 
-def answered(summary: dict[str, Any]) -> int:
-    """How many case × iteration runs got an answer (summaries before "answered" existed
-    are counted from their failures)."""
-    if "answered" in summary:
-        return int(summary["answered"])
-    return int(summary["items"]) - int(summary["target_errors"]) - int(summary["task_failures"])
-
-
-def _exit_code(summary: dict[str, Any], fail_on_regression: bool) -> int:
+def _exit_code(summary: RunSummary, fail_on_regression: bool) -> int:
     """4 before 1: a run that measured nothing has no gate verdict worth reading."""
-    if summary["items"] and not answered(summary):
+    if summary.items and not summary.answered_runs():
         return EXIT_NO_ANSWER
-    regressed = (summary.get("regression") or {}).get("verdict") == "regression"
-    if not summary["gates_passed"] or (fail_on_regression and regressed):
+    if not summary.gates_passed or (fail_on_regression and summary.regressed):
         return EXIT_GATE
     return 0
 
@@ -388,7 +380,7 @@ def run(
     codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
     if len(results) > 1:
         _leaderboard_from_runs(
-            [out_dir / r.summary["reports"]["report"] for r in results], out_dir, as_json=as_json
+            [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
         )
     raise typer.Exit(max(codes))
 
@@ -423,18 +415,15 @@ def _report_path(run: str, out_dir: Path) -> Path:
         SUMMARY_NAME,
         local_complete_sets,
         local_verified,
+        read_summary,
     )
 
     for folder in sorted(p for p in out_dir.glob("test-reports/*") if p.is_dir()):
         for _, manifest_path, manifest in local_complete_sets(folder):  # complete sets only
             key = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
-            data = local_verified(out_dir, manifest, key + SUMMARY_NAME)
-            try:
-                summary = json.loads(data) if data is not None else {}
-            except ValueError:
-                continue
-            if summary.get("run_id") == run and summary.get("reports", {}).get("report"):
-                return out_dir / summary["reports"]["report"]
+            summary = read_summary(local_verified(out_dir, manifest, key + SUMMARY_NAME))
+            if summary is not None and summary.run_id == run:
+                return out_dir / summary.reports.report
     raise EventError(f"{run!r} is neither a report.json file nor a run id found under {out_dir}")
 
 

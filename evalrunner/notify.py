@@ -8,38 +8,39 @@ from typing import Any
 
 import boto3
 
+from evalrunner.reports.summary import RunSummary
 
-def subject(summary: dict[str, Any]) -> str:
-    regression = summary.get("regression") or {}
-    if regression.get("verdict") == "regression":
+
+def subject(summary: RunSummary) -> str:
+    if summary.regressed:
         verdict = "REGRESSION"
-    elif not summary.get("gates_passed", True):
+    elif not summary.gates_passed:
         verdict = "gates failed"
     else:
         verdict = "passed"
     # SNS subjects: ASCII, at most 100 characters.
-    text = f"evalrunner {verdict}: {summary.get('target', '?')} on {summary.get('suite', '?')}"
+    text = f"evalrunner {verdict}: {summary.target} on {summary.suite}"
     return text.encode("ascii", "replace").decode()[:100]
 
 
-def message(summary: dict[str, Any]) -> str:
+def message(summary: RunSummary) -> str:
     lines = [subject(summary), ""]
-    regression = summary.get("regression") or {}
-    for reason in regression.get("reasons", []):
-        lines.append(f"- {reason}")
-    for problem in summary.get("problems", [])[:10]:
-        lines.append(f"- [{problem['severity']}] {problem['description']}")
+    if summary.regression is not None:
+        lines += [f"- {reason}" for reason in summary.regression.reasons]
+    for problem in summary.problems[:10]:
+        lines.append(f"- [{problem.severity}] {problem.description}")
     lines.append("")
-    for m in summary.get("metrics", []):
-        if m.get("primary") and m.get("average") is not None:
-            rate = "n/a" if m.get("pass_rate") is None else f"{m['pass_rate']:.0%}"
-            lines.append(f"{m['metric']}: average {m['average']:.3f}, pass rate {rate}")
-    lines += ["", f"reports: s3://{summary.get('bucket')}/{summary['reports'].get('html', '')}"]
-    lines += ["", json.dumps({"run_id": summary.get("run_id"), "reports": summary["reports"]})]
+    for m in summary.metrics:
+        if m.primary and m.average is not None:
+            rate = "n/a" if m.pass_rate is None else f"{m.pass_rate:.0%}"
+            lines.append(f"{m.metric}: average {m.average:.3f}, pass rate {rate}")
+    reports = summary.reports
+    lines += ["", f"reports: s3://{summary.bucket}/{reports.html}"]
+    lines += ["", json.dumps({"run_id": summary.run_id, "reports": reports.model_dump()})]
     return "\n".join(lines)
 
 
-def publish_summary(topic_arn: str, summary: dict[str, Any], *, client: Any = None) -> str:
+def publish_summary(topic_arn: str, summary: RunSummary, *, client: Any = None) -> str:
     """Publish; returns the message id."""
     sns = client or boto3.client("sns")
     response = sns.publish(TopicArn=topic_arn, Subject=subject(summary), Message=message(summary))

@@ -1,11 +1,19 @@
 """The models that travel between the steps of a run: its configuration, the manifest items
-the Distributed Map fans out over, and the record each case leaves behind."""
+the Distributed Map fans out over, the record each case leaves behind, and the scores file
+the Score step leaves for Aggregate."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -103,3 +111,66 @@ class PrepareOutput(BaseModel):
     #: Whether any selected evaluator needs the batched model step; the state machine sends
     #: only such runs (above a size) to the GPU Batch job.
     batch_scoring: bool = False
+
+
+class ModelNotice(BaseModel):
+    """A model the Score step could not load: once per model, with every evaluator it
+    skipped and how to provide it (Aggregate turns each into a high problem)."""
+
+    model: str
+    role: str
+    evaluators: list[str]
+    message: str
+    how: str
+
+
+class LoadedModel(BaseModel):
+    """A model the Score step loaded: where from, on what, and how long it took."""
+
+    role: str
+    path: str
+    device: str
+    precision: str
+    load_seconds: float
+
+
+class ModelWork(BaseModel):
+    """A loaded model's work: texts asked for, texts computed (the rest were cached), batches."""
+
+    requested: int
+    computed: int
+    batches: int
+
+
+class ModelsUsed(BaseModel):
+    """What the run's model metrics were scored with; regressions compare model metrics only
+    between runs scored with the same models (``by_evaluator``)."""
+
+    device: str
+    models: dict[str, LoadedModel] = Field(default_factory=dict)
+    work: dict[str, ModelWork] = Field(default_factory=dict)
+    #: evaluator -> the model(s) behind its scores, comma-separated
+    by_evaluator: dict[str, str] = Field(default_factory=dict)
+
+
+class ScoresFile(BaseModel):
+    """``runs/<run_id>/scores.json``: what the Score step (a Lambda or the GPU task) leaves for
+    Aggregate. A run without model metrics writes it empty; a run whose Score step failed
+    has none, and reads as empty."""
+
+    #: item id -> the batched evaluators' results for that case × iteration
+    items: dict[str, list[MetricResult]] = Field(default_factory=dict)
+    notices: list[ModelNotice] = Field(default_factory=list)
+    #: None when no model was needed (written as ``{}``, as it always was)
+    models: ModelsUsed | None = None
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        return value or None
+
+    @field_serializer("models", mode="wrap")
+    def _none_is_empty(
+        self, value: ModelsUsed | None, handler: SerializerFunctionWrapHandler
+    ) -> Any:
+        return {} if value is None else handler(value)

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import RunStore
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "evalrunner"))
@@ -26,7 +27,7 @@ def store_for(event: dict[str, Any] | None = None) -> RunStore:
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "evalrunner")
 
 
-def emit_run_metrics(summary: dict[str, Any]) -> int:
+def emit_run_metrics(summary: RunSummary) -> int:
     """CloudWatch metrics (EMF, through the function's log) for the dashboard and alarms:
     PassRate and AverageScore per primary metric and target, and Regression per target.
     Only inside Lambda: locally the same handler runs in-process and stdout is the user's.
@@ -34,13 +35,13 @@ def emit_run_metrics(summary: dict[str, Any]) -> int:
     if not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         return 0
     emitted = 0
-    target = str(summary.get("target", "unknown"))
-    for metric in summary.get("metrics", []):
-        if not metric.get("primary"):
+    target = summary.target
+    for metric in summary.metrics:
+        if not metric.primary:
             continue
         for name, value, unit in (
-            ("PassRate", metric.get("pass_rate"), MetricUnit.Percent),
-            ("AverageScore", metric.get("average"), MetricUnit.NoUnit),
+            ("PassRate", metric.pass_rate, MetricUnit.Percent),
+            ("AverageScore", metric.average, MetricUnit.NoUnit),
         ):
             if value is None:
                 continue
@@ -49,11 +50,13 @@ def emit_run_metrics(summary: dict[str, Any]) -> int:
                 name=name, unit=unit, value=scaled, namespace=METRICS_NAMESPACE
             ) as m:
                 m.add_dimension(name="Target", value=target)
-                m.add_dimension(name="Metric", value=str(metric["metric"]))
+                m.add_dimension(name="Metric", value=metric.metric)
             emitted += 1
-    regressed = (summary.get("regression") or {}).get("verdict") == "regression"
     with single_metric(
-        name="Regression", unit=MetricUnit.Count, value=int(regressed), namespace=METRICS_NAMESPACE
+        name="Regression",
+        unit=MetricUnit.Count,
+        value=int(summary.regressed),
+        namespace=METRICS_NAMESPACE,
     ) as m:
         m.add_dimension(name="Target", value=target)
     return emitted + 1

@@ -1,10 +1,12 @@
-"""Aggregate step: its return value is the execution's output (the run summary)."""
+"""Aggregate step: its return value is the execution's output (the run summary, fitted to
+Step Functions' output limit)."""
 
 import os
 from typing import Any
 
 from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
+from evalrunner.reports.summary import fit_output
 from lambdas._common import emit_run_metrics, logger, store_for
 
 
@@ -17,7 +19,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         map_failure=state.get("map_failure"),
         score_failure=state.get("score_failure"),
     )
-    logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": summary["gates"]})
+    gates = [g.model_dump(mode="json") for g in summary.gates]
+    logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": gates})
     emit_run_metrics(summary)
     topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
     if topic:
@@ -25,4 +28,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             publish_summary(topic, summary)
         except Exception:  # a notification must never cost the run its output
             logger.exception("could not publish the run summary", extra={"topic": topic})
-    return summary
+    return fit_output(summary)

@@ -37,6 +37,7 @@ from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
 from evalrunner.pipeline.run_case import target_session
 from evalrunner.reports.publish import claiming_in
+from evalrunner.reports.summary import RunSummary, summary_of_output
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -79,12 +80,15 @@ class Progress:
 
 @dataclass
 class RunResult:
-    summary: dict[str, Any]
+    #: the whole run summary (summary.json's content, even when the output was cut)
+    summary: RunSummary
     execution_arn: str
     definition: str
     out_dir: Path
     files: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    #: the execution's output as Step Functions returned it (what ``--json`` prints)
+    output: dict[str, Any] = field(default_factory=dict)
 
 
 class LocalEngine:
@@ -184,7 +188,8 @@ class LocalEngine:
                 raise self._salvage(description, run_ids, progress, out_dir, handlers)
             if description["status"] != "SUCCEEDED":
                 raise ExecutionFailed(_failure_message(description))
-            summary = json.loads(description["output"])
+            output = json.loads(description["output"])
+            summary = summary_of_output(output, _embedded_object)
             files = self._download(summary, out_dir)
         if resume:
             shutil.rmtree(_saved_run_dir(out_dir, resume), ignore_errors=True)
@@ -195,6 +200,7 @@ class LocalEngine:
             out_dir=out_dir,
             files=files,
             seconds=time.perf_counter() - started,
+            output=output,
         )
 
     # -- steps ----------------------------------------------------------------------------
@@ -363,10 +369,10 @@ class LocalEngine:
                     )
                 except Exception as exc:  # reported by Aggregate as the Score failure
                     state["score_failure"] = {"Error": type(exc).__name__, "Cause": str(exc)}
-            summary = handlers[PIPELINE_FUNCTIONS["AggregateFunctionArn"]](
+            output = handlers[PIPELINE_FUNCTIONS["AggregateFunctionArn"]](
                 {"state": state}, _context("evalrunner-aggregate")
             )
-            files = self._download(summary, out_dir)
+            files = self._download(summary_of_output(output, _embedded_object), out_dir)
         except Exception as exc:
             return EngineStalled(
                 f"{lead} {saved} finished cases were saved in "
@@ -398,15 +404,20 @@ class LocalEngine:
                 count += 1
         return count
 
-    def _download(self, summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        s3 = boto3.client("s3", region_name=REGION)
+    def _download(self, summary: RunSummary, out_dir: Path) -> list[Path]:
         files = []
-        for key in summary["reports"].values():
+        for key in summary.reports.keys():
             path = out_dir / key
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+            path.write_bytes(_embedded_object(key))
             files.append(path)
         return files
+
+
+def _embedded_object(key: str) -> bytes:
+    """An object of the embedded run bucket (inside the run's mock)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    return bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def _saved_run_dir(out_dir: Path, run_id: str) -> Path:

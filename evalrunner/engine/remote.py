@@ -14,6 +14,7 @@ import boto3
 from evalrunner.engine.local import Progress, RunResult, _failure_message
 from evalrunner.errors import ExecutionFailed
 from evalrunner.pipeline.prepare import new_run_id
+from evalrunner.reports.summary import summary_of_output
 from evalrunner.storage import RunStore
 
 
@@ -55,9 +56,10 @@ def start_remote(
         time.sleep(poll_seconds)
     if description["status"] != "SUCCEEDED":
         raise ExecutionFailed(_failure_message(description))
-    summary = json.loads(description["output"])
+    output = json.loads(description["output"])
+    summary = summary_of_output(output, store.get_bytes)
     files = []
-    for key in summary["reports"].values():
+    for key in summary.reports.keys():
         path = out_dir / key
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(store.get_bytes(key))
@@ -69,4 +71,5 @@ def start_remote(
         out_dir=out_dir,
         files=files,
         seconds=time.perf_counter() - started,
+        output=output,
     )

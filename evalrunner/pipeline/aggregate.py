@@ -1,6 +1,7 @@
 """Aggregate: merge every case record with the batched scores, compare with the baseline,
-find problems and insights, write the reports, and return the summary that becomes the
-execution's output.
+find problems and insights, write the reports, and return the run's
+:class:`~evalrunner.reports.summary.RunSummary` (the handler returns it, fitted to Step
+Functions' output limit, as the execution's output).
 
 It runs even when the Map or the Score step failed (the state machine catches both): cases
 without a record are reported as failed tasks, so no case is ever silently missing.
@@ -13,7 +14,6 @@ from typing import Any
 
 from evalrunner.errors import EvalRunnerError
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
-from evalrunner.jsonout import dump_json
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
@@ -21,7 +21,7 @@ from evalrunner.redaction import mask_config
 from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
-from evalrunner.reports.model import MetricStats, Problem, ReportData
+from evalrunner.reports.model import Gate, MetricStats, Problem, ReportData
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.stats import (
@@ -31,8 +31,16 @@ from evalrunner.reports.stats import (
     metric_infos,
     result_table,
 )
+from evalrunner.reports.summary import (
+    JudgeTotals,
+    MetricSummary,
+    RegressionVerdict,
+    RunReports,
+    RunSummary,
+    SummaryProblem,
+)
 from evalrunner.reports.xlsx import details_xlsx
-from evalrunner.run import CaseRecord, ManifestItem, RunConfig
+from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, RunConfig, ScoresFile
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.storage import RunStore
 
@@ -40,8 +48,6 @@ NO_RECORD = (
     "no result was recorded: the case task failed before writing one "
     "(see the execution's history for the Lambda error)"
 )
-#: How many affected cases a problem carries in the execution output (the files have all).
-SUMMARY_CASES = 20
 
 
 def _failure_text(failure: Any) -> str | None:
@@ -53,7 +59,7 @@ def _failure_text(failure: Any) -> str | None:
     return str(failure)
 
 
-def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str, Any]]:
+def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[Gate]:
     """A gate names a metric, or an evaluator meaning its primary metric."""
     run_wide = [s for s in stats if s.iteration is None]
     gates = []
@@ -69,14 +75,14 @@ def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[dict[str
         else:
             passed = average is not None and average >= minimum
         gates.append(
-            {
-                "metric": match.metric if match else name,
-                "gate": name,
-                "threshold": minimum,
-                "average": average,
-                "passed": passed,
-                "higher_is_better": match.higher_is_better if match else True,
-            }
+            Gate(
+                metric=match.metric if match else name,
+                gate=name,
+                threshold=minimum,
+                average=average,
+                passed=passed,
+                higher_is_better=match.higher_is_better if match else True,
+            )
         )
     return gates
 
@@ -109,7 +115,7 @@ def summarize(
 def merge_records(
     items: list[ManifestItem],
     loaded: list[CaseRecord | None],
-    batched: dict[str, list[dict[str, Any]]],
+    batched: dict[str, list[MetricResult]],
     evaluators: list[Evaluator],
     score_failure: Any,
 ) -> list[CaseRecord]:
@@ -125,9 +131,7 @@ def merge_records(
             )
             record.results = not_scored(evaluators, reason)
         else:
-            record.results += [
-                MetricResult.model_validate(r) for r in batched.get(item.item_id, [])
-            ]
+            record.results += batched.get(item.item_id, [])
             have = {r.evaluator for r in record.results}
             missing = [e for e in evaluators if e.name not in have]
             if missing:
@@ -144,24 +148,26 @@ def aggregate_run(
     map_failure: Any = None,
     score_failure: Any = None,
     now: datetime | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
+    """Merge, aggregate, compare, write the report set (the manifest last) and return the
+    summary; ``summary.json`` holds the same."""
     config = load_config(store, run_id)
     evaluators: list[Evaluator] = [
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
     ]
     items = load_manifest(store, run_id)
-    scored = store.get_json_or_none(store.scores_key(run_id)) or {}
+    scored = load_scores(store, run_id)
     records = merge_records(
         items,
         load_records(store, run_id, items),
-        scored.get("items", {}),
+        scored.items,
         evaluators,
         score_failure,
     )
 
     rows = case_rows(items, records)
     infos = metric_infos(evaluators)
-    by_evaluator = (scored.get("models") or {}).get("by_evaluator", {})
+    by_evaluator = scored.models.by_evaluator if scored.models else {}
     for info in infos:
         info.model = by_evaluator.get(info.evaluator)
     stats = compute_stats(rows, infos, config.iterations)
@@ -219,7 +225,7 @@ def aggregate_run(
         data.regression = compare(data, baseline)
     problems = find_problems(data)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
-    problems[lead:lead] = model_problems(scored.get("notices", []))
+    problems[lead:lead] = model_problems(scored.notices)
     data.problems = problems + ([baseline_problem] if baseline_problem else [])
     data.insights = find_insights(data)
 
@@ -252,72 +258,56 @@ def aggregate_run(
     writer.put(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
 
     failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
-    reports = {
-        "details": keys["details_csv"],
-        "details_xlsx": keys["details_xlsx"],
-        "result": keys["result_csv"],
-        "problems": keys["problems_json"],
-        "insights": keys["insights_json"],
-        "html": keys["report_html"],
-        "report": keys["report_json"],
-        "summary": keys["summary_json"],
-        # last: a copy made in this order (the local engine, start --aws) is complete only
-        # once its manifest is there
-        "manifest": manifest_key(prefix),
-    }
-    summary = {
-        "run_id": run_id,
-        "target": config.target_name,
-        "target_kind": config.target_kind,
-        "suite": config.suite_key,
-        "started_at": config.started_at,
-        "finished_at": finished,
-        "iterations": config.iterations,
-        "cases": config.case_count,
-        "items": len(items),
-        "answered": sum(1 for r in records if r.status == "ok"),
-        "target_errors": sum(1 for r in records if r.status == "target_error"),
-        "task_failures": sum(1 for r in records if r.status == "task_failed"),
-        "step_failures": failures,
-        "metrics": [_stats_json(s) for s in stats if s.iteration is None],
-        "run_metrics": data.run_metrics,
-        "gates": data.gates,
-        "gates_passed": all(g["passed"] for g in data.gates),
-        "regression": _regression_json(data),
-        "judge": _judge_totals(records),
-        "models": scored.get("models") or None,
-        "problems": [_problem_json(p) for p in data.problems],
-        "bucket": store.bucket,
-        "reports": reports,
-    }
-    writer.put_json(keys["summary_json"], summary)
+    reports = RunReports(
+        details=keys["details_csv"],
+        details_xlsx=keys["details_xlsx"],
+        result=keys["result_csv"],
+        problems=keys["problems_json"],
+        insights=keys["insights_json"],
+        html=keys["report_html"],
+        report=keys["report_json"],
+        summary=keys["summary_json"],
+        manifest=manifest_key(prefix),
+    )
+    regression = data.regression
+    summary = RunSummary(
+        run_id=run_id,
+        target=config.target_name,
+        target_kind=config.target_kind,
+        suite=config.suite_key,
+        started_at=config.started_at,
+        finished_at=finished,
+        iterations=config.iterations,
+        cases=config.case_count,
+        items=len(items),
+        answered=sum(1 for r in records if r.status == "ok"),
+        target_errors=sum(1 for r in records if r.status == "target_error"),
+        task_failures=sum(1 for r in records if r.status == "task_failed"),
+        step_failures=failures,
+        metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
+        run_metrics=data.run_metrics,
+        gates=data.gates,
+        gates_passed=all(g.passed for g in data.gates),
+        regression=RegressionVerdict.of(regression) if regression is not None else None,
+        judge=_judge_totals(records),
+        models=scored.models,
+        problems=[SummaryProblem.of(p) for p in data.problems],
+        bucket=store.bucket,
+        reports=reports,
+    )
+    writer.put_json(keys["summary_json"], summary.model_dump(mode="json"))
     writer.publish()
-    return fit_output(summary)
+    return summary
 
 
-#: Step Functions refuses execution output over 256 KiB; stay well below it.
-MAX_OUTPUT_BYTES = 200_000
+def load_scores(store: RunStore, run_id: str) -> ScoresFile:
+    """The Score step's scores file; empty when the step left none (it failed, or timed
+    out: Aggregate then reports the model metrics as not scored)."""
+    raw = store.get_json_or_none(store.scores_key(run_id))
+    return ScoresFile.model_validate(raw) if raw else ScoresFile()
 
 
-def fit_output(summary: dict[str, Any], limit: int = MAX_OUTPUT_BYTES) -> dict[str, Any]:
-    """The summary as the execution's output: whole when it fits, else without the parts
-    that grow with the run (run-level figures, problems, per-metric details), which stay in
-    summary.json, so a large run cannot fail at its very last step."""
-    if len(dump_json(summary).encode()) <= limit:
-        return summary
-    trimmed = {**summary, "truncated": True}
-    trimmed["run_metrics"] = {name: "see summary.json" for name in summary["run_metrics"]}
-    trimmed["problems"] = [
-        {k: p[k] for k in ("severity", "type", "metric", "affected_count") if k in p}
-        for p in summary["problems"]
-    ]
-    if len(dump_json(trimmed).encode()) > limit:
-        keep = ("metric", "evaluator", "primary", "average", "pass_rate", "count", "threshold")
-        trimmed["metrics"] = [{k: m.get(k) for k in keep} for m in summary["metrics"]]
-    return trimmed
-
-
-def model_problems(notices: list[dict[str, Any]]) -> list[Problem]:
+def model_problems(notices: list[ModelNotice]) -> list[Problem]:
     """One high problem per model that was not there: the evaluators it skipped, and how
     to provide it. It comes first: a metric the user asked for was not measured at all."""
     return [
@@ -326,15 +316,15 @@ def model_problems(notices: list[dict[str, Any]]) -> list[Problem]:
             type="model_unavailable",
             description=(
                 # one model can serve several roles (MiniLM: embeddings and BERTScore)
-                f"{', '.join(n['evaluators'])} skipped: model {n['model']!r} is not available"
+                f"{', '.join(n.evaluators)} skipped: model {n.model!r} is not available"
             ),
-            suggested_action=n["how"],
+            suggested_action=n.how,
         )
         for n in notices
     ]
 
 
-def _judge_totals(records: list[CaseRecord]) -> dict[str, Any] | None:
+def _judge_totals(records: list[CaseRecord]) -> JudgeTotals | None:
     """Judge calls and tokens of the run, and per answered case: what the judge cost."""
     usages = [r.judge_usage for r in records if r.judge_usage is not None]
     if not usages:
@@ -344,32 +334,4 @@ def _judge_totals(records: list[CaseRecord]) -> dict[str, Any] | None:
     totals["cases"] = len(usages)
     totals["calls_per_case"] = totals["calls"] / len(usages)
     totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / len(usages)
-    return totals
-
-
-def _stats_json(s: MetricStats) -> dict[str, Any]:
-    return s.model_dump(mode="json", exclude={"iteration"})
-
-
-def _problem_json(problem: Problem) -> dict[str, Any]:
-    out = problem.model_dump(mode="json")
-    cases = out["affected_cases"]
-    out["affected_count"] = len(cases)
-    out["affected_cases"] = cases[:SUMMARY_CASES]
-    return out
-
-
-def _regression_json(data: ReportData) -> dict[str, Any] | None:
-    """The verdict and its reasons; the full comparison is in report.json."""
-    r = data.regression
-    if r is None:
-        return None
-    return {
-        "verdict": r.verdict,
-        "baseline_run_id": r.baseline_run_id,
-        "baseline_started_at": r.baseline_started_at,
-        "reasons": r.reasons,
-        "worse_metrics": [d.metric for d in r.deltas if d.worse],
-        "new_failures": len(r.new_failures),
-        "fixed": len(r.fixed),
-    }
+    return JudgeTotals.model_validate(totals)

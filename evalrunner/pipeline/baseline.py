@@ -27,27 +27,24 @@ def find_baseline(
     is an error (the user asked for it); a missing previous run is not (the first run of a
     suite has nothing to compare with).
     """
-    summaries = [s for s in complete_summaries(store, target) if s["run_id"] != run_id]
+    sets = [s for s in complete_summaries(store, target) if s.summary.run_id != run_id]
     if baseline_run_id is not None:
-        chosen = [s for s in summaries if s["run_id"] == baseline_run_id]
+        chosen = [s for s in sets if s.summary.run_id == baseline_run_id]
         if not chosen:
             raise StorageError(
                 f"baseline run {baseline_run_id!r} has no complete report under "
                 f"{REPORTS_PREFIX}{target}/; runs found: "
-                f"{', '.join(sorted(s['run_id'] for s in summaries)) or 'none'}"
+                f"{', '.join(sorted(s.summary.run_id for s in sets)) or 'none'}"
             )
     else:
         earlier = [
-            s
-            for s in summaries
-            if s.get("suite") == suite and s.get("started_at", "") <= started_at
+            s for s in sets if s.summary.suite == suite and s.summary.started_at <= started_at
         ]
-        chosen = sorted(earlier, key=lambda s: (s.get("started_at", ""), s["run_id"]), reverse=True)
-    for summary in chosen:  # the latest first; one whose report does not check is skipped
-        key = summary["reports"].get("report")
-        if not key:
-            return None  # a run from before report.json existed
-        data = read_verified(store, summary["_manifest"], key)
+        chosen = sorted(
+            earlier, key=lambda s: (s.summary.started_at, s.summary.run_id), reverse=True
+        )
+    for found in chosen:  # the latest first; one whose report does not check is skipped
+        data = read_verified(store, found.manifest, found.summary.reports.report)
         if data is not None:
             return ReportData.model_validate_json(data)
     return None

@@ -11,11 +11,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalrunner.evaluators import BatchEvaluator, Requirement
+from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement
 from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.models import ModelHub
 from evalrunner.pipeline.run_case import build_evaluators, load_config, sample_of
-from evalrunner.run import CaseRecord, ManifestItem
+from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, ModelsUsed, ScoresFile
 from evalrunner.storage import RunStore
 
 BATCHED = (Requirement.GPU_BATCH,)
@@ -52,13 +52,14 @@ def load_manifest(store: RunStore, run_id: str) -> list[ManifestItem]:
 
 def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> dict[str, Any]:
     """Score every batched evaluator of the run over all its answered cases and write
-    ``runs/<run_id>/scores.json``: ``items`` (item id -> results), ``notices`` (models that
-    are not available, once each, with how to provide them) and ``models`` (what was loaded,
-    where, on which device, and how much work the caches saved)."""
+    ``runs/<run_id>/scores.json`` (a :class:`~evalrunner.run.ScoresFile`): ``items`` (item
+    id -> results), ``notices`` (models that are not available, once each, with how to
+    provide them) and ``models`` (what was loaded, where, on which device, and how much work
+    the caches saved)."""
     config = load_config(store, run_id)
     evaluators = [e for e in build_evaluators(config, BATCHED) if isinstance(e, BatchEvaluator)]
     if not evaluators:
-        store.put_json(store.scores_key(run_id), {"items": {}, "notices": [], "models": {}})
+        store.put_json(store.scores_key(run_id), ScoresFile().model_dump(mode="json"))
         return {"evaluators": [], "samples": 0}
     hub = hub or run_hub()
     for evaluator in evaluators:
@@ -75,21 +76,20 @@ def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> d
         sample_of(item.case, record.response, config.max_text_chars)  # type: ignore[arg-type]
         for item, record in ready
     ]
-    scores: dict[str, list[dict[str, Any]]] = {item.item_id: [] for item, _ in ready}
+    scores: dict[str, list[MetricResult]] = {item.item_id: [] for item, _ in ready}
     for evaluator in evaluators:
         for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
-            scores[item.item_id].extend(r.model_dump(mode="json") for r in results)
-    notices = hub.notices()
+            scores[item.item_id].extend(results)
+    notices = [ModelNotice.model_validate(n) for n in hub.notices()]
     used = {
         e.name: ", ".join(dict.fromkeys(e.models_used()))
         for e in evaluators
         if isinstance(e, ModelEvaluator)
     }
-    store.put_json(
-        store.scores_key(run_id),
-        {"items": scores, "notices": notices, "models": {**hub.stats(), "by_evaluator": used}},
-    )
+    models = ModelsUsed.model_validate({**hub.stats(), "by_evaluator": used})
+    scored = ScoresFile(items=scores, notices=notices, models=models)
+    store.put_json(store.scores_key(run_id), scored.model_dump(mode="json"))
     out: dict[str, Any] = {"evaluators": [e.name for e in evaluators], "samples": len(samples)}
     if notices:
-        out["models_unavailable"] = [n["model"] for n in notices]
+        out["models_unavailable"] = [n.model for n in notices]
     return out

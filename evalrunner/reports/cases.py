@@ -153,7 +153,7 @@ def verdict(data: ReportData) -> Verdict:
     """Regression first, then failed gates, then high-severity problems, then no scores."""
     reasons: list[str] = []
     regression = data.regression
-    failed_gates = [g for g in data.gates if not g.get("passed")]
+    failed_gates = [g for g in data.gates if not g.passed]
     high = [p for p in data.problems if p.severity == "high"]
     scored = any(r.status == "scored" for row in data.rows for r in row.results)
     if regression is not None and regression.verdict == "regression":
@@ -162,12 +162,12 @@ def verdict(data: ReportData) -> Verdict:
             f"worse than baseline {regression.baseline_run_id} on {', '.join(worse) or '—'}"
         ]
     for gate in failed_gates:
-        average = gate.get("average")
+        average = gate.average
         reasons.append(
-            f"gate {gate.get('gate')}: average {score(average)} "
-            f"against fail_under {score(gate.get('threshold'))}"
+            f"gate {gate.gate}: average {score(average)} "
+            f"against fail_under {score(gate.threshold)}"
             if average is not None
-            else f"gate {gate.get('gate')}: no score (fail_under {score(gate.get('threshold'))})"
+            else f"gate {gate.gate}: no score (fail_under {score(gate.threshold)})"
         )
     regressed = regression is not None and regression.verdict == "regression"
     # the regression problem repeats the regression's reasons: listed once

@@ -90,6 +90,17 @@ class Problem(BaseModel):
     metric: str | None = None
 
 
+class Gate(BaseModel):
+    """One ``fail_under`` condition and its verdict: the run's exit code is read from these."""
+
+    metric: str  # the metric measured (an evaluator named in the gate means its primary)
+    gate: str  # the name as the user wrote it
+    threshold: float
+    average: float | None = None
+    passed: bool
+    higher_is_better: bool = True
+
+
 class Insight(BaseModel):
     type: str  # weakest_metric, most_difficult_case, slowest, fastest, costliest, best_target..
     description: str
@@ -151,7 +162,7 @@ class ReportData(BaseModel):
     problems: list[Problem] = Field(default_factory=list)
     insights: list[Insight] = Field(default_factory=list)
     regression: Regression | None = None
-    gates: list[dict[str, Any]] = Field(default_factory=list)
+    gates: list[Gate] = Field(default_factory=list)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
 
     def run_stats(self) -> list[MetricStats]:

@@ -23,12 +23,16 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from evalrunner.errors import StorageError
 from evalrunner.jsonout import dump_json
+from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 
 CLAIM_NAME = "claim.json"
@@ -159,9 +163,29 @@ def verified(manifest: Any, key: str, data: bytes) -> bool:
     return isinstance(entry, dict) and entry.get("sha256") == hashlib.sha256(data).hexdigest()
 
 
-def complete_summaries(store: RunStore, target: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CompleteSet:
+    """A complete report set: its summary, and its manifest for checking the files read
+    next."""
+
+    summary: RunSummary
+    manifest: dict[str, Any]
+
+
+def read_summary(data: bytes | None) -> RunSummary | None:
+    """A summary.json's content, or None when it is not one (unreadable, not JSON, not a
+    run summary): such a set is skipped by every reader, like one without a manifest."""
+    if data is None:
+        return None
+    try:
+        return RunSummary.model_validate_json(data)
+    except ValidationError:
+        return None
+
+
+def complete_summaries(store: RunStore, target: str) -> list[CompleteSet]:
     """The summaries of ``target``'s complete sets in the bucket (manifest present, summary
-    as listed in it), each with ``_manifest`` attached for checking the files read next."""
+    as listed in it), each with its manifest."""
     keys = set(store.list_keys(f"{REPORTS_PREFIX}{target}/"))
     out = []
     for key in sorted(keys):
@@ -177,9 +201,9 @@ def complete_summaries(store: RunStore, target: str) -> list[dict[str, Any]]:
             continue
         if not verified(manifest, key, data):
             continue
-        summary = _json_or_none(data)
-        if isinstance(summary, dict) and "run_id" in summary and "reports" in summary:
-            out.append({**summary, "_manifest": manifest})
+        summary = read_summary(data)
+        if summary is not None and isinstance(manifest, dict):
+            out.append(CompleteSet(summary, manifest))
     return out
 
 
@@ -228,6 +252,7 @@ def _json_or_none(data: bytes | None) -> Any:
 __all__ = [
     "CLAIM_NAME",
     "MANIFEST_NAME",
+    "CompleteSet",
     "SetWriter",
     "claim_local",
     "claim_report_prefix",
@@ -235,5 +260,6 @@ __all__ = [
     "complete_summaries",
     "local_complete_sets",
     "local_verified",
+    "read_summary",
     "read_verified",
 ]

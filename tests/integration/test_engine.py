@@ -78,7 +78,7 @@ def test_a_changed_definition_changes_the_run(monkeypatch, tmp_path, suite_file)
 
 def test_every_case_times_iterations_has_a_row(two_iterations):
     summary = two_iterations.summary
-    assert summary["cases"] == 4 and summary["iterations"] == 2 and summary["items"] == 8
+    assert summary.cases == 4 and summary.iterations == 2 and summary.items == 8
     details_path = next(p for p in two_iterations.files if p.name.endswith("details.csv"))
     rows = read_csv(details_path)
     assert sorted((r["case_id"], r["iteration"]) for r in rows) == sorted(
@@ -94,7 +94,7 @@ def test_failing_target_rows_are_present_with_the_error(two_iterations):
         assert row["status"] == "target_error"
         assert "the target blew up on purpose" in row["error"]
         assert row["ROUGE-L reason"] == "not scored: the target call failed"
-    assert two_iterations.summary["target_errors"] == 2
+    assert two_iterations.summary.target_errors == 2
 
 
 def test_report_layout_and_numbers(two_iterations):
@@ -132,9 +132,9 @@ def test_report_layout_and_numbers(two_iterations):
     assert all(r["Count"] == "2" for r in per_iteration)
     rouge = result["ROUGE-L"]
     assert rouge["Primary"] == "true" and float(rouge["Min"]) < 1.0 <= float(rouge["Max"]) + 1e-9
-    gate = two_iterations.summary["gates"][0]
-    assert gate["metric"] == "Exact match" and gate["passed"] is False
-    assert two_iterations.summary["gates_passed"] is False
+    gate = two_iterations.summary.gates[0]
+    assert gate.metric == "Exact match" and gate.passed is False
+    assert two_iterations.summary.gates_passed is False
     problems = json.loads(
         next(p for p in two_iterations.files if p.name.endswith("problems.json")).read_text()
     )
@@ -163,7 +163,7 @@ def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_fi
     assert rows["c2"]["status"] == "task_failed"
     assert "MemoryError" in rows["c2"]["error"] and "out of memory" in rows["c2"]["error"]
     assert rows["c1"]["status"] == "ok"  # the other cases are untouched
-    assert result.summary["task_failures"] == 1
+    assert result.summary.task_failures == 1
 
 
 def test_bad_event_fails_the_execution_with_the_message_and_writes_nothing(tmp_path, suite_file):
@@ -187,8 +187,8 @@ def test_precomputed_answers_are_scored_without_calling_a_target(tmp_path):
         suite=suite,
         out_dir=tmp_path,
     )
-    (em,) = result.summary["metrics"]
-    assert em["average"] == 0.5 and result.summary["target_errors"] == 0
+    (em,) = result.summary.metrics
+    assert em.average == 0.5 and result.summary.target_errors == 0
 
 
 def test_demo_run_reports(tmp_path):
@@ -204,10 +204,11 @@ def test_demo_run_reports(tmp_path):
         out_dir=tmp_path,
     )
     summary = result.summary
-    assert summary["cases"] == 27 and summary["target_errors"] == 0
-    rouge = next(m for m in summary["metrics"] if m["metric"] == "ROUGE-L")
+    assert summary.cases == 27 and summary.target_errors == 0
+    rouge = next(m for m in summary.metrics if m.metric == "ROUGE-L")
     # An imperfect assistant: neither all right nor all wrong.
-    assert 0.3 < rouge["average"] < 0.95 and 0.2 < rouge["pass_rate"] < 0.95
+    assert rouge.average is not None and rouge.pass_rate is not None
+    assert 0.3 < rouge.average < 0.95 and 0.2 < rouge.pass_rate < 0.95
     assert Path(result.files[0]).is_file()
 
 
@@ -238,11 +239,11 @@ def test_run_level_metrics_reach_the_summary(tmp_path):
         suite=suite,
         out_dir=tmp_path,
     )
-    run_metrics = result.summary["run_metrics"]
+    run_metrics = result.summary.run_metrics
     intents = run_metrics["Intent classification"]
     assert intents["accuracy"] == pytest.approx(2 / 3)
     assert intents["confusion_matrix"]["parental"] == {"benefits": 0, "leave": 1, "parental": 0}
     assert run_metrics["Retrieval rank"]["mrr"] == pytest.approx(2 / 3)
-    names = {m["evaluator"] for m in result.summary["metrics"]}
+    names = {m.evaluator for m in result.summary.metrics}
     assert {"Intent classification", "Retrieval rank"} <= names
     assert "Rouge Metric" not in names  # no expected answers in this suite

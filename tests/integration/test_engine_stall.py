@@ -90,8 +90,8 @@ def test_a_dead_interpreter_thread_fails_the_run_with_reports_and_a_resume(monke
     # Resume: the crash is gone; only the five unfinished cases reach the target.
     monkeypatch.undo()
     result = engine.run(event(), suite=SUITE.encode(), out_dir=tmp_path, resume=error.run_id)
-    assert result.summary["run_id"] == error.run_id
-    assert result.summary["target_errors"] == 0 and result.summary["task_failures"] == 0
+    assert result.summary.run_id == error.run_id
+    assert result.summary.target_errors == 0 and result.summary.task_failures == 0
     assert sorted(target.questions) == sorted(f"Question {i}?" for i in range(CASES))
     rows = read_csv(next(p for p in result.files if p.name.endswith("details.csv")))
     assert [r["status"] for r in rows] == ["ok"] * CASES

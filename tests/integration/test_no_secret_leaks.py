@@ -127,7 +127,7 @@ def test_no_secret_in_any_output_file_or_log(
         result = LocalEngine().run(event, suite=SUITE.encode(), out_dir=out)
 
     # the target really got (and echoed) the secrets: the test would prove nothing otherwise
-    assert result.summary["items"] == 3 and result.summary["target_errors"] == 1
+    assert result.summary.items == 3 and result.summary.target_errors == 1
     texts = every_text(out)
     assert any(name.endswith("report.html") for name in texts)
     assert any("details.xlsx!xl/" in name for name in texts)
@@ -138,7 +138,8 @@ def test_no_secret_in_any_output_file_or_log(
 
     captured = capsys.readouterr()
     places = {**texts, "logs": caplog.text, "stdout": captured.out, "stderr": captured.err}
-    places["summary"] = json.dumps(result.summary)
+    places["summary"] = result.summary.model_dump_json()
+    places["output"] = json.dumps(result.output)
     for name, value in SECRETS.items():
         leaks = [where for where, text in places.items() if value in text]
         assert not leaks, f"{name} leaked into {leaks}"

@@ -78,7 +78,7 @@ def test_engine_calls_the_real_target_and_keeps_s3_embedded(tmp_path):
     )
     assert len(fake.requests) == 1
     assert fake.requests[0].startswith("https://lambda.eu-west-1.amazonaws.com/")
-    (em,) = result.summary["metrics"]
-    assert em["average"] == 1.0 and result.summary["target"] == "prod-rag"
+    (em,) = result.summary.metrics
+    assert em.average == 1.0 and result.summary.target == "prod-rag"
     # the run's own bucket never left the embedded engine
     assert result.files and all(p.is_file() for p in result.files)

@@ -94,16 +94,16 @@ def test_the_gpu_task_scores_model_metrics_and_reports_a_missing_model_once(
     assert '"models_unavailable": ["BAAI/bge-small-en-v1.5"]' in log
 
     summary = aggregate.aggregate_run(store, run_id)
-    model_problems = [p for p in summary["problems"] if p["type"] == "model_unavailable"]
+    model_problems = [p for p in summary.problems if p.type == "model_unavailable"]
     assert len(model_problems) == 1
-    assert model_problems[0]["severity"] == "high"
-    assert "Groundedness skipped" in model_problems[0]["description"]
-    assert "hf download BAAI/bge-small-en-v1.5" in model_problems[0]["suggested_action"]
-    by_metric = {m["metric"]: m for m in summary["metrics"]}
-    assert by_metric["Groundedness"]["skipped"] == 6 and by_metric["Groundedness"]["count"] == 0
-    assert by_metric["Answer semantic similarity"]["count"] == 6
-    assert summary["models"]["device"] == "cpu"
-    report = json.loads(store.get_bytes(summary["reports"]["report"]))
+    assert model_problems[0].severity == "high"
+    assert "Groundedness skipped" in model_problems[0].description
+    assert "hf download BAAI/bge-small-en-v1.5" in model_problems[0].suggested_action
+    by_metric = {m.metric: m for m in summary.metrics}
+    assert by_metric["Groundedness"].skipped == 6 and by_metric["Groundedness"].count == 0
+    assert by_metric["Answer semantic similarity"].count == 6
+    assert summary.models is not None and summary.models.device == "cpu"
+    report = json.loads(store.get_bytes(summary.reports.report))
     models = {m["metric"]: m["model"] for m in report["metrics"]}
     assert models["Answer semantic similarity"] == encoder  # regressions compare like with like
     assert models["Exact match"] is None

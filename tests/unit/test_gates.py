@@ -89,7 +89,7 @@ def test_a_gate_named_by_the_evaluator_gates_its_primary_metric(name):
     # the primary metric meets the gate exactly; every other metric is at its worst
     stats = run_stats(name, {primary.name: value})
     [gate] = evaluate_gates(config({name: value}, [name]), stats)
-    assert gate == {
+    assert gate.model_dump() == {
         "metric": primary.name,
         "gate": name,
         "threshold": value,
@@ -100,7 +100,7 @@ def test_a_gate_named_by_the_evaluator_gates_its_primary_metric(name):
     # and it fails when the primary metric misses it
     worse = value - 0.1 if primary.higher_is_better else value + 0.1
     [gate] = evaluate_gates(config({name: value}, [name]), run_stats(name, {primary.name: worse}))
-    assert gate["metric"] == primary.name and gate["passed"] is False
+    assert gate.metric == primary.name and gate.passed is False
 
 
 @pytest.mark.parametrize("name", RENAMED)
@@ -111,7 +111,7 @@ def test_a_gate_named_by_each_metric_gates_that_metric(name):
         [gate] = evaluate_gates(
             config({spec.name: value}, [name]), run_stats(name, {spec.name: value})
         )
-        assert gate["metric"] == spec.name and gate["passed"] is True, spec.name
+        assert gate.metric == spec.name and gate.passed is True, spec.name
 
 
 @pytest.mark.parametrize("name", RENAMED)
@@ -148,9 +148,9 @@ def test_a_metric_gate_wins_over_an_evaluator_of_the_same_name():
     # "Toxicity" is both an evaluator and (its primary) metric: one answer, not two
     stats = run_stats("Toxicity", {"Toxicity": 0.1})
     [gate] = evaluate_gates(config({"Toxicity": 0.2}, ["Toxicity"]), stats)
-    assert gate["metric"] == "Toxicity" and gate["passed"] is True
+    assert gate.metric == "Toxicity" and gate.passed is True
 
 
 def test_an_unknown_gate_fails_without_a_match():
     [gate] = evaluate_gates(config({"nope": 0.5}, ["BLEU"]), run_stats("BLEU", {}))
-    assert gate["metric"] == "nope" and gate["average"] is None and gate["passed"] is False
+    assert gate.metric == "nope" and gate.average is None and gate.passed is False

@@ -3,16 +3,20 @@
 import json
 
 from lambdas._common import emit_run_metrics
+from tests.support.summaries import metric, run_summary
 
-SUMMARY = {
-    "target": "prod-rag",
-    "metrics": [
-        {"metric": "ROUGE-L", "primary": True, "pass_rate": 0.5, "average": 0.61},
-        {"metric": "ROUGE-1", "primary": False, "pass_rate": 0.9, "average": 0.8},
-        {"metric": "Exact match", "primary": True, "pass_rate": None, "average": None},
+SUMMARY = run_summary(
+    metrics=[
+        metric("ROUGE-L", pass_rate=0.5, average=0.61),
+        metric("ROUGE-1", primary=False, pass_rate=0.9, average=0.8),
+        metric("Exact match", pass_rate=None, average=None),
     ],
-    "regression": {"verdict": "regression"},
-}
+    regression={
+        "verdict": "regression",
+        "baseline_run_id": "r0",
+        "baseline_started_at": "2026-11-21T10:00:00+00:00",
+    },
+)
 
 
 def test_emf_lines_inside_lambda(monkeypatch, capsys):

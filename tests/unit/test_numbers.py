@@ -205,12 +205,10 @@ def test_a_run_with_hostile_numbers_writes_valid_json_and_notes_the_cases(store,
     for item in store.get_json(store.manifest_key("rn")):
         run_case.run_case(store, "rn", item)
     summary = aggregate.aggregate_run(store, "rn", now=NOW)
-    reports = summary["reports"]
-    for name in ("summary", "insights", "problems", "report"):
-        strict_loads(store.get_bytes(reports[name]))  # raises on NaN / Infinity
-    rows = list(
-        csv.DictReader(io.StringIO(store.get_bytes(reports["details"]).decode("utf-8-sig")))
-    )
+    reports = summary.reports
+    for key in (reports.summary, reports.insights, reports.problems, reports.report):
+        strict_loads(store.get_bytes(key))  # raises on NaN / Infinity
+    rows = list(csv.DictReader(io.StringIO(store.get_bytes(reports.details).decode("utf-8-sig"))))
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
     assert all("cost inf is not finite: ignored" in r["notes"] for r in rows)
     # the measured latency replaces the reported one: finite, non-negative

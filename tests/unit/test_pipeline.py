@@ -17,8 +17,10 @@ from evalrunner.errors import SuiteError
 from evalrunner.evaluators import BatchEvaluator, Input, MetricSpec, Sample, Scored, registry
 from evalrunner.pipeline import aggregate, prepare, run_case, score
 from evalrunner.reports.csv_writer import neutralise, to_csv
+from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
+from tests.support.summaries import metric, run_summary
 
 NOW = datetime(2026, 11, 22, 9, 30, 5, tzinfo=UTC)
 SUITE = b"id,question,expected_answer\na,Q one?,alpha beta\nb,Q two?,gamma\n"
@@ -145,13 +147,13 @@ def test_score_step_batches_the_whole_run_and_aggregate_merges(store, batch_eval
     assert score.score_run(store, "r2") == {"evaluators": ["Length ratio (test)"], "samples": 3}
     assert LengthRatio.batches == [3]  # one call for the whole run, not one per case
     summary = aggregate.aggregate_run(store, "r2", now=NOW)
-    by_metric = {m["metric"]: m for m in summary["metrics"]}
+    by_metric = {m.metric: m for m in summary.metrics}
     ratio = by_metric["Length ratio"]
-    assert ratio["count"] == 3 and ratio["errored"] == 1
+    assert ratio.count == 3 and ratio.errored == 1
     # items run: a (10/10 chars), b (13/5), a again (10/10)
-    assert ratio["average"] == pytest.approx((1.0 + 13 / 5 + 1.0) / 3)
-    assert summary["task_failures"] == 1
-    details = store.get_bytes(summary["reports"]["details"]).decode("utf-8-sig")
+    assert ratio.average == pytest.approx((1.0 + 13 / 5 + 1.0) / 3)
+    assert summary.task_failures == 1
+    details = store.get_bytes(summary.reports.details).decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(details)))
     assert len(rows) == 4
     missing = next(r for r in rows if r["status"] == "task_failed")
@@ -168,14 +170,14 @@ def test_aggregate_statistics_and_gates(store):
     for item in store.get_json(store.manifest_key("r3")):
         run_case.run_case(store, "r3", item)
     summary = aggregate.aggregate_run(store, "r3", now=NOW)
-    em = next(m for m in summary["metrics"] if m["metric"] == "Exact match")
+    em = next(m for m in summary.metrics if m.metric == "Exact match")
     # case a matches exactly, case b does not; two iterations each
-    assert em["count"] == 4 and em["average"] == 0.5 and em["pass_rate"] == 0.5
-    assert em["min"] == 0.0 and em["max"] == 1.0
-    assert em["std"] == pytest.approx(0.57735, abs=1e-4)  # sample std of [1, 0, 1, 0]
-    gates = {g["gate"]: g["passed"] for g in summary["gates"]}
+    assert em.count == 4 and em.average == 0.5 and em.pass_rate == 0.5
+    assert em.min == 0.0 and em.max == 1.0
+    assert em.std == pytest.approx(0.57735, abs=1e-4)  # sample std of [1, 0, 1, 0]
+    gates = {g.gate: g.passed for g in summary.gates}
     assert gates == {"Token F1": True, "Exact match": False}
-    result = store.get_bytes(summary["reports"]["result"]).decode("utf-8-sig")
+    result = store.get_bytes(summary.reports.result).decode("utf-8-sig")
     row = next(r for r in csv.DictReader(io.StringIO(result)) if r["Metric"] == "Exact match")
     assert row["Average Score"] == "0.5000" and row["Pass rate"] == "0.5000"
 
@@ -189,28 +191,16 @@ def test_csv_neutralises_formula_injection():
 
 
 def test_execution_output_stays_under_the_step_functions_limit():
-    summary = {
-        "run_id": "r",
-        "metrics": [
-            {
-                "metric": "m",
-                "evaluator": "e",
-                "primary": True,
-                "average": 0.5,
-                "pass_rate": 0.5,
-                "count": 1,
-                "threshold": 0.5,
-                "p10": 0.1,
-            }
-        ],
-        "run_metrics": {
+    summary = run_summary(
+        metrics=[metric("m", average=0.5, pass_rate=0.5, count=1, p10=0.1)],
+        run_metrics={
             "Intent classification": {
                 "confusion_matrix": {
                     f"label-{i}": {f"label-{j}": i * j for j in range(300)} for i in range(300)
                 }
             }
         },
-        "problems": [
+        problems=[
             {
                 "severity": "high",
                 "type": "below_threshold",
@@ -221,13 +211,29 @@ def test_execution_output_stays_under_the_step_functions_limit():
                 "suggested_action": "y",
             }
         ],
-        "reports": {"summary": "k"},
-    }
-    small = {**summary, "run_metrics": {}}
-    assert aggregate.fit_output(small) is small  # untouched when it fits
-    fitted = aggregate.fit_output(summary)
-    assert len(json.dumps(fitted)) <= aggregate.MAX_OUTPUT_BYTES
-    assert fitted["truncated"] is True and fitted["reports"] == {"summary": "k"}
+    )
+    small = summary.model_copy(update={"run_metrics": {}})
+    assert fit_output(small) == small.model_dump(mode="json")  # whole when it fits
+    assert "truncated" not in fit_output(small)
+    fitted = fit_output(summary)
+    assert len(json.dumps(fitted)) <= MAX_OUTPUT_BYTES
+    assert fitted["truncated"] is True
+    assert fitted["reports"] == summary.reports.model_dump()
     assert fitted["run_metrics"] == {"Intent classification": "see summary.json"}
-    assert fitted["problems"][0]["affected_count"] == 2000
+    assert fitted["problems"] == [
+        {"severity": "high", "type": "below_threshold", "metric": "m", "affected_count": 2000}
+    ]
     assert fitted["metrics"][0]["average"] == 0.5
+    # still too big: the per-metric lines keep only what a reader of the output needs
+    cut = fit_output(summary, limit=1000)
+    assert cut["metrics"] == [
+        {
+            "metric": "m",
+            "evaluator": "m",
+            "primary": True,
+            "average": 0.5,
+            "pass_rate": 0.5,
+            "count": 1,
+            "threshold": 0.5,
+        }
+    ]

@@ -20,13 +20,14 @@ from evalrunner.reports.publish import (
     claim_report_prefix,
     complete_summaries,
 )
+from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import RunStore
 from tests.unit.test_pipeline import NOW, prepared, store  # noqa: F401  (fixture)
 
 STAMP = "test-reports/fn/261122-093005-"
 
 
-def full_run(store, run_id: str, **event) -> dict:  # noqa: F811
+def full_run(store, run_id: str, **event) -> RunSummary:  # noqa: F811
     prepared(store, run_id=run_id, **event)
     for item in store.get_json(store.manifest_key(run_id)):
         run_case.run_case(store, run_id, item)
@@ -145,8 +146,8 @@ def test_two_runs_started_together_in_one_second_write_two_complete_sets(store, 
         for item in store.get_json(store.manifest_key(run_id)):
             run_case.run_case(store, run_id, item)
         summary = aggregate.aggregate_run(store, run_id, now=NOW)
-        assert all(k.startswith(prefixes[run_id]) for k in summary["reports"].values())
-    complete = {s["run_id"]: s for s in complete_summaries(store, "fn")}
+        assert all(k.startswith(prefixes[run_id]) for k in summary.reports.keys())
+    complete = {s.summary.run_id: s for s in complete_summaries(store, "fn")}
     assert set(complete) == {"ra", "rb"}  # two sets, each whole, none overwritten
 
 
@@ -237,7 +238,7 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
     monkeypatch.setattr(RunStore, "put_bytes", original)
     r2_prefix = store.get_json(store.run_key("r2"))["report_prefix"]
     assert store.list_keys(r2_prefix)  # the half-written files are there ...
-    assert [s["run_id"] for s in complete_summaries(store, "fn")] == ["r1"]  # ... not a set
+    assert [s.summary.run_id for s in complete_summaries(store, "fn")] == ["r1"]  # not a set
     found = find_baseline(
         store,
         target="fn",
@@ -248,11 +249,11 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
     assert found is not None and found.run_id == "r1"
     # the next run works and compares with the last complete run
     summary = full_run(store, "r3")
-    assert summary["regression"]["baseline_run_id"] == "r1"
-    assert summary["reports"]["manifest"].startswith("test-reports/fn/261122-093005-3-")
+    assert summary.regression is not None and summary.regression.baseline_run_id == "r1"
+    assert summary.reports.manifest.startswith("test-reports/fn/261122-093005-3-")
     # and the interrupted run's retry completes its own set
     aggregate.aggregate_run(store, "r2", now=NOW)
-    assert {s["run_id"] for s in complete_summaries(store, "fn")} == {"r1", "r2", "r3"}
+    assert {s.summary.run_id for s in complete_summaries(store, "fn")} == {"r1", "r2", "r3"}
 
 
 def test_the_manifest_is_written_last_and_lists_every_file(store, monkeypatch):  # noqa: F811
@@ -266,11 +267,12 @@ def test_the_manifest_is_written_last_and_lists_every_file(store, monkeypatch): 
     monkeypatch.setattr(RunStore, "put_bytes", recording_put)
     summary = full_run(store, "r1")
     reports = [k for k in order if k.startswith("test-reports/")]
-    assert reports[-1] == summary["reports"]["manifest"]
-    assert list(summary["reports"])[-1] == "manifest"  # copies are made in this order too
-    manifest = store.get_json(summary["reports"]["manifest"])
+    assert reports[-1] == summary.reports.manifest
+    assert summary.reports.keys()[-1] == summary.reports.manifest  # copies: in this order
+    assert list(summary.model_dump(mode="json")["reports"])[-1] == "manifest"
+    manifest = store.get_json(summary.reports.manifest)
     listed = set(manifest["files"])
-    assert listed == set(summary["reports"].values()) - {summary["reports"]["manifest"]}
+    assert listed == set(summary.reports.keys()) - {summary.reports.manifest}
 
 
 def test_the_manifest_hashes_the_bytes_stored_after_redaction(store):  # noqa: F811

@@ -14,6 +14,7 @@ from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.reports.model import ReportData
 from evalrunner.reports.publish import SetWriter
 from evalrunner.storage import RunStore
+from tests.support.summaries import metric, report_keys, run_summary
 
 
 def report(run_id: str, started_at: str, suite: str = "test-suites/s.csv") -> ReportData:
@@ -45,15 +46,14 @@ def put_run(store: RunStore, data: ReportData, stamp: str, *, complete: bool = T
     prefix = f"test-reports/t/{stamp}-"
     writer = SetWriter(store, data.run_id, prefix)
     writer.put_json(f"{prefix}report.json", data.model_dump(mode="json"))
-    writer.put_json(
-        f"{prefix}summary.json",
-        {
-            "run_id": data.run_id,
-            "suite": data.suite,
-            "started_at": data.started_at,
-            "reports": {"report": f"{prefix}report.json", "summary": f"{prefix}summary.json"},
-        },
+    summary = run_summary(
+        run_id=data.run_id,
+        target=data.target,
+        suite=data.suite,
+        started_at=data.started_at,
+        reports=report_keys(prefix).model_dump(),
     )
+    writer.put_json(f"{prefix}summary.json", summary.model_dump(mode="json"))
     if complete:
         writer.publish()
 
@@ -153,17 +153,25 @@ def test_named_baseline_and_a_missing_one(store):
         )
 
 
-SUMMARY = {
-    "run_id": "r9",
-    "target": "prod-rag",
-    "suite": "test-suites/hr.xlsx",
-    "bucket": "bkt",
-    "gates_passed": True,
-    "regression": {"verdict": "regression", "reasons": ["ROUGE-L fell by 0.21"]},
-    "problems": [{"severity": "high", "description": "3 cases that passed now fail"}],
-    "metrics": [{"metric": "ROUGE-L", "primary": True, "average": 0.41, "pass_rate": 0.5}],
-    "reports": {"html": "test-reports/prod-rag/261122-100000-report.html"},
-}
+SUMMARY = run_summary(
+    run_id="r9",
+    regression={
+        "verdict": "regression",
+        "baseline_run_id": "r8",
+        "baseline_started_at": "2026-11-21T10:00:00+00:00",
+        "reasons": ["ROUGE-L fell by 0.21"],
+    },
+    problems=[
+        {
+            "severity": "high",
+            "type": "regression",
+            "description": "3 cases that passed now fail",
+            "suggested_action": "see report.html",
+            "affected_count": 3,
+        }
+    ],
+    metrics=[metric("ROUGE-L", average=0.41, pass_rate=0.5)],
+)
 
 
 def test_subject_and_message_say_what_got_worse():
@@ -171,8 +179,14 @@ def test_subject_and_message_say_what_got_worse():
     text = message(SUMMARY)
     assert "ROUGE-L fell by 0.21" in text and "[high] 3 cases that passed now fail" in text
     assert "s3://bkt/test-reports/prod-rag/261122-100000-report.html" in text
-    passed = {**SUMMARY, "regression": None}
+    assert "ROUGE-L: average 0.410, pass rate 50%" in text
+    # the last line: the run and its report keys, as JSON, in the set's order
+    tail = json.loads(text.splitlines()[-1])
+    assert tail["run_id"] == "r9" and list(tail["reports"])[-1] == "manifest"
+    passed = SUMMARY.model_copy(update={"regression": None})
     assert subject(passed).startswith("evalrunner passed")
+    failed = passed.model_copy(update={"gates_passed": False})
+    assert subject(failed).startswith("evalrunner gates failed")
 
 
 def test_publish_reaches_the_topic():
