@@ -66,8 +66,8 @@ _LOOPING = "_evalrunner_pool_looping"
 
 # The attributes patched below, by name: setattr/getattr because each is either a name a moto
 # module imports from elsewhere (moto does not re-export it, so mypy refuses ``module.name``)
-# or a method replaced on its class (which mypy refuses as assignment to a method). The
-# compatibility test checks that each still exists in the pinned moto version.
+# or a method replaced on its class (which mypy refuses as assignment to a method).
+# tests/unit/engine/test_moto_compat.py checks each exists, is replaced and is put back.
 _ORIGINAL = "__evalrunner_original__"
 _EVAL_POOL = "_eval_pool"
 _PARSE = "parse"  # json_path.parse, moto's import of jsonpath_ng.ext.parse
