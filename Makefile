@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench install lambda-package chromium
+.PHONY: demo test lint typecheck check bench install lambda-package chromium
 
 # The demo needs only the core install; the tests also need the dev tools, the CDK and the
 # model code (torch==2.13.0 is pinned: pip takes the CPU build, not a multi-GB CUDA one).
@@ -33,6 +33,13 @@ test: install chromium
 
 lint: install
 	$(BIN)/ruff check .
+
+# mypy, strict on evalrunner/ (the [tool.mypy] section of pyproject.toml)
+typecheck: install
+	$(BIN)/python -m mypy
+
+# Everything a change must pass, cheapest first: the linter, the type checker, the tests.
+check: install lint typecheck test
 
 bench: install
 	$(BIN)/python bench/bench_engine.py 200 2000

@@ -185,8 +185,9 @@ def register_event(event: Any) -> None:
     event is seen, so the logs of its own start (the execution input) are masked too."""
     if not isinstance(event, dict):
         return
-    target = event.get("target") if isinstance(event.get("target"), dict) else {}
-    judge = event.get("judge") if isinstance(event.get("judge"), dict) else {}
+    raw_target, raw_judge = event.get("target"), event.get("judge")
+    target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
+    judge: dict[str, Any] = raw_judge if isinstance(raw_judge, dict) else {}
     for owner in (target, target.get("openai"), judge.get("openai")):
         if not isinstance(owner, dict):
             continue

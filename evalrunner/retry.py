@@ -201,6 +201,4 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:  # pragma: no cover - older Pythons returned None
-        return None
     return max(0.0, when.timestamp() - time.time())

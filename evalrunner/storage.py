@@ -50,7 +50,8 @@ class RunStore:
     # -- objects ----------------------------------------------------------------------------
     def get_bytes(self, key: str) -> bytes:
         try:
-            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            body: bytes = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            return body
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404", "NotFound"):

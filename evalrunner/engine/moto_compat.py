@@ -63,6 +63,16 @@ MAP_WORKER_CLASSES: tuple[type, ...] = (
 
 _PENDING = "_evalrunner_pending_pool"
 _LOOPING = "_evalrunner_pool_looping"
+
+# The attributes patched below, by name: setattr/getattr because each is either a name a moto
+# module imports from elsewhere (moto does not re-export it, so mypy refuses ``module.name``)
+# or a method replaced on its class (which mypy refuses as assignment to a method).
+# tests/unit/engine/test_moto_compat.py checks each exists, is replaced and is put back.
+_ORIGINAL = "__evalrunner_original__"
+_EVAL_POOL = "_eval_pool"
+_PARSE = "parse"  # json_path.parse, moto's import of jsonpath_ng.ext.parse
+_CLIENT_FOR = "boto_client_for"  # lambda_eval_utils' import of utils.boto_client's
+_INVOKE = "invoke"  # LambdaSimpleBackend.invoke
 _patch_lock = threading.Lock()
 
 
@@ -85,7 +95,7 @@ def _iterative(original: Callable[..., None]) -> Callable[..., None]:
         finally:
             self.__dict__[_LOOPING] = False
 
-    _eval_pool.__evalrunner_original__ = original  # type: ignore[attr-defined]
+    setattr(_eval_pool, _ORIGINAL, original)  # a function attribute: marks it as patched
     return _eval_pool
 
 
@@ -94,17 +104,17 @@ def install_iterative_map_workers() -> None:
     is never what anyone wants, and patching per run would race with other runs' threads."""
     with _patch_lock:
         for cls in MAP_WORKER_CLASSES:
-            current = cls.__dict__["_eval_pool"]
-            if not hasattr(current, "__evalrunner_original__"):
-                cls._eval_pool = _iterative(current)  # type: ignore[attr-defined]
+            current = cls.__dict__[_EVAL_POOL]
+            if not hasattr(current, _ORIGINAL):
+                setattr(cls, _EVAL_POOL, _iterative(current))
 
 
 @contextmanager
 def interpreter_speedups() -> Iterator[None]:
     """The JSONPath and boto3-client caches, for the duration of one run."""
     with _patch_lock:
-        original_parse = json_path.parse
-        original_client = lambda_eval_utils.boto_client_for
+        original_parse: Callable[[str], Any] = getattr(json_path, _PARSE)
+        original_client: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
         cached_parse = functools.lru_cache(maxsize=4096)(original_parse)
         clients: dict[tuple[str, str], Any] = {}
         clients_lock = threading.Lock()
@@ -118,14 +128,14 @@ def interpreter_speedups() -> Iterator[None]:
                     )
                 return clients[key]
 
-        json_path.parse = cached_parse
-        lambda_eval_utils.boto_client_for = client_for
+        setattr(json_path, _PARSE, cached_parse)
+        setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
     try:
         yield
     finally:
         with _patch_lock:
-            json_path.parse = original_parse
-            lambda_eval_utils.boto_client_for = original_client
+            setattr(json_path, _PARSE, original_parse)
+            setattr(lambda_eval_utils, _CLIENT_FOR, original_client)
 
 
 LambdaInvoke = Callable[[str, Any, dict[str, str]], bytes]
@@ -147,12 +157,12 @@ def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
         ) -> bytes:
             return invoke(function_name, body, response_headers)
 
-        LambdaSimpleBackend.invoke = patched  # type: ignore[method-assign]
+        setattr(LambdaSimpleBackend, _INVOKE, patched)
     try:
         yield
     finally:
         with _patch_lock:
-            LambdaSimpleBackend.invoke = original  # type: ignore[method-assign]
+            setattr(LambdaSimpleBackend, _INVOKE, original)
 
 
 @contextmanager
@@ -170,7 +180,7 @@ def embedded_aws() -> Iterator[None]:
 def detach_request_hook(session: boto3.Session) -> None:
     """Clients made from ``session`` bypass the mock (moto intercepts at botocore's
     ``before-send`` event)."""
-    session._session.unregister("before-send", botocore_stubber)  # type: ignore[attr-defined]
+    session._session.unregister("before-send", botocore_stubber)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+import numpy as np
 from pydantic import Field
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
@@ -126,7 +127,7 @@ class Hallucination(ModelEvaluator):
         column = 0 if scorer.num_labels == 1 else scorer.label_index(*CONSISTENT_LABELS)
         wanted = [_pairs(s, per_chunk) for s in samples]
         every = [p for pairs in wanted for p in pairs]
-        values = scorer.scores(every)[:, column] if every else []
+        values: np.ndarray | list[float] = scorer.scores(every)[:, column] if every else []
         cut = overflowing(scorer, every)
         out: list[Mapping[str, Scored] | Exception] = []
         start = 0

@@ -99,16 +99,21 @@ def _pattern_properties(
 
 @lru_cache(maxsize=16)
 def _safe_class(base: type[Validator]) -> type[Validator]:
-    return extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties})
+    # jsonschema ships no type information: its functions return Any, typed here
+    safe: type[Validator] = extend(
+        base, {"pattern": _pattern, "patternProperties": _pattern_properties}
+    )
+    return safe
 
 
 def _base_class(schema: Any) -> type[Validator]:
     if isinstance(schema, dict) and "$schema" in schema:
-        cls = validator_for(schema, default=None)  # type: ignore[arg-type]
+        cls: type[Validator] | None = validator_for(schema, default=None)
         if cls is None:
             raise SchemaError(f"unknown $schema {_short(str(schema['$schema']), 80)!r}")
         return cls
-    return Draft202012Validator
+    default: type[Validator] = Draft202012Validator
+    return default
 
 
 def schema_problem(schema: Any) -> str | None:
@@ -128,7 +133,10 @@ def _validator(canonical: str, check_formats: bool) -> Validator:
     schema = json.loads(canonical)
     base = _base_class(schema)
     checker = base.FORMAT_CHECKER if check_formats else None
-    return _safe_class(base)(schema, format_checker=checker)
+    # jsonschema ships no types, so ``type[Validator]`` is ``type[Any]``, which mypy does not
+    # count as Hashable; a class is hashable
+    safe = _safe_class(base)  # type: ignore[arg-type]
+    return safe(schema, format_checker=checker)
 
 
 def _json_type(value: Any) -> str:

@@ -25,7 +25,7 @@ country code), at least seven digits long.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -202,7 +202,8 @@ class _Leakage(Evaluator):
 
     label: ClassVar[str]
     phrase: ClassVar[str]
-    detect: ClassVar[Callable[[str], list[Finding]]]
+    # a staticmethod, so that mypy does not read it as a method taking self
+    detect: ClassVar[staticmethod[[str], list[Finding]]]
     inputs = frozenset({Input.ANSWER})
     options: LeakageOptions
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -67,7 +68,7 @@ class EmbeddingEvaluator(ModelEvaluator):
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         encoder = self.encoder()
         encoder.prefetch(t for s in samples for t in self.texts(s) if t)
-        return [_guarded(lambda s=s: self.score_one(s, encoder)) for s in samples]
+        return [_guarded(partial(self.score_one, s, encoder)) for s in samples]
 
 
 def _guarded(

@@ -90,7 +90,8 @@ class CachedReply:
         """None for anything that is not a well-formed entry (treated as a miss)."""
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             return None
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         logprobs = data.get("top_logprobs")
         if logprobs is not None and not (
             isinstance(logprobs, list) and all(isinstance(p, dict) for p in logprobs)
@@ -126,9 +127,11 @@ class FolderStore:
 
     def load(self, key: str) -> dict[str, Any] | None:
         try:
-            return json.loads(self.path(key).read_text("utf-8"))
+            data = json.loads(self.path(key).read_text("utf-8"))
         except FileNotFoundError:
             return None
+        # Anything but an object is a malformed entry: a miss, as CachedReply.from_json has it.
+        return data if isinstance(data, dict) else None
 
     def save(self, key: str, value: dict[str, Any]) -> None:
         target = self.path(key)

@@ -31,7 +31,7 @@ from pydantic import BaseModel, model_validator
 from evalrunner.judge import prompts
 from evalrunner.judge.base import Judge, JudgeParseError, Message
 
-R = TypeVar("R", bound="CountedReply")
+R = TypeVar("R", bound=BaseModel)
 
 
 class CountedReply(BaseModel):

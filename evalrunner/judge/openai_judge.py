@@ -159,8 +159,9 @@ class OpenAIJudge(_BaseJudge):
                 f"{snippet(data) or '(empty)'}. Check judge.openai.base_url."
             ) from None
         choices = reply.get("choices") if isinstance(reply, dict) else None
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        message = choice.get("message") if isinstance(choice, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        choice: dict[str, Any] = first if isinstance(first, dict) else {}
+        message = choice.get("message")
         if not isinstance(message, dict):
             raise JudgeError(
                 f"{self.endpoint} answered without choices[0].message: {snippet(data)}"

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from evalrunner.models.locate import (
     INSTALL_MODELS,
@@ -93,7 +93,8 @@ class ModelHub:
     ) -> T:
         key = (kind, name)
         if key in self._loaded:
-            return self._loaded[key]
+            # the kind in the key fixes the type: each kind is built by one builder of T
+            return cast(T, self._loaded[key])
         if key in self._failed:
             raise self._failed[key]
         started = time.perf_counter()
@@ -195,7 +196,8 @@ class ModelHub:
 
             tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True)
-            model = self._half(model.to(self.device)).eval()
+            # transformers types ``to`` through a decorator that loses the bound self
+            model = self._half(model.to(self.device)).eval()  # type: ignore[arg-type]
             return CausalLM(model, tokenizer, name=name, batch_size=max(1, self.batch_size // 4))
 
         return self._get("causal-lm", name, role, build)

@@ -10,7 +10,7 @@ everything they need in one call per run; the wrappers do the rest.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -31,7 +31,9 @@ class Counters:
         return {"requested": self.requested, "computed": self.computed, "batches": self.batches}
 
 
-def length_sorted_batches(keys: Sequence[K], size_of: Callable[[K], int], batch_size: int):
+def length_sorted_batches(
+    keys: Sequence[K], size_of: Callable[[K], int], batch_size: int
+) -> Iterator[list[K]]:
     """Batches of keys, longest first, so each batch pads to a similar length."""
     ordered = sorted(keys, key=size_of, reverse=True)
     for start in range(0, len(ordered), batch_size):
@@ -99,7 +101,8 @@ class TextEncoder:
         """Cosine similarity matrix (len(a), len(b))."""
         if not a or not b:
             return np.zeros((len(a), len(b)), dtype=np.float32)
-        return self.embed(a) @ self.embed(b).T
+        product: np.ndarray = self.embed(a) @ self.embed(b).T  # numpy types matmul as Any
+        return product
 
 
 class PairScorer:
@@ -175,8 +178,13 @@ class CausalLM:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "right"
-        positions = getattr(model.config, "n_positions", None) or getattr(
-            model.config, "max_position_embeddings", 1024
+        # GPT-2 style configs name the context length n_positions, most others
+        # max_position_embeddings; 1024 when a config names neither
+        config = model.config
+        positions = (
+            getattr(config, "n_positions", None)
+            or getattr(config, "max_position_embeddings", None)
+            or 1024
         )
         self.max_length = int(min(positions, 1024))
         self._memo: _Memo[str] = _Memo(self._perplexity, len, batch_size)

@@ -135,7 +135,8 @@ def run_stats(data: ReportData) -> dict[Key, MetricStats]:
 
 def iteration_stats(data: ReportData) -> dict[Key, list[MetricStats]]:
     out: dict[Key, list[MetricStats]] = {}
-    for s in sorted((s for s in data.stats if s.iteration is not None), key=lambda s: s.iteration):
+    numbered = [(s.iteration, s) for s in data.stats if s.iteration is not None]
+    for _, s in sorted(numbered, key=lambda pair: pair[0]):
         out.setdefault(key(s), []).append(s)
     return out
 

@@ -274,7 +274,7 @@ def histogram(
     for b in range(bins):
         x = left + b * bw + 1
         b_lo, b_hi = lo + (hi - lo) * b / bins, lo + (hi - lo) * (b + 1) / bins
-        base = top + ph
+        base: float = top + ph
         for n, colour, what in (
             (passed[b], palette.PASS, "passed"),
             (failed[b], palette.FAIL, "failed"),

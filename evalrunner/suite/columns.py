@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -143,7 +144,7 @@ class HeaderMap:
 
 
 def map_headers(
-    headers: list[object] | tuple[object, ...],
+    headers: Sequence[object],
     *,
     source: str,
     sheet: str | None = None,

@@ -147,3 +147,32 @@ def test_only_this_module_imports_moto():
         if re.search(r"^\s*(from moto[ .]|import moto\b)", path.read_text("utf-8"), re.M)
     ]
     assert importers == ["evalrunner/engine/moto_compat.py"]
+
+
+def test_patched_names_exist_and_are_put_back():
+    """The caches and the Lambda seam replace moto attributes by name (setattr): a name moto
+    renamed would be set beside the one it calls, silently, so each must exist, be replaced
+    inside the block and be the original again after it."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
+        lambda_eval_utils,
+    )
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    seams = [
+        (json_path, "parse"),
+        (lambda_eval_utils, "boto_client_for"),
+        (LambdaSimpleBackend, "invoke"),
+    ]
+    before = [getattr(owner, name) for owner, name in seams]
+    # each is read by the module's own code as a global (or called as a method), so the
+    # patch reaches it
+    assert "parse(" in inspect.getsource(json_path)
+    assert "boto_client_for(" in inspect.getsource(lambda_eval_utils)
+    with moto_compat.interpreter_speedups(), moto_compat.routed_lambda_invocations(
+        lambda name, body, headers: b"{}"
+    ):
+        during = [getattr(owner, name) for owner, name in seams]
+        assert all(now is not then for now, then in zip(during, before, strict=True))
+        assert json_path.parse("$.a") is json_path.parse("$.a")  # the cache answers
+    assert [getattr(owner, name) for owner, name in seams] == before
