@@ -1,4 +1,4 @@
-# Two commands on a fresh machine (Python 3.11+):  make demo   and   make test
+# Two commands on a fresh machine (Python 3.11+):  make demo   and   make check
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

@@ -476,9 +476,9 @@ def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -
         out.print(
             f"most difficult case: {hardest.case_id} (failed by {', '.join(hardest.failed_by)})"
         )
-    for label, value in (("fastest", board.fastest), ("costliest", board.costliest)):
-        if value:
-            out.print(f"{label}: {value}")
+    for label, name in (("fastest", board.fastest), ("costliest", board.costliest)):
+        if name:
+            out.print(f"{label}: {name}")
     out.print(f"leaderboard: {html_path}")
 
 

@@ -65,7 +65,8 @@ class RunEvent(BaseModel):
 @cache
 def _schema() -> dict[str, Any]:
     text = resources.files("evalrunner.schemas").joinpath("event.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def event_schema() -> dict[str, Any]:

@@ -309,7 +309,7 @@ class LocalEngine:
         watchdog: Watchdog,
     ) -> dict[str, Any] | Stall:
         while True:
-            description = sfn.describe_execution(executionArn=arn)
+            description: dict[str, Any] = sfn.describe_execution(executionArn=arn)
             if on_progress:
                 with lock:
                     snapshot = Progress(

@@ -68,7 +68,7 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     with _load_lock:
-        if _loaded:
+        if _is_loaded():  # another thread finished while this one waited for the lock
             return
         package = importlib.import_module(PACKAGE)
         for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
@@ -77,6 +77,12 @@ def _ensure_loaded() -> None:
         _REGISTRY.clear()
         _REGISTRY.update((cls.name, cls) for cls in ordered)
         _loaded = True
+
+
+def _is_loaded() -> bool:
+    # A function call, so the type checker does not take the flag for False after the
+    # unlocked check above (double-checked locking).
+    return _loaded
 
 
 def _catalog_key(cls: type[Evaluator]) -> tuple[float, str]:

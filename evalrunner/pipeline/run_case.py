@@ -290,4 +290,7 @@ def record_failure(
         item, "task_failed", f"{error}: {cause}"[:2000] if cause else error
     )
     store.put_json(key, record.model_dump(mode="json"))
-    return redact_value({"item_id": item.item_id, "status": record.status, "error": record.error})
+    reply: dict[str, Any] = redact_value(
+        {"item_id": item.item_id, "status": record.status, "error": record.error}
+    )
+    return reply

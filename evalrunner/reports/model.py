@@ -13,6 +13,10 @@ from evalrunner.evaluators.base import MetricResult
 Severity = Literal["high", "medium", "low"]
 
 
+#: A run against its baseline.
+Verdict = Literal["regression", "improvement", "no significant change"]
+
+
 class CaseRow(BaseModel):
     """One case × iteration, flattened for reports."""
 
@@ -136,7 +140,7 @@ class Regression(BaseModel):
     baseline_run_id: str
     baseline_started_at: str
     baseline_report_prefix: str
-    verdict: Literal["regression", "improvement", "no significant change"]
+    verdict: Verdict
     reasons: list[str] = Field(default_factory=list)
     deltas: list[MetricDelta] = Field(default_factory=list)
     new_failures: list[CaseFlip] = Field(default_factory=list)  # pass -> fail

@@ -39,7 +39,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from evalrunner.reports.model import CaseFlip, MetricDelta, MetricInfo, Regression, ReportData
+from evalrunner.reports.model import (
+    CaseFlip,
+    MetricDelta,
+    MetricInfo,
+    Regression,
+    ReportData,
+    Verdict,
+)
 
 #: Resample in blocks of at most this many drawn indices, to bound memory on large suites.
 _BLOCK_CELLS = 2_000_000
@@ -124,6 +131,7 @@ def compare(
     worse_other = [d for d in deltas if d.worse and d.metric not in primary]
     label = f"{confidence * 100:g}% CI"
     reasons: list[str]
+    verdict: Verdict
     if worse or new_failures:
         verdict = "regression"
         reasons = [_change_text(d, label) for d in worse]

@@ -12,13 +12,13 @@ defaults, so those still read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from evalrunner.errors import ExecutionFailed
 from evalrunner.jsonout import dump_json
-from evalrunner.reports.model import Gate, MetricStats, Problem, Regression
+from evalrunner.reports.model import Gate, MetricStats, Problem, Regression, Verdict
 from evalrunner.run import ModelsUsed
 
 #: How many affected cases a problem carries in the summary (problems.json has them all).
@@ -55,7 +55,7 @@ class RegressionVerdict(BaseModel):
     """The verdict against the baseline and its reasons; the full comparison (deltas, flipped
     cases) is in report.json."""
 
-    verdict: Literal["regression", "improvement", "no significant change"]
+    verdict: Verdict
     baseline_run_id: str
     baseline_started_at: str
     reasons: list[str] = Field(default_factory=list)

@@ -153,16 +153,20 @@ def normalise(
     tool = _mapped_label(mapping, "tool_path", layers) if mapping else None
     intent = _mapped_label(mapping, "intent_path", layers) if mapping else None
     input_tokens, output_tokens, cost, latency = _usage(records)
-    return TargetResponse(
-        answer=answer,
-        contexts=_dedupe(contexts),
-        documents=_dedupe(documents),
-        tool=tool if tool is not None else _find_label(records, TOOL_KEYS),
-        intent=intent if intent is not None else _find_label(records, INTENT_KEYS),
-        latency_ms=latency,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cost=cost,
+    # Raw reported numbers go through the model's validation (distrust_numbers rounds token
+    # counts and drops what is not sane), hence model_validate rather than the constructor.
+    return TargetResponse.model_validate(
+        {
+            "answer": answer,
+            "contexts": _dedupe(contexts),
+            "documents": _dedupe(documents),
+            "tool": tool if tool is not None else _find_label(records, TOOL_KEYS),
+            "intent": intent if intent is not None else _find_label(records, INTENT_KEYS),
+            "latency_ms": latency,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cost": cost,
+        }
     )
 
 
@@ -225,7 +229,7 @@ def _is_lambda_task_output(obj: dict[str, Any]) -> bool:
 
 def _check_status(obj: dict[str, Any], source: str, *, strict: bool = True) -> None:
     """Raise for a non-2xx ``statusCode``; ``strict`` also rejects one that is not a number."""
-    status = obj.get("statusCode")
+    status: Any = obj.get("statusCode")  # anything a payload holds; int() decides below
     try:
         code = int(status)
     except (TypeError, ValueError):
@@ -413,7 +417,7 @@ def _collect_documents(value: Any, documents: list[str], contexts: list[str] | N
             documents.append(str(item))
 
 
-def _first_str(obj: dict[str, Any], keys: Iterable[str]) -> str | None:
+def _first_str(obj: Mapping[str, Any], keys: Iterable[str]) -> str | None:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str) and value:

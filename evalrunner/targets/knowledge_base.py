@@ -140,4 +140,5 @@ class KnowledgeBaseTarget(Target):
             region=self.region,
             permission=permission,
         ):
-            return self.client.retrieve_and_generate(**params)
+            reply: dict[str, Any] = self.client.retrieve_and_generate(**params)
+            return reply

@@ -169,7 +169,9 @@ class StepFunctionsTarget(Target):
             with aws_errors(
                 f"Polling execution {execution_arn}", timeout=self.timeout, region=self.region
             ):
-                described = self.client.describe_execution(executionArn=execution_arn)
+                described: dict[str, Any] = self.client.describe_execution(
+                    executionArn=execution_arn
+                )
             if described.get("status") not in _RUNNING:
                 return described
 
