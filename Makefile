@@ -10,11 +10,11 @@ BIN := $(VENV)/bin
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[local]'
 	touch $@
 
 $(VENV)/.full: $(VENV)/.core
-	$(BIN)/python -m pip install --quiet -e '.[dev,infra,models]'
+	$(BIN)/python -m pip install --quiet -e '.[local,dev,infra,models]'
 	touch $@
 
 install: $(VENV)/.full

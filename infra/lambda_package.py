@@ -6,9 +6,9 @@ from PyPI wheels for the Lambda platform (CPython 3.12, manylinux x86_64), so th
 ``cdk synth`` nor ``cdk deploy`` needs Docker or a network. ``cdk synth`` refuses a missing
 or stale directory with the command to run.
 
-What goes in: the core library's dependencies from ``pyproject.toml`` minus what only the
-laptop needs (the embedded engine's moto, the CLI's typer and rich) — and never torch: the
-model work runs in the GPU container (``gpu_tasks/``).
+What goes in: the core library's dependencies from ``pyproject.toml``, exactly. What only the
+laptop needs (the embedded engine's moto, the CLI's typer and rich) is the ``local`` extra,
+and torch the ``models`` extra: the model work runs in the GPU container (``gpu_tasks/``).
 
     python -m infra.lambda_package build/lambda-deps
 """
@@ -25,8 +25,6 @@ import tomllib
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-#: Distributions the Lambda functions never import (tests/test_lambda_package.py checks it).
-NOT_IN_LAMBDA = frozenset({"moto", "typer", "rich"})
 PYTHON_VERSION = "3.12"
 PLATFORM = "manylinux2014_x86_64"
 #: Written into the layer directory; synth compares it with the current requirements.
@@ -41,7 +39,7 @@ def _name(requirement: str) -> str:
 def lambda_requirements(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[str]:
     """The pinned requirements of the Lambda layer, in pyproject order."""
     project = tomllib.loads(pyproject.read_text("utf-8"))["project"]
-    return [r for r in project["dependencies"] if _name(r) not in NOT_IN_LAMBDA]
+    return list(project["dependencies"])
 
 
 def manifest_text(requirements: list[str]) -> str:

@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 from infra.lambda_package import (
-    NOT_IN_LAMBDA,
     _name,
     lambda_requirements,
     layer_problem,
@@ -15,11 +14,17 @@ from infra.lambda_package import (
 )
 
 
-def test_requirements_are_pyproject_dependencies_minus_the_laptop_ones():
+def test_requirements_are_the_core_dependencies_and_the_laptop_ones_an_extra():
+    import tomllib
+
+    from infra.lambda_package import REPO_ROOT
+
     names = {_name(r) for r in lambda_requirements()}
     assert {"pydantic", "openpyxl", "aws-lambda-powertools", "boto3", "jsonschema"} <= names
     assert not names & {"torch", "sentence-transformers", "moto", "typer", "rich"}
-    assert "moto" in NOT_IN_LAMBDA
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    local = {_name(r) for r in project["optional-dependencies"]["local"]}
+    assert {"moto", "typer", "rich"} <= local
 
 
 def test_layer_problem(tmp_path):
