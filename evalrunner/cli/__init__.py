@@ -1,0 +1,46 @@
+"""The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed (or a regression with
+--fail-on-regression), 2 bad input (nothing started), 3 the run itself failed, 4 the run
+finished but no target call succeeded (nothing was measured).
+
+The commands live in modules named for what they do (:mod:`.running`, :mod:`.leaderboards`,
+:mod:`.inputs`); they are registered here, in the order ``--help`` lists them."""
+
+from __future__ import annotations
+
+from evalrunner.cli.common import (
+    EXIT_GATE,
+    EXIT_INPUT,
+    EXIT_NO_ANSWER,
+    EXIT_RUN,
+    _pairs,
+    app,
+    check_out_dir,
+)
+from evalrunner.cli.inputs import list_metrics, schema, template, validate
+from evalrunner.cli.leaderboards import leaderboard
+from evalrunner.cli.running import demo, judge_cache_dir, run, start
+
+__all__ = [
+    "EXIT_GATE",
+    "EXIT_INPUT",
+    "EXIT_NO_ANSWER",
+    "EXIT_RUN",
+    "_pairs",
+    "app",
+    "check_out_dir",
+    "judge_cache_dir",
+    "main",
+]
+
+app.command()(run)
+app.command()(leaderboard)
+app.command()(demo)
+app.command()(start)
+app.command()(validate)
+app.command()(schema)
+app.command()(template)
+app.command("metrics")(list_metrics)
+
+
+def main() -> None:
+    app()

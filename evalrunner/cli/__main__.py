@@ -1,0 +1,5 @@
+"""``python -m evalrunner.cli``."""
+
+from evalrunner.cli import main
+
+main()

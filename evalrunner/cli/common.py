@@ -1,0 +1,127 @@
+"""What every ``evalrunner`` command shares: the Typer app, the consoles, the exit codes, the
+options several commands take, and the checks that refuse bad input before anything starts."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
+
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions. "
+    "Exit codes: 0 ok; 1 a gate failed (or a regression with --fail-on-regression); 2 bad "
+    "input, nothing started; 3 the run itself failed; 4 no target call succeeded.",
+)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_NO_ANSWER = 1, 2, 3, 4
+DEFAULT_OUT = Path("evalrunner-out")
+
+
+def _fail(exc: EvalRunnerError, code: int) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _json_arg(value: str, what: str) -> Any:
+    """A JSON literal, or the path of a file holding one."""
+    text = value
+    path = Path(value)
+    if not value.lstrip().startswith(("{", "[")) and path.is_file():
+        text = path.read_text("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EventError(f"{what}: neither valid JSON nor a readable JSON file ({exc})") from exc
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
+    pairs: dict[str, float] = {}
+    for value in values or []:
+        name, sep, number = value.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            parsed = float(number)
+            if not math.isfinite(parsed):
+                raise ValueError
+            pairs[name.strip()] = parsed
+        except ValueError:
+            raise EventError(
+                f"{option} {value!r}: expected METRIC=NUMBER with a finite number (not NaN "
+                f"or Infinity), e.g. {option} 'ROUGE-L=0.4'"
+            ) from None
+    return pairs
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that cannot hold the reports before anything runs (a file, a
+    folder inside a file, a folder this user cannot write), instead of calling every target
+    and failing at the last step. Creates nothing: bad input leaves nothing behind."""
+    path = out_dir
+    while not path.exists():
+        if path.parent == path:
+            break
+        path = path.parent
+    if path.exists() and not path.is_dir():
+        where = "is a file" if path == out_dir else f"is inside {path}, which is a file"
+        raise ConfigError(f"--out: {out_dir} {where}; give a folder, e.g. --out reports/")
+    if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"--out: {path} is not writable by this user; give a folder you can write to"
+        )
+
+
+def _check_suite(path: Path, event: dict[str, Any]) -> None:
+    """Check the suite here first, as Prepare will, so bad input fails before anything is
+    started or written."""
+    from evalrunner.event import parse_event
+    from evalrunner.pipeline.prepare import settle
+    from evalrunner.suite.readers import read_suite_file
+
+    settle(parse_event(event), read_suite_file(path))
+
+
+def _progress_bar() -> tuple[Bar, Any]:
+    bar = Bar(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors: {task.fields[errors]}"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    )
+    task = bar.add_task("running cases", total=None, errors=0)
+    return bar, task
+
+
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The LLM judge for judge metrics, as JSON or a file: "
+        '{"openai": {"base_url": "...", "model": "..."}} or {"bedrock": {"model_id": "..."}}. '
+        "Without it, judge metrics are skipped with a reason."
+    ),
+]
+
+FailOnRegression = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        help="Exit 1 when the run is a regression against its baseline (the previous run of "
+        "the same target and suite, or --baseline).",
+    ),
+]

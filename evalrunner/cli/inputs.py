@@ -1,0 +1,79 @@
+"""The commands that help write the input: ``validate`` (an event), ``schema`` (the event's
+JSON Schema), ``template`` (the suite workbook) and ``metrics`` (the evaluators to choose from)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from evalrunner.cli.common import EXIT_INPUT, _fail, _json_arg, err, out
+from evalrunner.errors import EvalRunnerError, EventError
+
+
+def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")]) -> None:
+    """Check an event against the contract; exit 0 when valid."""
+    from evalrunner.event import parse_event
+
+    try:
+        if not event_file.is_file():
+            raise EventError(f"{event_file} does not exist")
+        parsed = parse_event(_json_arg(str(event_file), str(event_file)))
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    out.print(
+        f"[green]valid[/]: {parsed.target_kind} target, {parsed.iterations} iteration(s), "
+        f"metrics: {', '.join(parsed.metrics)}"
+    )
+
+
+def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:
+    """Print a JSON Schema shipped with evalrunner."""
+    from evalrunner.event import event_schema
+
+    if name != "event":
+        err.print(f"[red]error:[/] unknown schema {name!r}; available: event")
+        raise typer.Exit(EXIT_INPUT)
+    sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
+
+
+def template(
+    path: Annotated[Path, typer.Argument(help="Where to write the .xlsx template.")],
+) -> None:
+    """Write the suite template: a data sheet with headers and validation, and instructions."""
+    from evalrunner.suite.template import write_template
+
+    if path.suffix.lower() != ".xlsx":
+        err.print(f"[red]error:[/] {path}: the template is an .xlsx file; name it e.g. suite.xlsx")
+        raise typer.Exit(EXIT_INPUT)
+    write_template(path)
+    out.print(f"wrote {path}")
+
+
+def list_metrics() -> None:
+    """List the evaluators of this release with their metrics and default thresholds."""
+    from evalrunner.evaluators import available
+    from evalrunner.models import default_model
+
+    table = Table(title="evaluators")
+    for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
+        table.add_column(col)
+    for name, cls in available().items():
+        primary = cls.primary_metric()
+        metrics = [primary, *[m for m in cls.metrics if m is not primary]]
+        direction = "higher" if primary.higher_is_better else "lower"
+        needs = cls.requires.value
+        roles = [r for r in (getattr(cls, "role", None), *getattr(cls, "extra_roles", ())) if r]
+        if roles:
+            needs = ", ".join(f"{r.value} model ({default_model(r)})" for r in roles)
+        table.add_row(
+            name,
+            needs,
+            ", ".join(m.name for m in metrics),
+            f"{primary.threshold:.2f} ({direction} is better)",
+        )
+    out.print(table)
