@@ -145,6 +145,17 @@ def test_registered_as_judge_metrics_with_unique_names() -> None:
     assert "Hallucination (judge)" in metric_names and "Hallucination" not in metric_names
 
 
+def test_catalog_keeps_the_nine_together_after_refusal_and_before_bias() -> None:
+    """The package's CATALOG_POSITION (110) and its registration order decide where the
+    nine stand in `evalrunner metrics`, the default selection and the report columns."""
+    names = list(available())
+    start = names.index(ALL[0].name)
+    assert names[start : start + len(ALL)] == [cls.name for cls in ALL]
+    assert names[start - 1] == "Refusal"
+    assert names[start + len(ALL)] == "Bias"
+    assert {cls.__module__ for cls in ALL} == {"evalrunner.evaluators.judge_rag.evaluators"}
+
+
 # --- formulas ----------------------------------------------------------------------------------
 
 
