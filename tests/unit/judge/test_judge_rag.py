@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeJudge
 
 from evalrunner.evaluators.base import NO_JUDGE, Evaluator, MetricResult, Requirement, Sample
 from evalrunner.evaluators.judge_rag import (
@@ -27,6 +26,7 @@ from evalrunner.evaluators.judge_rag import (
 from evalrunner.evaluators.registry import available, resolve
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.judge.prompts import REMINDER, SYSTEM
+from tests.support.fake_judge import FakeJudge
 from tests.support.judge_stub import JudgeStub
 
 ALL = (
