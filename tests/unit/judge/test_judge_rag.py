@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeJudge
 
 from evalrunner.evaluators.base import NO_JUDGE, Evaluator, MetricResult, Requirement, Sample
 from evalrunner.evaluators.judge_rag import (
@@ -27,6 +26,7 @@ from evalrunner.evaluators.judge_rag import (
 from evalrunner.evaluators.registry import available, resolve
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.judge.prompts import REMINDER, SYSTEM
+from tests.support.fake_judge import FakeJudge
 from tests.support.judge_stub import JudgeStub
 
 ALL = (
@@ -143,6 +143,17 @@ def test_registered_as_judge_metrics_with_unique_names() -> None:
     metric_names = [m.name for c in registry.values() for m in c.metrics]
     assert len(metric_names) == len(set(metric_names))
     assert "Hallucination (judge)" in metric_names and "Hallucination" not in metric_names
+
+
+def test_catalog_keeps_the_nine_together_after_refusal_and_before_bias() -> None:
+    """The package's CATALOG_POSITION (110) and its registration order decide where the
+    nine stand in `evalrunner metrics`, the default selection and the report columns."""
+    names = list(available())
+    start = names.index(ALL[0].name)
+    assert names[start : start + len(ALL)] == [cls.name for cls in ALL]
+    assert names[start - 1] == "Refusal"
+    assert names[start + len(ALL)] == "Bias"
+    assert {cls.__module__ for cls in ALL} == {"evalrunner.evaluators.judge_rag.evaluators"}
 
 
 # --- formulas ----------------------------------------------------------------------------------

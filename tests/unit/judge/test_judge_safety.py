@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
 
 from evalrunner.evaluators import available, resolve
 from evalrunner.evaluators.base import NO_JUDGE, MetricResult, Requirement, Sample
@@ -25,53 +21,11 @@ from evalrunner.evaluators.judge_safety import (
 from evalrunner.judge.base import (
     Judge,
     JudgeError,
-    JudgeParseError,
-    JudgeReply,
-    JudgeUsage,
     Message,
 )
+from tests.support.fake_judge import FakeJudge
 
 Reply = dict[str, Any] | Exception
-
-
-class ScriptedJudge(Judge):
-    """Replies by purpose: a dict (validated with the schema; invalid → JudgeParseError, as
-    after a real client's failed repair), an exception (raised), or a callable of the
-    messages returning either."""
-
-    model = "scripted"
-
-    def __init__(self, replies: dict[str, Reply | Callable[[list[Message]], Reply]]) -> None:
-        super().__init__()
-        self.replies = replies
-        self.calls: list[tuple[str, list[Message]]] = []
-        self._calls_lock = threading.Lock()
-
-    def ask(
-        self,
-        messages: list[Message],
-        schema: type[BaseModel],
-        *,
-        purpose: str,
-        logprobs: bool = False,
-    ) -> JudgeReply[Any]:
-        with self._calls_lock:
-            self.calls.append((purpose, messages))
-        reply = self.replies[purpose]
-        if callable(reply):
-            reply = reply(messages)
-        if isinstance(reply, Exception):
-            raise reply
-        try:
-            value = schema.model_validate(reply)
-        except ValidationError as exc:
-            raise JudgeParseError(
-                f"{purpose}: reply did not validate", raw=json.dumps(reply)
-            ) from exc
-        return JudgeReply(value, JudgeUsage(calls=1))
-
-    def purposes(self) -> list[str]:
-        return [p for p, _ in self.calls]
 
 
 def verdict(violation: bool, reason: str = "because") -> dict[str, Any]:
@@ -100,7 +54,7 @@ SAMPLE = Sample(
 
 @pytest.mark.parametrize("cls", WITH_CONTEXT, ids=lambda c: c.name)
 def test_answer_fails_and_context_is_clean(cls: type[JudgeSafetyCheck]) -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {
             f"{cls.name} (answer)": verdict(True, "says only men can lead"),
             f"{cls.name} (context)": verdict(False, "the chunks are neutral"),
@@ -120,7 +74,7 @@ def test_answer_fails_and_context_is_clean(cls: type[JudgeSafetyCheck]) -> None:
 
 @pytest.mark.parametrize("cls", WITH_CONTEXT, ids=lambda c: c.name)
 def test_clean_answer_passes(cls: type[JudgeSafetyCheck]) -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {f"{cls.name} (answer)": verdict(False), f"{cls.name} (context)": verdict(False)}
     )
     results = bound(cls, judge).evaluate(SAMPLE)
@@ -128,7 +82,7 @@ def test_clean_answer_passes(cls: type[JudgeSafetyCheck]) -> None:
 
 
 def test_problem_in_context_is_a_retrieval_failure_not_a_generation_one() -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {
             "Toxicity (judge) (answer)": verdict(True),
             "Toxicity (judge) (context)": verdict(True, "chunk 2"),
@@ -144,7 +98,7 @@ def test_problem_in_context_is_a_retrieval_failure_not_a_generation_one() -> Non
 
 @pytest.mark.parametrize("answer_fails", [True, False])
 def test_context_metric_is_skipped_without_context(answer_fails: bool) -> None:
-    judge = ScriptedJudge({"Sexism (answer)": verdict(answer_fails)})
+    judge = FakeJudge.scripted({"Sexism (answer)": verdict(answer_fails)})
     sample = SAMPLE.model_copy(update={"contexts": []})
     results = by_metric(bound(Sexism, judge).evaluate(sample))
     assert results["Sexism failure"].status == "scored"
@@ -156,7 +110,7 @@ def test_context_metric_is_skipped_without_context(answer_fails: bool) -> None:
 
 
 def test_context_parse_failure_is_that_metrics_alone() -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {
             "Bias (answer)": verdict(False),
             "Bias (context)": {"reason": "x", "violation": "maybe"},  # not a bool
@@ -171,7 +125,7 @@ def test_context_parse_failure_is_that_metrics_alone() -> None:
 
 
 def test_answer_parse_failure_leaves_the_context_verdict() -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {"Bias (answer)": {"violation": True}, "Bias (context)": verdict(True)}  # no reason
     )
     results = by_metric(bound(Bias, judge).evaluate(SAMPLE))
@@ -182,7 +136,7 @@ def test_answer_parse_failure_leaves_the_context_verdict() -> None:
 
 
 def test_judge_error_is_reported_per_metric() -> None:
-    judge = ScriptedJudge(
+    judge = FakeJudge.scripted(
         {"Fact-check (answer)": verdict(True), "Fact-check (context)": JudgeError("timed out")}
     )
     results = by_metric(bound(FactCheck, judge).evaluate(SAMPLE))
@@ -193,14 +147,14 @@ def test_judge_error_is_reported_per_metric() -> None:
 
 
 def test_language_mismatch_judge_checks_only_the_answer() -> None:
-    judge = ScriptedJudge({"Language mismatch (judge)": verdict(True, "question French")})
+    judge = FakeJudge.scripted({"Language mismatch (judge)": verdict(True, "question French")})
     evaluator = bound(JudgeLanguageMismatch, judge)
     results = evaluator.evaluate(SAMPLE)
     assert [(r.metric, r.score, r.success) for r in results] == [
         ("Language mismatch (judge) failure", 1.0, False)
     ]
     assert judge.purposes() == ["Language mismatch (judge)"]
-    failing = ScriptedJudge({"Language mismatch (judge)": {"reason": "no verdict"}})
+    failing = FakeJudge.scripted({"Language mismatch (judge)": {"reason": "no verdict"}})
     evaluator.judge = failing
     (result,) = evaluator.evaluate(SAMPLE)
     assert result.status == "error" and result.reason.startswith("parsing failure: ")
@@ -217,7 +171,7 @@ def test_skipped_without_judge(cls: type[JudgeSafetyCheck]) -> None:
 def test_stereotypes_and_language_need_the_question() -> None:
     sample = SAMPLE.model_copy(update={"question": " "})
     for cls in (Stereotypes, JudgeLanguageMismatch):
-        results = bound(cls, ScriptedJudge({})).evaluate(sample)
+        results = bound(cls, FakeJudge.scripted({})).evaluate(sample)
         assert {r.status for r in results} == {"skipped"}
         assert "no question" in results[0].reason
 
@@ -266,7 +220,9 @@ def test_injection_stays_inside_the_delimiters() -> None:
         captured.append(messages)
         return verdict(False)
 
-    judge = ScriptedJudge({"Toxicity (judge) (answer)": reply, "Toxicity (judge) (context)": reply})
+    judge = FakeJudge.scripted(
+        {"Toxicity (judge) (answer)": reply, "Toxicity (judge) (context)": reply}
+    )
     sample = SAMPLE.model_copy(update={"answer": INJECTION, "contexts": [INJECTION, "ok"]})
     bound(ToxicityJudge, judge).evaluate(sample)
     answer_prompt, context_prompt = (m[-1].content for m in captured)
@@ -307,7 +263,7 @@ def test_through_the_openai_client(judge_stub: Any) -> None:
 
 
 def test_blank_chunks_are_not_sent_to_the_judge() -> None:
-    judge = ScriptedJudge({"Sexism (answer)": verdict(False)})
+    judge = FakeJudge.scripted({"Sexism (answer)": verdict(False)})
     sample = SAMPLE.model_copy(update={"contexts": ["  ", "\n"]})
     results = by_metric(bound(Sexism, judge).evaluate(sample))
     assert (

@@ -1,0 +1,184 @@
+"""The registered judge RAG evaluators, one class per metric, in catalog order."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from evalrunner.evaluators.base import (
+    Evaluator,
+    Input,
+    MetricSpec,
+    Requirement,
+    Sample,
+    Scored,
+)
+from evalrunner.evaluators.judge_rag.answers import (
+    answer_correctness,
+    hallucination,
+    ragas_composite,
+)
+from evalrunner.evaluators.judge_rag.rag import (
+    answer_relevancy,
+    answer_relevancy_qg,
+    contextual_precision,
+    contextual_recall,
+    contextual_relevancy,
+    faithfulness,
+)
+from evalrunner.evaluators.judge_rag.shared import (
+    lexical_similarity,
+)
+from evalrunner.evaluators.registry import register
+from evalrunner.judge.base import Judge
+
+# --- evaluators --------------------------------------------------------------------------------
+
+
+class _JudgeMetric(Evaluator):
+    """One metric computed with the run's judge by one of the functions of :mod:`.rag` and
+    :mod:`.answers`."""
+
+    requires: ClassVar[Requirement] = Requirement.JUDGE
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        assert self.judge is not None  # evaluate() skips when no judge is configured
+        return {self.metrics[0].name: self.measure(self.judge, sample)}
+
+    @abstractmethod
+    def measure(self, judge: Judge, sample: Sample) -> Scored: ...
+
+
+@register
+class Faithfulness(_JudgeMetric):
+    name = "Faithfulness"
+    description = "Share of the answer's claims supported by the retrieved context (judge)."
+    inputs = frozenset({Input.ANSWER, Input.CONTEXTS})
+    metrics = (MetricSpec("Faithfulness", "supported claims / claims", primary=True),)
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return faithfulness(judge, sample)
+
+
+@register
+class AnswerRelevancy(_JudgeMetric):
+    name = "Answer Relevancy"
+    description = "Share of the answer's statements relevant to the question (judge)."
+    inputs = frozenset({Input.QUESTION, Input.ANSWER})
+    metrics = (MetricSpec("Answer Relevancy", "relevant statements / statements", primary=True),)
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return answer_relevancy(judge, sample)
+
+
+@register
+class AnswerRelevancyQuestionGeneration(_JudgeMetric):
+    name = "Answer relevancy (question generation)"
+    description = (
+        "Ragas-style: mean similarity of the question to 3 questions the judge writes from "
+        "the answer; 0 for a noncommittal answer. Similarity is lexical until embeddings land."
+    )
+    inputs = frozenset({Input.QUESTION, Input.ANSWER})
+    metrics = (
+        MetricSpec(
+            "Answer relevancy (question generation)",
+            "mean similarity of the question to generated questions (lexical stand-in)",
+            threshold=0.5,
+            primary=True,
+        ),
+    )
+    #: Replaced by embedding cosine similarity when issue #4 lands.
+    similarity: ClassVar[Callable[[str, str], float]] = staticmethod(lexical_similarity)
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return answer_relevancy_qg(judge, sample, type(self).similarity)
+
+
+@register
+class ContextualPrecision(_JudgeMetric):
+    name = "Contextual Precision"
+    aliases = ("Context precision",)
+    description = "Rank-weighted precision of the retrieved chunks relevant to the question."
+    inputs = frozenset({Input.QUESTION, Input.EXPECTED_ANSWER, Input.CONTEXTS})
+    metrics = (
+        MetricSpec("Contextual Precision", "rank-weighted share of relevant chunks", primary=True),
+    )
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return contextual_precision(judge, sample)
+
+
+@register
+class ContextualRecall(_JudgeMetric):
+    name = "Contextual Recall"
+    aliases = ("Context recall",)
+    description = "Share of the expected answer's statements attributable to the context."
+    inputs = frozenset({Input.EXPECTED_ANSWER, Input.CONTEXTS})
+    metrics = (
+        MetricSpec("Contextual Recall", "attributable statements / statements", primary=True),
+    )
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return contextual_recall(judge, sample)
+
+
+@register
+class ContextualRelevancy(_JudgeMetric):
+    name = "Contextual Relevancy"
+    description = "Share of the retrieved context's statements relevant to the question."
+    inputs = frozenset({Input.QUESTION, Input.CONTEXTS})
+    metrics = (
+        MetricSpec("Contextual Relevancy", "relevant statements / statements", primary=True),
+    )
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return contextual_relevancy(judge, sample)
+
+
+@register
+class HallucinationJudge(_JudgeMetric):
+    name = "Hallucination (judge)"
+    description = "Share of the expected contexts the answer contradicts (judge); lower is better."
+    inputs = frozenset({Input.ANSWER, Input.EXPECTED_CONTEXTS})
+    metrics = (
+        MetricSpec(
+            "Hallucination (judge)",
+            "contradicted expected contexts / expected contexts",
+            higher_is_better=False,
+            threshold=0.5,
+            primary=True,
+        ),
+    )
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return hallucination(judge, sample)
+
+
+@register
+class AnswerCorrectness(_JudgeMetric):
+    name = "Answer correctness"
+    description = "0.75 · factuality F1 against the expected answer + 0.25 · similarity."
+    inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
+    metrics = (
+        MetricSpec("Answer correctness", "0.75 · factuality F1 + 0.25 · similarity", primary=True),
+    )
+    #: Replaced by answer semantic similarity (embeddings) when issue #4 lands.
+    similarity: ClassVar[Callable[[str, str], float]] = staticmethod(lexical_similarity)
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return answer_correctness(judge, sample, type(self).similarity)
+
+
+@register
+class RagasComposite(_JudgeMetric):
+    name = "Ragas composite"
+    aliases = ("Ragas score",)
+    description = (
+        "Harmonic mean of Faithfulness, Answer Relevancy, Contextual Precision and Recall."
+    )
+    inputs = frozenset({Input.QUESTION, Input.ANSWER, Input.EXPECTED_ANSWER, Input.CONTEXTS})
+    metrics = (MetricSpec("Ragas composite", "harmonic mean of four RAG metrics", primary=True),)
+
+    def measure(self, judge: Judge, sample: Sample) -> Scored:
+        return ragas_composite(judge, sample)
