@@ -45,7 +45,7 @@ TARGET_TAG = "evalrunner-target"
 ITERATIONS_TAG = "evalrunner-iterations"
 REJECTED_PREFIX = f"{REPORTS_PREFIX}_rejected/"
 
-#: Environment variables the upload function is configured with (see infra/stack.py).
+#: Environment variables the upload function is configured with (see infra/parts/functions.py).
 ENV_DEFAULT_TARGET = "EVALRUNNER_DEFAULT_TARGET"
 ENV_DEFAULT_ITERATIONS = "EVALRUNNER_DEFAULT_ITERATIONS"
 

@@ -1,7 +1,7 @@
 """The Lambda functions' third-party dependencies, as a layer directory: ``make lambda-package``.
 
 The functions' own code (``evalrunner/``, ``lambdas/``, ``state_machines/``) is an asset of
-the repository itself (see ``infra/stack.py``); its dependencies are installed here, once,
+the repository itself (see ``infra/parts/functions.py``); its dependencies are installed here, once,
 from PyPI wheels for the Lambda platform (CPython 3.12, manylinux x86_64), so that neither
 ``cdk synth`` nor ``cdk deploy`` needs Docker or a network. ``cdk synth`` refuses a missing
 or stale directory with the command to run.

@@ -5,7 +5,7 @@ A target class declares everything the rest of evalrunner needs to know about it
 event's JSON Schema is generated), ``calls_aws`` (it takes the injected boto3 session, and the
 local engine gives it real credentials), ``own_name`` (its report folder, computed without a
 client) and ``iam`` (what the deployed runner's role must be granted to call it, read by
-``infra/stack.py``).
+``infra/parts/functions.py``).
 """
 
 from __future__ import annotations

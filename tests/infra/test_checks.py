@@ -46,12 +46,12 @@ def _acknowledgments(synth) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("acknowledged", [False, True])
 def test_cdk_nag_really_checks_and_acknowledgments_really_count(tmp_path, acknowledged):
     """Controls: the plugin fails a bucket without access logs, unless acknowledged the way
-    the stack acknowledges (infra.stack._acknowledge)."""
+    the stack acknowledges (infra.parts.common.acknowledge)."""
     import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
     from cdk_nag import AwsSolutionsChecks
 
-    from infra.stack import _acknowledge
+    from infra.parts.common import acknowledge as _acknowledge
 
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Control")

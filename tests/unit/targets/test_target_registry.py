@@ -28,7 +28,7 @@ def test_every_kind_declares_what_the_rest_needs() -> None:
         assert cls.kind == kind
         assert kind in cls.spec_model.model_fields, cls
         assert issubclass(cls.spec_model, TargetSpec)
-        if cls.iam:  # what infra/stack.py grants: one cdk.json list per kind
+        if cls.iam:  # what infra/parts/functions.py grants: one cdk.json list per kind
             assert cls.deploy_list in Targets.model_fields, cls
     assert {k for k, c in kinds.items() if c.calls_aws} == {
         "agentId",

@@ -1,0 +1,181 @@
+"""GPU scoring on AWS Batch: a VPC without NAT, a GPU compute environment, the job queue, the
+scoring image (a Docker image asset that ``cdk synth`` only stages) and the job definition."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import Aws, Duration, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import aws_batch as batch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+
+from evalrunner.storage import RUNS_PREFIX
+from infra.config import RunnerConfig
+from infra.parts.bucket import RunnerBucket
+from infra.parts.common import REPO_ROOT, SERVICE, acknowledge, retention
+from infra.parts.functions import CODE_PACKAGES
+
+#: The GPU image's build context: the packages, gpu_tasks/ and what ``pip install .`` needs.
+IMAGE_EXCLUDES = [
+    "*",
+    ".*",
+    *(p for pkg in (*CODE_PACKAGES, "gpu_tasks") for p in (f"!{pkg}", f"!{pkg}/**")),
+    "!pyproject.toml",
+    "!README.md",
+    "**/__pycache__",
+    "**/*.pyc",
+]
+
+
+class GpuBatch:
+    """Builds GPU scoring in ``stack``'s scope (only when ``batch_scoring`` is enabled)."""
+
+    def __init__(
+        self,
+        stack: Stack,
+        *,
+        config: RunnerConfig,
+        removal: RemovalPolicy,
+        storage: RunnerBucket,
+    ) -> None:
+        cfg = config.batch_scoring
+        flow_logs = logs.LogGroup(
+            stack,
+            "BatchVpcFlowLogs",
+            retention=retention(config.log_retention_days),
+            removal_policy=removal,
+        )
+        # Public subnets, no NAT gateway: the GPU instances only reach ECR, S3 and CloudWatch
+        # (S3 through a gateway endpoint), and accept no inbound traffic.
+        vpc = ec2.Vpc(
+            stack,
+            "BatchVpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="batch", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                )
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
+            },
+            flow_logs={
+                "all": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+                    traffic_type=ec2.FlowLogTrafficType.REJECT,
+                )
+            },
+            # Nothing uses the default security group; restricting it would add a custom
+            # resource (a Lambda function) to the stack.
+            restrict_default_security_group=False,
+        )
+        security_group = ec2.SecurityGroup(
+            stack,
+            "BatchSecurityGroup",
+            vpc=vpc,
+            description="evalrunner GPU scoring instances: no inbound traffic",
+            allow_all_outbound=True,
+        )
+        compute = batch.ManagedEc2EcsComputeEnvironment(
+            stack,
+            "GpuCompute",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PUBLIC),
+            security_groups=[security_group],
+            instance_types=[ec2.InstanceType(t) for t in cfg.instance_types],
+            use_optimal_instance_classes=False,
+            images=[batch.EcsMachineImage(image_type=batch.EcsMachineImageType.ECS_AL2_NVIDIA)],
+            minv_cpus=0,
+            maxv_cpus=cfg.max_vcpus,
+            spot=cfg.spot,
+            allocation_strategy=(
+                batch.AllocationStrategy.SPOT_PRICE_CAPACITY_OPTIMIZED
+                if cfg.spot
+                else batch.AllocationStrategy.BEST_FIT_PROGRESSIVE
+            ),
+            update_to_latest_image_version=True,
+        )
+        acknowledge(
+            compute,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonEC2ContainerServiceforEC2Role]",
+            "The AWS-managed ECS instance policy is what Batch's ECS container instances need "
+            "to register with their cluster; AWS maintains it with the ECS agent.",
+        )
+        self.job_queue = batch.JobQueue(
+            stack,
+            "GpuQueue",
+            compute_environments=[
+                batch.OrderedComputeEnvironment(compute_environment=compute, order=1)
+            ],
+        )
+        image = ecr_assets.DockerImageAsset(
+            stack,
+            "GpuImage",
+            directory=str(REPO_ROOT),
+            file="gpu_tasks/Dockerfile",
+            exclude=IMAGE_EXCLUDES,
+            ignore_mode=IgnoreMode.GLOB,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+        job_role = iam.Role(
+            stack,
+            "GpuJobRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="evalrunner GPU scoring job: reads and writes the run's intermediates",
+        )
+        storage.grant(
+            job_role,
+            read=(RUNS_PREFIX,),
+            write=(RUNS_PREFIX,),
+        )
+        job_logs = logs.LogGroup(
+            stack,
+            "GpuJobLogs",
+            retention=retention(config.log_retention_days),
+            removal_policy=removal,
+        )
+        container = batch.EcsEc2ContainerDefinition(
+            stack,
+            "GpuScoreContainer",
+            image=ecs.ContainerImage.from_docker_image_asset(image),
+            cpu=cfg.vcpus,
+            memory=cdk.Size.mebibytes(cfg.memory_mib),
+            gpu=cfg.gpus,
+            job_role=job_role,
+            environment={
+                "EVALRUNNER_BUCKET": storage.bucket.bucket_name,
+                "AWS_DEFAULT_REGION": Aws.REGION,
+                **_powertools(config),
+            },
+            logging=ecs.LogDriver.aws_logs(stream_prefix="gpu-score", log_group=job_logs),
+            readonly_root_filesystem=False,
+        )
+        acknowledge(
+            container.execution_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken, which pulling the image needs, does not support "
+            "resource-level permissions; the pull itself is scoped to the asset repository.",
+        )
+        self.job_definition = batch.EcsJobDefinition(
+            stack,
+            "GpuScoreJob",
+            container=container,
+            retry_attempts=2,
+            retry_strategies=[
+                batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.SPOT_INSTANCE_RECLAIMED),
+                batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),
+            ],
+            timeout=Duration.minutes(cfg.timeout_minutes),
+        )
+
+
+def _powertools(config: RunnerConfig) -> dict[str, str]:
+    return {
+        "POWERTOOLS_SERVICE_NAME": SERVICE,
+        "POWERTOOLS_LOG_LEVEL": config.log_level,
+    }
