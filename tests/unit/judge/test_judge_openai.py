@@ -179,13 +179,11 @@ def test_client_errors_are_not_retried(judge_stub: JudgeStub) -> None:
 def test_a_hanging_server_is_bounded_by_the_timeout(judge_stub: JudgeStub) -> None:
     judge_stub.responder = lambda messages, request: StubReply(GOOD, delay=30)
     judge = judge_stub.judge(timeout_seconds=0.3, max_retries=1)
-    start = time.monotonic()
     with pytest.raises(JudgeError) as info:
         ask(judge)
-    elapsed = time.monotonic() - start
-    # 2 attempts x 0.3 s plus a capped backoff, against 2 x 30 s without the timeout: the
-    # bound is generous so a loaded machine cannot fail it.
-    assert elapsed < 15
+    # Without the deadline the first attempt would have got its good reply after 30 s and
+    # there would be no error and no second attempt: the two cut-off attempts are the proof,
+    # with no clock in the assertion.
     assert len(judge_stub.requests) == 2
     assert "timeout_seconds=0.3" in info.value.message
 

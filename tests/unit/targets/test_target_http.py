@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -109,12 +108,10 @@ def test_client_error_is_not_retried(loopback: Any, make_case: Callable[..., Any
 def test_timeout_is_fast(loopback: Any, make_case: Callable[..., Any]) -> None:
     loopback.always(200, {"answer": "too late"}, delay=60)
     target = target_for(loopback, timeout_seconds=0.2, max_retries=1)
-    started = time.monotonic()
     with pytest.raises(TargetTimeout, match=r"timeout_seconds=0\.2"):
         target.invoke(make_case())
-    # Waiting for the server would take 2 x 60 s; a bound far below that proves the timeout
-    # cut both attempts, and one far above 2 x 0.2 s cannot flake on a loaded machine.
-    assert time.monotonic() - started < 20
+    # Without the deadline the server's answer would arrive after 60 s and no timeout would
+    # be raised: the error and the retried request prove both attempts were cut.
     assert len(loopback.requests) == 2  # the read timeout was retried once
 
 

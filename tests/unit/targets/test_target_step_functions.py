@@ -81,12 +81,10 @@ def test_standard_timeout_stops_the_execution(
 ) -> None:
     arn = create(sfn, "slow", {"Wait": {"Type": "Wait", "Seconds": 60, "End": True}}, "Wait")
     target = StepFunctionsTarget({"stepFunctionArn": arn, "timeout_seconds": 0.3})
-    started = time.monotonic()
     with pytest.raises(TargetTimeout, match=r"timeout_seconds=0\.3"):
         target.invoke(make_case())
-    # The workflow waits 60 s; a bound far below that proves the timeout stopped the wait,
-    # and one far above 0.3 s cannot flake on a loaded machine.
-    assert time.monotonic() - started < 20
+    # Without the timeout the 60 s workflow would succeed and nothing would be raised; the
+    # error, and the execution stopped below, prove the timeout ended the wait.
     (execution,) = sfn.list_executions(stateMachineArn=arn)["executions"]
     for _ in range(40):  # moto applies StopExecution asynchronously
         status = sfn.describe_execution(executionArn=execution["executionArn"])["status"]
