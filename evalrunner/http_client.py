@@ -41,7 +41,34 @@ from urllib3.util import Timeout
 
 from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.retry import RetryClock, RetryPolicy, is_retryable_status, parse_retry_after
-from evalrunner.targets._common import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge, snippet
+
+#: Default cap on one response body: far above any answer worth grading, far below what
+#: hurts a 1 GiB Lambda (a 5 MB answer cost 1.1 GB once evaluators ran on all of it).
+DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+def snippet(text: str | bytes | None, limit: int = 300) -> str:
+    """A short, single-line excerpt of a body for error messages."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ResponseTooLarge(TargetError):
+    """A response passed ``max_response_bytes``; not retried (it would come back as big)."""
+
+    def __init__(self, what: str, how: str, limit: int, *, settings: str = "target") -> None:
+        super().__init__(
+            f"{what}: the response is larger than max_response_bytes={limit:,} bytes ({how}); "
+            f"it was not read further. Raise {settings}.max_response_bytes if answers are "
+            "really this long.",
+            retryable=False,
+        )
+        self.how = how
+        self.limit = limit
 
 #: Enough connections for the local engine's concurrency without blocking.
 POOL_MAXSIZE = 50

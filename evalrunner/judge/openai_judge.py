@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
-from evalrunner.http_client import HttpResult, JsonHttpClient
+from evalrunner.http_client import HttpResult, JsonHttpClient, ResponseTooLarge, snippet
 from evalrunner.judge._client import Completion, _BaseJudge
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
@@ -24,7 +24,6 @@ from evalrunner.judge.config import JudgeConfig
 from evalrunner.network import check_url
 from evalrunner.retry import TransientError, is_retryable_status, parse_retry_after
 from evalrunner.secrets import api_key as read_api_key
-from evalrunner.targets._common import ResponseTooLarge, snippet
 from evalrunner.targets.http import display_url
 
 #: Alternatives per output position when log-probabilities are asked for (OpenAI's maximum).

@@ -18,10 +18,11 @@ from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.redaction import mask_config
-from evalrunner.reports.analysis import find_insights, find_problems
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
+from evalrunner.reports.insights import find_insights
 from evalrunner.reports.model import Gate, MetricStats, Problem, ReportData
+from evalrunner.reports.problems import find_problems
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.stats import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evalrunner.errors import ConfigError, TargetError
+from evalrunner.errors import ConfigError
+from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge
 from evalrunner.retry import RetryPolicy
 from evalrunner.suite.model import TestCase
 
@@ -17,9 +18,6 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MAX_RETRIES = 3
 #: The default retry budget never exceeds this (see :func:`total_timeout_seconds`).
 DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
-#: Default cap on one response body: far above any answer worth grading, far below what
-#: hurts a 1 GiB Lambda (a 5 MB answer cost 1.1 GB once evaluators ran on all of it).
-DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -104,28 +102,6 @@ def question_payload(case: TestCase, question_field: str = "question") -> dict[s
     return payload
 
 
-def snippet(text: str | bytes | None, limit: int = 300) -> str:
-    """A short, single-line excerpt of a body for error messages."""
-    if text is None:
-        return ""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-class ResponseTooLarge(TargetError):
-    """A response passed ``max_response_bytes``; not retried (it would come back as big)."""
-
-    def __init__(self, what: str, how: str, limit: int, *, settings: str = "target") -> None:
-        super().__init__(
-            f"{what}: the response is larger than max_response_bytes={limit:,} bytes ({how}); "
-            f"it was not read further. Raise {settings}.max_response_bytes if answers are "
-            "really this long.",
-            retryable=False,
-        )
-        self.how = how
-        self.limit = limit
 
 
 def read_capped(stream: Any, limit: int, what: str) -> bytes:

@@ -19,8 +19,8 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from evalrunner.errors import ConfigError, TargetError
+from evalrunner.http_client import snippet
 from evalrunner.retry import is_retryable_status
-from evalrunner.targets._common import snippet
 from evalrunner.targets.base import TargetResponse
 
 #: Where an answer may live, by priority within one object.

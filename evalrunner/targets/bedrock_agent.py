@@ -19,10 +19,10 @@ from botocore.exceptions import EventStreamError
 from pydantic import Field
 
 from evalrunner.errors import TargetError, TargetTimeout
+from evalrunner.http_client import ResponseTooLarge
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
 from evalrunner.targets._common import (
-    ResponseTooLarge,
     max_response_bytes,
     max_retries,
     retry_policy,

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from pydantic import Field
 
 from evalrunner.errors import TargetError
+from evalrunner.http_client import snippet
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, error_code, make_client, region_from_arn
@@ -24,7 +25,6 @@ from evalrunner.targets._common import (
     max_response_bytes,
     question_payload,
     read_capped,
-    snippet,
     timeout_seconds,
 )
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from evalrunner import redaction
 from evalrunner.errors import TargetError
-from evalrunner.http_client import JsonHttpClient, status_error
+from evalrunner.http_client import JsonHttpClient, snippet, status_error
 from evalrunner.network import check_url
 from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import api_key as read_api_key
@@ -23,7 +23,6 @@ from evalrunner.targets._common import (
     max_response_bytes,
     retry_policy,
     sanitise_name,
-    snippet,
 )
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url

@@ -11,8 +11,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
 from evalrunner.targets._common import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
 )

@@ -20,14 +20,13 @@ import boto3
 from pydantic import Field
 
 from evalrunner.errors import TargetError, TargetTimeout
+from evalrunner.http_client import ResponseTooLarge, snippet
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, make_client, region_from_arn
 from evalrunner.targets._common import (
-    ResponseTooLarge,
     max_response_bytes,
     question_payload,
-    snippet,
     timeout_seconds,
 )
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.analysis import find_insights, find_problems, normalize_reason
+from evalrunner.reports._analysis_common import normalize_reason
+from evalrunner.reports.insights import find_insights
 from evalrunner.reports.model import (
     CaseFlip,
     CaseRow,
@@ -17,6 +18,7 @@ from evalrunner.reports.model import (
     Regression,
     ReportData,
 )
+from evalrunner.reports.problems import find_problems
 
 ROUGE = MetricInfo(
     metric="ROUGE-L", evaluator="Rouge Metric", primary=True, threshold=0.75, higher_is_better=True
