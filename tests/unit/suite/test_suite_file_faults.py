@@ -170,6 +170,8 @@ def with_sheet_xml(data: bytes, edit: dict[bytes, bytes]) -> bytes:
         for item in src.infolist():
             content = src.read(item.filename)
             if item.filename == "xl/worksheets/sheet1.xml":
+                # openpyxl writes an empty value as <v /> (stdlib writer) or <v></v> (lxml)
+                content = content.replace(b"<v></v>", b"<v />")
                 for old, new in edit.items():
                     assert old in content
                     content = content.replace(old, new)
