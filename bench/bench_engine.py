@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from evalrunner.engine import LocalEngine
+from lambdas.local import local_pipeline
 
 
 def instant_target(event, context):
@@ -31,7 +32,7 @@ def suite_csv(n: int) -> bytes:
 
 
 def bench(n: int, concurrency: int) -> dict:
-    engine = LocalEngine(extra_functions={"instant": instant_target})
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"instant": instant_target})
     event = {
         "key": "test-suites/bench.csv",
         "iterations": 1,

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalrunner.errors import EvalRunnerError
+from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.score import score_run
 from evalrunner.storage import RunStore
 
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None, *, store: RunStore | None = None) ->
     log(message="scoring run", run_id=args.run_id, bucket=args.bucket, device=device())
     started = time.perf_counter()
     try:
-        result = score_run(store, args.run_id)
+        # The task's one run: its hub is configured by the job definition's environment.
+        result = score_run(RunContext.load(store, args.run_id))
     except EvalRunnerError as exc:
         log(message="the run cannot be scored", run_id=args.run_id, error=str(exc))
         print(f"evalrunner score: {exc}", file=sys.stderr)

@@ -1,17 +1,27 @@
-"""What every handler shares: the Powertools logger and the run store for the event's bucket."""
+"""What every handler shares: the Powertools logger, the run store for the event's bucket, and
+the container's :class:`~evalrunner.pipeline.context.Runtime` (one per warm container, so the
+cases of a run share its configuration, target client, judge and model hub)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import RunStore
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "evalrunner"))
+
+#: The run contexts of this container; the local engine builds handlers over its own.
+RUNTIME = Runtime()
+
+#: A Lambda handler: the event and the Lambda context object.
+Handler = Callable[[dict[str, Any], Any], Any]
 
 _stores: dict[str, RunStore] = {}
 

@@ -6,26 +6,32 @@ from typing import Any
 
 from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
+from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import fit_output
-from lambdas._common import emit_run_metrics, logger, store_for
+from lambdas._common import RUNTIME, Handler, emit_run_metrics, logger, store_for
 
 
-@logger.inject_lambda_context
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    state = event["state"]
-    summary = aggregate_run(
-        store_for(state),
-        state["run_id"],
-        map_failure=state.get("map_failure"),
-        score_failure=state.get("score_failure"),
-    )
-    gates = [g.model_dump(mode="json") for g in summary.gates]
-    logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": gates})
-    emit_run_metrics(summary)
-    topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
-    if topic:
-        try:
-            publish_summary(topic, summary)
-        except Exception:  # a notification must never cost the run its output
-            logger.exception("could not publish the run summary", extra={"topic": topic})
-    return fit_output(summary)
+def build(runtime: Runtime) -> Handler:
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        state = event["state"]
+        summary = aggregate_run(
+            runtime.context(store_for(state), state["run_id"]),
+            map_failure=state.get("map_failure"),
+            score_failure=state.get("score_failure"),
+        )
+        gates = [g.model_dump(mode="json") for g in summary.gates]
+        logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": gates})
+        emit_run_metrics(summary)
+        topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
+        if topic:
+            try:
+                publish_summary(topic, summary)
+            except Exception:  # a notification must never cost the run its output
+                logger.exception("could not publish the run summary", extra={"topic": topic})
+        return fit_output(summary)
+
+    return handler
+
+
+handler = build(RUNTIME)

@@ -2,12 +2,22 @@
 
 from typing import Any
 
+from evalrunner.pipeline.context import Runtime
 from evalrunner.pipeline.prepare import prepare_run
-from lambdas._common import logger, store_for
+from lambdas._common import RUNTIME, Handler, logger, store_for
 
 
-@logger.inject_lambda_context
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    output = prepare_run(event["event"], store_for())
-    logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
-    return output.model_dump(mode="json")
+def build(runtime: Runtime) -> Handler:
+    """Prepare reads no run context (it writes the run's configuration); the parameter keeps
+    every step's handler built the same way."""
+
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        output = prepare_run(event["event"], store_for())
+        logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
+        return output.model_dump(mode="json")
+
+    return handler
+
+
+handler = build(RUNTIME)

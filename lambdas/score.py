@@ -2,10 +2,17 @@
 
 from typing import Any
 
+from evalrunner.pipeline.context import Runtime
 from evalrunner.pipeline.score import score_run
-from lambdas._common import logger, store_for
+from lambdas._common import RUNTIME, Handler, logger, store_for
 
 
-@logger.inject_lambda_context
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return score_run(store_for(event), event["run_id"])
+def build(runtime: Runtime) -> Handler:
+    @logger.inject_lambda_context
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return score_run(runtime.context(store_for(event), event["run_id"]))
+
+    return handler
+
+
+handler = build(RUNTIME)

@@ -57,12 +57,13 @@ def _execute_local(
     resume: str | None = None,
 ) -> RunResult:
     from evalrunner.engine import LocalEngine
+    from lambdas.local import local_pipeline  # the CLI composes the engine and the handlers
 
     judge = event.get("judge")
     if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
         event = {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
     _check_suite(suite, event)
-    engine = LocalEngine(stall_timeout=stall_timeout)
+    engine = LocalEngine(pipeline=local_pipeline, stall_timeout=stall_timeout)
     if quiet:
         return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
     bar, task = _progress_bar()

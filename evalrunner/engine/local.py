@@ -1,6 +1,7 @@
 """The local engine: the deployed state machine definition, executed by the Step Functions
 interpreter that ships inside moto, over an embedded S3, with Lambda tasks dispatched
-in-process to the very handlers in ``lambdas/``.
+in-process to the handlers it is handed (the very ones in ``lambdas/``: see
+``lambdas/local.py``, which composes the two).
 
 Nothing here re-implements the pipeline: if a run works locally, the same definition and the
 same handlers run in the cloud.
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 
@@ -35,7 +36,7 @@ from evalrunner.engine.moto_compat import (
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
-from evalrunner.pipeline.run_case import target_session
+from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
 
@@ -52,15 +53,29 @@ PIPELINE_FUNCTIONS = {
 }
 
 
-def pipeline_handlers() -> dict[str, Handler]:
-    from lambdas import aggregate, prepare, run_case, score
+@dataclass(frozen=True)
+class PipelineHandlers:
+    """The four functions the state machine calls."""
 
-    return {
-        "evalrunner-prepare": prepare.handler,
-        "evalrunner-run-case": run_case.handler,
-        "evalrunner-score": score.handler,
-        "evalrunner-aggregate": aggregate.handler,
-    }
+    prepare: Handler
+    run_case: Handler
+    score: Handler
+    aggregate: Handler
+
+    def by_name(self) -> dict[str, Handler]:
+        return {
+            PIPELINE_FUNCTIONS["PrepareFunctionArn"]: self.prepare,
+            PIPELINE_FUNCTIONS["RunCaseFunctionArn"]: self.run_case,
+            PIPELINE_FUNCTIONS["ScoreFunctionArn"]: self.score,
+            PIPELINE_FUNCTIONS["AggregateFunctionArn"]: self.aggregate,
+        }
+
+
+class Pipeline(Protocol):
+    """Builds the pipeline's handlers over a run's :class:`Runtime`; the engine calls it once
+    per run, with the session that reaches real AWS from inside the mock."""
+
+    def __call__(self, runtime: Runtime, *, log_level: str) -> PipelineHandlers: ...
 
 
 def local_target_functions() -> dict[str, Handler]:
@@ -97,20 +112,21 @@ class LocalEngine:
     def __init__(
         self,
         *,
+        pipeline: Pipeline,
         extra_functions: Mapping[str, Handler] | None = None,
         poll_seconds: float = 0.25,
         log_level: str = "WARNING",
         aws_session: boto3.Session | None = None,
         stall_timeout: float | None = None,
     ) -> None:
-        """``aws_session`` reaches real AWS targets; default: the environment's credentials.
-        ``stall_timeout``: seconds with nothing running before the run is declared stuck
-        (default ``EVALRUNNER_STALL_TIMEOUT``, else 120)."""
-        self.functions = {
-            **pipeline_handlers(),
-            **local_target_functions(),
-            **(extra_functions or {}),
-        }
+        """``pipeline`` builds the handlers of the state machine's functions (in the
+        repository: ``lambdas.local.local_pipeline``). ``aws_session`` reaches real AWS
+        targets; default: the environment's credentials. ``stall_timeout``: seconds with
+        nothing running before the run is declared stuck (default
+        ``EVALRUNNER_STALL_TIMEOUT``, else 120)."""
+        self.pipeline = pipeline
+        #: Functions besides the pipeline's: targets that live inside the engine.
+        self.targets = {**local_target_functions(), **(extra_functions or {})}
         self.poll_seconds = poll_seconds
         self.log_level = log_level
         self.aws_session = unmock(aws_session) if aws_session is not None else None
@@ -159,18 +175,19 @@ class LocalEngine:
 
         redaction.register_event(event)  # its credentials are masked in the logs of its start
         data = suite.read_bytes() if isinstance(suite, Path) else suite
-        watchdog = Watchdog(stall_timeout=self.stall_timeout)
-        handlers = {name: watchdog.track(name, fn) for name, fn in self.functions.items()}
-        dispatcher = Dispatcher(handlers, observer=observe)
         session = None
         judge = event.get("judge") or {}
-        if needs_real_aws(event.get("target", {}), set(self.functions)) or "bedrock" in judge:
+        if needs_real_aws(event.get("target", {}), self.function_names) or "bedrock" in judge:
             session = self.aws_session or real_session()  # before the mock hides credentials
+        # One runtime per run: the run's target, judge and hub, built with that session.
+        functions = self.functions_for(Runtime(session=session))
+        watchdog = Watchdog(stall_timeout=self.stall_timeout)
+        handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
+        dispatcher = Dispatcher(handlers, observer=observe)
         with (
             self.embedded_aws(),
             interpreter_speedups(),
             dispatching(dispatcher),
-            target_session(session),
             watchdog.threads.watching(),
             claiming_in(out_dir),  # the report prefix is claimed in out_dir too
         ):
@@ -203,6 +220,16 @@ class LocalEngine:
             output=output,
         )
 
+    @property
+    def function_names(self) -> set[str]:
+        return {*PIPELINE_FUNCTIONS.values(), *self.targets}
+
+    def functions_for(self, runtime: Runtime) -> dict[str, Handler]:
+        """Every function of the embedded Lambda by name: the pipeline's, built over
+        ``runtime``, and the local targets' (which may stand in for a pipeline function)."""
+        pipeline = self.pipeline(runtime, log_level=self.log_level)
+        return {**pipeline.by_name(), **self.targets}
+
     # -- steps ----------------------------------------------------------------------------
     @contextmanager
     def embedded_aws(self) -> Iterator[None]:
@@ -213,9 +240,6 @@ class LocalEngine:
         # moto's ASL parser warns once per definition that tolerated-failure fields are
         # accepted but not enforced locally; that is documented, not news for every run.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.ERROR)
-        from lambdas._common import logger
-
-        logger.setLevel(self.log_level)
         try:
             with embedded_aws():
                 yield
@@ -238,7 +262,7 @@ class LocalEngine:
         )["Role"]["Arn"]
         lam = boto3.client("lambda", region_name=REGION)
         code = _placeholder_zip()
-        for name in self.functions:
+        for name in sorted(self.function_names):
             lam.create_function(
                 FunctionName=name,
                 Runtime="python3.12",
@@ -452,4 +476,4 @@ def _failure_message(description: dict[str, Any]) -> str:
     return f"the run failed ({error or description['status']}): {cause}".strip()
 
 
-__all__ = ["BUCKET", "LocalEngine", "Progress", "RunResult"]
+__all__ = ["BUCKET", "LocalEngine", "Pipeline", "PipelineHandlers", "Progress", "RunResult"]

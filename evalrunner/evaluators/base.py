@@ -14,12 +14,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
 from evalrunner.models.locate import ModelUnavailable
+
+if TYPE_CHECKING:
+    from evalrunner.models import ModelHub
 
 NO_JUDGE = (
     'no LLM judge configured; pass --judge \'{"openai": {"base_url": ..., "model": ...}}\' '
@@ -141,6 +144,18 @@ class Scored:
     reason: str
 
 
+class RunServices(Protocol):
+    """What a run lends the evaluators it builds (the pipeline's
+    :class:`~evalrunner.pipeline.context.RunContext` is one). Properties, so a service is only
+    made when an evaluator asks for it: a run without judge metrics never builds a judge."""
+
+    @property
+    def judge(self) -> Judge | None: ...
+
+    @property
+    def models(self) -> ModelHub: ...
+
+
 class NoOptions(BaseModel):
     """Evaluators without settings accept none."""
 
@@ -158,8 +173,6 @@ class Evaluator(ABC):
     metrics: ClassVar[tuple[MetricSpec, ...]]
     #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
     options_model: ClassVar[type[BaseModel]] = NoOptions
-    #: The run's judge, bound by the pipeline for ``Requirement.JUDGE`` evaluators.
-    judge: Judge | None = None
 
     def __init__(
         self,
@@ -173,6 +186,18 @@ class Evaluator(ABC):
                 self._thresholds[key] = float(value)
             elif key == self.name:
                 self._thresholds[self.primary_metric().name] = float(value)
+
+    @classmethod
+    def for_run(
+        cls,
+        thresholds: Mapping[str, float] | None,
+        options: Mapping[str, Any] | None,
+        services: RunServices,
+    ) -> Self:
+        """Build the evaluator for a run, taking from ``services`` what it needs (a judge,
+        the model hub) at construction: nothing is bound after the fact. Evaluators that need
+        nothing ignore ``services``."""
+        return cls(thresholds, options)
 
     #: Inputs that come from the suite itself (not from the target's answer).
     _CASE_INPUTS: ClassVar[frozenset[Input]] = frozenset(
@@ -217,8 +242,6 @@ class Evaluator(ABC):
         if missing:
             reason = "skipped: " + "; ".join(_INPUT_HINTS[i] for i in missing)
             return self._all(status="skipped", reason=reason)
-        if self.requires is Requirement.JUDGE and self.judge is None:
-            return self._all(status="skipped", reason=f"skipped: {NO_JUDGE}")
         try:
             raw = self.score(sample)
         except SkipCase as skip:

@@ -42,32 +42,28 @@ Prompts are built with :mod:`evalrunner.judge.prompts`: untrusted text (question
 chunks) is delimited by tags it cannot close, and the judge is told to ignore instructions
 inside them.
 
-:class:`JudgeEvaluator` (per-metric skips and failures), :class:`Unscored` and
-:func:`case_blocks` are shared with :mod:`evalrunner.evaluators.judge_quality`.
+The shared judge base (:class:`~evalrunner.evaluators.judge_base.JudgeEvaluator`) is in
+:mod:`evalrunner.evaluators.judge_base`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from evalrunner.evaluators.base import (
-    Evaluator,
     Input,
-    MetricResult,
     MetricSpec,
-    Requirement,
     Sample,
     Scored,
-    Status,
 )
+from evalrunner.evaluators.judge_base import JudgeEvaluator, Unscored, case_blocks, nonblank_chunks
 from evalrunner.evaluators.registry import register
-from evalrunner.judge.base import JudgeError, JudgeParseError, JudgeReply, Message
-from evalrunner.judge.prompts import build, tagged, tagged_list
+from evalrunner.judge.base import JudgeError, Message
+from evalrunner.judge.prompts import build
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 120
@@ -76,108 +72,14 @@ __all__ = [
     "Bias",
     "ContactInformationLeakage",
     "FactCheck",
-    "JudgeEvaluator",
     "JudgeLanguageMismatch",
     "JudgeSafetyCheck",
     "SafetyVerdict",
     "Sexism",
     "Stereotypes",
     "ToxicityJudge",
-    "Unscored",
-    "case_blocks",
-    "nonblank_chunks",
     "safety_metrics",
 ]
-
-T = TypeVar("T", bound=BaseModel)
-
-# --------------------------------------------------------------------------- prompt helpers
-
-
-def case_blocks(
-    sample: Sample,
-    *,
-    question: bool = True,
-    expected_answer: bool = True,
-    context: bool = True,
-    answer: bool = True,
-) -> list[str]:
-    """The case's untrusted texts (those it has and the caller wants), each delimited by
-    :func:`~evalrunner.judge.prompts.tagged` (chunks numbered from 1 inside <context>)."""
-    parts = []
-    if question and sample.has(Input.QUESTION):
-        parts.append(tagged("question", sample.question))
-    if expected_answer and sample.has(Input.EXPECTED_ANSWER):
-        parts.append(tagged("expected_answer", sample.expected_answer or ""))
-    if context and (chunks := nonblank_chunks(sample)):
-        parts.append(tagged_list("context", "chunk", chunks))
-    if answer and sample.answer is not None:
-        parts.append(tagged("answer", sample.answer))
-    return parts
-
-
-def nonblank_chunks(sample: Sample) -> list[str]:
-    """The retrieved chunks that have text (a blank chunk gives the judge nothing to judge)."""
-    return [c for c in sample.contexts if c.strip()]
-
-
-# ---------------------------------------------------------------------- shared judge base
-
-
-@dataclass(frozen=True)
-class Unscored(Scored):
-    """A metric of this case with no score while the case's other metrics have one:
-    ``status`` "skipped" (an input only it needs is missing) or "error" (its own judge call
-    failed). ``reason`` is the whole reason, prefix included ("skipped: ...")."""
-
-    status: Status = "skipped"
-
-    @classmethod
-    def skipped(cls, reason: str) -> Unscored:
-        return cls(math.nan, f"skipped: {reason}", "skipped")
-
-    @classmethod
-    def failed(cls, exc: JudgeError) -> Unscored:
-        if isinstance(exc, JudgeParseError):
-            return cls(math.nan, f"parsing failure: {exc.message}", "error")
-        return cls(math.nan, f"error: judge: {exc.message}", "error")
-
-
-class JudgeEvaluator(Evaluator):
-    """Base of the judge evaluators: the judge call, and per-metric skips and failures.
-
-    ``score`` may return :class:`Unscored` for some metrics; the others are thresholded as
-    usual. A ``JudgeParseError`` that escapes ``score`` fails every metric of the case as a
-    parsing failure (the base class does that).
-    """
-
-    requires: ClassVar[Requirement] = Requirement.JUDGE
-
-    def ask(
-        self,
-        messages: list[Message],
-        schema: type[T],
-        *,
-        purpose: str,
-        logprobs: bool = False,
-    ) -> JudgeReply[T]:
-        if self.judge is None:  # evaluate() skips first; this is for direct score() calls
-            raise JudgeError("no LLM judge is bound to this evaluator")
-        return self.judge.ask(messages, schema, purpose=purpose, logprobs=logprobs)
-
-    def apply_thresholds(self, raw: Mapping[str, Scored]) -> list[MetricResult]:
-        unscored = {k: v for k, v in raw.items() if isinstance(v, Unscored)}
-        results = super().apply_thresholds({k: v for k, v in raw.items() if k not in unscored})
-        specs = {m.name: m for m in self.metrics}
-        out = []
-        for result in results:
-            u = unscored.get(result.metric)
-            if u is None:
-                out.append(result)
-            else:
-                out.append(self._one(specs[result.metric], status=u.status, reason=u.reason))
-        return out
-
 
 # ------------------------------------------------------------------------ safety checks
 

@@ -3,11 +3,12 @@ skipping (never crashing, never inventing a score) when its model is not on the 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.evaluators.base import BatchEvaluator
+from evalrunner.evaluators.base import BatchEvaluator, RunServices
 from evalrunner.models import ModelHub, ModelRole, ModelUnavailable, default_model
 
 
@@ -26,19 +27,39 @@ class ModelOptions(BaseModel):
 class ModelEvaluator(BatchEvaluator):
     """A batched evaluator backed by one model of ``role``.
 
-    The Score step binds one :class:`ModelHub` per run to ``models`` so evaluators share
-    loaded models and computed embeddings; used on its own, an evaluator makes its own hub.
+    The Score step builds every model evaluator of a run with the run's one
+    :class:`ModelHub` (``models=``), so they share loaded models and computed embeddings; built
+    without one, an evaluator makes its own hub on first use.
     """
 
     role: ClassVar[ModelRole]
     options_model: ClassVar[type[BaseModel]] = ModelOptions
-    models: ModelHub | None = None
+
+    def __init__(
+        self,
+        thresholds: Mapping[str, float] | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        models: ModelHub | None = None,
+    ) -> None:
+        super().__init__(thresholds, options)
+        self._models = models
+
+    @classmethod
+    def for_run(
+        cls,
+        thresholds: Mapping[str, float] | None,
+        options: Mapping[str, Any] | None,
+        services: RunServices,
+    ) -> Self:
+        return cls(thresholds, options, models=services.models)
 
     @property
     def hub(self) -> ModelHub:
-        if self.models is None:
-            self.models = ModelHub()
-        return self.models
+        """The run's hub; an evaluator used on its own makes a default one on first use."""
+        if self._models is None:
+            self._models = ModelHub()
+        return self._models
 
     def model_name(self, role: ModelRole | None = None) -> str:
         """The model this run uses for ``role`` (the evaluator's own role by default)."""

@@ -15,7 +15,8 @@ from typing import Any
 from evalrunner.errors import EvalRunnerError
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
 from evalrunner.pipeline.baseline import find_baseline
-from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
+from evalrunner.pipeline.context import RunContext
+from evalrunner.pipeline.run_case import not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.redaction import mask_config
 from evalrunner.reports.csv_writer import to_csv
@@ -143,8 +144,7 @@ def merge_records(
 
 
 def aggregate_run(
-    store: RunStore,
-    run_id: str,
+    context: RunContext,
     *,
     map_failure: Any = None,
     score_failure: Any = None,
@@ -152,7 +152,8 @@ def aggregate_run(
 ) -> RunSummary:
     """Merge, aggregate, compare, write the report set (the manifest last) and return the
     summary; ``summary.json`` holds the same."""
-    config = load_config(store, run_id)
+    store, config, run_id = context.store, context.config, context.run_id
+    # Built without services: Aggregate only reads their metrics and run-level summaries.
     evaluators: list[Evaluator] = [
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
     ]

@@ -6,106 +6,23 @@ Step Functions retries and re-driven executions cost nothing twice.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import boto3
-
 from evalrunner.errors import TargetError
-from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample, resolve
-from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
+from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample
+from evalrunner.judge.base import CURRENT_CASE, CaseUsage
+from evalrunner.pipeline.context import RunContext
 from evalrunner.redaction import redact, redact_value
-from evalrunner.run import CaseRecord, ManifestItem, RunConfig
+from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text, sanitize_value
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
-from evalrunner.targets.factory import build_target
 
 #: Evaluators that run per case in the fan-out; the others wait for the Score step.
 PER_CASE = (Requirement.NOTHING, Requirement.LOCAL_MODEL, Requirement.JUDGE)
-
-_lock = threading.Lock()
-_configs: dict[tuple[str, str], RunConfig] = {}
-_targets: dict[tuple[str, str], Target] = {}
-_target_session: boto3.Session | None = None
-
-
-@contextmanager
-def target_session(session: boto3.Session | None) -> Iterator[None]:
-    """Build targets with ``session`` inside the block (the local engine's way out of moto)."""
-    global _target_session
-    previous, _target_session = _target_session, session
-    try:
-        yield
-    finally:
-        _target_session = previous
-
-
-def load_config(store: RunStore, run_id: str) -> RunConfig:
-    """The run's configuration, read once per process and run (warm Lambdas reuse it)."""
-    key = (store.bucket, run_id)
-    with _lock:
-        if key in _configs:
-            return _configs[key]
-    config = RunConfig.model_validate(store.get_json(store.run_key(run_id)))
-    with _lock:
-        _configs[key] = config
-    return config
-
-
-def _target(config: RunConfig) -> Target:
-    key = (config.bucket, config.run_id)
-    with _lock:
-        target = _targets.get(key)
-    if target is None:
-        target = build_target(config.target, session=_target_session)
-        with _lock:
-            _targets.setdefault(key, target)
-    return target
-
-
-_judges: dict[tuple[str, str], Judge] = {}
-
-
-def run_judge(config: RunConfig, store: RunStore | None = None) -> Judge | None:
-    """The run's judge client, built once per process and run (it holds the concurrency
-    limit and the in-memory cache, which must be shared by all cases)."""
-    if config.judge is None:
-        return None
-    key = (config.bucket, config.run_id)
-    with _lock:
-        judge = _judges.get(key)
-    if judge is None:
-        from evalrunner.judge.config import JudgeConfig
-        from evalrunner.judge.factory import build_judge
-
-        judge = build_judge(
-            JudgeConfig.model_validate(config.judge), store=store, session=_target_session
-        )
-        with _lock:
-            judge = _judges.setdefault(key, judge)
-    return judge
-
-
-def build_evaluators(
-    config: RunConfig, requirements: tuple[Requirement, ...], store: RunStore | None = None
-) -> list[Evaluator]:
-    classes = [resolve(name) for name in config.metrics]
-    evaluators = [
-        cls(config.thresholds, config.evaluator_options.get(cls.name))
-        for cls in classes
-        if cls.requires in requirements
-    ]
-    if any(e.requires is Requirement.JUDGE for e in evaluators):
-        judge = run_judge(config, store)
-        for evaluator in evaluators:
-            if evaluator.requires is Requirement.JUDGE:
-                evaluator.judge = judge
-    return evaluators
 
 
 def sample_of(
@@ -214,22 +131,26 @@ def not_scored(evaluators: list[Evaluator], reason: str) -> list[MetricResult]:
     ]
 
 
-def call_target(target: Target, case: TestCase) -> tuple[TargetResponse, float]:
-    start = time.perf_counter()
+def call_target(
+    target: Target, case: TestCase, clock: Callable[[], float] = time.perf_counter
+) -> tuple[TargetResponse, float]:
+    """The target's answer and its latency in ms (the target's own figure when it reports
+    one, else the time the call took)."""
+    start = clock()
     response = target.invoke(case)
-    elapsed_ms = (time.perf_counter() - start) * 1000
+    elapsed_ms = (clock() - start) * 1000
     return response, response.latency_ms if response.latency_ms is not None else elapsed_ms
 
 
-def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str, Any]:
+def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     item = ManifestItem.model_validate(raw_item)
-    key = store.record_key(run_id, item.item_id)
+    store, config = context.store, context.config
+    key = store.record_key(context.run_id, item.item_id)
     existing = store.get_json_or_none(key)
     if existing is not None and existing.get("status") == "ok":
         return {"item_id": item.item_id, "status": "ok", "reused": True}
 
-    config = load_config(store, run_id)
-    evaluators = build_evaluators(config, PER_CASE, store)
+    evaluators = context.evaluators(PER_CASE)
     case = item.case
     record = CaseRecord.for_item(item)
     record.notes, record.sanitized = list(case.notes), bool(case.notes)
@@ -240,7 +161,7 @@ def run_case(store: RunStore, run_id: str, raw_item: dict[str, Any]) -> dict[str
                 None,
             )
         else:
-            response, latency = call_target(_target(config), case)
+            response, latency = call_target(context.target, case, context.clock)
         response, truncated = capped_response(response, config.max_text_chars)
         response, sanitized = sanitized_response(response)
     except TargetError as exc:

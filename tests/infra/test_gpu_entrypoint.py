@@ -7,6 +7,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.pipeline import prepare, run_case
+from evalrunner.pipeline.context import RunContext
 from evalrunner.storage import RunStore
 from gpu_tasks import score_entrypoint
 
@@ -23,7 +24,6 @@ def prepared(monkeypatch):
     monkeypatch.delenv("EVALRUNNER_RUN_ID", raising=False)
     monkeypatch.delenv("EVALRUNNER_BUCKET", raising=False)
     batch_helpers.register()
-    run_case._configs.clear()
     try:
         with mock_aws():
             s3 = boto3.client("s3", region_name="us-east-1")
@@ -39,7 +39,7 @@ def prepared(monkeypatch):
             }
             out = prepare.prepare_run(event, store)
             for item in store.get_json(out.manifest_key):
-                run_case.run_case(store, out.run_id, item)
+                run_case.run_case(RunContext.load(store, out.run_id), item)
             yield store, out.run_id
     finally:
         batch_helpers.unregister()

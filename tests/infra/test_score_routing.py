@@ -34,8 +34,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 import state_machines
 from evalrunner.engine.dispatch import Dispatcher, dispatching
 from evalrunner.engine.local import ACCOUNT, BUCKET, PIPELINE_FUNCTIONS, REGION, LocalEngine
-from evalrunner.pipeline import run_case
+from evalrunner.pipeline.context import Runtime
 from gpu_tasks import score_entrypoint
+from lambdas.local import local_pipeline
 
 from . import batch_helpers
 from .batch_helpers import METRICS, SUITE
@@ -62,7 +63,6 @@ def embedded(monkeypatch):
     """The embedded runner plus a Batch queue and job definition in moto's docker-free Batch,
     whose jobs run the GPU entrypoint in-process."""
     batch_helpers.register()
-    run_case._configs.clear()
     jobs: list[dict[str, Any]] = []
     original = BatchSimpleBackend.submit_job
 
@@ -76,9 +76,9 @@ def embedded(monkeypatch):
         with mock.patch.dict(os.environ, fail):
             return original(self, *args, **kwargs)
 
-    engine = LocalEngine()
+    engine = LocalEngine(pipeline=local_pipeline)
     try:
-        with engine.embedded_aws(), dispatching(Dispatcher(engine.functions)):
+        with engine.embedded_aws(), dispatching(Dispatcher(engine.functions_for(Runtime()))):
             monkeypatch.setitem(default_user_config["batch"], "use_docker", False)
             monkeypatch.setattr(BatchSimpleBackend, "submit_job", submit_job)
             service = state_task_service_batch.StateTaskServiceBatch
@@ -193,7 +193,7 @@ def test_a_failed_batch_job_still_gets_its_reports(embedded, monkeypatch):
     assert _ratio(summary)["count"] == 0
 
 
-def _broken(store: Any, run_id: str) -> dict[str, Any]:
+def _broken(context: Any) -> dict[str, Any]:
     from evalrunner.errors import StorageError
 
     raise StorageError("the GPU ran out of memory (simulated)")

@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
+from evalrunner.pipeline.context import Runtime
 from evalrunner.suite import read_suite_file
+from lambdas.local import local_pipeline
 
 from .conftest import read_csv
 
@@ -179,8 +181,8 @@ def test_start_aws_uploads_starts_follows_and_downloads(tmp_path):
         "ev.json",
         json.dumps({"key": "test-suites/hr.csv", "iterations": 1, "target": json.loads(DEMO)}),
     )
-    engine = LocalEngine()
-    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions)):
+    engine = LocalEngine(pipeline=local_pipeline)
+    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions_for(Runtime()))):
         engine.deploy(b"placeholder", "test-suites/other.csv")
         arn = boto3.client("stepfunctions").list_state_machines()["stateMachines"][0][
             "stateMachineArn"

@@ -11,6 +11,7 @@ import pytest
 import state_machines
 from evalrunner.engine import LocalEngine
 from evalrunner.errors import ExecutionFailed
+from lambdas.local import local_pipeline
 
 from .conftest import echo_target, read_csv
 
@@ -33,7 +34,7 @@ def two_iterations(tmp_path_factory):
     from .conftest import SUITE_CSV
 
     out = tmp_path_factory.mktemp("out")
-    engine = LocalEngine(extra_functions={"echo-target": echo_target})
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"echo-target": echo_target})
     result = engine.run(
         event(fail_under={"Exact match": 0.9}), suite=SUITE_CSV.encode(), out_dir=out
     )
@@ -71,7 +72,7 @@ def test_a_changed_definition_changes_the_run(monkeypatch, tmp_path, suite_file)
     asl["States"]["Prepare"]["Next"] = "Stop"
     asl["States"]["Stop"] = {"Type": "Fail", "Error": "Edited", "Cause": "edited definition"}
     monkeypatch.setattr(state_machines, "test_runner_asl", lambda: json.dumps(asl))
-    engine = LocalEngine(extra_functions={"echo-target": echo_target})
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"echo-target": echo_target})
     with pytest.raises(ExecutionFailed, match="edited definition"):
         engine.run(event(), suite=suite_file, out_dir=tmp_path)
 
@@ -153,7 +154,8 @@ def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_fi
         return run_case.handler(ev, context)
 
     engine = LocalEngine(
-        extra_functions={"echo-target": echo_target, "evalrunner-run-case": crashing_run_case}
+        pipeline=local_pipeline,
+        extra_functions={"echo-target": echo_target, "evalrunner-run-case": crashing_run_case},
     )
     result = engine.run(event(iterations=1), suite=suite_file, out_dir=tmp_path)
     rows = {
@@ -167,7 +169,7 @@ def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_fi
 
 
 def test_bad_event_fails_the_execution_with_the_message_and_writes_nothing(tmp_path, suite_file):
-    engine = LocalEngine(extra_functions={"echo-target": echo_target})
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"echo-target": echo_target})
     with pytest.raises(ExecutionFailed) as info:
         engine.run(event(iterations=0), suite=suite_file, out_dir=tmp_path / "out")
     assert "iterations" in str(info.value)
@@ -176,7 +178,7 @@ def test_bad_event_fails_the_execution_with_the_message_and_writes_nothing(tmp_p
 
 def test_precomputed_answers_are_scored_without_calling_a_target(tmp_path):
     suite = b"question,expected_answer,actual_output\nQ1,alpha beta,alpha beta\nQ2,gamma,delta\n"
-    engine = LocalEngine()
+    engine = LocalEngine(pipeline=local_pipeline)
     result = engine.run(
         {
             "key": "test-suites/lab.csv",
@@ -194,7 +196,7 @@ def test_precomputed_answers_are_scored_without_calling_a_target(tmp_path):
 def test_demo_run_reports(tmp_path):
     from evalrunner.demo.suite import demo_suite_path
 
-    result = LocalEngine().run(
+    result = LocalEngine(pipeline=local_pipeline).run(
         {
             "key": "test-suites/demo-hr.xlsx",
             "iterations": 1,
@@ -229,7 +231,7 @@ def test_run_level_metrics_reach_the_summary(tmp_path):
         b"Parental leave length?,parental,parental.md\n"
         b"Pension match?,benefits,benefits.md\n"
     )
-    engine = LocalEngine(extra_functions={"intent-target": intent_target})
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"intent-target": intent_target})
     result = engine.run(
         {
             "key": "test-suites/intents.csv",

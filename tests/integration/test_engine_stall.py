@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from evalrunner.cli import app
 from evalrunner.engine import LocalEngine
 from evalrunner.errors import EngineStalled
+from lambdas.local import local_pipeline
 
 from .conftest import read_csv
 
@@ -67,7 +68,9 @@ def kill_worker_at(monkeypatch, index: int) -> None:
 def test_a_dead_interpreter_thread_fails_the_run_with_reports_and_a_resume(monkeypatch, tmp_path):
     target = CountingTarget()
     kill_worker_at(monkeypatch, 3)
-    engine = LocalEngine(extra_functions={"counting": target}, stall_timeout=60)
+    engine = LocalEngine(
+        pipeline=local_pipeline, extra_functions={"counting": target}, stall_timeout=60
+    )
     with pytest.raises(EngineStalled) as caught:
         engine.run(event(), suite=SUITE.encode(), out_dir=tmp_path)
     error = caught.value
@@ -108,7 +111,9 @@ def test_a_lost_job_fails_the_run_after_the_stall_timeout(monkeypatch, tmp_path)
         return original(self, job)
 
     monkeypatch.setattr(job_module.JobPool, "close_job", close_job)
-    engine = LocalEngine(extra_functions={"counting": CountingTarget()}, stall_timeout=1.0)
+    engine = LocalEngine(
+        pipeline=local_pipeline, extra_functions={"counting": CountingTarget()}, stall_timeout=1.0
+    )
     with pytest.raises(EngineStalled, match=r"nothing ran for \d+ s .*stall timeout 1 s"):
         engine.run(event(), suite=SUITE.encode(), out_dir=tmp_path)
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from evalrunner.engine import LocalEngine
+from lambdas.local import local_pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +125,7 @@ def test_no_secret_in_any_output_file_or_log(
     }
     out = tmp_path / "out"
     with caplog.at_level(logging.DEBUG):
-        result = LocalEngine().run(event, suite=SUITE.encode(), out_dir=out)
+        result = LocalEngine(pipeline=local_pipeline).run(event, suite=SUITE.encode(), out_dir=out)
 
     # the target really got (and echoed) the secrets: the test would prove nothing otherwise
     assert result.summary.items == 3 and result.summary.target_errors == 1

@@ -11,6 +11,7 @@ from moto.core.botocore_stubber import MockRawResponse
 
 from evalrunner.engine import LocalEngine
 from evalrunner.engine.real_aws import needs_real_aws, real_session
+from lambdas.local import local_pipeline
 
 REMOTE = "arn:aws:lambda:eu-west-1:210987654321:function:prod-rag"
 
@@ -64,7 +65,7 @@ def test_real_session_keeps_credentials_resolved_before_the_mock():
 
 def test_engine_calls_the_real_target_and_keeps_s3_embedded(tmp_path):
     fake = FakeAWS()
-    engine = LocalEngine(aws_session=session_with(fake))
+    engine = LocalEngine(pipeline=local_pipeline, aws_session=session_with(fake))
     suite = b"question,expected_answer\nWhat is up?,remote says: What is up?\n"
     result = engine.run(
         {

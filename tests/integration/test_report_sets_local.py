@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from evalrunner.cli import app
 from evalrunner.pipeline import prepare
+from lambdas.local import local_pipeline
 
 runner = CliRunner()
 FROZEN = datetime(2026, 11, 22, 9, 30, 5, tzinfo=UTC)
@@ -84,8 +85,6 @@ def test_the_engine_itself_claims_in_its_out_dir(tmp_path, monkeypatch):
         "metrics": ["Token F1"],
     }
     suite = b"question,expected_answer\nHow many sick days?,10 days\n"
-    result = LocalEngine().run(event, suite=suite, out_dir=out)
-    assert result.summary.reports.summary.startswith(
-        f"test-reports/evalrunner-demo-hr/{STAMP}-2-"
-    )
+    result = LocalEngine(pipeline=local_pipeline).run(event, suite=suite, out_dir=out)
+    assert result.summary.reports.summary.startswith(f"test-reports/evalrunner-demo-hr/{STAMP}-2-")
     assert (folder / f"{STAMP}-claim.json").read_text("utf-8") == '{"run_id": "elsewhere"}'

@@ -26,8 +26,7 @@ def by_metric(results):
 
 
 def evaluator(model: str, hub: ModelHub | None = None, **options) -> BERTScore:
-    ev = BERTScore(options={"model": model, **options})
-    ev.models = hub or ModelHub(device="cpu")
+    ev = BERTScore(options={"model": model, **options}, models=hub or ModelHub(device="cpu"))
     return ev
 
 

@@ -12,6 +12,7 @@ from moto import mock_aws
 from sentence_transformers import SentenceTransformer
 
 from evalrunner.pipeline import aggregate, prepare, run_case
+from evalrunner.pipeline.context import RunContext
 from evalrunner.storage import RunStore
 from gpu_tasks import score_entrypoint
 
@@ -31,7 +32,6 @@ SUITE = (
 def run_on_s3(monkeypatch):
     """Prepare and run the cases of a run whose metrics come from the given options."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    run_case._configs.clear()
 
     def make(metrics, options):
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -48,7 +48,7 @@ def run_on_s3(monkeypatch):
         }
         out = prepare.prepare_run(event, store)
         for item in store.get_json(out.manifest_key):
-            run_case.run_case(store, out.run_id, item)
+            run_case.run_case(RunContext.load(store, out.run_id), item)
         return store, out.run_id
 
     with mock_aws():
@@ -93,7 +93,7 @@ def test_the_gpu_task_scores_model_metrics_and_reports_a_missing_model_once(
     log = capsys.readouterr().out
     assert '"models_unavailable": ["BAAI/bge-small-en-v1.5"]' in log
 
-    summary = aggregate.aggregate_run(store, run_id)
+    summary = aggregate.aggregate_run(RunContext.load(store, run_id))
     model_problems = [p for p in summary.problems if p.type == "model_unavailable"]
     assert len(model_problems) == 1
     assert model_problems[0].severity == "high"

@@ -48,8 +48,7 @@ def extra_models(tmp_path_factory) -> dict[str, Path]:
 
 
 def _evaluator(model: Path, **options: object) -> Hallucination:
-    ev = Hallucination(options={"model": str(model), **options})
-    ev.models = ModelHub(device="cpu")
+    ev = Hallucination(options={"model": str(model), **options}, models=ModelHub(device="cpu"))
     return ev
 
 
@@ -157,8 +156,7 @@ def test_empty_answer_and_blank_context_are_skipped(tiny_models) -> None:
 
 
 def test_missing_model_skips_every_case_and_is_reported_once() -> None:
-    ev = Hallucination()
-    ev.models = ModelHub(device="cpu")
+    ev = Hallucination(models=ModelHub(device="cpu"))
     samples = [Sample(question="q", answer=ANSWER, contexts=CHUNKS)] * 3
     results = ev.evaluate_batch(samples) + ev.evaluate_batch(samples)
     name = default_model(ModelRole.HALLUCINATION)

@@ -30,8 +30,7 @@ def by_metric(results):
 
 
 def evaluator(model: str, hub: ModelHub | None = None, **kwargs) -> Perplexity:
-    ev = Perplexity(options={"model": model}, **kwargs)
-    ev.models = hub or ModelHub(device="cpu")
+    ev = Perplexity(options={"model": model}, **kwargs, models=hub or ModelHub(device="cpu"))
     return ev
 
 
@@ -140,8 +139,7 @@ def test_a_nan_from_the_model_is_an_error_for_that_answer_only(tiny_models, monk
 
 
 def test_a_missing_model_skips_every_case_with_one_notice():
-    ev = Perplexity()  # the default model: distilbert/distilgpt2
-    ev.models = ModelHub(device="cpu")
+    ev = Perplexity(models=ModelHub(device="cpu"))  # the default model: distilbert/distilgpt2
     results = by_metric(ev.evaluate_batch(answers("Paris", "Lyon")))
     for case in results:
         assert case["Perplexity"].status == "skipped"

@@ -73,8 +73,7 @@ def remote_model(tmp_path: Path) -> Path:
 
 
 def test_a_remote_code_model_is_scored_through_its_own_predict(remote_model):
-    ev = Hallucination(options={"model": str(remote_model)})
-    ev.models = ModelHub(device="cpu")
+    ev = Hallucination(options={"model": str(remote_model)}, models=ModelHub(device="cpu"))
     results = ev.evaluate_batch(
         [
             Sample(question="q", answer="the cat sat", contexts=["the cat sat on the mat"]),

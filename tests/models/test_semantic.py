@@ -32,11 +32,6 @@ def scores(evaluator, samples):
     return out
 
 
-def bind(evaluator, hub):
-    evaluator.models = hub
-    return evaluator
-
-
 def unit(model, texts):
     vectors = model.encode(texts, convert_to_numpy=True)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -46,7 +41,7 @@ def unit(model, texts):
 
 
 def test_a_paraphrase_outscores_an_unrelated_answer(minilm_hub):
-    ev = bind(AnswerSemanticSimilarity(), minilm_hub)
+    ev = AnswerSemanticSimilarity(models=minilm_hub)
     expected = "Employees get 25 days of paid annual leave per year."
     got = scores(
         ev,
@@ -66,7 +61,7 @@ def test_a_paraphrase_outscores_an_unrelated_answer(minilm_hub):
 
 
 def test_a_grounded_answer_outscores_an_invented_one(minilm_hub):
-    ev = bind(Groundedness(), minilm_hub)
+    ev = Groundedness(models=minilm_hub)
     contexts = [
         "Full-time employees receive 25 days of annual leave. Leave must be approved by a manager.",
         "Unused leave of up to 5 days can be carried over to the next year.",
@@ -87,7 +82,7 @@ def test_a_grounded_answer_outscores_an_invented_one(minilm_hub):
 
 
 def test_relevancy_prefers_an_on_topic_answer(minilm_hub):
-    ev = bind(AnswerRelevancySentence(), minilm_hub)
+    ev = AnswerRelevancySentence(models=minilm_hub)
     q = "How many days of annual leave do I get?"
     got = scores(
         ev,
@@ -109,14 +104,14 @@ def test_context_relevancy_and_rank_follow_the_relevant_chunk(minilm_hub):
     third = Sample(question=q, contexts=[*noise, relevant])
     none = Sample(question=q, contexts=noise)
 
-    rel = scores(bind(ContextRelevancy(), minilm_hub), [first, third, none])
+    rel = scores(ContextRelevancy(models=minilm_hub), [first, third, none])
     recall = [s for _, s, _ in rel["Context recall relevancy"]]
     precision = [s for _, s, _ in rel["Context precision relevancy"]]
     assert recall[0] == pytest.approx(recall[1]) and recall[0] > 0.7 > recall[2]
     assert precision[0] == pytest.approx(precision[1]) and precision[0] < recall[0]
     assert "chunk 3 is the most relevant" in rel["Context recall relevancy"][1][2]
 
-    mrr = scores(bind(ContextMeanReciprocalRank(), minilm_hub), [first, third, none])
+    mrr = scores(ContextMeanReciprocalRank(models=minilm_hub), [first, third, none])
     values = [s for _, s, _ in mrr["Context mean reciprocal rank"]]
     assert values == pytest.approx([1.0, 1 / 3, 0.0])
     assert "rank 3" in mrr["Context mean reciprocal rank"][1][2]
@@ -133,7 +128,7 @@ def tiny(tiny_models):
 def test_sentence_similarity_is_the_mean_and_min_of_best_matches(tiny, tiny_models):
     answer = "The cat sat on the mat. Paris is a city. I love the sun."
     expected = "A cat sat. The capital of France is Paris."
-    ev = bind(AnswerSemanticSentenceSimilarity(options={"model": tiny}), ModelHub(device="cpu"))
+    ev = AnswerSemanticSentenceSimilarity(options={"model": tiny}, models=ModelHub(device="cpu"))
     got = scores(ev, [Sample(question="q", answer=answer, expected_answer=expected)])
 
     model = SentenceTransformer(tiny, device="cpu")
@@ -148,7 +143,7 @@ def test_sentence_similarity_is_the_mean_and_min_of_best_matches(tiny, tiny_mode
 def test_groundedness_is_the_min_over_sentences_of_the_best_context_sentence(tiny):
     answer = "The cat sat on the mat. The dog hates water."
     contexts = ["The cat sat. It was blue.", "A dog loves water!"]
-    ev = bind(Groundedness(options={"model": tiny}), ModelHub(device="cpu"))
+    ev = Groundedness(options={"model": tiny}, models=ModelHub(device="cpu"))
     got = scores(ev, [Sample(question="q", answer=answer, contexts=contexts)])["Groundedness"]
 
     model = SentenceTransformer(tiny, device="cpu")
@@ -159,7 +154,7 @@ def test_groundedness_is_the_min_over_sentences_of_the_best_context_sentence(tin
 
 def test_the_cross_encoder_option_scores_pairs_with_the_cross_encoder(tiny_models):
     path = str(tiny_models["cross_encoder"])
-    ev = bind(AnswerSemanticSimilarity(options={"cross_encoder": path}), ModelHub(device="cpu"))
+    ev = AnswerSemanticSimilarity(options={"cross_encoder": path}, models=ModelHub(device="cpu"))
     samples = [
         Sample(question="q", answer="the cat sat", expected_answer="a cat sat on the mat"),
         Sample(question="q", answer="", expected_answer="a cat sat on the mat"),
@@ -177,9 +172,9 @@ def test_the_cross_encoder_option_scores_pairs_with_the_cross_encoder(tiny_model
 def test_empty_answers_score_zero_and_groundedness_reports_them(tiny):
     hub = ModelHub(device="cpu")
     sample = Sample(question="q", answer="", expected_answer="x y", contexts=["the cat sat."])
-    sim = scores(bind(AnswerSemanticSimilarity(options={"model": tiny}), hub), [sample])
+    sim = scores(AnswerSemanticSimilarity(options={"model": tiny}, models=hub), [sample])
     assert sim["Answer semantic similarity"][0] == ("scored", 0.0, "the answer is empty")
-    grounded = scores(bind(Groundedness(options={"model": tiny}), hub), [sample])["Groundedness"]
+    grounded = scores(Groundedness(options={"model": tiny}, models=hub), [sample])["Groundedness"]
     assert grounded[0][0] == "error" and "no sentence" in grounded[0][2]
 
 
@@ -209,7 +204,7 @@ def test_six_evaluators_share_one_encoder_and_encode_each_text_once(tiny):
         for i in range(40)
     ]
     for cls in ALL:
-        results = bind(cls(options={"model": tiny}), hub).evaluate_batch(samples)
+        results = cls(options={"model": tiny}, models=hub).evaluate_batch(samples)
         assert all(r.status == "scored" for rs in results for r in rs), cls.name
     counters = hub.encoder(tiny).counters
     unique = {
@@ -230,7 +225,7 @@ def test_a_missing_model_skips_every_case_and_is_reported_once():
         for _ in range(3)
     ]
     for cls in (AnswerSemanticSimilarity, Groundedness):
-        results = bind(cls(options={"model": "BAAI/bge-small-en-v1.5"}), hub).evaluate_batch(
+        results = cls(options={"model": "BAAI/bge-small-en-v1.5"}, models=hub).evaluate_batch(
             samples
         )
         for rs in results:

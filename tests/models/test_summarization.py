@@ -46,8 +46,10 @@ def sharp_nli(tmp_path_factory) -> Path:
 
 
 def _evaluator(nli: Path, encoder: Path, hub: ModelHub | None = None, **options) -> Summarization:
-    ev = Summarization(options={"model": str(nli), "embedding_model": str(encoder), **options})
-    ev.models = hub or ModelHub(device="cpu")
+    ev = Summarization(
+        options={"model": str(nli), "embedding_model": str(encoder), **options},
+        models=hub or ModelHub(device="cpu"),
+    )
     return ev
 
 
@@ -213,8 +215,9 @@ def test_one_nli_call_per_batch_and_repeats_computed_once(
 
 
 def test_missing_nli_model_skips_every_case_once(tiny_models) -> None:
-    ev = Summarization(options={"embedding_model": str(tiny_models["encoder"])})
-    ev.models = ModelHub(device="cpu")
+    ev = Summarization(
+        options={"embedding_model": str(tiny_models["encoder"])}, models=ModelHub(device="cpu")
+    )
     samples = [Sample(question="Summarise.", answer=SUMMARY, contexts=SOURCE)] * 3
     results = ev.evaluate_batch(samples) + ev.evaluate_batch(samples)
     name = default_model(ModelRole.NLI)
@@ -227,8 +230,10 @@ def test_missing_embedding_model_skips_the_evaluator_before_any_nli_work(
     tiny_models, tmp_path
 ) -> None:
     missing = str(tmp_path / "no-such-encoder")
-    ev = Summarization(options={"model": str(tiny_models["nli"]), "embedding_model": missing})
-    ev.models = ModelHub(device="cpu")
+    ev = Summarization(
+        options={"model": str(tiny_models["nli"]), "embedding_model": missing},
+        models=ModelHub(device="cpu"),
+    )
     samples = [Sample(question="Summarise.", answer=SUMMARY, contexts=SOURCE)] * 2
     results = ev.evaluate_batch(samples)
     # Both metrics are skipped: completeness cannot be computed, and a faithfulness column
@@ -250,9 +255,9 @@ def test_completeness_ranks_summaries_with_minilm(sharp_nli, minilm_hub) -> None
             "model": str(sharp_nli),
             "embedding_model": PACKAGED_MINILM,
             "faithful_threshold": -1.0,
-        }
+        },
+        models=minilm_hub,
     )
-    ev.models = minilm_hub
     source = (
         "Employees receive 25 days of annual leave per year. Leave must be requested at "
         "least two weeks in advance through the HR portal. Unused leave of up to five days "

@@ -30,8 +30,7 @@ def by_metric(results):
 
 
 def evaluator(model: str, hub: ModelHub | None = None, **kwargs) -> Toxicity:
-    ev = Toxicity(options={"model": model}, **kwargs)
-    ev.models = hub or ModelHub(device="cpu")
+    ev = Toxicity(options={"model": model}, **kwargs, models=hub or ModelHub(device="cpu"))
     return ev
 
 
@@ -108,8 +107,7 @@ def test_a_missing_answer_is_skipped(tiny_models):
 
 def test_a_missing_model_skips_every_case_with_one_notice(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))  # no cached detoxify checkpoint
-    ev = Toxicity()  # the default model: detoxify/original
-    ev.models = ModelHub(device="cpu")
+    ev = Toxicity(models=ModelHub(device="cpu"))  # the default model: detoxify/original
     results = by_metric(ev.evaluate_batch(answers("you idiot", "hello")))
     for case in results:
         assert {r.status for r in case.values()} == {"skipped"}
@@ -162,8 +160,7 @@ def test_the_default_model_is_found_where_the_image_bakes_it(
     (checkpoint,) = tiny_models["detoxify"].glob("*.ckpt")
     shutil.copy(checkpoint, cache / MODEL_URLS["original"].rsplit("/", 1)[-1])
 
-    ev = Toxicity()
-    ev.models = ModelHub(device="cpu")
+    ev = Toxicity(models=ModelHub(device="cpu"))
     (case,) = by_metric(ev.evaluate_batch(answers(TEXTS[0])))
     assert case["Toxicity"].status == "scored"
     assert case["Toxicity"].score == pytest.approx(detoxify_direct[TEXTS[0]]["toxicity"], abs=1e-6)

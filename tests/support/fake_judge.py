@@ -6,7 +6,7 @@
     judge = FakeJudge()
     judge.reply("statements", {"statements": ["a", "b"]}, when="text of the answer")
     judge.reply("faithfulness verdicts", {"verdicts": [...]})
-    evaluator.judge = judge
+    evaluator = MyEvaluator(judge=judge)
 
     judge = FakeJudge.scripted({"GEval": {"score": 4, "reason": "ok"}})  # by purpose, no cache
 

@@ -85,8 +85,7 @@ def test_without_the_models_extra_model_evaluators_are_skipped_with_the_install_
     no_torch,
 ):
     hub = ModelHub()
-    evaluator = Groundedness()
-    evaluator.models = hub
+    evaluator = Groundedness(models=hub)
     results = evaluator.evaluate_batch(
         [Sample(question="q", answer="a b.", contexts=["a b."]) for _ in range(2)]
     )

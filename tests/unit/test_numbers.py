@@ -19,6 +19,7 @@ from evalrunner.errors import EventError
 from evalrunner.event import parse_event
 from evalrunner.jsonout import dump_json
 from evalrunner.pipeline import aggregate, run_case
+from evalrunner.pipeline.context import RunContext
 from evalrunner.targets.adapters import normalise
 from evalrunner.targets.base import Target, TargetResponse
 from tests.unit.test_pipeline import NOW, prepared, store  # noqa: F401  (fixture)
@@ -178,6 +179,10 @@ def test_dump_json_is_strict_and_never_writes_nan():
     assert strict_loads(text) == {"a": None, "b": [None, {"c": None}], "d": "x"}
 
 
+def hostile_numbers(spec, *, session=None):
+    return HostileNumbers(spec)
+
+
 class HostileNumbers(Target):
     """A target whose usage numbers are garbage (bypassing the adapter's normalisation)."""
 
@@ -200,11 +205,13 @@ class HostileNumbers(Target):
 
 
 def test_a_run_with_hostile_numbers_writes_valid_json_and_notes_the_cases(store, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(run_case, "build_target", lambda spec, session=None: HostileNumbers(spec))
     prepared(store, run_id="rn", metrics=["Exact match"])
     for item in store.get_json(store.manifest_key("rn")):
-        run_case.run_case(store, "rn", item)
-    summary = aggregate.aggregate_run(store, "rn", now=NOW)
+        run_case.run_case(
+            RunContext.load(store, "rn", target_factory=lambda spec, session: HostileNumbers(spec)),
+            item,
+        )
+    summary = aggregate.aggregate_run(RunContext.load(store, "rn"), now=NOW)
     reports = summary.reports
     for key in (reports.summary, reports.insights, reports.problems, reports.report):
         strict_loads(store.get_bytes(key))  # raises on NaN / Infinity

@@ -16,6 +16,7 @@ from moto import mock_aws
 from evalrunner.errors import SuiteError
 from evalrunner.evaluators import BatchEvaluator, Input, MetricSpec, Sample, Scored, registry
 from evalrunner.pipeline import aggregate, prepare, run_case, score
+from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
 from evalrunner.storage import RunStore
@@ -43,6 +44,10 @@ class CountingTarget(Target):
         )
 
 
+def counting(spec, *, session=None):
+    return CountingTarget(spec)
+
+
 @pytest.fixture
 def store(monkeypatch):
     with mock_aws():
@@ -50,11 +55,6 @@ def store(monkeypatch):
         client.create_bucket(Bucket="runner-bucket")
         client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
         CountingTarget.calls = 0
-        monkeypatch.setattr(
-            run_case, "build_target", lambda spec, session=None: CountingTarget(spec)
-        )
-        run_case._configs.clear()
-        run_case._targets.clear()
         yield RunStore("runner-bucket", client=client)
 
 
@@ -94,8 +94,8 @@ def test_prepare_missing_suite_names_the_key(store):
 def test_run_case_is_idempotent(store):
     out = prepared(store, run_id="r1")
     item = store.get_json(out.manifest_key)[0]
-    first = run_case.run_case(store, "r1", item)
-    second = run_case.run_case(store, "r1", item)
+    first = run_case.run_case(RunContext.load(store, "r1", target_factory=counting), item)
+    second = run_case.run_case(RunContext.load(store, "r1", target_factory=counting), item)
     assert first["status"] == "ok" and second.get("reused") is True
     assert CountingTarget.calls == 1
     record = store.get_json(store.record_key("r1", item["item_id"]))
@@ -105,7 +105,7 @@ def test_run_case_is_idempotent(store):
 def test_record_failure_never_overwrites_a_good_record(store):
     out = prepared(store, run_id="r1")
     good, bad = store.get_json(out.manifest_key)[:2]
-    run_case.run_case(store, "r1", good)
+    run_case.run_case(RunContext.load(store, "r1", target_factory=counting), good)
     run_case.record_failure(store, "r1", good, {"Error": "Lambda.Unknown", "Cause": "x"})
     assert store.get_json(store.record_key("r1", good["item_id"]))["status"] == "ok"
     run_case.record_failure(store, "r1", bad, {"Error": "States.Timeout", "Cause": "slow"})
@@ -143,10 +143,13 @@ def test_score_step_batches_the_whole_run_and_aggregate_merges(store, batch_eval
     out = prepared(store, run_id="r2", metrics=["Exact match", "Length ratio (test)"])
     items = store.get_json(out.manifest_key)
     for item in items[:3]:  # the fourth case's task "crashed" and left no record
-        run_case.run_case(store, "r2", item)
-    assert score.score_run(store, "r2") == {"evaluators": ["Length ratio (test)"], "samples": 3}
+        run_case.run_case(RunContext.load(store, "r2", target_factory=counting), item)
+    assert score.score_run(RunContext.load(store, "r2")) == {
+        "evaluators": ["Length ratio (test)"],
+        "samples": 3,
+    }
     assert LengthRatio.batches == [3]  # one call for the whole run, not one per case
-    summary = aggregate.aggregate_run(store, "r2", now=NOW)
+    summary = aggregate.aggregate_run(RunContext.load(store, "r2"), now=NOW)
     by_metric = {m.metric: m for m in summary.metrics}
     ratio = by_metric["Length ratio"]
     assert ratio.count == 3 and ratio.errored == 1
@@ -168,8 +171,8 @@ def test_aggregate_statistics_and_gates(store):
         fail_under={"Token F1": 0.5, "Exact match": 0.9},
     )
     for item in store.get_json(store.manifest_key("r3")):
-        run_case.run_case(store, "r3", item)
-    summary = aggregate.aggregate_run(store, "r3", now=NOW)
+        run_case.run_case(RunContext.load(store, "r3", target_factory=counting), item)
+    summary = aggregate.aggregate_run(RunContext.load(store, "r3"), now=NOW)
     em = next(m for m in summary.metrics if m.metric == "Exact match")
     # case a matches exactly, case b does not; two iterations each
     assert em.count == 4 and em.average == 0.5 and em.pass_rate == 0.5

@@ -14,6 +14,7 @@ from botocore.stub import ANY, Stubber
 from evalrunner.errors import StorageError
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.baseline import find_baseline
+from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.publish import (
     CLAIM_NAME,
     claim_local,
@@ -30,8 +31,8 @@ STAMP = "test-reports/fn/261122-093005-"
 def full_run(store, run_id: str, **event) -> RunSummary:  # noqa: F811
     prepared(store, run_id=run_id, **event)
     for item in store.get_json(store.manifest_key(run_id)):
-        run_case.run_case(store, run_id, item)
-    return aggregate.aggregate_run(store, run_id, now=NOW)
+        run_case.run_case(RunContext.load(store, run_id), item)
+    return aggregate.aggregate_run(RunContext.load(store, run_id), now=NOW)
 
 
 # -- claiming in S3 ------------------------------------------------------------------------
@@ -144,8 +145,8 @@ def test_two_runs_started_together_in_one_second_write_two_complete_sets(store, 
     assert sorted(prefixes.values()) == [STAMP, "test-reports/fn/261122-093005-2-"]
     for run_id in ("ra", "rb"):
         for item in store.get_json(store.manifest_key(run_id)):
-            run_case.run_case(store, run_id, item)
-        summary = aggregate.aggregate_run(store, run_id, now=NOW)
+            run_case.run_case(RunContext.load(store, run_id), item)
+        summary = aggregate.aggregate_run(RunContext.load(store, run_id), now=NOW)
         assert all(k.startswith(prefixes[run_id]) for k in summary.reports.keys())
     complete = {s.summary.run_id: s for s in complete_summaries(store, "fn")}
     assert set(complete) == {"ra", "rb"}  # two sets, each whole, none overwritten
@@ -221,7 +222,7 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
     full_run(store, "r1")
     prepared(store, run_id="r2")
     for item in store.get_json(store.manifest_key("r2")):
-        run_case.run_case(store, "r2", item)
+        run_case.run_case(RunContext.load(store, "r2"), item)
     writes = {"n": 0}
     original = RunStore.put_bytes
 
@@ -234,7 +235,7 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
 
     monkeypatch.setattr(RunStore, "put_bytes", failing_put)
     with pytest.raises(Interrupted):
-        aggregate.aggregate_run(store, "r2", now=NOW)
+        aggregate.aggregate_run(RunContext.load(store, "r2"), now=NOW)
     monkeypatch.setattr(RunStore, "put_bytes", original)
     r2_prefix = store.get_json(store.run_key("r2"))["report_prefix"]
     assert store.list_keys(r2_prefix)  # the half-written files are there ...
@@ -252,7 +253,7 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
     assert summary.regression is not None and summary.regression.baseline_run_id == "r1"
     assert summary.reports.manifest.startswith("test-reports/fn/261122-093005-3-")
     # and the interrupted run's retry completes its own set
-    aggregate.aggregate_run(store, "r2", now=NOW)
+    aggregate.aggregate_run(RunContext.load(store, "r2"), now=NOW)
     assert {s.summary.run_id for s in complete_summaries(store, "fn")} == {"r1", "r2", "r3"}
 
 

@@ -14,6 +14,7 @@ from evalrunner.errors import EventError
 from evalrunner.evaluators import Input, MetricSpec, Sample, Scored, registry
 from evalrunner.evaluators.base import Evaluator, Requirement
 from evalrunner.pipeline import prepare, run_case
+from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import capped_sample
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
@@ -21,6 +22,10 @@ from evalrunner.targets.base import Target, TargetResponse
 
 SUITE = b"id,question,expected_answer\na,Q one?,alpha\n"
 HUGE = "word " * 60_000  # 300,000 characters
+
+
+def huge(spec, *, session=None):
+    return Huge(spec)
 
 
 class Huge(Target):
@@ -56,9 +61,6 @@ def store(monkeypatch):
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="runner-bucket")
         client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
-        monkeypatch.setattr(run_case, "build_target", lambda spec, session=None: Huge(spec))
-        run_case._configs.clear()
-        run_case._targets.clear()
         LengthSpy.seen.clear()
         yield RunStore("runner-bucket", client=client)
     registry._REGISTRY.pop(LengthSpy.name)
@@ -76,7 +78,9 @@ def test_a_huge_answer_is_cut_flagged_and_evaluators_see_only_the_cap(store):
     }
     prepare.prepare_run(raw, store, now=datetime(2026, 11, 23, tzinfo=UTC))
     (item,) = store.get_json(store.manifest_key("r1"))
-    assert run_case.run_case(store, "r1", item)["status"] == "ok"
+    assert (
+        run_case.run_case(RunContext.load(store, "r1", target_factory=huge), item)["status"] == "ok"
+    )
     record = store.get_json(store.record_key("r1", item["item_id"]))
     assert LengthSpy.seen == [4000]
     assert record["truncated"] is True and record["sanitized"] is False

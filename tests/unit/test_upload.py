@@ -19,6 +19,7 @@ from evalrunner.engine.dispatch import Dispatcher, LambdaContext, dispatching
 from evalrunner.engine.local import BUCKET, LocalEngine
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
+from evalrunner.pipeline.context import Runtime
 from evalrunner.storage import RunStore
 from evalrunner.upload import (
     UploadDefaults,
@@ -29,6 +30,7 @@ from evalrunner.upload import (
     sidecar_key,
     start_from_upload,
 )
+from lambdas.local import local_pipeline
 
 DEMO = {"lambdaArn": "evalrunner-demo-hr"}
 SM_ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:runner"
@@ -323,8 +325,8 @@ def deployed(monkeypatch):
     """The embedded runner: bucket, pipeline functions and the state machine."""
     from lambdas import start_from_upload as trigger
 
-    engine = LocalEngine()
-    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions)):
+    engine = LocalEngine(pipeline=local_pipeline)
+    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions_for(Runtime()))):
         engine.deploy(b"placeholder", "test-suites/placeholder.csv")
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
         arn = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]

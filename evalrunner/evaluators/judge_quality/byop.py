@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
-from evalrunner.evaluators.judge_safety import JudgeEvaluator, nonblank_chunks
+from evalrunner.evaluators.judge_base import JudgeEvaluator, nonblank_chunks
 from evalrunner.evaluators.registry import register
-from evalrunner.judge.base import Message
+from evalrunner.judge.base import Judge, Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
 
 __all__ = ["BYOP", "BYOP_PLACEHOLDERS", "BYOPOptions", "template_fields"]
@@ -111,8 +111,10 @@ class BYOP(JudgeEvaluator):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        judge: Judge | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, judge=judge)
         self._fields = template_fields(self.options.prompt)
 
     def missing_inputs(self, sample: Sample) -> list[Input]:

@@ -23,8 +23,8 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.judge_base import JudgeEvaluator, case_blocks
 from evalrunner.evaluators.judge_quality.scale import normalised
-from evalrunner.evaluators.judge_safety import JudgeEvaluator, case_blocks
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Judge, Message
 from evalrunner.judge.prompts import build
@@ -186,8 +186,10 @@ class GEval(JudgeEvaluator):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        judge: Judge | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, judge=judge)
         self._steps_lock = threading.Lock()
         self._steps: list[str] | None = self.options.evaluation_steps
         self._steps_written = self._steps is None

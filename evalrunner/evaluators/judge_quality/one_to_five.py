@@ -15,9 +15,9 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
+from evalrunner.evaluators.judge_base import JudgeEvaluator, case_blocks, nonblank_chunks
 from evalrunner.evaluators.judge_quality.rubrics import RUBRICS, Example, Rubric
 from evalrunner.evaluators.judge_quality.scale import normalised
-from evalrunner.evaluators.judge_safety import JudgeEvaluator, case_blocks, nonblank_chunks
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Message
 from evalrunner.judge.prompts import build, tagged, tagged_list

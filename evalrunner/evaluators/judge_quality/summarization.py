@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
-from evalrunner.evaluators.judge_quality.scale import normalised
-from evalrunner.evaluators.judge_safety import (
+from evalrunner.evaluators.judge_base import (
     JudgeEvaluator,
     Unscored,
     case_blocks,
     nonblank_chunks,
 )
+from evalrunner.evaluators.judge_quality.scale import normalised
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Message
 from evalrunner.judge.prompts import build

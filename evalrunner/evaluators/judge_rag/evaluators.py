@@ -7,13 +7,12 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from evalrunner.evaluators.base import (
-    Evaluator,
     Input,
     MetricSpec,
-    Requirement,
     Sample,
     Scored,
 )
+from evalrunner.evaluators.judge_base import JudgeEvaluator
 from evalrunner.evaluators.judge_rag.answers import (
     answer_correctness,
     hallucination,
@@ -36,11 +35,9 @@ from evalrunner.judge.base import Judge
 # --- evaluators --------------------------------------------------------------------------------
 
 
-class _JudgeMetric(Evaluator):
+class _JudgeMetric(JudgeEvaluator):
     """One metric computed with the run's judge by one of the functions of :mod:`.rag` and
     :mod:`.answers`."""
-
-    requires: ClassVar[Requirement] = Requirement.JUDGE
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert self.judge is not None  # evaluate() skips when no judge is configured

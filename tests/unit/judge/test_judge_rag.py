@@ -123,8 +123,7 @@ def _judge() -> FakeJudge:
 
 
 def _run(cls: type[Evaluator], sample: Sample, judge: FakeJudge | None) -> MetricResult:
-    evaluator = cls()
-    evaluator.judge = judge
+    evaluator = cls(judge=judge)
     (result,) = evaluator.evaluate(sample)
     return result
 
@@ -533,8 +532,7 @@ def _stub_responder(bad_faithfulness: list[Any]) -> Any:
 def _scores(judge: Any) -> dict[str, MetricResult]:
     out = {}
     for cls in RAG_FIVE:
-        evaluator = cls()
-        evaluator.judge = judge
+        evaluator = cls(judge=judge)
         (out[cls.name],) = evaluator.evaluate(_sample())
     return out
 

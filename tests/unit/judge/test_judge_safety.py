@@ -37,8 +37,7 @@ def by_metric(results: list[MetricResult]) -> dict[str, MetricResult]:
 
 
 def bound(cls: type[JudgeSafetyCheck], judge: Judge | None) -> JudgeSafetyCheck:
-    evaluator = cls()
-    evaluator.judge = judge
+    evaluator = cls(judge=judge)
     return evaluator
 
 
@@ -155,8 +154,7 @@ def test_language_mismatch_judge_checks_only_the_answer() -> None:
     ]
     assert judge.purposes() == ["Language mismatch (judge)"]
     failing = FakeJudge.scripted({"Language mismatch (judge)": {"reason": "no verdict"}})
-    evaluator.judge = failing
-    (result,) = evaluator.evaluate(SAMPLE)
+    (result,) = bound(JudgeLanguageMismatch, failing).evaluate(SAMPLE)
     assert result.status == "error" and result.reason.startswith("parsing failure: ")
 
 

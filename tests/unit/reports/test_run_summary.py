@@ -104,6 +104,13 @@ def test_an_output_that_is_not_a_summary_is_a_clear_error():
         summary_of_output({"hello": "world"}, lambda key: b"")
 
 
+class _NoRuns:
+    """A runtime for a handler whose step is stubbed: it reads no run."""
+
+    def context(self, store: object, run_id: str) -> None:
+        return None
+
+
 def test_a_cut_output_still_notifies_with_every_problem(monkeypatch):
     """The handler publishes the whole summary; it used to publish the cut output, whose
     problems have no description, and the notification failed."""
@@ -134,7 +141,7 @@ def test_a_cut_output_still_notifies_with_every_problem(monkeypatch):
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
         monkeypatch.setenv("EVALRUNNER_TOPIC_ARN", topic)
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        output = handler.handler(
+        output = handler.build(_NoRuns())(
             {"state": {"run_id": "r1", "bucket": "bkt"}},
             LambdaContext(function_name="agg", invoked_function_arn="arn:aws:lambda:::agg"),
         )

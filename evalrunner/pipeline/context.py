@@ -1,0 +1,241 @@
+"""What the steps of one run share inside one process: its configuration and storage, the
+target client, the judge, the model hub, the clock and the limits.
+
+Built once by whoever runs the steps — a Lambda container (one :class:`Runtime` per warm
+container), the local engine (one per run, holding the real-AWS session that reaches targets
+from inside the mock), the GPU task — and passed to each step. Nothing is a module global and
+nothing is bound after construction: evaluators get their judge or hub when they are built
+(:meth:`~evalrunner.evaluators.base.Evaluator.for_run`).
+
+The target, the judge and the hub are made on first use and then shared by every case of the
+run in this process: the judge holds the run's concurrency limit and its response cache, the
+hub the loaded models and computed embeddings, the target its HTTP pool.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.run import RunConfig
+from evalrunner.storage import RunStore
+
+if TYPE_CHECKING:
+    import boto3
+
+    from evalrunner.judge.base import Judge
+    from evalrunner.models import ModelHub
+    from evalrunner.targets.base import Target
+
+#: Where the model work runs: auto (CUDA when present), cpu, cuda; and the batch size.
+ENV_DEVICE = "EVALRUNNER_DEVICE"
+ENV_BATCH_SIZE = "EVALRUNNER_BATCH_SIZE"
+
+
+class TargetFactory(Protocol):
+    """Builds a run's target client from its spec (default:
+    :func:`evalrunner.targets.factory.build_target`)."""
+
+    def __call__(self, spec: dict[str, Any], *, session: boto3.Session | None) -> Target: ...
+
+
+def default_target(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
+    from evalrunner.targets.factory import build_target
+
+    return build_target(spec, session=session)
+
+
+class JudgeFactory(Protocol):
+    """Builds a run's judge client from the event's judge object (default:
+    :func:`evalrunner.judge.factory.build_judge`)."""
+
+    def __call__(
+        self, spec: dict[str, Any], *, store: RunStore, session: boto3.Session | None
+    ) -> Judge: ...
+
+
+def default_judge(spec: dict[str, Any], *, store: RunStore, session: boto3.Session | None) -> Judge:
+    from evalrunner.judge.config import JudgeConfig
+    from evalrunner.judge.factory import build_judge
+
+    return build_judge(JudgeConfig.model_validate(spec), store=store, session=session)
+
+
+def hub_from_env() -> ModelHub:
+    """A model hub configured from the environment (the GPU job definition sets it; locally
+    the defaults pick CUDA when there is one)."""
+    from evalrunner.models import ModelHub
+
+    device = os.environ.get(ENV_DEVICE) or "auto"
+    batch_size = int(os.environ.get(ENV_BATCH_SIZE) or 64)
+    return ModelHub(device=cast(Literal["auto", "cpu", "cuda"], device), batch_size=batch_size)
+
+
+class RunContext:
+    """One run's shared services in this process (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        config: RunConfig,
+        *,
+        session: boto3.Session | None = None,
+        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        target_factory: TargetFactory = default_target,
+        judge_factory: JudgeFactory = default_judge,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.store = store
+        self.config = config
+        #: Credentials for targets and the judge; None: the environment's (boto3's default).
+        self.session = session
+        #: Monotonic seconds, for latencies (a test may hand a fake one).
+        self.clock = clock
+        self._hub_factory = hub_factory
+        self._target_factory = target_factory
+        self._judge_factory = judge_factory
+        self._lock = threading.Lock()
+        self._target: Target | None = None
+        self._judge: Judge | None = None
+        self._judge_built = False
+        self._hub: ModelHub | None = None
+
+    @classmethod
+    def load(
+        cls,
+        store: RunStore,
+        run_id: str,
+        *,
+        session: boto3.Session | None = None,
+        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        target_factory: TargetFactory = default_target,
+        judge_factory: JudgeFactory = default_judge,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> RunContext:
+        """The context of a run whose configuration Prepare wrote to ``store``."""
+        config = RunConfig.model_validate(store.get_json(store.run_key(run_id)))
+        return cls(
+            store,
+            config,
+            session=session,
+            hub_factory=hub_factory,
+            target_factory=target_factory,
+            judge_factory=judge_factory,
+            clock=clock,
+        )
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @property
+    def max_text_chars(self) -> int:
+        """The most characters of any one text that evaluators and reports see."""
+        return self.config.max_text_chars
+
+    @property
+    def target(self) -> Target:
+        with self._lock:
+            if self._target is None:
+                self._target = self._target_factory(self.config.target, session=self.session)
+            return self._target
+
+    @property
+    def judge(self) -> Judge | None:
+        """The run's judge client, or None when the run has none (its metrics are skipped
+        with the reason)."""
+        with self._lock:
+            if not self._judge_built and self.config.judge is not None:
+                self._judge = self._judge_factory(
+                    self.config.judge, store=self.store, session=self.session
+                )
+            self._judge_built = True
+            return self._judge
+
+    @property
+    def models(self) -> ModelHub:
+        """The run's one model hub: models load once and embeddings are shared."""
+        with self._lock:
+            if self._hub is None:
+                self._hub = self._hub_factory()
+            return self._hub
+
+    def evaluators(self, requirements: Iterable[Requirement]) -> list[Evaluator]:
+        """The run's evaluators that run where ``requirements`` are met, each built with what
+        it needs from this context."""
+        wanted = set(requirements)
+        config = self.config
+        return [
+            cls.for_run(config.thresholds, config.evaluator_options.get(cls.name), self)
+            for cls in (resolve(name) for name in config.metrics)
+            if cls.requires in wanted
+        ]
+
+
+class Runtime:
+    """The run contexts of one process, by bucket and run id.
+
+    A warm Lambda container serves many cases of the same run: the configuration is read and
+    the target, judge and hub are built once per run, not once per case. Only the most recent
+    ``keep`` runs are held, so a container that lives through many runs does not grow.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: boto3.Session | None = None,
+        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        target_factory: TargetFactory = default_target,
+        judge_factory: JudgeFactory = default_judge,
+        clock: Callable[[], float] = time.perf_counter,
+        keep: int = 8,
+    ) -> None:
+        self.session = session
+        self._hub_factory = hub_factory
+        self._target_factory = target_factory
+        self._judge_factory = judge_factory
+        self._clock = clock
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._contexts: OrderedDict[tuple[str, str], RunContext] = OrderedDict()
+
+    def context(self, store: RunStore, run_id: str) -> RunContext:
+        key = (store.bucket, run_id)
+        with self._lock:
+            found = self._contexts.get(key)
+            if found is not None:
+                self._contexts.move_to_end(key)
+                return found
+        made = RunContext.load(
+            store,
+            run_id,
+            session=self.session,
+            hub_factory=self._hub_factory,
+            target_factory=self._target_factory,
+            judge_factory=self._judge_factory,
+            clock=self._clock,
+        )
+        with self._lock:
+            context = self._contexts.setdefault(key, made)  # a racing first case may have won
+            self._contexts.move_to_end(key)
+            while len(self._contexts) > self._keep:
+                self._contexts.popitem(last=False)
+            return context
+
+
+__all__ = [
+    "ENV_BATCH_SIZE",
+    "ENV_DEVICE",
+    "JudgeFactory",
+    "RunContext",
+    "Runtime",
+    "TargetFactory",
+    "default_judge",
+    "default_target",
+    "hub_from_env",
+]
