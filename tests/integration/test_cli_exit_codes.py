@@ -6,49 +6,22 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from evalrunner.cli import EXIT_NO_ANSWER, app
+from tests.support.loopback_http import Loopback
 
 runner = CliRunner()
 
 
-@contextmanager
-def answering_server() -> Iterator[dict[str, int]]:
-    """A loopback target that answers every question and counts the calls."""
-    calls = {"n": 0}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            calls["n"] += 1
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = json.dumps({"answer": "25 days"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        calls["port"] = server.server_address[1]
-        yield calls
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+def answering_server() -> Loopback:
+    """A loopback target that answers every question (``requests`` counts the calls)."""
+    server = Loopback()
+    server.always(200, {"answer": "25 days"})
+    return server
 
 
 def closed_port() -> int:
@@ -101,10 +74,10 @@ def test_no_answer_wins_over_a_failed_gate(tmp_path):
 
 
 def test_a_run_with_answers_still_exits_0(tmp_path):
-    with answering_server() as calls:
-        result = run(tmp_path, {"url": f"http://127.0.0.1:{calls['port']}/ask"}, tmp_path / "o")
+    with answering_server() as server:
+        result = run(tmp_path, {"url": f"{server.url}/ask"}, tmp_path / "o")
     assert result.exit_code == 0, result.output
-    assert calls["n"] == 2
+    assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize("inside", [False, True])
@@ -112,12 +85,12 @@ def test_out_on_a_file_is_refused_before_any_target_is_called(tmp_path, inside):
     blocker = tmp_path / "taken"
     blocker.write_text("not a folder", "utf-8")
     out = blocker / "reports" if inside else blocker
-    with answering_server() as calls:
-        result = run(tmp_path, {"url": f"http://127.0.0.1:{calls['port']}/ask"}, out)
+    with answering_server() as server:
+        result = run(tmp_path, {"url": f"{server.url}/ask"}, out)
     assert result.exit_code == 2, result.output
     assert "--out:" in result.stderr and "give a folder" in result.stderr
     assert "Traceback" not in result.output
-    assert calls["n"] == 0
+    assert len(server.requests) == 0
     assert blocker.read_text("utf-8") == "not a folder"
 
 

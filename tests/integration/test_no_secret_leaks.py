@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import zipfile
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from evalrunner.engine import LocalEngine
 from lambdas.local import local_pipeline
+from tests.support.loopback_http import Loopback, Reply, Seen
 
 pytestmark = pytest.mark.slow
 
@@ -36,50 +34,18 @@ c3,What about pensions?,matched
 """
 
 
-class EchoServer:
+def echo_everything(seen: Seen) -> Reply:
     """Answers with everything it was sent; a 500 with the same for questions with BROKEN."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                question = json.loads(body).get("question", "")
-                echo = f"path={self.path} headers={dict(self.headers.items())}"
-                status = 500 if "BROKEN" in question else 200
-                payload = json.dumps(
-                    {"answer": f"You sent {echo}", "contexts": [echo]}
-                    if status == 200
-                    else {"error": f"bad request, you sent {echo}"}
-                ).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    echo = f"path={seen.path} headers={seen.headers}"
+    if "BROKEN" in seen.json().get("question", ""):
+        return Reply(500, {"error": f"bad request, you sent {echo}"})
+    return Reply(200, {"answer": f"You sent {echo}", "contexts": [echo]})
 
 
 @pytest.fixture
-def echo() -> Iterator[EchoServer]:
-    server = EchoServer()
-    yield server
-    server.close()
+def echo() -> Iterator[Loopback]:
+    with Loopback(responder=echo_everything) as server:
+        yield server
 
 
 def every_text(folder: Path) -> dict[str, str]:
@@ -98,7 +64,7 @@ def every_text(folder: Path) -> dict[str, str]:
 
 
 def test_no_secret_in_any_output_file_or_log(
-    echo: EchoServer,
+    echo: Loopback,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
