@@ -34,8 +34,9 @@ test: install chromium lint typecheck
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
-# mypy, strict on evalrunner/ (the [tool.mypy] section of pyproject.toml)
+# mypy, strict on evalrunner/, lambdas/, gpu_tasks/, infra/ (the [tool.mypy] section of pyproject.toml)
 typecheck: install
 	$(BIN)/python -m mypy
 

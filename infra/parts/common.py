@@ -7,9 +7,10 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import Acknowledgment, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.config import LOG_RETENTION_DAYS
 
@@ -20,11 +21,18 @@ METRICS_NAMESPACE = "evalrunner"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
-def acknowledge(construct: Construct, rule: str, reason: str) -> None:
+def acknowledge(construct: IConstruct, rule: str, reason: str) -> None:
     """A cdk-nag finding, acknowledged on ``construct`` (and what it contains). cdk-nag v3
     reads CDK's own acknowledgments (it replaced v2's NagSuppressions with them); the
     ``AwsSolutions::`` prefix is the one the validation report asks for."""
     Validations.of(construct).acknowledge(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def role_of(function: lambda_.Function) -> iam.IRole:
+    """The function's execution role (CDK makes one for every function that is given none)."""
+    role = function.role
+    assert role is not None, f"{function.node.path} has no execution role"
+    return role
 
 
 def redundant_role_dependency_is_intended(construct: Construct) -> None:

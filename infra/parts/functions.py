@@ -31,6 +31,7 @@ from infra.parts.common import (
     acknowledge,
     redundant_role_dependency_is_intended,
     retention,
+    role_of,
 )
 
 #: The Lambda code asset is the repository with only these folders kept (glob, later wins).
@@ -84,19 +85,19 @@ class PipelineFunctions:
             env=bucket_env,
         )
         storage.grant(  # lists test-reports/ for a free report prefix
-            self.prepare_fn.role,
+            role_of(self.prepare_fn),
             read=(SUITE_PREFIX,),
             write=(RUNS_PREFIX,),
         )
         # ... and claims it with a conditional put of <prefix>claim.json, nothing else there
         claims = f"{REPORTS_PREFIX}*{CLAIM_NAME}"
-        self.prepare_fn.role.add_to_principal_policy(
+        role_of(self.prepare_fn).add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:PutObject"], resources=[bucket.arn_for_objects(claims)]
             )
         )
         acknowledge(
-            self.prepare_fn.role,
+            role_of(self.prepare_fn),
             f"AwsSolutions-IAM5[Resource::<{storage.bucket_id}.Arn>/{claims}]",
             "Prepare claims a run's report prefix by creating <prefix>claim.json (conditional "
             "put); report prefixes are per target and second, so the key needs a wildcard.",
@@ -110,7 +111,7 @@ class PipelineFunctions:
             env=bucket_env,
         )
         storage.grant(
-            self.run_case_fn.role,
+            role_of(self.run_case_fn),
             read=(RUNS_PREFIX,),
             write=(RUNS_PREFIX,),
         )
@@ -123,7 +124,7 @@ class PipelineFunctions:
             env=bucket_env,
         )
         storage.grant(
-            self.score_fn.role,
+            role_of(self.score_fn),
             read=(RUNS_PREFIX,),
             write=(RUNS_PREFIX,),
         )
@@ -136,13 +137,13 @@ class PipelineFunctions:
             env={**bucket_env, "EVALRUNNER_TOPIC_ARN": topic.topic_arn},
         )
         storage.grant(  # reads earlier reports of the target: the baseline
-            self.aggregate_fn.role,
+            role_of(self.aggregate_fn),
             read=(RUNS_PREFIX, REPORTS_PREFIX),
             write=(REPORTS_PREFIX,),
         )
-        topic.grant_publish(self.aggregate_fn.role)
+        topic.grant_publish(role_of(self.aggregate_fn))
         acknowledge(
-            self.aggregate_fn.role,
+            role_of(self.aggregate_fn),
             "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
             "Publishing to an SSE-KMS topic needs kms:GenerateDataKey* and kms:Decrypt (as the "
             "SNS documentation prescribes), granted on the topic's own key only.",
@@ -166,13 +167,13 @@ class PipelineFunctions:
             env=upload_env,
         )
         storage.grant(
-            self.upload_fn.role,
+            role_of(self.upload_fn),
             read=(SUITE_PREFIX,),
             tags=(SUITE_PREFIX,),
             write=(REJECTED_PREFIX,),
             delete=(REJECTED_PREFIX,),
         )
-        self.upload_fn.role.add_to_principal_policy(
+        role_of(self.upload_fn).add_to_principal_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine_arn])
         )
         #: The run-case role: the one that calls targets (a stack output).
@@ -245,8 +246,7 @@ class PipelineFunctions:
     def _target_permissions(self) -> iam.IRole:
         """What the run-case role may call: the configured targets, or everything by
         explicit opt-in (allow_all_targets)."""
-        role = self.run_case_fn.role
-        assert role is not None
+        role = role_of(self.run_case_fn)
         t = self.config.targets
         if self.config.secrets:
             # Exactly the secrets cdk.json lists, whatever allow_all_targets says.
