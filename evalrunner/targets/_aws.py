@@ -28,7 +28,7 @@ from botocore.exceptions import (
 
 from evalrunner.errors import ConfigError, TargetError, TargetTimeout
 from evalrunner.retry import AWS_THROTTLING_CODES
-from evalrunner.targets._common import max_retries, timeout_seconds, total_timeout_seconds
+from evalrunner.targets.spec import TargetSpec
 
 _ARN = re.compile(
     r"^arn:(?P<partition>aws[a-zA-Z-]*):(?P<service>[a-z0-9-]+):(?P<region>[a-z0-9-]*):"
@@ -51,7 +51,7 @@ def region_from_arn(arn: str | None) -> str | None:
     return (match.group("region") or None) if match else None
 
 
-def client_config(spec: dict[str, Any], *, read_timeout: float | None = None) -> Config:
+def client_config(options: TargetSpec, *, read_timeout: float | None = None) -> Config:
     """Timeouts and retry budget from the target spec (timeout_seconds, max_retries).
 
     botocore's timeouts are per socket operation and its retries have no overall budget.
@@ -60,10 +60,10 @@ def client_config(spec: dict[str, Any], *, read_timeout: float | None = None) ->
     whole timeouts as fit in it (botocore's backoff sleeps, at most 20 s each, are not
     counted). Without it, max_retries decides alone, as before.
     """
-    timeout = timeout_seconds(spec)
-    attempts = max_retries(spec) + 1
-    if spec.get("total_timeout_seconds") is not None:
-        attempts = max(1, min(attempts, int(total_timeout_seconds(spec) // timeout)))
+    timeout = options.timeout_seconds
+    attempts = options.max_retries + 1
+    if options.total_timeout_seconds is not None:
+        attempts = max(1, min(attempts, int(options.total_timeout_seconds // timeout)))
     return Config(
         connect_timeout=timeout,
         read_timeout=read_timeout if read_timeout is not None else timeout,
@@ -76,7 +76,7 @@ def client_config(spec: dict[str, Any], *, read_timeout: float | None = None) ->
 
 def make_client(
     service: str,
-    spec: dict[str, Any],
+    options: TargetSpec,
     *,
     session: boto3.Session | None = None,
     arn: str | None = None,
@@ -88,7 +88,7 @@ def make_client(
     fail; ``region`` exists for ids that carry none (agent, knowledge base, function name).
     """
     session = session or boto3.Session()
-    region = region_from_arn(arn) or spec.get("region") or session.region_name
+    region = region_from_arn(arn) or options.region or session.region_name
     if not region:
         raise ConfigError(
             f'No AWS region for the {service} target: set "region" in the event\'s target '
@@ -96,7 +96,7 @@ def make_client(
         )
     try:
         return session.client(
-            service, region_name=region, config=client_config(spec, read_timeout=read_timeout)
+            service, region_name=region, config=client_config(options, read_timeout=read_timeout)
         )
     except NoRegionError as exc:  # pragma: no cover - region is always passed above
         raise ConfigError(str(exc)) from exc

@@ -1,18 +1,20 @@
 """Small helpers every target needs: spec defaults, report-safe names, retry policy, payloads.
 
-The schema declares the defaults (timeout 60 s, 3 retries, 1 MiB bodies) but validation does
-not fill them in, so each target reads them through here and they cannot drift apart.
+The limits themselves (timeout, retries, budget, body cap) are fields of
+:class:`~evalrunner.targets.spec.TargetSpec`, read from each target's parsed ``options``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalrunner.errors import ConfigError
-from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge
+from evalrunner.http_client import ResponseTooLarge
 from evalrunner.retry import RetryPolicy
 from evalrunner.suite.model import TestCase
+
+if TYPE_CHECKING:
+    from evalrunner.targets.spec import TargetSpec
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_MAX_RETRIES = 3
@@ -20,43 +22,6 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def timeout_seconds(spec: dict[str, Any]) -> float:
-    value = spec.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"target.timeout_seconds must be a number > 0, got {value!r}")
-    return float(value)
-
-
-def total_timeout_seconds(spec: dict[str, Any]) -> float:
-    """Budget for one case's calls, retries and backoff included (``total_timeout_seconds``).
-
-    Default: three timeouts, but at most 10 minutes, so a case with its evaluators still
-    ends inside the run-case Lambda's 15 minutes; never less than one timeout.
-    """
-    timeout = timeout_seconds(spec)
-    value = spec.get("total_timeout_seconds")
-    if value is None:
-        return max(timeout, min(3 * timeout, DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS))
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"target.total_timeout_seconds must be a number > 0, got {value!r}")
-    return float(value)
-
-
-def max_response_bytes(spec: dict[str, Any]) -> int:
-    """Cap on one response body (``max_response_bytes``); reading stops there."""
-    value = spec.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
-        raise ConfigError(f"target.max_response_bytes must be an integer >= 1024, got {value!r}")
-    return value
-
-
-def max_retries(spec: dict[str, Any]) -> int:
-    value = spec.get("max_retries", DEFAULT_MAX_RETRIES)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"target.max_retries must be an integer >= 0, got {value!r}")
-    return value
 
 
 def sanitise_name(raw: str, *, fallback: str = "target") -> str:
@@ -75,12 +40,12 @@ def report_name(spec: dict[str, Any], own_name: str) -> str:
     return str(override) if override else own_name
 
 
-def retry_policy(spec: dict[str, Any], *, base: float, jitter: bool) -> RetryPolicy:
+def retry_policy(options: TargetSpec, *, base: float, jitter: bool) -> RetryPolicy:
     """The shared retry policy with the target's timeout, retry count and budget."""
     return RetryPolicy(
-        max_retries=max_retries(spec),
-        timeout=timeout_seconds(spec),
-        total_timeout=total_timeout_seconds(spec),
+        max_retries=options.max_retries,
+        timeout=options.timeout_seconds,
+        total_timeout=options.call_budget,
         base=base,
         jitter=jitter,
     )

@@ -23,11 +23,7 @@ from evalrunner.http_client import ResponseTooLarge
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
 from evalrunner.targets._common import (
-    max_response_bytes,
-    max_retries,
     retry_policy,
-    timeout_seconds,
-    total_timeout_seconds,
 )
 from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
@@ -244,11 +240,11 @@ class BedrockAgentTarget(Target):
         self.alias_id = self.options.agentAliasId
         self.enable_trace = self.options.enableTrace
         self.session_attributes = self.options.sessionAttributes
-        self.timeout = timeout_seconds(spec)
-        self.retries = max_retries(spec)
-        self.budget = total_timeout_seconds(spec)
-        self.max_bytes = max_response_bytes(spec)
-        self.client = make_client("bedrock-agent-runtime", spec, session=session)
+        self.timeout = self.options.timeout_seconds
+        self.retries = self.options.max_retries
+        self.budget = self.options.call_budget
+        self.max_bytes = self.options.max_response_bytes
+        self.client = make_client("bedrock-agent-runtime", self.options, session=session)
         self.region = self.client.meta.region_name
 
     @classmethod
@@ -268,7 +264,7 @@ class BedrockAgentTarget(Target):
 
     def invoke(self, case: TestCase) -> TargetResponse:
         # Full jitter: the agent's throttle is shared by every case of the run.
-        clock = retry_policy(self.spec, base=self.backoff_base_s, jitter=True).start()
+        clock = retry_policy(self.options, base=self.backoff_base_s, jitter=True).start()
         attempt = 0
         while True:
             attempt += 1

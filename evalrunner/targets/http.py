@@ -22,7 +22,6 @@ from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._common import (
-    max_response_bytes,
     question_payload,
     retry_policy,
     sanitise_name,
@@ -95,8 +94,8 @@ class HttpTarget(Target):
         redaction.register_url(self.url)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
         self.http = JsonHttpClient(
-            retry_policy(spec, base=self.backoff_factor, jitter=False),
-            max_response_bytes=max_response_bytes(spec),
+            retry_policy(self.options, base=self.backoff_factor, jitter=False),
+            max_response_bytes=self.options.max_response_bytes,
         )
 
     @classmethod

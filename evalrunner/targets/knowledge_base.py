@@ -14,7 +14,6 @@ from pydantic import Field
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
-from evalrunner.targets._common import timeout_seconds
 from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
@@ -69,10 +68,10 @@ class KnowledgeBaseTarget(Target):
         self.knowledge_base_id = self.options.knowledgeBaseId
         self.model_arn = self.options.modelArn
         self.number_of_results = self.options.numberOfResults
-        self.timeout = timeout_seconds(spec)
+        self.timeout = self.options.timeout_seconds
         # The knowledge base id carries no region; an explicit one wins over the model ARN's.
         arn = None if spec.get("region") else self.model_arn
-        self.client = make_client("bedrock-agent-runtime", spec, session=session, arn=arn)
+        self.client = make_client("bedrock-agent-runtime", self.options, session=session, arn=arn)
         self.region = self.client.meta.region_name
 
     @classmethod

@@ -22,10 +22,8 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, error_code, make_client, region_from_arn
 from evalrunner.targets._common import (
-    max_response_bytes,
     question_payload,
     read_capped,
-    timeout_seconds,
 )
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
@@ -116,10 +114,10 @@ class LambdaTarget(Target):
         super().__init__(spec)
         self.function = self.options.lambdaArn
         self.question_field = self.options.question_field
-        self.timeout = timeout_seconds(spec)
-        self.max_bytes = max_response_bytes(spec)
+        self.timeout = self.options.timeout_seconds
+        self.max_bytes = self.options.max_response_bytes
         self.mapping = adapters.ResponseMapping.from_spec(spec)
-        self.client = make_client("lambda", spec, session=session, arn=self.function)
+        self.client = make_client("lambda", self.options, session=session, arn=self.function)
         self.region = region_from_arn(self.function) or self.client.meta.region_name
 
     @classmethod

@@ -20,7 +20,6 @@ from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
     conversation_turns,
-    max_response_bytes,
     retry_policy,
     sanitise_name,
 )
@@ -98,8 +97,8 @@ class OpenAIChatTarget(Target):
         redaction.register_url(self.url)
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(
-            retry_policy(spec, base=self.backoff_factor, jitter=False),
-            max_response_bytes=max_response_bytes(spec),
+            retry_policy(self.options, base=self.backoff_factor, jitter=False),
+            max_response_bytes=self.options.max_response_bytes,
         )
 
     @classmethod

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
 from evalrunner.targets._common import (
     DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS,
     DEFAULT_TIMEOUT_SECONDS,
 )
 
@@ -82,6 +83,18 @@ class TargetSpec(SpecModel):
         "is recorded as a target error naming this field.",
     )
     region: str | None = Field(default=None, pattern=REGION_PATTERN)
+
+    @property
+    def call_budget(self) -> float:
+        """Seconds for one case's calls, retries and backoff included: the spec's
+        ``total_timeout_seconds``, else three timeouts but at most 10 minutes (so a case and
+        its evaluators still end inside the run-case Lambda's 15), never less than one."""
+        if self.total_timeout_seconds is not None:
+            return self.total_timeout_seconds
+        return max(
+            self.timeout_seconds,
+            min(3 * self.timeout_seconds, DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS),
+        )
 
 
 class ResponseMappingSpec(SpecModel):

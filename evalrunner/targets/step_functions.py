@@ -25,9 +25,7 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets import adapters
 from evalrunner.targets._aws import aws_errors, make_client, region_from_arn
 from evalrunner.targets._common import (
-    max_response_bytes,
     question_payload,
-    timeout_seconds,
 )
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
@@ -99,10 +97,10 @@ class StepFunctionsTarget(Target):
         super().__init__(spec)
         self.arn = self.options.stepFunctionArn
         self.question_field = self.options.question_field
-        self.timeout = timeout_seconds(spec)
-        self.max_bytes = max_response_bytes(spec)
+        self.timeout = self.options.timeout_seconds
+        self.max_bytes = self.options.max_response_bytes
         self.mapping = adapters.ResponseMapping.from_spec(spec)
-        self.client = make_client("stepfunctions", spec, session=session, arn=self.arn)
+        self.client = make_client("stepfunctions", self.options, session=session, arn=self.arn)
         self.region = region_from_arn(self.arn) or self.client.meta.region_name
         self._type: str | None = None
         self._type_lock = threading.Lock()
