@@ -20,7 +20,6 @@ allow-list (``allowed_url_prefixes``) is the strong control when that matters.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import os
 import re
@@ -29,12 +28,13 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
-from evalrunner.errors import ConfigError, TargetError
+from evalrunner.errors import TargetError
 from evalrunner.redaction import mask_url
+from evalrunner.stack_policy import stack_policy
 
 ENV_POLICY = "EVALRUNNER_NETWORK_POLICY"
 
@@ -80,15 +80,9 @@ class NetworkPolicy(BaseModel):
 
 @cache
 def _parse(raw: str | None) -> NetworkPolicy:
-    if not raw:
-        return NetworkPolicy()
-    try:
-        return NetworkPolicy.model_validate({**json.loads(raw), "enforce": True})
-    except (ValueError, TypeError, ValidationError) as exc:
-        raise ConfigError(
-            f"{ENV_POLICY} is not valid ({exc}); it is written by the stack from cdk.json "
-            "'network', redeploy to fix it"
-        ) from None
+    return stack_policy(
+        NetworkPolicy, ENV_POLICY, raw, set_by_stack="enforce", source="cdk.json 'network'"
+    )
 
 
 def current_policy(environ: Mapping[str, str] | None = None) -> NetworkPolicy:

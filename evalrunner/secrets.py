@@ -22,17 +22,17 @@ Event fields that name secrets: ``target.headers_from_env`` / ``target.headers_f
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError
+from evalrunner.stack_policy import stack_policy
 
 ENV_PREFIX = "EVALRUNNER_SECRET_"
 #: Local operator setting: further variable names an event may use, comma-separated.
@@ -114,16 +114,14 @@ def secret_name(arn: str) -> str:
 @cache
 def _policy_from(raw_policy: str | None, raw_env: str | None) -> SecretPolicy:
     allowed_env = [n.strip() for n in (raw_env or "").split(",") if n.strip()]
-    if not raw_policy:
-        return SecretPolicy(allowed_env=allowed_env)
-    try:
-        data = json.loads(raw_policy)
-        return SecretPolicy.model_validate({**data, "deployed": True})
-    except (ValueError, TypeError, ValidationError) as exc:
-        raise ConfigError(
-            f"{ENV_POLICY} is not valid ({exc}); it is written by the stack from cdk.json, "
-            "redeploy to fix it"
-        ) from None
+    return stack_policy(
+        SecretPolicy,
+        ENV_POLICY,
+        raw_policy,
+        set_by_stack="deployed",
+        source="cdk.json 'secrets'",
+        local={"allowed_env": allowed_env},
+    )
 
 
 def current_policy(environ: Mapping[str, str] | None = None) -> SecretPolicy:
