@@ -79,10 +79,18 @@ def _inline(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
 
 
 def wire_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of ``schema`` self-contained (no ``$ref``), for structured output."""
+    """The JSON Schema of ``schema`` self-contained (no ``$ref``), for structured output; a
+    list whose length the prompt fixes (``expected_counts``: one verdict per statement) gets
+    ``minItems`` = ``maxItems``, so a grammar-constrained server writes exactly that many."""
     document = schema.model_json_schema()
     inlined = _inline(document, dict(document.get("$defs") or {}))
-    return inlined if isinstance(inlined, dict) else {"type": "object"}
+    if not isinstance(inlined, dict):  # pragma: no cover - pydantic models give objects
+        return {"type": "object"}
+    props = inlined.get("properties") or {}
+    for name, n in dict(getattr(schema, "expected_counts", {}) or {}).items():
+        if isinstance(props.get(name), dict) and props[name].get("type") == "array":
+            props[name] = {**props[name], "minItems": n, "maxItems": n}
+    return inlined
 
 
 def schema_name(schema: type[BaseModel]) -> str:
