@@ -173,8 +173,9 @@ class OpenAIJudge(_BaseJudge):
                 continue
             break
         if is_retryable_status(status):
+            hint = self.output.unproven_hint(mode) if status == 500 else ""
             raise TransientError(
-                f"HTTP {status}: {snippet(data) or '(empty body)'}",
+                f"HTTP {status}: {snippet(data) or '(empty body)'}{hint}",
                 retry_after=parse_retry_after(result.headers),
             )
         if not 200 <= status < 300:

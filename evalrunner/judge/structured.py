@@ -64,6 +64,18 @@ class OutputMode:
         with self._lock:
             self._confirmed.add(mode)
 
+    def unproven_hint(self, mode: str) -> str:
+        """A hint for a server error to a request sent with ``mode``, set explicitly and never
+        seen working: the server may not support it (llama-cpp-python answers 500)."""
+        with self._lock:
+            unproven = mode not in self._confirmed
+        if self.auto or mode == "none" or not unproven:
+            return ""
+        return (
+            f" (if the server does not support judge.structured_output {mode!r}, set it to "
+            "'auto', which detects what the server supports)"
+        )
+
     def is_rejection(self, mode: str, status: int, body: str) -> bool:
         """Whether ``status``/``body`` answering a request sent with ``mode`` rejects it."""
         if mode == "none" or status not in (400, 422, 500):
