@@ -236,10 +236,6 @@ class _BaseJudge(Judge):
             usage.cached += 1
             return _Answer(shared.text, shared.top_logprobs, cached=True)
         try:
-            with self._lock:
-                failed = self._failed.get(key)
-            if failed is not None:
-                raise self._again(failed, usage, remembered=True)
             answer = self._lead(key, messages, schema, purpose, logprobs, usage)
         except BaseException as exc:
             if isinstance(exc, JudgeError):
@@ -283,6 +279,10 @@ class _BaseJudge(Judge):
                 else:
                     usage.cached += 1
                     return _Answer(hit.text, hit.top_logprobs, cached=True)
+        with self._lock:  # after the cache: another process may have had better luck
+            failed = self._failed.get(key)
+        if failed is not None:
+            raise self._again(failed, usage, remembered=True)
         answer = self._fresh(messages, schema, purpose, logprobs, usage)
         if self.cache is not None:
             self.cache.put(
