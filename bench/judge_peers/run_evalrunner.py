@@ -9,7 +9,9 @@ Two fakes, which must agree:
   with a filled instance (see common.fill; list lengths from the schema's
   ``expected_counts`` where the prompt fixes them) and caches by (messages, schema) like the
   real client: a hit costs nothing. The prompt counted is what the real client sends: the
-  messages with its schema line (``with_schema_instruction``) added to the system message.
+  messages with its reply-format line (``with_reply_format``: a filled-in example) added to
+  the system message. The schema the client sends as structured output (``response_format``)
+  is counted apart, as ``schema_tokens``, as for the peers.
 - ``FakeTransportJudge`` (a cross-check): the real client (``evalrunner.judge._client``
   ``_BaseJudge`` with its in-memory ``ResponseCache``, single-flight, repair and accounting)
   with only the transport (``_complete``) faked; its calls come from the client's own
@@ -49,12 +51,9 @@ from evalrunner.judge.base import (  # noqa: E402
     record_case_usage,
 )
 
-try:  # what the real client sends: the schema line appended to the system message
-    from evalrunner.judge._client import with_schema_instruction
-except ImportError:  # pragma: no cover - the client's internals moved
-
-    def with_schema_instruction(messages, schema):  # type: ignore[no-redef]
-        return messages
+# what the real client sends: the reply-format line appended to the system message, and the
+# schema as structured output beside the prompt
+from evalrunner.judge.reply_format import with_reply_format  # noqa: E402
 
 
 def _prompt_text(messages: list[Message]) -> str:
@@ -75,7 +74,7 @@ class CountingJudge(Judge):
         self.cache: dict[tuple[str, str], str] = {}
 
     def ask(self, messages, schema, *, purpose, logprobs=False):
-        sent = with_schema_instruction(list(messages), schema)
+        sent = with_reply_format(list(messages), schema)
         prompt = _prompt_text(sent)
         key = (
             json.dumps([m.model_dump() for m in messages], sort_keys=True),
@@ -93,7 +92,7 @@ class CountingJudge(Judge):
             usage.calls = 1
             usage.input_tokens = round(common.est_tokens(prompt))
             usage.output_tokens = round(common.est_tokens(text))
-        self.ledger.record(purpose, prompt, text, cached=cached)
+        self.ledger.record(purpose, prompt, text, cached=cached, schema=schema)
         self._account(usage)
         record_case_usage(purpose, usage)
         return JudgeReply(value=schema.model_validate_json(text), usage=usage, cached=cached)
@@ -108,15 +107,11 @@ def fake_transport_judge() -> Judge:
     class FakeTransportJudge(_BaseJudge):
         endpoint = "the benchmark's fake transport"
 
-        def ask(self, messages, schema, *, purpose, logprobs=False):
-            self._schema = schema  # _complete sees messages only; cases run one at a time
-            return super().ask(messages, schema, purpose=purpose, logprobs=logprobs)
-
-        def _complete(self, messages, logprobs):
-            text = _answer(self._schema)
+        def _complete(self, request):
+            text = _answer(request.schema)
             return Completion(
                 text=text,
-                input_tokens=round(common.est_tokens(_prompt_text(messages))),
+                input_tokens=round(common.est_tokens(_prompt_text(request.messages))),
                 output_tokens=round(common.est_tokens(text)),
             )
 

@@ -1,5 +1,6 @@
-"""What every judge client shares: the schema instruction, JSON extraction and validation,
-the one repair attempt, retries, the run-wide concurrency limit, the cache and accounting.
+"""What every judge client shares: the reply format in the prompt, JSON extraction and
+validation, the reply budget, the one repair attempt, retries, the run-wide concurrency limit,
+the cache, the memory of failed asks and accounting.
 
 A concrete client implements only :meth:`_BaseJudge._complete` (one attempt, one request) and
 :attr:`_BaseJudge.endpoint` (how errors name it).
@@ -29,6 +30,12 @@ from evalrunner.judge.base import (
 )
 from evalrunner.judge.cache import CachedReply, ResponseCache, SingleFlight, cache_key
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.judge.reply_format import (
+    looks_like_schema,
+    repair_messages,
+    reply_budget,
+    with_reply_format,
+)
 from evalrunner.retry import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
@@ -41,14 +48,20 @@ log = logging.getLogger("evalrunner.judge")
 
 T = TypeVar("T", bound=BaseModel)
 
-SCHEMA_LINE = "Answer with JSON matching this schema: {schema}"
-REPAIR_PROMPT = "That was not valid JSON for the schema: {error}. Answer again with only the JSON."
-#: The assistant turn replayed in the repair prompt when the reply was empty (some APIs
-#: reject empty assistant content).
-EMPTY_REPLY = "(empty reply)"
 #: How many '{' positions to try before giving up on finding an object in prose.
 _MAX_OBJECT_STARTS = 64
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One request as a client sends it: the messages (reply format included), the schema
+    the reply must validate as (for the server's structured output), and its budget."""
+
+    messages: list[Message]
+    schema: type[BaseModel]
+    max_tokens: int
+    logprobs: bool = False
 
 
 @dataclass
@@ -61,30 +74,15 @@ class Completion:
     top_logprobs: list[dict[str, float]] | None = None
     #: Requests beyond the first that this attempt made (e.g. resent without response_format).
     extra_requests: int = 0
+    #: The reply stopped at its token budget (finish_reason "length", stopReason max_tokens).
+    truncated: bool = False
 
 
 class InvalidReply(ValueError):
     """The text holds no JSON object, or one that does not validate."""
 
 
-# -- prompt and parsing -----------------------------------------------------------------------
-def schema_json(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), separators=(",", ":"), ensure_ascii=False)
-
-
-def with_schema_instruction(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
-    """The messages with the schema line as the last line of the (last) system message; a
-    system message is added first when there is none (chat templates want it first)."""
-    line = SCHEMA_LINE.format(schema=schema_json(schema))
-    out = list(messages)
-    for i in range(len(out) - 1, -1, -1):
-        if out[i].role == "system":
-            content = out[i].content.rstrip()
-            out[i] = Message(role="system", content=f"{content}\n\n{line}" if content else line)
-            return out
-    return [Message(role="system", content=line), *out]
-
-
+# -- parsing ----------------------------------------------------------------------------------
 def extract_json(text: str) -> Any:
     """The JSON object in ``text``: the whole text, a ```json fence, or the first balanced
     object inside prose. Raises InvalidReply."""
@@ -138,6 +136,10 @@ def parse_reply(text: str, schema: type[T]) -> T:
     try:
         return schema.model_validate(value)
     except ValidationError as exc:
+        if looks_like_schema(value):  # what small models do when shown a schema document
+            raise InvalidReply(
+                "it is a JSON Schema document, not an answer: give the values themselves"
+            ) from exc
         raise InvalidReply(f"it does not match the schema ({_validation_summary(exc)})") from exc
 
 
@@ -168,6 +170,11 @@ class _BaseJudge(Judge):
         self._slots = threading.BoundedSemaphore(self.max_concurrency)
         self.cache = cache if config.cache else None
         self._flights = SingleFlight()
+        self.max_tokens = int(config.max_tokens)
+        #: Asks that failed in this run (this judge lives for one run and process), by cache
+        #: key: the next metric that needs the same reply gets the same failure at no cost,
+        #: so one bad reply costs one repair, not one per metric.
+        self._failed: dict[str, JudgeError] = {}
 
     # -- for subclasses ------------------------------------------------------------------
     @property
@@ -176,7 +183,7 @@ class _BaseJudge(Judge):
         """How errors name this judge, e.g. ``model gpt-4o at https://host/v1/...``."""
 
     @abstractmethod
-    def _complete(self, messages: list[Message], logprobs: bool) -> Completion:
+    def _complete(self, request: JudgeRequest) -> Completion:
         """One attempt. Raises TransientError (worth retrying) or JudgeError (not)."""
 
     # -- the contract ----------------------------------------------------------------------
@@ -224,16 +231,16 @@ class _BaseJudge(Judge):
         if not leader:
             try:
                 shared: _Answer = flight.result()
-            except JudgeParseError as exc:
-                usage.parse_failures += 1
-                raise JudgeParseError(exc.message, raw=exc.raw) from exc
             except JudgeError as exc:
-                raise JudgeError(exc.message) from exc
+                raise self._again(exc, usage) from exc
             usage.cached += 1
             return _Answer(shared.text, shared.top_logprobs, cached=True)
         try:
             answer = self._lead(key, messages, schema, purpose, logprobs, usage)
         except BaseException as exc:
+            if isinstance(exc, JudgeError):
+                with self._lock:
+                    self._failed.setdefault(key, exc)
             flight.set_exception(exc)
             raise
         else:
@@ -241,6 +248,17 @@ class _BaseJudge(Judge):
             return answer
         finally:
             self._flights.land(key)
+
+    @staticmethod
+    def _again(exc: JudgeError, usage: JudgeUsage, *, remembered: bool = False) -> JudgeError:
+        """The same failure for another ask of the same key (no call made)."""
+        note = (
+            " (remembered from an earlier ask of this run; not asked again)" if remembered else ""
+        )
+        if isinstance(exc, JudgeParseError):
+            usage.parse_failures += 1
+            return JudgeParseError(exc.message + note, raw=exc.raw)
+        return JudgeError(exc.message + note)
 
     def _lead(
         self,
@@ -261,6 +279,10 @@ class _BaseJudge(Judge):
                 else:
                     usage.cached += 1
                     return _Answer(hit.text, hit.top_logprobs, cached=True)
+        with self._lock:  # after the cache: another process may have had better luck
+            failed = self._failed.get(key)
+        if failed is not None:
+            raise self._again(failed, usage, remembered=True)
         answer = self._fresh(messages, schema, purpose, logprobs, usage)
         if self.cache is not None:
             self.cache.put(
@@ -283,28 +305,36 @@ class _BaseJudge(Judge):
         logprobs: bool,
         usage: JudgeUsage,
     ) -> _Answer:
-        """Ask; on output that does not validate, ask once more with a repair prompt."""
-        prompt = with_schema_instruction(messages, schema)
-        first = self._call(prompt, logprobs, purpose, usage)
+        """Ask; on output that does not validate, ask once more with a repair prompt that
+        quotes the reply and what is wrong with it (with the whole ``max_tokens`` when the
+        first reply was cut at its budget)."""
+        prompt = with_reply_format(messages, schema)
+        budget = reply_budget(schema, prompt, self.max_tokens)
+        first = self._call(JudgeRequest(prompt, schema, budget, logprobs), purpose, usage)
         try:
             parse_reply(first.text, schema)
         except InvalidReply as problem:
+            error = str(problem)
+            if first.truncated:
+                error = f"it was cut off at the reply budget of {budget} tokens ({error})"
+                budget = self.max_tokens
             log.info(
-                "judge %s: %s reply did not validate (%s); repairing", self.model, purpose, problem
+                "judge %s: %s reply did not validate (%s); repairing", self.model, purpose, error
             )
-            repair = [
-                *prompt,
-                Message(role="assistant", content=first.text.strip() or EMPTY_REPLY),
-                Message(role="user", content=REPAIR_PROMPT.format(error=problem)),
-            ]
-            second = self._call(repair, logprobs, purpose, usage)
+            repair = repair_messages(prompt, first.text, error, schema)
+            second = self._call(JudgeRequest(repair, schema, budget, logprobs), purpose, usage)
             try:
                 parse_reply(second.text, schema)
             except InvalidReply as again:
                 usage.parse_failures += 1
+                cut = (
+                    f" (the reply was cut at {budget} tokens: raise judge.max_tokens)"
+                    if second.truncated
+                    else ""
+                )
                 raise JudgeParseError(
                     f"{self.endpoint} gave no valid {schema.__name__} for {purpose!r}, even "
-                    f"after one repair prompt: {again}",
+                    f"after one repair prompt: {again}{cut}",
                     raw=second.text,
                 ) from None
             return _Answer(second.text, second.top_logprobs)
@@ -322,9 +352,7 @@ class _BaseJudge(Judge):
             retry_after_cap=self.retry_after_cap,
         )
 
-    def _call(
-        self, messages: list[Message], logprobs: bool, purpose: str, usage: JudgeUsage
-    ) -> Completion:
+    def _call(self, request: JudgeRequest, purpose: str, usage: JudgeUsage) -> Completion:
         """One logical call: bounded attempts with backoff; each attempt holds a slot (the
         waits between them do not)."""
         clock = self.retry_policy().start()
@@ -334,7 +362,7 @@ class _BaseJudge(Judge):
             attempt += 1
             try:
                 with self._slots:
-                    completion = self._complete(messages, logprobs)
+                    completion = self._complete(request)
             except TransientError as exc:
                 wait = clock.next_wait(attempt, exc.retry_after)
                 if wait is None:

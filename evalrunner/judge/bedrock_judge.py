@@ -1,7 +1,13 @@
 """A judge on Amazon Bedrock through the Converse API (any model or inference profile).
 
 System messages go to ``system``; the rest alternate user/assistant (consecutive turns of one
-role are merged, as Converse requires). botocore's own retries are off: the shared policy
+role are merged, as Converse requires). Every request carries ``maxTokens`` sized for the
+reply's schema, and, unless ``judge.structured_output`` is ``none``, the reply's schema as the
+input schema of one tool the model is told to call (Converse tool use): the tool's input is the
+reply. Models that refuse a forced tool choice get the tool offered (``any``), models without
+tool use the prompt alone; the step is taken once per run (:mod:`evalrunner.judge.structured`).
+
+botocore's own retries are off: the shared policy
 (:mod:`evalrunner.retry`, applied in :class:`~evalrunner.judge._client._BaseJudge`) retries
 throttling, 5xx and timeouts, so both judge kinds behave the same, every retry is counted, and
 no backoff sleeps while holding a concurrency slot (the module docstring of
@@ -10,6 +16,7 @@ no backoff sleeps while holding a concurrency slot (the module docstring of
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
@@ -27,10 +34,12 @@ from botocore.exceptions import (
 )
 
 from evalrunner.errors import ConfigError
-from evalrunner.judge._client import Completion, _BaseJudge
+from evalrunner.judge._client import Completion, JudgeRequest, _BaseJudge
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.judge.reply_format import schema_name, wire_schema
+from evalrunner.judge.structured import BEDROCK_CHAIN, OutputMode
 from evalrunner.retry import (
     AWS_TRANSIENT_CODES,
     TransientError,
@@ -39,8 +48,11 @@ from evalrunner.retry import (
 )
 from evalrunner.targets._aws import error_code, region_from_arn
 
-#: Output budget per call: within every Bedrock text model's limit (Llama's is 2048).
+#: The most a Bedrock reply may use: within every Bedrock text model's limit (Llama's is
+#: 2048); judge.max_tokens above it is lowered to it.
 MAX_TOKENS = 2048
+#: What the tool that carries the reply is described as.
+TOOL_DESCRIPTION = "Record your judgement. The input is your whole reply."
 
 #: Connecting takes milliseconds when the network is fine; do not wait a full read timeout.
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -65,7 +77,6 @@ class BedrockJudge(_BaseJudge):
     """The judge behind ``bedrock-runtime`` ``converse``."""
 
     kind = "bedrock"
-    max_tokens = MAX_TOKENS
 
     def __init__(
         self,
@@ -78,6 +89,8 @@ class BedrockJudge(_BaseJudge):
         if config.bedrock is None:
             raise ConfigError('BedrockJudge needs judge.bedrock {"model_id": ...}')
         super().__init__(config, cache=cache)
+        self.max_tokens = min(self.max_tokens, MAX_TOKENS)
+        self.output = OutputMode(config.structured_output, BEDROCK_CHAIN)
         options = config.bedrock
         session = session or boto3.Session()
         self.region = options.region or region_from_arn(options.model_id) or session.region_name
@@ -109,44 +122,89 @@ class BedrockJudge(_BaseJudge):
     def endpoint(self) -> str:
         return f"Bedrock judge model {self.model} in {self.region or '(default region)'}"
 
-    def request(self, messages: list[Message]) -> dict[str, Any]:
-        system, turns = converse_messages(messages)
-        request: dict[str, Any] = {
+    def request(self, request: JudgeRequest, mode: str | None = None) -> dict[str, Any]:
+        mode = self.output.current if mode is None else mode
+        system, turns = converse_messages(request.messages)
+        body: dict[str, Any] = {
             "modelId": self.model,
             "messages": turns,
-            "inferenceConfig": {"temperature": 0.0, "maxTokens": self.max_tokens},
+            "inferenceConfig": {"temperature": 0.0, "maxTokens": request.max_tokens},
         }
         if system:
-            request["system"] = system
-        return request
+            body["system"] = system
+        if mode in ("tool_use", "tool_use_any"):
+            name = schema_name(request.schema)
+            spec = {
+                "name": name,
+                "description": TOOL_DESCRIPTION,
+                "inputSchema": {"json": wire_schema(request.schema)},
+            }
+            choice = {"tool": {"name": name}} if mode == "tool_use" else {"any": {}}
+            body["toolConfig"] = {"tools": [{"toolSpec": spec}], "toolChoice": choice}
+        return body
 
-    def _complete(self, messages: list[Message], logprobs: bool) -> Completion:
+    def _complete(self, request: JudgeRequest) -> Completion:
         # Converse returns no log-probabilities: GEval falls back to the plain score.
-        try:
-            response = self.client.converse(**self.request(messages))
-        except ClientError as exc:
-            raise self._client_error(exc) from exc
-        except (ReadTimeoutError, ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError):
-            raise TransientError(f"no answer within timeout_seconds={self.timeout:g}") from None
-        except (EndpointConnectionError, ConnectionClosedError) as exc:
-            raise TransientError(f"could not connect: {exc}") from exc
-        except urllib3.exceptions.ProtocolError as exc:
-            raise TransientError(f"the connection broke mid-response: {exc}") from exc
-        except NoCredentialsError as exc:
-            raise JudgeError(
-                f"{self.endpoint}: no AWS credentials found. Configure credentials "
-                "(AWS_PROFILE, environment variables or a role) for the judge's account."
-            ) from exc
-        except BotoCoreError as exc:
-            raise JudgeError(f"{self.endpoint} failed: {exc}") from exc
+        mode = self.output.current
+        extra = 0
+        while True:
+            try:
+                response = self.client.converse(**self.request(request, mode))
+                break
+            except ClientError as exc:
+                following = self._rejected(exc, mode)
+                if following is None:
+                    raise self._client_error(exc) from exc
+                mode, extra = following, extra + 1
+            except (ReadTimeoutError, ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError):
+                raise TransientError(f"no answer within timeout_seconds={self.timeout:g}") from None
+            except (EndpointConnectionError, ConnectionClosedError) as exc:
+                raise TransientError(f"could not connect: {exc}") from exc
+            except urllib3.exceptions.ProtocolError as exc:
+                raise TransientError(f"the connection broke mid-response: {exc}") from exc
+            except NoCredentialsError as exc:
+                raise JudgeError(
+                    f"{self.endpoint}: no AWS credentials found. Configure credentials "
+                    "(AWS_PROFILE, environment variables or a role) for the judge's account."
+                ) from exc
+            except BotoCoreError as exc:
+                raise JudgeError(f"{self.endpoint} failed: {exc}") from exc
+        self.output.confirm(mode)
         content = (response.get("output") or {}).get("message", {}).get("content") or []
-        text = "".join(b["text"] for b in content if isinstance(b, dict) and "text" in b)
+        blocks = [b for b in content if isinstance(b, dict)]
+        tool_inputs = [
+            b["toolUse"].get("input")
+            for b in blocks
+            if isinstance(b.get("toolUse"), dict) and "input" in b["toolUse"]
+        ]
+        if tool_inputs:  # the reply is the tool's input (text blocks beside it are musings)
+            text = json.dumps(tool_inputs[0], ensure_ascii=False)
+        else:
+            text = "".join(b["text"] for b in blocks if isinstance(b.get("text"), str))
         usage = response.get("usage") or {}
         return Completion(
             text=text,
             input_tokens=int(usage.get("inputTokens") or 0),
             output_tokens=int(usage.get("outputTokens") or 0),
+            extra_requests=extra,
+            truncated=response.get("stopReason") == "max_tokens",
         )
+
+    def _rejected(self, exc: ClientError, mode: str) -> str | None:
+        """The mode to resend with when ``exc`` rejects tool use (a ValidationException
+        naming the tool or its choice), else None."""
+        if error_code(exc) != "ValidationException" or mode == "none":
+            return None
+        message = exc.response.get("Error", {}).get("Message", "") or str(exc)
+        if not self.output.is_rejection(mode, 400, message):
+            return None
+        following = self.output.step(mode, f"ValidationException: {message}", self.endpoint)
+        if following is None:
+            raise JudgeError(
+                f"{self.endpoint} rejected judge.structured_output {mode!r} ({message}). Set "
+                'judge.structured_output to "auto" (falls back to the prompt alone) or "none".'
+            ) from exc
+        return following
 
     def _client_error(self, exc: ClientError) -> Exception:
         code = error_code(exc)

@@ -33,8 +33,9 @@ from evalrunner.storage import RunStore
 
 log = logging.getLogger(__name__)
 
-#: Bumped when the prompt wrapping (schema line, repair prompt) changes what a key means.
-CACHE_FORMAT = 1
+#: Bumped when the prompt wrapping (reply format line, repair prompt) changes what a key
+#: means. 2: a filled-in example replaced the schema document (issue 19).
+CACHE_FORMAT = 2
 #: Prefix of cached replies in the run bucket (shared by every run in that bucket).
 BUCKET_PREFIX = "judge-cache/"
 #: Replies kept in memory per judge (a few KB each).

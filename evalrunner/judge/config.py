@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,6 +27,16 @@ class BedrockJudge(BaseModel):
     region: str | None = None
 
 
+#: How the reply's schema reaches the model (see evalrunner.judge.structured):
+#: ``auto`` detects it per endpoint; the others force one way.
+StructuredOutput = Literal[
+    "auto", "json_schema", "json_object", "json_mode", "guided_json", "tool_use", "none"
+]
+#: Modes each judge kind understands.
+OPENAI_MODES = frozenset({"auto", "json_schema", "json_object", "json_mode", "guided_json", "none"})
+BEDROCK_MODES = frozenset({"auto", "tool_use", "none"})
+
+
 class JudgeConfig(BaseModel):
     """Exactly one of ``openai`` or ``bedrock``, plus how hard to try."""
 
@@ -43,11 +53,25 @@ class JudgeConfig(BaseModel):
     cache: bool = True
     #: Local folder for the cache; default: the run bucket under judge-cache/.
     cache_dir: str | None = None
+    #: The most tokens one reply may use. Each request asks for the budget its reply schema
+    #: needs (evalrunner.judge.reply_format.reply_budget), never more than this; a reply cut
+    #: at its budget is repaired with this whole budget.
+    max_tokens: int = Field(default=4096, ge=64, le=65536)
+    #: How the reply schema reaches the model: the server's structured output where there is
+    #: one (json_schema: OpenAI, vLLM, llama.cpp's llama-server, Ollama; json_object with a
+    #: schema: llama-cpp-python; guided_json: older vLLM; tool_use: Bedrock), else the prompt.
+    structured_output: StructuredOutput = "auto"
 
     @model_validator(mode="after")
     def _one_kind(self) -> Self:
         if (self.openai is None) == (self.bedrock is None):
             raise ValueError("give exactly one of 'openai' or 'bedrock'")
+        kind, modes = ("openai", OPENAI_MODES) if self.openai else ("bedrock", BEDROCK_MODES)
+        if self.structured_output not in modes:
+            raise ValueError(
+                f"structured_output {self.structured_output!r} does not apply to a {kind} "
+                f"judge; use one of {', '.join(sorted(modes))}"
+            )
         return self
 
     @property

@@ -1,11 +1,13 @@
 """A judge behind any OpenAI-compatible chat endpoint: OpenAI, Azure OpenAI, vLLM, Ollama,
 llama.cpp, LiteLLM and other gateways.
 
-``POST {base_url}/chat/completions`` with temperature 0 and JSON mode
-(``response_format={"type": "json_object"}``). Servers that reject JSON mode or
-log-probabilities with a 400 naming the parameter get the request once more without it, and
-this judge stops sending it. One attempt per request: retries, backoff and the concurrency
-limit live in :class:`~evalrunner.judge._client._BaseJudge`.
+``POST {base_url}/chat/completions`` with temperature 0, a reply budget (``max_tokens``, sized
+for the reply's schema) and the server's structured output (``judge.structured_output``,
+detected per endpoint: see :mod:`evalrunner.judge.structured`). A server that rejects
+log-probabilities or ``max_tokens`` (OpenAI's reasoning models want
+``max_completion_tokens``) with a 400 naming the parameter gets the request once more without
+it, or with the other name, and this judge remembers. One attempt per request: retries,
+backoff and the concurrency limit live in :class:`~evalrunner.judge._client._BaseJudge`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from urllib.parse import urlsplit, urlunsplit
 from evalrunner import redaction
 from evalrunner.errors import ConfigError, TargetError
 from evalrunner.http_client import HttpResult, JsonHttpClient, ResponseTooLarge, snippet
-from evalrunner.judge._client import Completion, _BaseJudge
-from evalrunner.judge.base import JudgeError, Message
+from evalrunner.judge._client import Completion, JudgeRequest, _BaseJudge
+from evalrunner.judge.base import JudgeError
 from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.judge.reply_format import schema_name, wire_schema
+from evalrunner.judge.structured import OPENAI_CHAIN, OutputMode
 from evalrunner.network import check_url
 from evalrunner.retry import TransientError, is_retryable_status, parse_retry_after
 from evalrunner.secrets import api_key as read_api_key
@@ -104,9 +108,11 @@ class OpenAIJudge(_BaseJudge):
             header = options.api_key_header
             bearer = header.lower() == "authorization"
             self.headers[header] = f"Bearer {api_key}" if bearer else api_key
-        #: Dropped for good once the server rejects them.
-        self.json_mode = True
+        #: Which structured output to send (detected and remembered with ``auto``).
+        self.output = OutputMode(config.structured_output, OPENAI_CHAIN)
+        #: Dropped (or renamed) for good once the server rejects them.
         self.logprobs_supported = True
+        self.budget_field = "max_tokens"
         # One attempt per request (the retries are _BaseJudge's), each bounded as a whole
         # (connect, send, the whole body) and read up to the size cap: as for HTTP targets.
         self.http = JsonHttpClient(
@@ -120,32 +126,56 @@ class OpenAIJudge(_BaseJudge):
     def endpoint(self) -> str:
         return f"judge model {self.model} at {display_url(self.url)}"
 
-    def request_body(self, messages: list[Message], logprobs: bool) -> dict[str, Any]:
+    def request_body(self, request: JudgeRequest, mode: str | None = None) -> dict[str, Any]:
+        mode = self.output.current if mode is None else mode
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": 0,
+            self.budget_field: request.max_tokens,
         }
-        if self.json_mode:
+        schema = wire_schema(request.schema)
+        if mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                # strict would require every field and no defaults: validation does the rest
+                "json_schema": {"name": schema_name(request.schema), "schema": schema},
+            }
+        elif mode == "json_object":  # llama-cpp-python and llama-server constrain to it
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif mode == "json_mode":
             body["response_format"] = {"type": "json_object"}
-        if logprobs and self.logprobs_supported:
+        elif mode == "guided_json":  # vLLM's own parameter
+            body["guided_json"] = schema
+        if request.logprobs and self.logprobs_supported:
             body["logprobs"] = True
             body["top_logprobs"] = TOP_LOGPROBS
         return body
 
-    def _complete(self, messages: list[Message], logprobs: bool) -> Completion:
-        body = self.request_body(messages, logprobs)
+    def _complete(self, request: JudgeRequest) -> Completion:
+        mode = self.output.current
+        body = self.request_body(request, mode)
         extra = 0
         while True:
             result = self._post(body)
             status, data = result.status, result.body
-            if status in _REJECTED and self._drop_rejected(body, data):
+            text = data.decode("utf-8", errors="replace")
+            if self.output.is_rejection(mode, status, text):
+                why = f"HTTP {status}: {snippet(data) or '(empty body)'}"
+                following = self.output.step(mode, why, self.endpoint)
+                if following is None:
+                    raise JudgeError(self._rejected_message(mode, why))
+                mode, body = following, self.request_body(request, following)
+                extra += 1
+                continue
+            if status in _REJECTED and self._drop_rejected(body, text):
                 extra += 1
                 continue
             break
         if is_retryable_status(status):
+            hint = self.output.unproven_hint(mode) if status == 500 else ""
             raise TransientError(
-                f"HTTP {status}: {snippet(data) or '(empty body)'}",
+                f"HTTP {status}: {snippet(data) or '(empty body)'}{hint}",
                 retry_after=parse_retry_after(result.headers),
             )
         if not 200 <= status < 300:
@@ -165,13 +195,25 @@ class OpenAIJudge(_BaseJudge):
             raise JudgeError(
                 f"{self.endpoint} answered without choices[0].message: {snippet(data)}"
             )
+        self.output.confirm(mode)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return Completion(
             text=_content_text(message.get("content")),
             input_tokens=int(usage.get("prompt_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
-            top_logprobs=_top_logprobs(choice) if logprobs else None,
+            top_logprobs=_top_logprobs(choice) if request.logprobs else None,
             extra_requests=extra,
+            truncated=choice.get("finish_reason") == "length",
+        )
+
+    def _rejected_message(self, mode: str, why: str) -> str:
+        if self.output.auto:
+            return f"{self.endpoint} rejected every structured-output mode; last: {why}"
+        return (
+            f"{self.endpoint} rejected judge.structured_output {mode!r} ({why}). Set "
+            'judge.structured_output to "auto" (detects what the server supports) or to a '
+            "mode it supports: json_schema (OpenAI, vLLM, llama-server, Ollama), json_object "
+            "(llama-cpp-python), guided_json (older vLLM), json_mode or none."
         )
 
     def _post(self, body: dict[str, Any]) -> HttpResult:
@@ -193,17 +235,18 @@ class OpenAIJudge(_BaseJudge):
         except TargetError as exc:  # timed out, refused, broken: worth another attempt
             raise TransientError(exc.message) from exc
 
-    def _drop_rejected(self, body: dict[str, Any], data: bytes) -> bool:
-        """Drop the optional parameter a 400 complains about; False when none is named."""
-        text = data.decode("utf-8", errors="replace").lower()
-        if "response_format" in body and ("response_format" in text or "json_object" in text):
-            del body["response_format"]
-            self.json_mode = False
-            return True
+    def _drop_rejected(self, body: dict[str, Any], text: str) -> bool:
+        """Drop (or rename) the optional parameter a 400 complains about; False when none
+        is named."""
+        text = text.lower()
         if "logprobs" in body and "logprobs" in text:
             body.pop("logprobs", None)
             body.pop("top_logprobs", None)
             self.logprobs_supported = False
+            return True
+        if "max_tokens" in body and "max_completion_tokens" in text:
+            body["max_completion_tokens"] = body.pop("max_tokens")
+            self.budget_field = "max_completion_tokens"
             return True
         return False
 

@@ -31,11 +31,16 @@ is). If it raises, the stub answers HTTP 400 with the exception (the judge fails
 retries) and keeps it in ``stub.errors``.
 
 Also: ``stub.url`` ("http://127.0.0.1:PORT/v1"), ``stub.requests`` (a copy, in arrival order),
-``stub.max_in_flight``, ``stub.clear()``, ``stub.judge_config(**overrides)``, ``scripted(...)``.
+``stub.max_in_flight``, ``stub.clear()``, ``stub.judge_config(**overrides)``, ``scripted(...)``,
+and ``stub.serial = True`` for a server that answers one request at a time, start to finish
+(llama.cpp's single slot): the others wait, and a reply's delay runs on after its client gave
+up. :class:`tests.support.local_model.LocalModel` is a responder that behaves like a small
+model behind llama.cpp, vLLM or Ollama.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -145,6 +150,9 @@ class JudgeStub:
         self._max_in_flight = 0
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
+        #: One request at a time, start to finish (see the module docstring).
+        self.serial = False
+        self._slot = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -316,11 +324,12 @@ class JudgeStub:
                     return
                 stub._record(StubRequest(path, dict(self.headers.items()), body))
                 try:
-                    reply = stub._answer(body)
-                    if reply.delay and stub._stopping.wait(reply.delay):
-                        self.close_connection = True
-                        return
-                    self._send(reply.status, stub._payload(reply, body), reply.headers)
+                    with stub._slot if stub.serial else contextlib.nullcontext():
+                        reply = stub._answer(body)
+                        if reply.delay and stub._stopping.wait(reply.delay):
+                            self.close_connection = True
+                            return
+                        self._send(reply.status, stub._payload(reply, body), reply.headers)
                 finally:
                     stub._finish()
 

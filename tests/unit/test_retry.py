@@ -66,7 +66,9 @@ def test_targets_and_the_judge_retry_the_same_statuses(
     target_attempts = len(judge_stub.requests)
 
     judge_stub.clear()
-    judge: Any = judge_stub.judge(max_retries=1, cache=False)
+    # structured output set explicitly: with "auto" a first 500 also steps down the mode once
+    # per run (llama-cpp-python's answer to json_schema), one request more than the policy's
+    judge: Any = judge_stub.judge(max_retries=1, cache=False, structured_output="json_schema")
     with pytest.raises(JudgeError, match=f"HTTP {status}"):
         judge.ask([Message(role="user", content="Q")], _Verdict, purpose="verdicts")
     assert (target_attempts, len(judge_stub.requests)) == (expected, expected)

@@ -17,6 +17,7 @@ from evalrunner.judge.bedrock_judge import BedrockJudge, converse_messages
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.judge.factory import build_judge
 from evalrunner.judge.openai_judge import OpenAIJudge
+from evalrunner.judge.reply_format import reply_budget, wire_schema
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -62,17 +63,55 @@ def converse_reply(text: str, tokens: tuple[int, int] = (40, 8)) -> dict[str, An
     }
 
 
+def tool_reply(value: dict[str, Any], tokens: tuple[int, int] = (40, 8)) -> dict[str, Any]:
+    """Converse's answer when the model calls the tool: a toolUse block (after some text, as
+    Claude writes), stopReason tool_use."""
+    return {
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"text": "I will record the judgement."},
+                    {"toolUse": {"toolUseId": "tooluse_1", "name": "Score", "input": value}},
+                ],
+            }
+        },
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": tokens[0], "outputTokens": tokens[1], "totalTokens": 48},
+        "metrics": {"latencyMs": 300},
+    }
+
+
+TOOL = {
+    "tools": [
+        {
+            "toolSpec": {
+                "name": "Score",
+                "description": ANY,
+                "inputSchema": {"json": wire_schema(Score)},
+            }
+        }
+    ],
+    "toolChoice": {"tool": {"name": "Score"}},
+}
+
+
 def test_success_request_shape_and_usage() -> None:
     judge = make_judge()
     assert judge.region == "eu-west-1"
+    budget = reply_budget(Score, [], 2048)
     expected = {
         "modelId": MODEL,
         "system": [{"text": ANY}],
         "messages": [{"role": "user", "content": [{"text": "Context: ...\nAnswer: ..."}]}],
-        "inferenceConfig": {"temperature": 0.0, "maxTokens": 2048},
+        "inferenceConfig": {"temperature": 0.0, "maxTokens": budget},
+        "toolConfig": TOOL,
     }
+    assert budget < 512  # a score and a reason: a small budget, not the model's maximum
     with Stubber(judge.client) as stub:
-        stub.add_response("converse", converse_reply(GOOD), expected)
+        stub.add_response(
+            "converse", tool_reply({"score": 4, "reason": "mostly grounded"}), expected
+        )
         reply = judge.ask(MESSAGES, Score, purpose="groundedness")
         stub.assert_no_pending_responses()
     assert reply.value == Score(score=4, reason="mostly grounded")
@@ -81,7 +120,68 @@ def test_success_request_shape_and_usage() -> None:
     assert (usage.calls, usage.input_tokens, usage.output_tokens, usage.retries) == (1, 40, 8, 0)
 
 
-def test_schema_line_goes_to_system() -> None:
+def test_tool_refused_steps_to_the_prompt_once() -> None:
+    judge = make_judge()
+    with Stubber(judge.client) as stub:
+        stub.add_client_error(
+            "converse",
+            service_error_code="ValidationException",
+            service_message="This model doesn't support the toolConfig.toolChoice.tool field.",
+            http_status_code=400,
+        )
+        stub.add_client_error(
+            "converse",
+            service_error_code="ValidationException",
+            service_message="This model doesn't support tool use.",
+            http_status_code=400,
+        )
+        stub.add_response("converse", converse_reply(GOOD))
+        stub.add_response(
+            "converse",
+            converse_reply(GOOD),
+            {"modelId": MODEL, "system": ANY, "messages": ANY, "inferenceConfig": ANY},
+        )  # no toolConfig: remembered
+        reply = judge.ask(MESSAGES, Score, purpose="groundedness")
+        judge.ask([*MESSAGES[:1], Message(role="user", content="other")], Score, purpose="g")
+        stub.assert_no_pending_responses()
+    assert reply.value.score == 4 and reply.usage.retries == 2
+    assert [s[:2] for s in judge.output.steps] == [
+        ("tool_use", "tool_use_any"),
+        ("tool_use_any", "none"),
+    ]
+
+
+def test_explicit_none_sends_no_tool_and_a_cut_reply_is_repaired_with_the_whole_budget() -> None:
+    judge = make_judge(structured_output="none", max_tokens=1000)
+    cut = converse_reply('{"score": 4, "reason": "mostly')
+    cut["stopReason"] = "max_tokens"
+    with Stubber(judge.client) as stub:
+        first = {
+            "modelId": MODEL,
+            "system": ANY,
+            "messages": ANY,
+            "inferenceConfig": {"temperature": 0.0, "maxTokens": reply_budget(Score, [], 1000)},
+        }
+        stub.add_response("converse", cut, first)
+        again = {**first, "inferenceConfig": {"temperature": 0.0, "maxTokens": 1000}}
+        stub.add_response("converse", converse_reply(GOOD), again)
+        reply = judge.ask(MESSAGES, Score, purpose="groundedness")
+        stub.assert_no_pending_responses()
+    assert reply.value.score == 4 and reply.usage.calls == 2
+
+
+def test_tool_use_on_an_openai_judge_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="does not apply to a openai judge"):
+        JudgeConfig.model_validate(
+            {"openai": {"base_url": "http://x/v1", "model": "m"}, "structured_output": "tool_use"}
+        )
+    with pytest.raises(ValueError, match="does not apply to a bedrock judge"):
+        JudgeConfig.model_validate(
+            {"bedrock": {"model_id": MODEL}, "structured_output": "json_schema"}
+        )
+
+
+def test_reply_format_goes_to_system() -> None:
     judge = make_judge()
     with Stubber(judge.client) as stub:
         stub.add_response("converse", converse_reply(GOOD))
@@ -93,7 +193,8 @@ def test_schema_line_goes_to_system() -> None:
         judge.ask(MESSAGES, Score, purpose="groundedness")
     (params,) = captured
     text = params["system"][0]["text"]
-    assert text.startswith("Rate groundedness 1-5.\n\nAnswer with JSON matching this schema: {")
+    assert text.startswith("Rate groundedness 1-5.\n\nReply with one JSON object shaped like")
+    assert text.endswith('{"score": 0, "reason": "<reason>"}') and "properties" not in text
     assert [m["role"] for m in params["messages"]] == ["user"]
 
 
@@ -140,12 +241,9 @@ def test_parse_failure_after_one_repair() -> None:
             {
                 "modelId": MODEL,
                 "system": ANY,
-                "messages": [
-                    {"role": "user", "content": [{"text": "Context: ...\nAnswer: ..."}]},
-                    {"role": "assistant", "content": [{"text": "Score: four"}]},
-                    {"role": "user", "content": [{"text": ANY}]},
-                ],
+                "messages": [{"role": "user", "content": [{"text": ANY}]}],
                 "inferenceConfig": ANY,
+                "toolConfig": TOOL,
             },
         )
         with pytest.raises(JudgeParseError) as info:

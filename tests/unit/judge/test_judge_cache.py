@@ -138,9 +138,16 @@ def test_parse_failures_are_not_cached(judge_stub: JudgeStub, tmp_path: Path) ->
     for _ in range(2):
         with pytest.raises(JudgeParseError):
             ask(judge)
-    assert len(judge_stub.requests) == 4  # asked (and repaired) again
-    assert list(tmp_path.rglob("*.json")) == []
-    assert judge.usage.parse_failures == 2
+    # within the run the failure is remembered: one bad reply costs one repair, not one per
+    # metric that needs the same reply; both asks count as parse failures
+    assert len(judge_stub.requests) == 2
+    assert judge.usage.parse_failures == 2 and judge.usage.calls == 2
+    assert list(tmp_path.rglob("*.json")) == []  # never stored: the next run asks again
+    with pytest.raises(JudgeParseError, match="remembered"):
+        ask(judge)
+    with pytest.raises(JudgeParseError):
+        ask(judge_stub.judge(cache_dir=str(tmp_path)))
+    assert len(judge_stub.requests) == 4
 
 
 def test_repaired_reply_is_cached(judge_stub: JudgeStub) -> None:

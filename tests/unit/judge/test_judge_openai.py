@@ -3,7 +3,6 @@ timeouts, the concurrency limit, log-probabilities, auth headers and per-case ac
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -14,6 +13,7 @@ from pydantic import BaseModel, Field
 from evalrunner.judge import JudgeError, JudgeParseError, Message
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.judge.openai_judge import OpenAIJudge
+from evalrunner.judge.reply_format import BUDGET_FLOOR, reply_budget, wire_schema
 from tests.support.judge_stub import JudgeStub, StubReply, scripted
 
 
@@ -66,16 +66,20 @@ def test_happy_path_request_shape_and_usage(judge_stub: JudgeStub) -> None:
     assert "Authorization" not in request.headers  # no key in the environment
     body = request.body
     assert body["model"] == "stub-judge" and body["temperature"] == 0
-    assert body["response_format"] == {"type": "json_object"}
+    # the schema goes to the server's structured output, a filled-in example to the prompt
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Verdict", "schema": wire_schema(Verdict)},
+    }
+    assert body["max_tokens"] == reply_budget(Verdict, [], 4096) == BUDGET_FLOOR + 2 + 2 * 52
     assert "logprobs" not in body
     system, user = body["messages"]
     assert user == {"role": "user", "content": "Is the claim supported?"}
     assert system["role"] == "system"
     first, last = system["content"].split("\n\n")
     assert first == "You are a strict grader."
-    prefix = "Answer with JSON matching this schema: "
-    assert last.startswith(prefix)
-    assert json.loads(last[len(prefix) :]) == Verdict.model_json_schema()
+    assert last.endswith('{"verdict": "<verdict>", "reason": "<reason>"}')
+    assert "properties" not in system["content"]
 
 
 def test_schema_line_is_a_system_message_when_there_is_none(judge_stub: JudgeStub) -> None:
@@ -83,7 +87,7 @@ def test_schema_line_is_a_system_message_when_there_is_none(judge_stub: JudgeStu
     judge_stub.judge().ask([Message(role="user", content="Q")], Verdict, purpose="p")
     messages = judge_stub.requests[0].messages
     assert [m["role"] for m in messages] == ["system", "user"]
-    assert messages[0]["content"].startswith("Answer with JSON matching this schema: {")
+    assert messages[0]["content"].startswith("Reply with one JSON object shaped like this")
 
 
 @pytest.mark.parametrize(
@@ -110,12 +114,16 @@ def test_garbage_is_repaired_once_then_a_parse_failure(judge_stub: JudgeStub) ->
     assert "stub-judge" in info.value.message and "Verdict" in info.value.message
     assert info.value.raw == "I think the answer is yes."
     first, repair = judge_stub.requests  # exactly one repair call
-    assert repair.messages[: len(first.messages)] == first.messages
-    bad, instruction = repair.messages[len(first.messages) :]
-    assert bad == {"role": "assistant", "content": "I think the answer is yes."}
-    assert instruction["role"] == "user"
-    assert instruction["content"].startswith("That was not valid JSON for the schema: ")
-    assert instruction["content"].endswith("Answer again with only the JSON.")
+    # the repair changes the prompt: it quotes the reply and the error in the user turn
+    # (roles still alternate), not a replay of the reply as the model's own turn
+    assert [m["role"] for m in repair.messages] == ["system", "user"]
+    assert repair.messages[0] == first.messages[0]
+    original = first.messages[1]["content"]
+    instruction = repair.messages[1]["content"]
+    assert instruction.startswith(original) and instruction != original
+    assert "<reply>\nI think the answer is yes.\n</reply>" in instruction
+    assert "no JSON object found in the reply" in instruction
+    assert instruction.endswith('{"verdict": "<verdict>", "reason": "<reason>"}')
     assert judge.usage.parse_failures == 1 and judge.usage.calls == 2
 
 
@@ -158,7 +166,10 @@ def test_500_forever_gives_up_after_max_retries(judge_stub: JudgeStub) -> None:
     with pytest.raises(JudgeError) as info:
         ask(judge, purpose="statements")
     assert not isinstance(info.value, JudgeParseError)
-    assert len(judge_stub.requests) == 4
+    # a 500 to the first structured-output mode steps to the next once (llama-cpp-python's
+    # answer to json_schema), then the 500s are retried as server errors
+    formats = [r.body["response_format"]["type"] for r in judge_stub.requests]
+    assert formats == ["json_schema", "json_object", "json_object", "json_object", "json_object"]
     message = info.value.message
     assert "stub-judge" in message and "127.0.0.1" in message and "HTTP 500" in message
     assert "4 attempt(s)" in message and "'statements'" in message
@@ -240,12 +251,16 @@ def test_unsupported_response_format_is_dropped(judge_stub: JudgeStub) -> None:
     judge_stub.responder = responder
     judge = judge_stub.judge()
     reply = ask(judge)
-    assert reply.value.verdict == "yes" and reply.usage.retries == 1
-    first, second = judge_stub.requests
-    assert "response_format" in first.body and "response_format" not in second.body
+    # json_schema, json_object with a schema, plain JSON mode, then the prompt alone
+    assert reply.value.verdict == "yes" and reply.usage.retries == 3
+    sent = [r.body.get("response_format", {}).get("type") for r in judge_stub.requests]
+    assert sent == ["json_schema", "json_object", "json_object", None]
+    assert "schema" in judge_stub.requests[1].body["response_format"]
+    assert "schema" not in judge_stub.requests[2].body["response_format"]
     ask(judge, "another question")  # remembered: no second rejection
-    assert len(judge_stub.requests) == 3
-    assert "response_format" not in judge_stub.requests[2].body
+    assert len(judge_stub.requests) == 5
+    assert "response_format" not in judge_stub.requests[4].body
+    assert judge.output.current == "none" and len(judge.output.steps) == 3
 
 
 def test_bearer_key_from_env(judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch) -> None:
