@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
+from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
 from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec
@@ -77,6 +78,13 @@ class EventSpec(SpecModel):
         '"api_key_env" or "api_key_secret"}} or {"bedrock": {"model_id", "region"}}, '
         "plus timeout_seconds, max_retries, max_concurrency, cache, cache_dir. Without it, "
         "judge metrics are skipped with a reason.",
+    )
+    perturbations: list[PerturbationSpec] | None = Field(
+        default=None,
+        max_length=20,
+        description="Robustness: run every case again under each perturbation (typos, ocr, "
+        'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
+        "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
     )
     max_concurrency: JsonInt = Field(
         default=10, ge=1, le=1000, description="Test cases run at once by the Distributed Map."
