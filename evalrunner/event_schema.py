@@ -79,13 +79,6 @@ class EventSpec(SpecModel):
         "plus timeout_seconds, max_retries, max_concurrency, cache, cache_dir. Without it, "
         "judge metrics are skipped with a reason.",
     )
-    perturbations: list[PerturbationSpec] | None = Field(
-        default=None,
-        max_length=20,
-        description="Robustness: run every case again under each perturbation (typos, ocr, "
-        'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
-        "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
-    )
     max_concurrency: JsonInt = Field(
         default=10, ge=1, le=1000, description="Test cases run at once by the Distributed Map."
     )
@@ -108,6 +101,14 @@ class EventSpec(SpecModel):
         default=None,
         pattern=RUN_ID_PATTERN,
         description="Identifier of the run's intermediates under runs/; generated when absent.",
+    )
+
+    perturbations: list[PerturbationSpec] | None = Field(
+        default=None,
+        max_length=20,
+        description="Robustness: run every case again under each perturbation (typos, ocr, "
+        'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
+        "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
     )
 
 

@@ -26,8 +26,8 @@ Rules:
 - **Problem** ``robustness``, one per perturbation with a robustness failure: **high** when
   the failures are 20% of the compared cases or more, **medium** from 5%, else **low**.
 - **Against the baseline**: a perturbation present in both runs is *worse* when a case whose
-  verdict held in the baseline is compared now and no longer holds (any such case, as a
-  case newly failing a primary metric is a regression).
+  verdict held under it in the baseline is broken now (any such case, as a case newly
+  failing a primary metric is a regression).
 """
 
 from __future__ import annotations
@@ -298,9 +298,8 @@ def compare_robustness(
         b = before.get(p.name)
         if b is None:
             continue
-        now_compared = set(p.held_cases) | set(p.broken_cases) | set(p.fixed_cases)
-        held_now = set(p.held_cases)
-        newly = [c for c in b.held_cases if c in now_compared and c not in held_now]
+        broken_now = set(p.broken_cases)  # a fixed case did not hold either, but it is no loss
+        newly = [c for c in b.held_cases if c in broken_now]
         out.append(
             RobustnessChange(
                 name=p.name,
