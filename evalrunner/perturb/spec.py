@@ -13,12 +13,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.suite.model import Perturbation
+from evalrunner.suite.variants import VARIANT
 
 __all__ = ["VARIANT", "Perturbation", "PerturbationSpec"]
 
-#: The label a hand-written variant (a suite's ``variant_of`` column) is grouped under when
-#: the row names no ``variant_kind``.
-VARIANT = "variant"
 
 Name = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")]
 

@@ -19,16 +19,31 @@ from .conftest import read_csv
 
 pytestmark = pytest.mark.slow
 
-SUITE = """id,question,expected_answer
-leave,How many days of annual leave do employees get?,Employees get 25 days of annual leave.
-pension,What is the pension match for employees?,The company matches pension contributions up to 6%.
-remote,How many days per week can I work remotely?,You can work remotely two days per week.
-"""
-
-ANSWERS = {
-    tuple(re.findall(r"[a-z0-9]+", line.split(",")[1].lower())): line.split(",", 2)[2]
-    for line in SUITE.splitlines()[1:]
+CASES = {
+    "leave": (
+        "How many days of annual leave do employees get?",
+        "Employees get 25 days of annual leave.",
+    ),
+    "pension": (
+        "What is the pension match for employees?",
+        "The company matches pension contributions up to 6%.",
+    ),
+    "remote": (
+        "How many days per week can I work remotely?",
+        "You can work remotely two days per week.",
+    ),
 }
+# and a hand-written variant of "leave", linked by the variant_of column
+SUITE = (
+    "id,question,expected_answer,variant_of,variant_kind\n"
+    + "".join(f"{case},{q},{a},,\n" for case, (q, a) in CASES.items())
+    + (
+        "leave-typed,How many dyas of annual leave do employees get?,"
+        "Employees get 25 days of annual leave.,leave,typed by hand\n"
+    )
+)
+
+ANSWERS = {tuple(re.findall(r"[a-z0-9]+", q.lower())): a for q, a in CASES.values()}
 
 
 def keyword_lookup(event, context):
@@ -62,8 +77,8 @@ def report_file(run, name: str) -> Path:
 
 def test_typos_flip_the_brittle_target_and_commas_do_not(run) -> None:
     summary = run[0].summary
-    assert summary.cases == 3 and summary.items == 9  # every case, and two copies of each
-    typos, comma = summary.robustness
+    assert summary.cases == 4 and summary.items == 10  # the cases, two copies of 3 originals
+    typos, comma, typed = summary.robustness
     assert (typos.name, typos.compared, typos.held, typos.broken, typos.score) == (
         "typos",
         3,
@@ -79,6 +94,12 @@ def test_typos_flip_the_brittle_target_and_commas_do_not(run) -> None:
         0,
         1.0,
     )
+    assert (typed.name, typed.kind, typed.compared, typed.broken) == (
+        "typed by hand",
+        "variant",
+        1,
+        1,
+    )
     # the suite's own cases are measured as before: perturbed copies do not move the averages
     (exact,) = [m for m in summary.metrics if m.metric == "Exact match"]
     assert (exact.average, exact.count) == (1.0, 3)
@@ -87,8 +108,8 @@ def test_typos_flip_the_brittle_target_and_commas_do_not(run) -> None:
 def test_the_problem_names_the_flipped_cases(run) -> None:
     problems = json.loads(report_file(run, "problems").read_text("utf-8"))
     robustness = [p for p in problems if p["type"] == "robustness"]
-    assert len(robustness) == 1
-    (problem,) = robustness
+    assert len(robustness) == 2  # typos and the hand-written variant; none for commas
+    problem = next(p for p in robustness if "typos" in p["description"])
     assert problem["severity"] == "high"
     assert problem["affected_cases"] == ["leave", "pension", "remote"]
     assert "Not robust to typos (intensity 0.1)" in problem["description"]
@@ -107,6 +128,7 @@ def test_details_carry_the_perturbed_rows_linked_to_their_originals(run) -> None
         "remote",
         "remote~typos",
         "remote~comma",
+        "leave-typed",
     ]
     typo = rows[1]
     spec = resolve([PerturbationSpec(kind="typos", intensity=0.1, seed=7)])[0]
@@ -120,6 +142,12 @@ def test_details_carry_the_perturbed_rows_linked_to_their_originals(run) -> None
     assert (typo["intensity"], typo["seed"], typo["original_question"]) == ("0.1000", "7", original)
     assert typo["answer"] == "I do not know." and typo["Exact match success"] == "false"
     assert rows[2]["answer"] == rows[0]["answer"]  # the comma copy got the same answer
+    typed = rows[-1]
+    assert (typed["perturbation_of"], typed["perturbation"], typed["perturbation_kind"]) == (
+        "leave",
+        "typed by hand",
+        "variant",
+    )
 
 
 def test_report_json_and_html_hold_the_flips(run) -> None:
