@@ -94,6 +94,22 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
         )
 
 
+def check_perturbations(suite: Suite, event: RunEvent) -> None:
+    """Refuse a context perturbation the suite gives nothing to perturb: only cases whose
+    answers were computed elsewhere carry retrieved contexts (a live target retrieves its
+    own)."""
+    if any(case.contexts for case in suite.cases):
+        return
+    for i, spec in enumerate(event.perturbations):
+        if spec.context:
+            raise SuiteError(
+                f"perturbations[{i}] ({spec.name}): context is true, but no case of the suite "
+                "has retrieved contexts to perturb (only cases with actual_answer and "
+                "retrieved_contexts do); drop 'context' to perturb the questions",
+                source=suite.source,
+            )
+
+
 def settle(event: RunEvent, suite: Suite) -> RunEvent:
     """The event as it will run on this suite: default metrics narrowed to those that apply,
     and every case checked by the evaluators that will score it. Raises on bad cases."""
@@ -101,6 +117,7 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
         metrics = applicable_defaults(suite, event.metrics, event.evaluator_options)
         event = event.model_copy(update={"metrics": metrics})
     check_cases(suite, event)
+    check_perturbations(suite, event)
     return event
 
 

@@ -68,3 +68,13 @@ def test_a_bad_perturb_exits_2_and_writes_nothing(
     assert result.exit_code == 2
     assert expected in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_perturbations_command_lists_every_kind_with_an_example() -> None:
+    result = runner.invoke(app, ["perturbations"], catch_exceptions=False)
+    assert result.exit_code == 0
+    from evalrunner.perturb import KINDS
+
+    for kind in KINDS:
+        assert kind in result.output
+    assert "yearly" in result.output  # the synonym example

@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.cli.running import perturbation_arg
-from evalrunner.errors import EventError
+from evalrunner.errors import EventError, SuiteError
 from evalrunner.event import parse_event
 from evalrunner.perturb import PerturbationSpec, perturb_text, resolve
 from evalrunner.pipeline import prepare
@@ -113,3 +113,10 @@ def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> 
     config = store.get_json(store.run_key("r1"))
     assert config["case_count"] == 2 and config["item_count"] == 8
     assert [p["name"] for p in config["perturbations"]] == ["typos", "synonym"]
+
+
+def test_a_context_perturbation_without_contexts_is_refused(store: RunStore) -> None:
+    raw = event(perturbations=[{"kind": "ocr", "context": True}])
+    with pytest.raises(SuiteError, match=r"perturbations\[0\] \(ocr\): context is true, but no"):
+        prepare.prepare_run(raw, store)
+    assert store.list_keys("runs/") == []
