@@ -159,3 +159,15 @@ def test_the_lexicon_is_well_formed() -> None:
     assert antonyms()["paid"] == ["unpaid"] and antonyms()["unpaid"] == ["paid"]
     assert all(" " not in k and k == k.lower() for k in (*synonyms(), *antonyms()))
     assert all(word not in others for word, others in synonyms().items())
+
+
+def test_the_readme_table_shows_what_each_kind_does() -> None:
+    """The README's examples are the pinned outputs above: the section stays true."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
+    section = readme[readme.index("### Robustness: perturbed questions") :]
+    for kind, expected in EXPECTED:
+        line = next(x for x in section.splitlines() if x.startswith(f"| `{kind}` |"))
+        assert line.rstrip(" |").endswith(expected), kind
+        assert f"({KINDS[kind].default_intensity:g}" in line, kind
