@@ -201,6 +201,8 @@ def aggregate_run(
                     "iterations",
                     "suite_key",
                     "baseline",
+                    # shown only when given: reports of other runs stay as they were
+                    *(("perturbations",) if config.perturbations else ()),
                 },
             )
         ),

@@ -163,3 +163,11 @@ def test_report_json_and_html_hold_the_flips(run) -> None:
     section = html[html.index('id="robustness"') : html.index('id="distributions"')]
     assert "How many days of annual leave do employees get?" in section
     assert "I do not know." in section and "Employees get 25 days of annual leave." in section
+
+
+def test_the_report_shows_the_perturbations_it_ran(run) -> None:
+    data = json.loads(report_file(run, "report").read_text("utf-8"))
+    assert [(p["kind"], p["intensity"], p["seed"]) for p in data["config"]["perturbations"]] == [
+        ("typos", 0.1, 7),
+        ("comma", 0.2, 0),
+    ]
