@@ -22,6 +22,7 @@ from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import MetricSpec
 from evalrunner.event_schema import EventSpec, spec_parts
+from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets import registry as target_registry
 from evalrunner.targets.spec import TargetSpec
@@ -56,6 +57,8 @@ class RunEvent(BaseModel):
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    #: Resolved (intensity and name filled in); empty: no robustness run.
+    perturbations: list[PerturbationSpec] = Field(default_factory=list)
 
     @property
     def target_kind(self) -> str:
@@ -237,6 +240,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
             JudgeConfig.model_validate(judge)
         except ValidationError as exc:
             problems.extend(pydantic_problems(exc, "judge"))
+    perturbations = _perturbations(raw.get("perturbations"), problems)
     if problems:
         raise EventError(problems)
     try:  # the typed event; the schema it was generated from has just accepted it
@@ -263,7 +267,26 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         ),
         run_id=raw.get("run_id"),
         max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
+        perturbations=perturbations,
     )
+
+
+def _perturbations(value: Any, problems: list[str]) -> list[PerturbationSpec]:
+    """The event's perturbations resolved (kind known, names unique), or [] with the
+    problems added; the schema has already reported a malformed entry."""
+    from evalrunner.perturb.registry import resolve
+
+    if not isinstance(value, list):
+        return []
+    try:
+        specs = [PerturbationSpec.model_validate(v) for v in value]
+    except ValidationError:
+        return []  # reported by the schema
+    try:
+        return resolve(specs)
+    except EventError as exc:
+        problems.extend(exc.problems)
+        return []
 
 
 def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
+from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
 from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec
@@ -100,6 +101,14 @@ class EventSpec(SpecModel):
         default=None,
         pattern=RUN_ID_PATTERN,
         description="Identifier of the run's intermediates under runs/; generated when absent.",
+    )
+
+    perturbations: list[PerturbationSpec] | None = Field(
+        default=None,
+        max_length=20,
+        description="Robustness: run every case again under each perturbation (typos, ocr, "
+        'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
+        "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
     )
 
 

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse
@@ -46,6 +47,8 @@ class RunConfig(BaseModel):
     item_count: int
     #: Characters of each text (answer, each context, ...) evaluators examine.
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    #: The event's perturbations, resolved; the perturbed cases are in the manifest.
+    perturbations: list[PerturbationSpec] = Field(default_factory=list)
 
 
 class ManifestItem(BaseModel):

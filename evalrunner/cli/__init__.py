@@ -16,7 +16,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
-from evalrunner.cli.inputs import list_metrics, schema, template, validate
+from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.running import demo, judge_cache_dir, run, start
 
@@ -40,6 +40,7 @@ app.command()(validate)
 app.command()(schema)
 app.command()(template)
 app.command("metrics")(list_metrics)
+app.command("perturbations")(list_perturbations)
 
 
 def main() -> None:

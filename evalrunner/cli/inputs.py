@@ -54,6 +54,26 @@ def template(
     out.print(f"wrote {path}")
 
 
+def list_perturbations() -> None:
+    """List the perturbators for --perturb / the event's perturbations, with an example."""
+    from evalrunner.perturb import KINDS, PerturbationSpec, perturb_text
+
+    example = "How many days of annual leave do full-time employees get per year?"
+    table = Table(title=f"perturbations (example, seed 0: {example})")
+    for col in ("Kind", "Intensity: share of", "Default", "Does", "Example"):
+        table.add_column(col)
+    for kind, p in KINDS.items():
+        spec = PerturbationSpec(kind=kind, intensity=p.default_intensity)
+        table.add_row(
+            kind,
+            p.unit,
+            f"{p.default_intensity:g}",
+            p.description,
+            perturb_text(example, spec, "example"),
+        )
+    out.print(table)
+
+
 def list_metrics() -> None:
     """List the evaluators of this release with their metrics and default thresholds."""
     from evalrunner.evaluators import available

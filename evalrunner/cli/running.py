@@ -38,6 +38,36 @@ if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not
 
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
+PerturbOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Robustness: also run every case perturbed, KIND[:INTENSITY[:SEED]], e.g. "
+        "typos:0.1 or synonym (repeatable); 'evalrunner perturbations' lists the kinds."
+    ),
+]
+
+
+def perturbation_arg(text: str) -> dict[str, Any]:
+    """``--perturb KIND[:INTENSITY[:SEED]]`` as an entry of the event's perturbations (the
+    event's validation checks the kind and the ranges)."""
+    parts = text.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise EventError(
+            f"--perturb: {text!r} is not KIND[:INTENSITY[:SEED]], e.g. typos:0.1 or typos:0.1:7"
+        )
+    entry: dict[str, Any] = {"kind": parts[0]}
+    try:
+        if len(parts) > 1 and parts[1]:
+            entry["intensity"] = float(parts[1])
+        if len(parts) > 2 and parts[2]:
+            entry["seed"] = int(parts[2])
+    except ValueError:
+        raise EventError(
+            f"--perturb: {text!r}: the intensity must be a number between 0 and 1 and the "
+            "seed a whole number, e.g. typos:0.1:7"
+        ) from None
+    return entry
+
 
 def judge_cache_dir() -> Path:
     """Where local runs keep judge replies, so an unchanged case costs nothing next time
@@ -150,6 +180,15 @@ def _print_findings(summary: RunSummary) -> None:
         )
         for reason in regression.reasons:
             out.print(f"  - {reason}", highlight=False, markup=False)
+    for rob in summary.robustness:
+        score = "—" if rob.score is None else f"{rob.score:.2f}"
+        what = "must flip" if rob.expect_flip else "held"
+        out.print(
+            f"robustness under {rob.name}: {score} ({rob.held} of {rob.compared} cases {what}, "
+            f"{rob.broken} broke, {rob.fixed} fixed)",
+            highlight=False,
+            markup=False,
+        )
     problems = summary.problems
     high = [p for p in problems if p.severity == "high"]
     if problems:
@@ -225,6 +264,7 @@ def run(
             "$EVALRUNNER_STALL_TIMEOUT, else 120).",
         ),
     ] = None,
+    perturb: PerturbOption = None,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -263,6 +303,8 @@ def run(
                 event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
             if max_text_chars is not None:
                 event["max_text_chars"] = max_text_chars
+            if perturb:
+                event["perturbations"] = [perturbation_arg(p) for p in perturb]
             _check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [
@@ -301,6 +343,7 @@ def demo(
     fail_on_regression: FailOnRegression = False,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
+    perturb: PerturbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
@@ -324,6 +367,7 @@ def demo(
             max_concurrency=10,
             as_json=as_json,
             quiet=as_json,
+            perturb=perturb,
         )
     finally:
         if previous is None:

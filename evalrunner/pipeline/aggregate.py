@@ -26,6 +26,7 @@ from evalrunner.reports.model import Gate, MetricStats, Problem, ReportData
 from evalrunner.reports.problems import find_problems
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
+from evalrunner.reports.robustness import analyse as analyse_robustness
 from evalrunner.reports.stats import (
     case_rows,
     compute_stats,
@@ -37,6 +38,7 @@ from evalrunner.reports.summary import (
     JudgeTotals,
     MetricSummary,
     RegressionVerdict,
+    RobustnessSummary,
     RunReports,
     RunSummary,
     SummaryProblem,
@@ -167,7 +169,12 @@ def aggregate_run(
         score_failure,
     )
 
-    rows = case_rows(items, records)
+    every_row = case_rows(items, records)
+    # Statistics, gates, problems and the baseline comparison are over the suite's own
+    # cases; perturbed copies and variants feed the robustness analysis (and details.csv).
+    rows = [r for r in every_row if r.perturbation is None]
+    perturbed_rows = [r for r in every_row if r.perturbation is not None]
+    originals = [(i, r) for i, r in zip(items, records, strict=True) if i.case.perturbation is None]
     infos = metric_infos(evaluators)
     by_evaluator = scored.models.by_evaluator if scored.models else {}
     for info in infos:
@@ -195,15 +202,24 @@ def aggregate_run(
                     "iterations",
                     "suite_key",
                     "baseline",
+                    # shown only when given: reports of other runs stay as they were
+                    *(("perturbations",) if config.perturbations else ()),
                 },
             )
         ),
         metrics=infos,
         stats=stats,
         rows=rows,
+        perturbed_rows=perturbed_rows,
         gates=evaluate_gates(config, stats),
-        run_metrics=summarize(evaluators, items, records, config.max_text_chars),
+        run_metrics=summarize(
+            evaluators,
+            [i for i, _ in originals],
+            [r for _, r in originals],
+            config.max_text_chars,
+        ),
     )
+    data.robustness = analyse_robustness(data)
     baseline_problem = None
     try:
         baseline = find_baseline(
@@ -247,10 +263,10 @@ def aggregate_run(
     }
     # every file, then the manifest last: until it exists no reader takes the set as complete
     writer = SetWriter(store, run_id, prefix)
-    writer.put(keys["details_csv"], to_csv(*detail_table(rows, infos)), "text/csv")
+    writer.put(keys["details_csv"], to_csv(*detail_table(every_row, infos)), "text/csv")
     writer.put(
         keys["details_xlsx"],
-        details_xlsx(rows, infos, stats=stats),
+        details_xlsx(every_row, infos, stats=stats),
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     )
     writer.put(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
@@ -294,6 +310,7 @@ def aggregate_run(
         judge=_judge_totals(records),
         models=scored.models,
         problems=[SummaryProblem.of(p) for p in data.problems],
+        robustness=[RobustnessSummary.of(p) for p in data.robustness],
         bucket=store.bucket,
         reports=reports,
     )

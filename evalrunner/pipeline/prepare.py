@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import posixpath
 import secrets
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import SuiteError
 from evalrunner.evaluators import Requirement, resolve
 from evalrunner.event import RunEvent, parse_event
+from evalrunner.perturb.registry import perturb_case
+from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.reports.publish import claim_report_prefix
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
 from evalrunner.storage import RunStore
 from evalrunner.suite import Suite
+from evalrunner.suite.model import TestCase
 from evalrunner.suite.readers import read_suite
 from evalrunner.targets.factory import target_name
 
@@ -33,12 +37,34 @@ def new_run_id(now: datetime) -> str:
     return f"{now:%y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def expand(suite: Suite, iterations: int) -> list[ManifestItem]:
-    """Every case once per iteration, iteration-major so early results cover every case."""
+def expand(
+    suite: Suite, iterations: int, perturbations: Sequence[PerturbationSpec] = ()
+) -> list[ManifestItem]:
+    """Every case once per iteration, iteration-major so early results cover every case;
+    each case followed by its perturbed copies (one per perturbation that changes it; a
+    hand-written variant is not perturbed again). A perturbed copy is perturbed once, so
+    all its iterations ask the same question."""
+    cases: list[tuple[str, TestCase]] = []
+    for case in suite.cases:
+        cases.append((f"c{case.index + 1:05d}", case))
+        if case.perturbation is not None:
+            continue
+        for j, spec in enumerate(perturbations, 1):
+            perturbed = perturb_case(case, spec)
+            if perturbed is not None:
+                cases.append((f"c{case.index + 1:05d}-p{j}", perturbed))
+    counts = Counter(c.case_id for _, c in cases)
+    clash = sorted(i for i, n in counts.items() if n > 1)
+    if clash:
+        raise SuiteError(
+            f"perturbed case ids collide with ids of the suite: {', '.join(clash[:5])}; "
+            "rename those cases or name the perturbation differently",
+            source=suite.source,
+        )
     return [
-        ManifestItem(item_id=f"c{case.index + 1:05d}-i{it}", iteration=it, case=case)
+        ManifestItem(item_id=f"{label}-i{it}", iteration=it, case=case)
         for it in range(1, iterations + 1)
-        for case in suite.cases
+        for label, case in cases
     ]
 
 
@@ -68,6 +94,22 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
         )
 
 
+def check_perturbations(suite: Suite, event: RunEvent) -> None:
+    """Refuse a context perturbation the suite gives nothing to perturb: only cases whose
+    answers were computed elsewhere carry retrieved contexts (a live target retrieves its
+    own)."""
+    if any(case.contexts for case in suite.cases):
+        return
+    for i, spec in enumerate(event.perturbations):
+        if spec.context:
+            raise SuiteError(
+                f"perturbations[{i}] ({spec.name}): context is true, but no case of the suite "
+                "has retrieved contexts to perturb (only cases with actual_answer and "
+                "retrieved_contexts do); drop 'context' to perturb the questions",
+                source=suite.source,
+            )
+
+
 def settle(event: RunEvent, suite: Suite) -> RunEvent:
     """The event as it will run on this suite: default metrics narrowed to those that apply,
     and every case checked by the evaluators that will score it. Raises on bad cases."""
@@ -75,6 +117,7 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
         metrics = applicable_defaults(suite, event.metrics, event.evaluator_options)
         event = event.model_copy(update={"metrics": metrics})
     check_cases(suite, event)
+    check_perturbations(suite, event)
     return event
 
 
@@ -85,7 +128,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
-    items = expand(suite, event.iterations)
+    items = expand(suite, event.iterations, event.perturbations)
     config = RunConfig(
         run_id=run_id,
         bucket=store.bucket,
@@ -107,6 +150,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         case_count=len(suite.cases),
         item_count=len(items),
         max_text_chars=event.max_text_chars,
+        perturbations=event.perturbations,
     )
     # Inputs of the next steps, not outputs: written as given (a header value the event put
     # there must reach the target as it is, even after a run in this process registered it).

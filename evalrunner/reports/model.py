@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.suite.model import Perturbation
 
 Severity = Literal["high", "medium", "low"]
 
@@ -43,6 +44,8 @@ class CaseRow(BaseModel):
     #: target-reported numbers ignored (the response's own notes are folded in by run_case).
     notes: list[str] = Field(default_factory=list)
     results: list[MetricResult] = Field(default_factory=list)
+    #: Set on a perturbed copy of a case or a hand-written variant: its original and how.
+    perturbation: Perturbation | None = None
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)
@@ -134,6 +137,74 @@ class CaseFlip(BaseModel):
     after: bool
 
 
+class RobustnessFlip(BaseModel):
+    """A metric whose verdict on a case changed under a perturbation."""
+
+    case_id: str  # the original
+    perturbed_case_id: str
+    metric: str
+    before: bool  # the original passed (all iterations)
+    after: bool  # the perturbed copy passed
+    before_score: float | None = None  # mean over scored iterations
+    after_score: float | None = None
+
+
+class RobustnessMetric(BaseModel):
+    """One metric under one perturbation: how often its verdict held, how many flipped each
+    way, and how far its average moved (perturbed − original, over the same cases)."""
+
+    metric: str
+    evaluator: str
+    primary: bool
+    higher_is_better: bool
+    compared: int  # originals with a verdict on both sides
+    held: int  # as expected: verdict kept (antonym: a passing case failed)
+    score: float | None  # held / compared
+    pass_to_fail: int
+    fail_to_pass: int
+    original_average: float | None = None
+    perturbed_average: float | None = None
+    delta: float | None = None
+    ci_low: float | None = None  # paired bootstrap 95% interval of the delta
+    ci_high: float | None = None
+
+
+class PerturbationResult(BaseModel):
+    """One perturbation of the run and what it did to the verdicts of the cases."""
+
+    name: str
+    kind: str
+    intensity: float | None = None
+    seed: int | None = None
+    expect_flip: bool = False
+    #: originals with a perturbed copy (a perturbation that changes nothing makes none)
+    cases: int
+    #: originals with a verdict (all primary metrics) on both sides; for expect_flip, the
+    #: originals that passed
+    compared: int
+    held: int
+    #: share of the compared originals whose verdict held (antonym: that flipped as it must)
+    score: float | None
+    held_cases: list[str] = Field(default_factory=list)
+    #: robustness failures: passed and fail when perturbed (antonym: still pass)
+    broken_cases: list[str] = Field(default_factory=list)
+    #: failed and pass when perturbed: noted, not a failure
+    fixed_cases: list[str] = Field(default_factory=list)
+    metrics: list[RobustnessMetric] = Field(default_factory=list)
+    flips: list[RobustnessFlip] = Field(default_factory=list)
+
+
+class RobustnessChange(BaseModel):
+    """A perturbation's robustness score against the baseline's: worse when a case whose
+    verdict held in the baseline no longer holds."""
+
+    name: str
+    baseline_score: float | None
+    current_score: float | None
+    newly_broken: list[str] = Field(default_factory=list)
+    worse: bool
+
+
 class Regression(BaseModel):
     """Comparison with a baseline run of the same target and suite."""
 
@@ -145,6 +216,7 @@ class Regression(BaseModel):
     deltas: list[MetricDelta] = Field(default_factory=list)
     new_failures: list[CaseFlip] = Field(default_factory=list)  # pass -> fail
     fixed: list[CaseFlip] = Field(default_factory=list)  # fail -> pass
+    robustness: list[RobustnessChange] = Field(default_factory=list)
 
 
 class ReportData(BaseModel):
@@ -162,7 +234,13 @@ class ReportData(BaseModel):
     config: dict[str, Any]  # the run's configuration as the user gave it (secrets masked)
     metrics: list[MetricInfo]
     stats: list[MetricStats]  # iteration None first (the run), then per iteration
+    #: The suite's cases as written: every statistic, problem and comparison but robustness
+    #: is over these.
     rows: list[CaseRow]
+    #: Perturbed copies and hand-written variants, for the robustness analysis (and
+    #: details.csv); empty without perturbations.
+    perturbed_rows: list[CaseRow] = Field(default_factory=list)
+    robustness: list[PerturbationResult] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
     insights: list[Insight] = Field(default_factory=list)
     regression: Regression | None = None

@@ -24,6 +24,8 @@ Rules:
   is not a parsing failure: the evaluator or the Score step failed, not the target (rows whose
   target failed carry "not scored: ..." errors and are reported as target problems).
   **high** at 10% of the evaluator's rows or more, else **medium**.
+- ``robustness`` — a perturbation under which passing cases fail (see
+  :mod:`evalrunner.reports.robustness` for the rules and severities).
 - ``parsing_failures`` — per evaluator, rows with a result whose reason starts with "parsing
   failure" (optionally after "error: "), flagged above 5% of its rows: **medium**, **high**
   above 25%.
@@ -50,6 +52,7 @@ from evalrunner.reports.model import (
     ReportData,
     Severity,
 )
+from evalrunner.reports.robustness import robustness_problems
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
@@ -76,6 +79,7 @@ def find_problems(data: ReportData) -> list[Problem]:
     problems += _instability(data)
     problems += _regression(data)
     problems += _evaluator_errors(data)
+    problems += robustness_problems(data)
     # A regression is what the reader must see first; then by severity and type.
     return sorted(
         problems,
@@ -282,7 +286,14 @@ def _regression(data: ReportData) -> list[Problem]:
     if reg is None or reg.verdict != "regression":
         return []
     worse = [d.metric for d in reg.deltas if d.worse]
-    cases = list(dict.fromkeys(f.case_id for f in reg.new_failures))
+    cases = list(
+        dict.fromkeys(
+            [
+                *(f.case_id for f in reg.new_failures),
+                *(c for r in reg.robustness for c in r.newly_broken),
+            ]
+        )
+    )
     where = (
         f"{reg.baseline_report_prefix}details.csv"
         if reg.baseline_report_prefix

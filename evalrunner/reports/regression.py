@@ -28,7 +28,11 @@ Rules:
   compared.
 - **Flips**: for each primary metric (per the current run) present in both runs and each case
   with a state in both runs: pass → fail is a new failure, fail → pass is fixed.
-- **Verdict**: "regression" when a primary metric is worse or any case newly fails; else
+- **Robustness** (runs with perturbations): each perturbation of both runs is compared case
+  by case (:func:`evalrunner.reports.robustness.compare_robustness`); a case whose verdict
+  held in the baseline and no longer holds makes the run a regression.
+- **Verdict**: "regression" when a primary metric is worse, any case newly fails, or a
+  robustness score dropped (above); else
   "improvement" when some metric improved significantly; else "no significant change".
 """
 
@@ -156,6 +160,17 @@ def compare(
             reasons.append(_flip_text(fixed, "failed now pass", "failed now passes"))
         reasons += [f"worse (not a primary metric): {_change_text(d, label)}" for d in worse_other]
 
+    # Robustness scores are compared like metrics: a case whose verdict held under a
+    # perturbation in the baseline and no longer does is a regression. (Imported here:
+    # robustness uses this module's delta_interval.)
+    from evalrunner.reports.robustness import change_text, compare_robustness
+
+    robustness = compare_robustness(current.robustness, baseline.robustness)
+    fragile = [c for c in robustness if c.worse]
+    if fragile:
+        verdict = "regression"
+        reasons = [*reasons, *(change_text(c) for c in fragile)]
+
     if model_changed:  # different models score on different scales: no verdict from them
         reasons.append(f"not compared, scored with another model: {'; '.join(model_changed)}")
 
@@ -171,6 +186,7 @@ def compare(
         deltas=deltas,
         new_failures=new_failures,
         fixed=fixed,
+        robustness=robustness,
     )
 
 

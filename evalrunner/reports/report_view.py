@@ -46,6 +46,7 @@ from evalrunner.reports.model import (
     Regression,
     ReportData,
 )
+from evalrunner.reports.robustness_view import robustness_view
 from evalrunner.reports.run_figures import config_value, summary_blocks
 
 #: How many of the worst cases get a full card (question, answers, contexts, reasons).
@@ -432,6 +433,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
     toc += [
         ("problems", "Problems"),
         ("metrics", "Metrics"),
+        *([("robustness", "Robustness")] if data.robustness else []),
         ("distributions", "Distributions"),
         ("heatmap", "Heatmap"),
         ("worst", "Worst cases"),
@@ -454,6 +456,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
         "metric_infos": {m.metric: m for m in data.metrics},
         "problems": sorted(data.problems, key=lambda p: severity.get(p.severity, 3)),
         "metrics": metrics(data, stats),
+        "robustness": robustness_view(data),
         "histograms": distributions(data, stats),
         "heatmap": heatmap(data, cases, anchors),
         "worst": [worst_card(c, anchors[c.case_id], i + 1, data) for i, c in enumerate(worst)],

@@ -60,9 +60,29 @@ DETAIL_COLUMNS: tuple[str, ...] = (
     "notes",
 )
 
+#: Columns details.csv has after :data:`DETAIL_COLUMNS` when the run has perturbed cases
+#: (or hand-written variants): which original a row perturbs, how, and the original question.
+PERTURBATION_COLUMNS: tuple[str, ...] = (
+    "perturbation_of",
+    "perturbation",
+    "perturbation_kind",
+    "intensity",
+    "seed",
+    "original_question",
+)
+
 #: Columns of details.csv that hold free text of any length (wrapped in the xlsx).
 LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
-    {"question", "expected_answer", "answer", "contexts", "documents", "error", "notes"}
+    {
+        "question",
+        "expected_answer",
+        "answer",
+        "contexts",
+        "documents",
+        "error",
+        "notes",
+        "original_question",
+    }
 )
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -98,6 +118,8 @@ _DETAIL_KINDS: dict[str, ColumnKind] = {
     "output_tokens": "int",
     "sanitized": "bool",
     "truncated": "bool",
+    "intensity": "number",
+    "seed": "int",
 }
 
 _RESULT_KINDS: dict[str, ColumnKind] = {
@@ -160,6 +182,7 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 truncated=record.truncated,
                 notes=list(record.notes),
                 results=list(record.results),
+                perturbation=case.perturbation,
             )
         )
     return rows
@@ -290,23 +313,36 @@ def _text(value: Cell, kind: ColumnKind) -> str:
     return str(value)
 
 
-def detail_header(metrics: Sequence[MetricInfo]) -> list[str]:
-    """details.csv's header: the fixed columns, then score/success/reason per metric."""
-    header = list(DETAIL_COLUMNS)
+def has_perturbations(rows: Sequence[CaseRow]) -> bool:
+    """Whether details.csv carries :data:`PERTURBATION_COLUMNS` for these rows."""
+    return any(row.perturbation is not None for row in rows)
+
+
+def fixed_columns(perturbed: bool = False) -> tuple[str, ...]:
+    """The columns before the metric triplets."""
+    return DETAIL_COLUMNS + (PERTURBATION_COLUMNS if perturbed else ())
+
+
+def detail_header(metrics: Sequence[MetricInfo], perturbed: bool = False) -> list[str]:
+    """details.csv's header: the fixed columns (and the perturbation columns when the run
+    has perturbed cases), then score/success/reason per metric."""
+    header = list(fixed_columns(perturbed))
     for info in metrics:
         header += [f"{info.metric} score", f"{info.metric} success", f"{info.metric} reason"]
     return header
 
 
-def detail_kinds(metrics: Sequence[MetricInfo]) -> list[ColumnKind]:
+def detail_kinds(metrics: Sequence[MetricInfo], perturbed: bool = False) -> list[ColumnKind]:
     """The kind of each column of :func:`detail_header`, in the same order."""
-    kinds: list[ColumnKind] = [_DETAIL_KINDS.get(c, "text") for c in DETAIL_COLUMNS]
+    kinds: list[ColumnKind] = [_DETAIL_KINDS.get(c, "text") for c in fixed_columns(perturbed)]
     for _ in metrics:
         kinds += ["number", "bool", "text"]
     return kinds
 
 
-def detail_cells(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[Cell]:
+def detail_cells(
+    row: CaseRow, metrics: Sequence[MetricInfo], perturbed: bool = False
+) -> list[Cell]:
     """One details row as typed cells (None: empty).
 
     Contexts and documents are JSON lists when the target answered, empty when it did not (a
@@ -331,6 +367,13 @@ def detail_cells(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[Cell]:
         row.truncated,
         "\n".join(row.notes),
     ]
+    if perturbed:
+        p = row.perturbation
+        cells += (
+            [p.of, p.name, p.kind, p.intensity, p.seed, p.original_question]
+            if p is not None
+            else [None] * len(PERTURBATION_COLUMNS)
+        )
     for info in metrics:
         result = _result_of(row, info)
         if result is None:
@@ -346,12 +389,16 @@ def detail_table(
     """details.csv: header and text rows. Same columns and number formats as before the report
     data existed (latency 1 decimal, scores 4, success ``true``/``false``), so files written
     before and after compare cell by cell."""
-    kinds = detail_kinds(metrics)
+    perturbed = has_perturbations(rows)
+    kinds = detail_kinds(metrics, perturbed)
     body = [
-        [_text(value, kind) for value, kind in zip(detail_cells(row, metrics), kinds, strict=True)]
+        [
+            _text(value, kind)
+            for value, kind in zip(detail_cells(row, metrics, perturbed), kinds, strict=True)
+        ]
         for row in rows
     ]
-    return detail_header(metrics), body
+    return detail_header(metrics, perturbed), body
 
 
 def ordered_stats(stats: Sequence[MetricStats]) -> list[MetricStats]:

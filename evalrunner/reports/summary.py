@@ -18,7 +18,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from evalrunner.errors import ExecutionFailed
 from evalrunner.jsonout import dump_json
-from evalrunner.reports.model import Gate, MetricStats, Problem, Regression, Verdict
+from evalrunner.reports.model import (
+    Gate,
+    MetricStats,
+    PerturbationResult,
+    Problem,
+    Regression,
+    Verdict,
+)
 from evalrunner.run import ModelsUsed
 
 #: How many affected cases a problem carries in the summary (problems.json has them all).
@@ -62,6 +69,8 @@ class RegressionVerdict(BaseModel):
     worse_metrics: list[str] = Field(default_factory=list)
     new_failures: int = 0
     fixed: int = 0
+    #: perturbations whose robustness score dropped against the baseline
+    worse_robustness: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, regression: Regression) -> RegressionVerdict:
@@ -73,6 +82,46 @@ class RegressionVerdict(BaseModel):
             worse_metrics=[d.metric for d in regression.deltas if d.worse],
             new_failures=len(regression.new_failures),
             fixed=len(regression.fixed),
+            worse_robustness=[r.name for r in regression.robustness if r.worse],
+        )
+
+
+class RobustnessSummary(BaseModel):
+    """One perturbation's robustness: how many original verdicts held under it; the flipped
+    cases and per-metric figures are in report.json and the report's Robustness section."""
+
+    name: str
+    kind: str
+    intensity: float | None = None
+    seed: int | None = None
+    #: a perturbation that must change the answer (antonym): holding means flipping
+    expect_flip: bool = False
+    cases: int
+    compared: int
+    held: int
+    score: float | None
+    #: passed, and fail once perturbed (antonym: still pass)
+    broken: int
+    #: failed, and pass once perturbed
+    fixed: int
+    #: metric -> how many compared cases it flipped pass -> fail
+    pass_to_fail: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, p: PerturbationResult) -> RobustnessSummary:
+        return cls(
+            name=p.name,
+            kind=p.kind,
+            intensity=p.intensity,
+            seed=p.seed,
+            expect_flip=p.expect_flip,
+            cases=p.cases,
+            compared=p.compared,
+            held=p.held,
+            score=p.score,
+            broken=len(p.broken_cases),
+            fixed=len(p.fixed_cases),
+            pass_to_fail={m.metric: m.pass_to_fail for m in p.metrics if m.pass_to_fail},
         )
 
 
@@ -136,6 +185,8 @@ class RunSummary(BaseModel):
     judge: JudgeTotals | None = None
     models: ModelsUsed | None = None
     problems: list[SummaryProblem] = Field(default_factory=list)
+    #: one entry per perturbation of the run (empty without perturbations)
+    robustness: list[RobustnessSummary] = Field(default_factory=list)
     bucket: str
     reports: RunReports
 
@@ -202,6 +253,7 @@ __all__ = [
     "JudgeTotals",
     "MetricSummary",
     "RegressionVerdict",
+    "RobustnessSummary",
     "RunReports",
     "RunSummary",
     "SummaryProblem",

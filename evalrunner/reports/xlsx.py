@@ -30,7 +30,6 @@ from openpyxl.worksheet.worksheet import Worksheet
 from evalrunner.reports.formulas import neutralise
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
 from evalrunner.reports.stats import (
-    DETAIL_COLUMNS,
     LONG_TEXT_COLUMNS,
     RESULT_COLUMNS,
     Cell,
@@ -39,6 +38,8 @@ from evalrunner.reports.stats import (
     detail_cells,
     detail_header,
     detail_kinds,
+    fixed_columns,
+    has_perturbations,
     ordered_stats,
     result_cells,
     result_kinds,
@@ -152,12 +153,11 @@ def _range(column: int, rows: int) -> str:
     return f"{letter}2:{letter}{max(rows + 1, 2)}"
 
 
-def _format_metrics(sheet: Worksheet, metrics: Sequence[MetricInfo], rows: int) -> None:
+def _format_metrics(sheet: Worksheet, metrics: Sequence[MetricInfo], rows: int, first: int) -> None:
     """Conditional formats, so they follow the values when a user sorts or edits: success
     true green / false red (blank, i.e. skipped or errored, left alone: in Excel a blank cell
     equals FALSE, hence ISLOGICAL), and a red-to-green scale on scores, reversed for metrics
     where lower is better."""
-    first = len(DETAIL_COLUMNS) + 1
     for i, info in enumerate(metrics):
         score_col, success_col = first + 3 * i, first + 3 * i + 1
         top = f"{get_column_letter(success_col)}2"
@@ -203,15 +203,19 @@ def details_xlsx(
     details = workbook.active
     assert details is not None  # a new workbook always has its first sheet
     details.title = "Details"
-    header = detail_header(metrics)
+    perturbed = has_perturbations(rows)
+    fixed = fixed_columns(perturbed)
+    header = detail_header(metrics, perturbed)
     # Long text wraps: the free-text columns and every metric's reason.
-    wrap = [name in LONG_TEXT_COLUMNS for name in DETAIL_COLUMNS] + [False, False, True] * len(
-        metrics
-    )
+    wrap = [name in LONG_TEXT_COLUMNS for name in fixed] + [False, False, True] * len(metrics)
     _fill_sheet(
-        details, header, detail_kinds(metrics), [detail_cells(r, metrics) for r in rows], wrap
+        details,
+        header,
+        detail_kinds(metrics, perturbed),
+        [detail_cells(r, metrics, perturbed) for r in rows],
+        wrap,
     )
-    _format_metrics(details, metrics, len(rows))
+    _format_metrics(details, metrics, len(rows), len(fixed) + 1)
 
     results = workbook.create_sheet("Results")
     _fill_sheet(

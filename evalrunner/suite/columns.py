@@ -53,6 +53,8 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "conversation",
     "actual_answer",
     "retrieved_contexts",
+    "variant_of",
+    "variant_kind",
 )
 
 #: Accepted (normalised) header names per canonical column; the canonical name comes first.
@@ -85,10 +87,21 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
     # headed "Question | Answer" means the expected answer far more often than not.
     "actual_answer": ("actual_answer", "actual_output", "generated_answer"),
     "retrieved_contexts": ("retrieved_contexts", "actual_contexts", "retrieval_context"),
+    "variant_of": ("variant_of", "paraphrase_of"),
+    "variant_kind": ("variant_kind", "variant_name"),
 }
 
 TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"id", "question", "expected_answer", "expected_intent", "expected_tool", "actual_answer"}
+    {
+        "id",
+        "question",
+        "expected_answer",
+        "expected_intent",
+        "expected_tool",
+        "actual_answer",
+        "variant_of",
+        "variant_kind",
+    }
 )
 LIST_COLUMNS: Final[frozenset[str]] = frozenset(
     {"expected_contexts", "expected_documents", "retrieved_contexts"}
@@ -462,6 +475,18 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
     "retrieved_contexts": (
         "Only with a pre-computed answer: the contexts actually retrieved.",
         _LIST_FORMAT,
+        "",
+    ),
+    "variant_of": (
+        "Robustness: this row is a hand-written variant (a rephrasing, a typo) of the case "
+        "with this id; the report shows the verdicts that flipped against it.",
+        "Text: the id of another row of the suite, which is not a variant itself.",
+        "",
+    ),
+    "variant_kind": (
+        "With variant_of: the label the robustness analysis groups the variant under "
+        "(antonym: the variant must change the answer).",
+        "Text. Empty: variant.",
         "",
     ),
 }

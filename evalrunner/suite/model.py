@@ -16,6 +16,27 @@ class Turn(BaseModel):
     content: str
 
 
+class Perturbation(BaseModel):
+    """What links a perturbed (or hand-written variant) case to its original."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: case_id of the original case
+    of: str
+    #: the perturbator (``variant`` for a hand-written variant)
+    kind: str
+    #: the label the reports group it under (unique in the run)
+    name: str
+    intensity: float | None = None
+    seed: int | None = None
+    #: the original's question, for the side-by-side view
+    original_question: str
+    #: A perturbation that must change the answer (antonym): a flip there is expected.
+    expect_flip: bool = False
+    #: The perturbed retrieved contexts, when the perturbation touched them.
+    context: bool = False
+
+
 class TestCase(BaseModel):
     """One row of a suite.
 
@@ -45,6 +66,9 @@ class TestCase(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: What the reader had to change in this row's cells (e.g. a lone surrogate replaced).
     notes: list[str] = Field(default_factory=list)
+    #: Set on a perturbed copy of a case (Prepare) or a hand-written variant (the suite's
+    #: variant_of column): the original it is compared with in the robustness analysis.
+    perturbation: Perturbation | None = None
 
 
 class Suite(BaseModel):

@@ -53,6 +53,7 @@ from evalrunner.suite.columns import (
 from evalrunner.suite.csv_errors import csv_error
 from evalrunner.suite.encoding import decode_text
 from evalrunner.suite.model import Suite, TestCase
+from evalrunner.suite.variants import link_variants
 
 #: File extension -> format name.
 SUPPORTED_FORMATS: Final[dict[str, str]] = {
@@ -139,7 +140,13 @@ def _build_cases(rows: Sequence[_Row], source: str) -> list[TestCase]:
             )
         seen[case.case_id] = row
         cases.append(case)
-    return cases
+
+    def cell_error(i: int, column: str, message: str) -> SuiteError:
+        at = rows[i]
+        where = at.labels.get(column, column)
+        return SuiteError(message, source=source, sheet=at.sheet, row=at.row, column=where)
+
+    return link_variants(cases, [row.values for row in rows], cell_error)
 
 
 def _place(row: _Row) -> str:

@@ -38,6 +38,7 @@ SUMMARY_KEYS = [
     "judge",
     "models",
     "problems",
+    "robustness",
     "bucket",
     "reports",
 ]
