@@ -534,8 +534,7 @@ def bench_evalrunner(samples: list[Sample], warmup: int, repeats: int) -> dict[s
     def once(batch: list[Sample]) -> tuple[list[float], float, float, float, dict]:
         hub = ModelHub(device="cpu")
         _, load, _ = timed(lambda: hub.encoder(MODEL))
-        evaluator = resolve(EVALUATOR)(options={"model": MODEL})
-        evaluator.models = hub  # type: ignore[attr-defined]
+        evaluator = resolve(EVALUATOR)(options={"model": MODEL}, models=hub)  # type: ignore[call-arg]
         results, wall, cpu = others.measure(lambda: evaluator.evaluate_batch(batch))
         statuses = {r[0].status for r in results}
         assert statuses == {"scored"}, statuses
@@ -650,8 +649,7 @@ def bench_six(samples: list[Sample]) -> dict[str, Any]:
     def run(names: tuple[str, ...], hub: ModelHub) -> dict[str, Any]:
         per: dict[str, Any] = {}
         for name in names:
-            evaluator = resolve(name)(options={"model": MODEL})
-            evaluator.models = hub  # type: ignore[attr-defined]
+            evaluator = resolve(name)(options={"model": MODEL}, models=hub)  # type: ignore[call-arg]
             results, wall, cpu = timed(lambda ev=evaluator: ev.evaluate_batch(samples))
             statuses: dict[str, int] = {}
             for r in results:

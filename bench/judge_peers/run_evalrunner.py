@@ -144,10 +144,8 @@ def resolve_metric(name: str):
 
 
 def run_cases(judge: Judge, names: tuple[str, ...], cases, ledger: common.Ledger) -> dict:
-    """Like pipeline.run_case: evaluators built once, bound to the judge, run per case."""
-    evaluators = [resolve_metric(name)() for name in names]
-    for evaluator in evaluators:
-        evaluator.judge = judge
+    """Like pipeline.run_case: evaluators built once with the run's judge, run per case."""
+    evaluators = [resolve_metric(name)(judge=judge) for name in names]
     scores: dict[str, list] = {}
     errors: list[str] = []
     case_usage: list[dict] = []

@@ -14,6 +14,7 @@ import pytest
 
 from evalrunner.engine import LocalEngine
 from evalrunner.perturb import PerturbationSpec, perturb_text, resolve
+from lambdas.local import local_pipeline
 
 from .conftest import read_csv
 
@@ -64,9 +65,10 @@ def run(tmp_path_factory):
         "metrics": ["Exact match"],
         "perturbations": [{"kind": "typos", "intensity": 0.1, "seed": 7}, {"kind": "comma"}],
     }
-    result = LocalEngine(extra_functions={"keyword-lookup": keyword_lookup}).run(
-        event, suite=suite, out_dir=out
+    engine = LocalEngine(
+        pipeline=local_pipeline, extra_functions={"keyword-lookup": keyword_lookup}
     )
+    result = engine.run(event, suite=suite, out_dir=out)
     return result, out
 
 
