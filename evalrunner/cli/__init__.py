@@ -18,7 +18,8 @@ from evalrunner.cli.common import (
 )
 from evalrunner.cli.inputs import list_metrics, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
-from evalrunner.cli.running import demo, judge_cache_dir, run, start
+from evalrunner.cli.running import demo, run, start
+from evalrunner.launch import judge_cache_dir
 
 __all__ = [
     "EXIT_GATE",

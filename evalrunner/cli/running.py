@@ -20,7 +20,6 @@ from evalrunner.cli.common import (
     EXIT_RUN,
     FailOnRegression,
     JudgeOption,
-    _check_suite,
     _fail,
     _json_arg,
     _pairs,
@@ -31,20 +30,13 @@ from evalrunner.cli.common import (
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
+from evalrunner.launch import check_suite, local_event, run_local
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.local import RunResult
     from evalrunner.reports.summary import RunSummary
 
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
-
-
-def judge_cache_dir() -> Path:
-    """Where local runs keep judge replies, so an unchanged case costs nothing next time
-    (the embedded bucket disappears with the run)."""
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evalrunner" / "judge"
 
 
 def _execute_local(
@@ -56,15 +48,8 @@ def _execute_local(
     stall_timeout: float | None = None,
     resume: str | None = None,
 ) -> RunResult:
-    from evalrunner.engine import LocalEngine
-
-    judge = event.get("judge")
-    if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
-        event = {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
-    _check_suite(suite, event)
-    engine = LocalEngine(stall_timeout=stall_timeout)
     if quiet:
-        return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
+        return run_local(event, suite, out_dir, stall_timeout=stall_timeout, resume=resume)
     bar, task = _progress_bar()
     with bar:
 
@@ -77,7 +62,9 @@ def _execute_local(
                 description=f"{p.phase}",
             )
 
-        return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update, resume=resume)
+        return run_local(
+            event, suite, out_dir, on_progress=update, stall_timeout=stall_timeout, resume=resume
+        )
 
 
 def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = False) -> int:
@@ -242,27 +229,24 @@ def run(
         check_out_dir(out_dir)
         events = []
         for spec in target:
-            event: dict[str, Any] = {
-                "key": f"test-suites/{suite.name}",
-                "iterations": iterations,
-                "target": _json_arg(spec, "--target"),
-                "max_concurrency": max_concurrency,
-            }
-            if metric:
-                event["metrics"] = metric
-            if fail_under:
-                event["fail_under"] = _pairs(fail_under, "--fail-under")
-            if threshold:
-                event["thresholds"] = _pairs(threshold, "--threshold")
-            if baseline:
-                event["baseline"] = baseline
-            if judge:
-                event["judge"] = _json_arg(judge, "--judge")
-            if evaluator_options:
-                event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
-            if max_text_chars is not None:
-                event["max_text_chars"] = max_text_chars
-            _check_suite(suite, event)  # every target's event, before the first run starts
+            event = local_event(
+                suite.name,
+                _json_arg(spec, "--target"),
+                iterations=iterations,
+                max_concurrency=max_concurrency,
+                metrics=metric or None,
+                fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
+                thresholds=_pairs(threshold, "--threshold") if threshold else None,
+                baseline=baseline,
+                judge=_json_arg(judge, "--judge") if judge else None,
+                evaluator_options=(
+                    _json_arg(evaluator_options, "--evaluator-options")
+                    if evaluator_options
+                    else None
+                ),
+                max_text_chars=max_text_chars,
+            )
+            check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [
             _execute_local(
@@ -371,7 +355,7 @@ def start(
             from evalrunner.engine.remote import start_remote
 
             if suite is not None:
-                _check_suite(suite, event)
+                check_suite(suite, event)
             bar, task = _progress_bar()
             with bar:
                 result = start_remote(
