@@ -93,6 +93,18 @@ class EvalRun:
         known = ", ".join(m.metric for m in self.summary.metrics)
         raise KeyError(f"no metric {name!r} in this run; it has: {known}")
 
+    def junit_xml(self) -> bytes:
+        """The run as JUnit XML, as ``--junit-xml`` writes it."""
+        from evalrunner.reports.junit import junit_xml
+
+        return junit_xml([(self.report, self.summary)])
+
+    def markdown(self) -> str:
+        """The run's Markdown CI summary, as ``--markdown`` writes it."""
+        from evalrunner.reports.markdown import markdown_summary
+
+        return markdown_summary([self.summary])
+
     def _repr_html_(self) -> str:
         """The notebook view: verdict, metrics, gates, top problems, where the report is."""
         from evalrunner.reports.notebook import render_notebook

@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from evalrunner.cli.ci_reports import (
+    JunitOption,
+    MarkdownOption,
+    check_ci_paths,
+    write_ci_reports,
+)
 from evalrunner.cli.common import (
     DEFAULT_OUT,
     EXIT_GATE,
@@ -219,6 +225,8 @@ def run(
             "--target and --out as the stopped run.",
         ),
     ] = None,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     try:
@@ -227,6 +235,7 @@ def run(
         if resume and len(target) > 1:
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
+        check_ci_paths(junit_xml, markdown)
         events = []
         for spec in target:
             event = local_event(
@@ -264,6 +273,7 @@ def run(
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
+    _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:
         _leaderboard_from_runs(
             [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
@@ -285,6 +295,8 @@ def demo(
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
     from evalrunner.demo.handler import DEGRADED_ENV
@@ -307,6 +319,8 @@ def demo(
             max_concurrency=10,
             as_json=as_json,
             quiet=as_json,
+            junit_xml=junit_xml,
+            markdown=markdown,
         )
     finally:
         if previous is None:
@@ -336,6 +350,8 @@ def start(
     ] = None,
     fail_on_regression: FailOnRegression = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
@@ -346,6 +362,7 @@ def start(
         event = _json_arg(str(event_file), "--event")
         parse_event(event)
         check_out_dir(out_dir)
+        check_ci_paths(junit_xml, markdown)
         if aws:
             if not bucket or not state_machine_arn:
                 raise EventError(
@@ -375,7 +392,17 @@ def start(
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
-    raise typer.Exit(_report(result, as_json=as_json, fail_on_regression=fail_on_regression))
+    code = _report(result, as_json=as_json, fail_on_regression=fail_on_regression)
+    _ci_reports([result], junit_xml, markdown, quiet=as_json)
+    raise typer.Exit(code)
+
+
+def _ci_reports(
+    results: list[RunResult], junit: Path | None, markdown: Path | None, *, quiet: bool
+) -> None:
+    for path in write_ci_reports(results, junit=junit, markdown=markdown):
+        if not quiet:
+            out.print(f"CI report: {path}", highlight=False)
 
 
 def _find_local_suite(key: str, event_dir: Path) -> Path:

@@ -118,6 +118,8 @@ def test_a_list_of_dicts_suite_and_a_plain_answer(tmp_path):
         out=tmp_path,
     )
     assert run.passed and run.summary.target == "python-lambda"
+    assert '<testcase name="case-0001 · Exact match"' in run.junit_xml().decode()
+    assert run.markdown().startswith("## evalrunner: ✅ PASSED: python-lambda on ")
     assert run.metric("Exact match") == 1.0
     with pytest.raises(KeyError, match="no metric 'BLEU-4'"):
         run.metric("BLEU-4")
