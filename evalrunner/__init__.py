@@ -9,13 +9,13 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalrunner.api import EvalRun, evaluate, start_aws
+    from evalrunner.api import EvalRun, assert_case, evaluate, start_aws
 
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
-_LAZY = {"evaluate": "evalrunner.api", "start_aws": "evalrunner.api", "EvalRun": "evalrunner.api"}
+_LAZY = dict.fromkeys(("evaluate", "start_aws", "assert_case", "EvalRun"), "evalrunner.api")
 
-__all__ = ["EvalRun", "__version__", "evaluate", "start_aws"]
+__all__ = ["EvalRun", "__version__", "assert_case", "evaluate", "start_aws"]
 
 
 def __getattr__(name: str) -> Any:
