@@ -16,6 +16,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.running import demo, run, start
@@ -37,6 +38,7 @@ app.command()(run)
 app.command()(leaderboard)
 app.command()(demo)
 app.command()(start)
+app.command()(history)
 app.command()(validate)
 app.command()(schema)
 app.command()(template)
