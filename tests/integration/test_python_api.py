@@ -178,3 +178,50 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, suite, target, erro
 def test_bad_iterations_are_refused(tmp_path):
     with pytest.raises(EventError, match="iterations"):
         evalrunner.evaluate(suite=[{"question": "q"}], target=lambda q: q, iterations=0)
+
+
+def test_start_aws_runs_on_the_deployed_machine_and_returns_the_run(tmp_path):
+    """moto stands in for the account, as in the CLI's --aws test."""
+    import boto3
+
+    from evalrunner.engine.dispatch import Dispatcher, dispatching
+    from evalrunner.engine.local import BUCKET, LocalEngine
+
+    suite = tmp_path / "hr.csv"
+    suite.write_text("question,expected_answer\nHow many sick days?,10 days\n", "utf-8")
+    event = {
+        "key": "test-suites/hr.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "evalrunner-demo-hr"},
+        "metrics": ["Rouge Metric"],
+    }
+    engine = LocalEngine()
+    with engine.embedded_aws(), dispatching(Dispatcher(engine.functions)):
+        engine.deploy(b"placeholder", "test-suites/other.csv")
+        arn = boto3.client("stepfunctions").list_state_machines()["stateMachines"][0][
+            "stateMachineArn"
+        ]
+        run = evalrunner.start_aws(
+            event,
+            bucket=BUCKET,
+            state_machine_arn=arn,
+            suite=suite,
+            out=tmp_path / "out",
+            poll_seconds=0.1,
+        )
+    assert run.summary.cases == 1 and run.summary.target == "evalrunner-demo-hr"
+    assert run.report_path.is_file()
+    assert list(run.details["question"]) == ["How many sick days?"]
+    history = tmp_path / "out" / "test-reports" / "evalrunner-demo-hr" / "history.json"
+    assert json.loads(history.read_text("utf-8"))["runs"][0]["run_id"] == run.summary.run_id
+
+
+def test_start_aws_refuses_a_bad_event_before_calling_aws(tmp_path):
+    with pytest.raises(EventError, match="iterations"):
+        evalrunner.start_aws(
+            {"key": "test-suites/x.csv", "target": {"url": "http://x"}},
+            bucket="b",
+            state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:x",
+            out=tmp_path / "out",
+        )
+    assert not (tmp_path / "out").exists()
