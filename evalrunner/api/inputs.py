@@ -95,11 +95,10 @@ def target_spec(target: Any) -> tuple[dict[str, Any], dict[str, Handler]]:
     """The event's target object, and the functions the engine must host for it."""
     if isinstance(target, Mapping):
         return dict(target), {}
-    if isinstance(target, str):
-        try:
-            parsed = json.loads(target)
-        except json.JSONDecodeError:
-            parsed = None
+    if isinstance(target, str):  # JSON, or a JSON file, as --target takes it
+        from evalrunner.cli.common import _json_arg
+
+        parsed = _json_arg(target, "target")
         if not isinstance(parsed, dict):
             raise EventError(
                 f"target: {target[:80]!r} is not a target object; give a dict such as "
