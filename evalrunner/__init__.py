@@ -5,3 +5,23 @@ into this package and return. The same code runs in the cloud and in the embedde
 """
 
 __version__ = "0.1.0"
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalrunner.api import EvalRun, assert_case, evaluate, start_aws
+
+#: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
+#: package too, and must not pay for pandas or the engine.
+_LAZY = dict.fromkeys(("evaluate", "start_aws", "assert_case", "EvalRun"), "evalrunner.api")
+
+__all__ = ["EvalRun", "__version__", "assert_case", "evaluate", "start_aws"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalrunner' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -16,9 +16,11 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
-from evalrunner.cli.running import demo, judge_cache_dir, run, start
+from evalrunner.cli.running import demo, run, start
+from evalrunner.launch import judge_cache_dir
 
 __all__ = [
     "EXIT_GATE",
@@ -36,6 +38,7 @@ app.command()(run)
 app.command()(leaderboard)
 app.command()(demo)
 app.command()(start)
+app.command()(history)
 app.command()(validate)
 app.command()(schema)
 app.command()(template)

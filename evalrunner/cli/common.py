@@ -84,16 +84,6 @@ def check_out_dir(out_dir: Path) -> None:
         )
 
 
-def _check_suite(path: Path, event: dict[str, Any]) -> None:
-    """Check the suite here first, as Prepare will, so bad input fails before anything is
-    started or written."""
-    from evalrunner.event import parse_event
-    from evalrunner.pipeline.prepare import settle
-    from evalrunner.suite.readers import read_suite_file
-
-    settle(parse_event(event), read_suite_file(path))
-
-
 def _progress_bar() -> tuple[Bar, Any]:
     bar = Bar(
         TextColumn("[bold]{task.description}"),

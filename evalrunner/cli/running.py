@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from evalrunner.cli.ci_reports import (
+    JunitOption,
+    MarkdownOption,
+    check_ci_paths,
+    write_ci_reports,
+)
 from evalrunner.cli.common import (
     DEFAULT_OUT,
     EXIT_GATE,
@@ -20,7 +26,6 @@ from evalrunner.cli.common import (
     EXIT_RUN,
     FailOnRegression,
     JudgeOption,
-    _check_suite,
     _fail,
     _json_arg,
     _pairs,
@@ -31,6 +36,7 @@ from evalrunner.cli.common import (
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
+from evalrunner.launch import check_suite, local_event, run_local
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.local import RunResult
@@ -69,14 +75,6 @@ def perturbation_arg(text: str) -> dict[str, Any]:
     return entry
 
 
-def judge_cache_dir() -> Path:
-    """Where local runs keep judge replies, so an unchanged case costs nothing next time
-    (the embedded bucket disappears with the run)."""
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evalrunner" / "judge"
-
-
 def _execute_local(
     event: dict[str, Any],
     suite: Path,
@@ -86,16 +84,8 @@ def _execute_local(
     stall_timeout: float | None = None,
     resume: str | None = None,
 ) -> RunResult:
-    from evalrunner.engine import LocalEngine
-    from lambdas.local import local_pipeline  # the CLI composes the engine and the handlers
-
-    judge = event.get("judge")
-    if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
-        event = {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
-    _check_suite(suite, event)
-    engine = LocalEngine(pipeline=local_pipeline, stall_timeout=stall_timeout)
     if quiet:
-        return engine.run(event, suite=suite, out_dir=out_dir, resume=resume)
+        return run_local(event, suite, out_dir, stall_timeout=stall_timeout, resume=resume)
     bar, task = _progress_bar()
     with bar:
 
@@ -108,7 +98,9 @@ def _execute_local(
                 description=f"{p.phase}",
             )
 
-        return engine.run(event, suite=suite, out_dir=out_dir, on_progress=update, resume=resume)
+        return run_local(
+            event, suite, out_dir, on_progress=update, stall_timeout=stall_timeout, resume=resume
+        )
 
 
 def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = False) -> int:
@@ -273,6 +265,8 @@ def run(
             "--target and --out as the stopped run.",
         ),
     ] = None,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     try:
@@ -281,31 +275,28 @@ def run(
         if resume and len(target) > 1:
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
+        check_ci_paths(junit_xml, markdown)
         events = []
         for spec in target:
-            event: dict[str, Any] = {
-                "key": f"test-suites/{suite.name}",
-                "iterations": iterations,
-                "target": _json_arg(spec, "--target"),
-                "max_concurrency": max_concurrency,
-            }
-            if metric:
-                event["metrics"] = metric
-            if fail_under:
-                event["fail_under"] = _pairs(fail_under, "--fail-under")
-            if threshold:
-                event["thresholds"] = _pairs(threshold, "--threshold")
-            if baseline:
-                event["baseline"] = baseline
-            if judge:
-                event["judge"] = _json_arg(judge, "--judge")
-            if evaluator_options:
-                event["evaluator_options"] = _json_arg(evaluator_options, "--evaluator-options")
-            if max_text_chars is not None:
-                event["max_text_chars"] = max_text_chars
-            if perturb:
-                event["perturbations"] = [perturbation_arg(p) for p in perturb]
-            _check_suite(suite, event)  # every target's event, before the first run starts
+            event = local_event(
+                suite.name,
+                _json_arg(spec, "--target"),
+                iterations=iterations,
+                max_concurrency=max_concurrency,
+                metrics=metric or None,
+                fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
+                thresholds=_pairs(threshold, "--threshold") if threshold else None,
+                baseline=baseline,
+                judge=_json_arg(judge, "--judge") if judge else None,
+                evaluator_options=(
+                    _json_arg(evaluator_options, "--evaluator-options")
+                    if evaluator_options
+                    else None
+                ),
+                max_text_chars=max_text_chars,
+                perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+            )
+            check_suite(suite, event)  # every target's event, before the first run starts
             events.append(event)
         results = [
             _execute_local(
@@ -323,6 +314,7 @@ def run(
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
+    _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:
         _leaderboard_from_runs(
             [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
@@ -345,6 +337,8 @@ def demo(
     judge: JudgeOption = None,
     perturb: PerturbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
     from evalrunner.demo.handler import DEGRADED_ENV
@@ -368,6 +362,8 @@ def demo(
             as_json=as_json,
             quiet=as_json,
             perturb=perturb,
+            junit_xml=junit_xml,
+            markdown=markdown,
         )
     finally:
         if previous is None:
@@ -397,6 +393,8 @@ def start(
     ] = None,
     fail_on_regression: FailOnRegression = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    junit_xml: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
@@ -407,6 +405,7 @@ def start(
         event = _json_arg(str(event_file), "--event")
         parse_event(event)
         check_out_dir(out_dir)
+        check_ci_paths(junit_xml, markdown)
         if aws:
             if not bucket or not state_machine_arn:
                 raise EventError(
@@ -416,7 +415,7 @@ def start(
             from evalrunner.engine.remote import start_remote
 
             if suite is not None:
-                _check_suite(suite, event)
+                check_suite(suite, event)
             bar, task = _progress_bar()
             with bar:
                 result = start_remote(
@@ -436,7 +435,17 @@ def start(
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
-    raise typer.Exit(_report(result, as_json=as_json, fail_on_regression=fail_on_regression))
+    code = _report(result, as_json=as_json, fail_on_regression=fail_on_regression)
+    _ci_reports([result], junit_xml, markdown, quiet=as_json)
+    raise typer.Exit(code)
+
+
+def _ci_reports(
+    results: list[RunResult], junit: Path | None, markdown: Path | None, *, quiet: bool
+) -> None:
+    for path in write_ci_reports(results, junit=junit, markdown=markdown):
+        if not quiet:
+            out.print(f"CI report: {path}", highlight=False)
 
 
 def _find_local_suite(key: str, event_dir: Path) -> Path:

@@ -435,6 +435,7 @@ class LocalEngine:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(_embedded_object(key))
             files.append(path)
+        _download_history(summary.target, out_dir)  # not part of the set: after its manifest
         return files
 
 
@@ -442,6 +443,22 @@ def _embedded_object(key: str) -> bytes:
     """An object of the embedded run bucket (inside the run's mock)."""
     s3 = boto3.client("s3", region_name=REGION)
     return bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+def _download_history(target: str, out_dir: Path) -> list[Path]:
+    """The target's history page as Aggregate refreshed it (absent if that failed)."""
+    from evalrunner.reports.history import history_keys
+
+    files = []
+    for key in history_keys(target):
+        try:
+            data = _embedded_object(key)
+        except Exception:  # not written: the run's own reports are what matters
+            continue
+        path = out_dir / key
+        path.write_bytes(data)
+        files.append(path)
+    return files
 
 
 def _saved_run_dir(out_dir: Path, run_id: str) -> Path:

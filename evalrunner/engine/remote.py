@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 
 from evalrunner.engine.local import Progress, RunResult, _failure_message
-from evalrunner.errors import ExecutionFailed
+from evalrunner.errors import ExecutionFailed, StorageError
 from evalrunner.pipeline.prepare import new_run_id
 from evalrunner.reports.summary import summary_of_output
 from evalrunner.storage import RunStore
@@ -64,6 +64,7 @@ def start_remote(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(store.get_bytes(key))
         files.append(path)
+    _download_history(store, summary.target, out_dir)
     return RunResult(
         summary=summary,
         execution_arn=arn,
@@ -73,3 +74,15 @@ def start_remote(
         seconds=time.perf_counter() - started,
         output=output,
     )
+
+
+def _download_history(store: RunStore, target: str, out_dir: Path) -> None:
+    """The target's trend page as Aggregate left it in the bucket (absent if it failed)."""
+    from evalrunner.reports.history import history_keys
+
+    for key in history_keys(target):
+        try:
+            data = store.get_bytes(key)
+        except StorageError:
+            continue
+        (out_dir / key).write_bytes(data)

@@ -9,6 +9,7 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -316,7 +317,19 @@ def aggregate_run(
     )
     writer.put_json(keys["summary_json"], summary.model_dump(mode="json"))
     writer.publish()
+    _refresh_history(store, config.target_name)
     return summary
+
+
+def _refresh_history(store: RunStore, target: str) -> None:
+    """The target's trend page, now including this run. A failure here costs the page, not
+    the run: its reports are published already, and the next run rebuilds the page."""
+    from evalrunner.reports.history import refresh_history
+
+    try:
+        refresh_history(store, target)
+    except Exception:
+        logging.getLogger(__name__).exception("history of %s not refreshed", target)
 
 
 def load_scores(store: RunStore, run_id: str) -> ScoresFile:

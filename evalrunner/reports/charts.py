@@ -8,6 +8,7 @@ A chart is a :class:`Chart` holding :class:`Rect`, :class:`Line`, :class:`Circle
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -440,4 +441,60 @@ def leader_bars(board: Leaderboard, info: MetricInfo) -> Chart:
         Line(tx, tx, 2, height - 2, palette.INK, cls="threshold", width=1.5, dash="3 2",
              title=_threshold_tip(info))
     )  # fmt: skip
+    return chart
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run on a metric's trend line."""
+
+    value: float | None
+    title: str
+    href: str
+    #: the run was a regression on this metric
+    regressed: bool = False
+
+
+def trend(metric: str, points: Sequence[TrendPoint], info: MetricInfo) -> Chart:
+    """A metric's average over runs (oldest left): a line through the scored runs, the
+    threshold dashed, each run a dot linking to its report, coloured by whether its average
+    meets the threshold, and a regression marked with ▼ above its dot."""
+    step = 56.0
+    left, right, top, bottom = 44.0, 20.0, 18.0, 22.0
+    width = max(320.0, left + right + step * max(len(points) - 1, 1))
+    height = 170.0
+    plot_h = height - top - bottom
+    lo, hi = scale_range([p.value for p in points if p.value is not None], [info.threshold])
+
+    def y(v: float) -> float:
+        return top + (hi - v) / (hi - lo) * plot_h
+
+    def x(i: int) -> float:
+        return left + (i * step if len(points) > 1 else (width - left - right) / 2)
+
+    chart = Chart(width, height, f"{metric} over {len(points)} runs", cls="chart trend")
+    for v in (lo, hi):
+        chart.shapes += [
+            Line(left, width - right, y(v), y(v), palette.GRID),
+            Text(left - 6, y(v) + 4, score(v), anchor="end", cls="axis"),
+        ]
+    ty = y(info.threshold)
+    chart.shapes.append(
+        Line(left, width - right, ty, ty, palette.INK, cls="threshold", width=1.2, dash="4 3",
+             title=_threshold_tip(info))
+    )  # fmt: skip
+    scored = [(i, p.value) for i, p in enumerate(points) if p.value is not None]
+    for (i, a), (j, b) in itertools.pairwise(scored):
+        chart.shapes.append(Line(x(i), x(j), y(a), y(b), palette.MUTED, width=1.5))
+    for i, p in enumerate(points):
+        if p.value is None:
+            continue
+        colour = palette.PASS if meets(p.value, info) else palette.FAIL
+        shapes: list[Shape] = [Circle(x(i), y(p.value), 5, colour, stroke=palette.CARD)]
+        if p.regressed:
+            shapes.append(
+                Text(x(i), y(p.value) - 9, "▼", anchor="middle", cls="regression",
+                     fill=palette.FAIL)
+            )  # fmt: skip
+        chart.shapes.append(Group(tuple(shapes), title=p.title, href=p.href))
     return chart

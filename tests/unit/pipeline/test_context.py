@@ -139,11 +139,11 @@ def test_the_latency_comes_from_the_contexts_clock(store):
 
 
 def test_the_core_does_not_import_the_lambda_handlers():
-    """The engine is handed its handlers (lambdas/local.py composes them); only the CLI, the
-    laptop's composition root, imports that module."""
+    """The engine is handed its handlers (lambdas/local.py builds them); one module, the
+    laptop's composition root shared by the CLI and the Python API, hands them over."""
     offenders = []
     for path in sorted((REPO / "evalrunner").rglob("*.py")):
-        if "cli" in path.relative_to(REPO / "evalrunner").parts:
+        if path == REPO / "evalrunner" / "launch.py":
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             names = (

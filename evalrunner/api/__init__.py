@@ -1,0 +1,9 @@
+"""The Python API: :func:`evaluate` (a local run, as the CLI does it), :func:`start_aws` (a
+run of the deployed stack), :func:`assert_case` (one answer against thresholds, in a test) and
+:class:`EvalRun` (the finished run, with DataFrames)."""
+
+from evalrunner.api.assertions import assert_case
+from evalrunner.api.result import EvalRun
+from evalrunner.api.runs import evaluate, start_aws
+
+__all__ = ["EvalRun", "assert_case", "evaluate", "start_aws"]

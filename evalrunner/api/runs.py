@@ -1,0 +1,146 @@
+"""``evalrunner.evaluate()`` and ``evalrunner.start_aws()``: a run from Python.
+
+``evaluate`` is the CLI's ``evalrunner run`` as a function: the same event (built by
+:func:`evalrunner.launch.local_event`), the same checks and the same embedded engine
+(:func:`evalrunner.launch.run_local`), so its numbers are the CLI's numbers. What it adds is
+that the suite and the target may be Python objects (see :mod:`evalrunner.api.inputs`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalrunner.api.inputs import suite_file, target_spec
+from evalrunner.api.result import EvalRun
+from evalrunner.errors import EventError
+from evalrunner.launch import local_event, run_local
+
+if TYPE_CHECKING:
+    from evalrunner.engine.local import Progress
+
+#: Where reports go when no ``out`` is given: the CLI's default folder.
+DEFAULT_OUT = Path("evalrunner-out")
+
+
+def evaluate(
+    suite: Any,
+    target: Any,
+    *,
+    metrics: Sequence[str] | None = None,
+    iterations: int = 1,
+    judge: Mapping[str, Any] | str | None = None,
+    out: str | Path = DEFAULT_OUT,
+    thresholds: Mapping[str, float] | None = None,
+    fail_under: Mapping[str, float] | None = None,
+    baseline: str | None = None,
+    evaluator_options: Mapping[str, Any] | None = None,
+    max_concurrency: int = 10,
+    max_text_chars: int | None = None,
+    suite_name: str = "python-suite",
+    on_progress: Callable[[Progress], None] | None = None,
+) -> EvalRun:
+    """Run ``suite`` against ``target`` in the embedded engine, exactly as ``evalrunner run``
+    does, and return the finished run.
+
+    ``suite``: an .xlsx / .csv / .json file, a list of dicts (one per case: ``question``,
+    ``expected_answer``, ... as in a suite file) or a pandas DataFrame with those columns.
+    ``target``: the event's target object (``{"url": ...}``, ``{"lambdaArn": ...}``, ...) or
+    a function ``fn(question) -> answer | (answer, contexts) | dict`` run in-process.
+    ``judge``: the LLM judge as in ``--judge`` (``{"openai": {...}}`` / ``{"bedrock": {...}}``);
+    without one, judge metrics are skipped with a reason. ``out``: the reports folder (earlier
+    runs there are the baseline, as with the CLI). ``suite_name``: the file name a suite given
+    as Python rows is reported under (``<suite_name>.json``).
+
+    Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
+    names the row, column or field and the fix, before anything runs."""
+    from evalrunner.cli.common import check_out_dir
+
+    out_dir = Path(out)
+    check_out_dir(out_dir)
+    if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
+        raise EventError(f"iterations: {iterations!r} is not a positive integer")
+    spec, functions = target_spec(target)
+    with tempfile.TemporaryDirectory(prefix="evalrunner-suite-") as folder:
+        path = suite_file(suite, Path(folder), suite_name)
+        event = local_event(
+            path.name,
+            spec,
+            iterations=iterations,
+            max_concurrency=max_concurrency,
+            metrics=list(metrics) if metrics else None,
+            fail_under=dict(fail_under) if fail_under else None,
+            thresholds=dict(thresholds) if thresholds else None,
+            baseline=baseline,
+            judge=_judge(judge),
+            evaluator_options=dict(evaluator_options) if evaluator_options else None,
+            max_text_chars=max_text_chars,
+        )
+        result = run_local(event, path, out_dir, on_progress=on_progress, functions=functions)
+    return EvalRun(result)
+
+
+def start_aws(
+    event: Mapping[str, Any] | str | Path,
+    *,
+    bucket: str,
+    state_machine_arn: str,
+    suite: str | Path | None = None,
+    out: str | Path = DEFAULT_OUT,
+    session: Any = None,
+    poll_seconds: float = 2.0,
+) -> EvalRun:
+    """Start ``event`` on the deployed state machine, wait for it, and download its reports
+    into ``out``: ``evalrunner start --aws`` as a function. ``suite``: a local file uploaded
+    to the event's key first. ``session``: a boto3 Session (default: the environment's)."""
+    from evalrunner.cli.common import check_out_dir
+    from evalrunner.engine.remote import start_remote
+    from evalrunner.event import parse_event
+    from evalrunner.launch import check_suite
+
+    spec = _event(event)
+    parse_event(spec)
+    out_dir = Path(out)
+    check_out_dir(out_dir)
+    suite_path = Path(suite) if suite is not None else None
+    if suite_path is not None:
+        check_suite(suite_path, spec)
+    result = start_remote(
+        spec,
+        bucket=bucket,
+        state_machine_arn=state_machine_arn,
+        out_dir=out_dir,
+        suite=suite_path,
+        session=session,
+        poll_seconds=poll_seconds,
+    )
+    return EvalRun(result)
+
+
+def _judge(judge: Mapping[str, Any] | str | None) -> Any:
+    if judge is None or isinstance(judge, Mapping):
+        return dict(judge) if judge else None
+    from evalrunner.cli.common import _json_arg
+
+    return _json_arg(judge, "judge")
+
+
+def _event(event: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    if isinstance(event, Mapping):
+        return dict(event)
+    path = Path(event)
+    if not path.is_file():
+        raise EventError(f"event: {event} is not a file; give the event as a dict or a path")
+    try:
+        parsed = json.loads(path.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise EventError(f"event: {path} is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise EventError(f"event: {path} holds a {type(parsed).__name__}, not an object")
+    return parsed
+
+
+__all__ = ["DEFAULT_OUT", "evaluate", "start_aws"]

@@ -1,0 +1,107 @@
+"""The one place a local run is launched: the CLI (``run``, ``demo``, ``start``) and the
+Python API (:func:`evalrunner.evaluate`) both call :func:`run_local`, so a notebook run is the
+CLI's run, with the same checks, judge cache and engine, and an engine is built in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `import evalrunner`
+    from evalrunner.engine.dispatch import Handler
+    from evalrunner.engine.local import Progress, RunResult
+
+
+def judge_cache_dir() -> Path:
+    """Where local runs keep judge replies, so an unchanged case costs nothing next time
+    (the embedded bucket disappears with the run)."""
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "evalrunner" / "judge"
+
+
+def with_judge_cache(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with the local judge cache filled in, unless it opted out or named one."""
+    judge = event.get("judge")
+    if isinstance(judge, dict) and judge.get("cache", True) and "cache_dir" not in judge:
+        return {**event, "judge": {**judge, "cache_dir": str(judge_cache_dir())}}
+    return event
+
+
+def check_suite(path: Path, event: dict[str, Any]) -> None:
+    """Check the suite here first, as Prepare will, so bad input fails before anything is
+    started or written."""
+    from evalrunner.event import parse_event
+    from evalrunner.pipeline.prepare import settle
+    from evalrunner.suite.readers import read_suite_file
+
+    settle(parse_event(event), read_suite_file(path))
+
+
+def local_event(
+    suite_name: str,
+    target: dict[str, Any],
+    *,
+    iterations: int,
+    max_concurrency: int = 10,
+    metrics: list[str] | None = None,
+    fail_under: dict[str, float] | None = None,
+    thresholds: dict[str, float] | None = None,
+    baseline: str | None = None,
+    judge: Any = None,
+    evaluator_options: Any = None,
+    max_text_chars: int | None = None,
+    perturbations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The event of a local run of a suite file against one target, from the options the
+    CLI's ``run`` and :func:`evalrunner.evaluate` share; options left out are left out."""
+    event: dict[str, Any] = {
+        "key": f"test-suites/{suite_name}",
+        "iterations": iterations,
+        "target": target,
+        "max_concurrency": max_concurrency,
+    }
+    optional = {
+        "metrics": metrics,
+        "fail_under": fail_under,
+        "thresholds": thresholds,
+        "baseline": baseline,
+        "judge": judge,
+        "evaluator_options": evaluator_options,
+        "perturbations": perturbations,
+    }
+    event.update({k: v for k, v in optional.items() if v is not None})
+    if max_text_chars is not None:
+        event["max_text_chars"] = max_text_chars
+    return event
+
+
+def run_local(
+    event: dict[str, Any],
+    suite: Path,
+    out_dir: Path,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    stall_timeout: float | None = None,
+    resume: str | None = None,
+    functions: Mapping[str, Handler] | None = None,
+) -> RunResult:
+    """Run ``event`` over ``suite`` in the embedded engine and copy its reports to ``out_dir``.
+
+    ``functions``: extra Lambda functions the engine hosts, by name (a Python callable given
+    as the target runs as ``{"lambdaArn": NAME}``, like the demo assistant)."""
+    from evalrunner.engine.local import LocalEngine
+    from lambdas.local import local_pipeline  # here the engine is composed with the handlers
+
+    event = with_judge_cache(event)
+    check_suite(suite, event)
+    engine = LocalEngine(
+        pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
+    )
+    return engine.run(event, suite=suite, out_dir=out_dir, on_progress=on_progress, resume=resume)
+
+
+__all__ = ["check_suite", "judge_cache_dir", "local_event", "run_local", "with_judge_cache"]
