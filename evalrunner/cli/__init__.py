@@ -7,6 +7,7 @@ The commands live in modules named for what they do (:mod:`.running`, :mod:`.lea
 
 from __future__ import annotations
 
+from evalrunner.cli.calibrating import calibrate
 from evalrunner.cli.common import (
     EXIT_GATE,
     EXIT_INPUT,
@@ -40,6 +41,7 @@ app.command()(validate)
 app.command()(schema)
 app.command()(template)
 app.command("metrics")(list_metrics)
+app.command()(calibrate)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import hashlib
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from jinja2.ext import Extension
@@ -48,6 +48,9 @@ from evalrunner.reports.report_view import (
     report_context,
 )
 from evalrunner.reports.run_figures import scalar_text
+
+if TYPE_CHECKING:
+    from evalrunner.calibrate.agreement import Calibration
 
 __all__ = [
     "HEATMAP_ROWS",
@@ -124,3 +127,10 @@ def render_report(data: ReportData) -> str:
 def render_leaderboard(board: Leaderboard) -> str:
     """A comparison of targets on one suite: one self-contained page."""
     return _environment().get_template("leaderboard.html.j2").render(leaderboard_context(board))
+
+
+def render_calibration(result: Calibration) -> str:
+    """calibration.html: a run's metrics against human verdicts, one self-contained page."""
+    from evalrunner.reports.calibration_view import calibration_context
+
+    return _environment().get_template("calibration.html.j2").render(calibration_context(result))
