@@ -429,8 +429,10 @@ def report_context(data: ReportData) -> dict[str, Any]:
         toc.append(("regression", "Regression"))
     if data.gates:
         toc.append(("gates", "Gates"))
+    toc.append(("problems", "Problems"))
+    if data.weak_spots_method:
+        toc.append(("weak-spots", "Weak spots"))
     toc += [
-        ("problems", "Problems"),
         ("metrics", "Metrics"),
         ("distributions", "Distributions"),
         ("heatmap", "Heatmap"),
