@@ -17,6 +17,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.generating import generate
 from evalrunner.cli.inputs import list_metrics, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.running import demo, judge_cache_dir, run, start
@@ -41,6 +42,7 @@ app.command()(validate)
 app.command()(schema)
 app.command()(template)
 app.command("metrics")(list_metrics)
+app.command()(generate)
 app.command()(calibrate)
 
 
