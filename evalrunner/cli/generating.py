@@ -46,11 +46,12 @@ def _judge(value: str | None) -> Any:
 
 def _embedder() -> tuple[Any, str]:
     """The local embedding model for topics, groundedness and duplicates, when installed."""
-    from evalrunner.models import ModelHub, ModelRole, ModelUnavailable, default_model
+    from evalrunner.models import ModelRole, ModelUnavailable, default_model
+    from evalrunner.models.hub import tool_encoder
 
     name = default_model(ModelRole.EMBEDDING)
     try:
-        return ModelHub().encoder(name).embed, name
+        return tool_encoder(name).embed, name
     except ModelUnavailable as exc:
         return None, f"none ({exc.message[:200]})"
 

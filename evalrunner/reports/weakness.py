@@ -187,9 +187,9 @@ def question_embedder(models_used: Sequence[str]) -> tuple[Embed | None, str]:
 
     def embed(texts: Sequence[str]) -> Any:
         # loaded on first use: a run where nothing failed never loads it
-        from evalrunner.models import ModelHub
+        from evalrunner.models.hub import tool_encoder
 
-        return ModelHub().encoder(name).embed(texts)
+        return tool_encoder(name).embed(texts)
 
     return embed, f"question embeddings of {name}"
 
