@@ -11,7 +11,9 @@ Definitions (the README repeats them; tests compute them by hand):
   rows both failed / rows the metric failed, recall = rows both failed / rows the human failed.
 * **Best threshold**: among the observed scores t, the one whose verdicts (score ≥ t, or ≤ t
   for a lower-is-better metric) agree with the most human verdicts; ties go to the candidate
-  nearest the current threshold, then to the lower one. Its 95% interval: the 2.5th and 97.5th
+  nearest the current threshold, then to the lower one. It is suggested (written to
+  thresholds.json) only when its kappa is above 0: a threshold no better than chance is not
+  advice. Its 95% interval: the 2.5th and 97.5th
   percentiles of the best threshold over bootstrap resamples of the rows (seeded: the same
   input gives the same interval).
 """
@@ -69,8 +71,13 @@ class Calibration(BaseModel):
     metrics: list[MetricAgreement]
 
     def thresholds(self) -> dict[str, float]:
-        """The suggested thresholds, as the event's ``thresholds`` takes them."""
-        return {m.metric: m.best_threshold for m in self.metrics if m.best_threshold is not None}
+        """The suggested thresholds, as the event's ``thresholds`` takes them: only where
+        the best threshold agrees with the humans better than chance."""
+        return {
+            m.metric: m.best_threshold
+            for m in self.metrics
+            if m.best_threshold is not None and m.note is None
+        }
 
 
 def _kappa(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -169,6 +176,8 @@ def agreement(labels: MetricLabels, rounds: int = DEFAULT_BOOTSTRAP) -> MetricAg
     out.best_threshold, out.best_accuracy = t, best
     at_best = _verdicts(scores, np.array([t]), labels.higher_is_better)[0]
     out.best_kappa = _kappa(at_best, human)
+    if out.best_kappa is None or out.best_kappa <= 0:
+        out.note = "no threshold agrees with the humans better than chance (kappa ≤ 0)"
     interval = _bootstrap(scores, human, labels.higher_is_better, labels.threshold, rounds)
     if interval is not None:
         out.interval_low, out.interval_high = interval

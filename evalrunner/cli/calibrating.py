@@ -68,7 +68,7 @@ def calibrate(
     for m in result.metrics:
         suggested = (
             f"{score(m.best_threshold)} [{score(m.interval_low)}, {score(m.interval_high)}]"
-            if m.best_threshold is not None
+            if m.best_threshold is not None and m.note is None
             else (m.note or "—")
         )
         table.add_row(

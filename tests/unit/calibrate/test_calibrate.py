@@ -218,3 +218,21 @@ def test_no_labels_at_all_is_a_clear_error(tmp_path):
     details.write_bytes(details_xlsx(_rows(), INFOS))
     with pytest.raises(SuiteError, match="human_verdict"):
         read_labelled_run(details)
+
+
+def test_a_threshold_no_better_than_chance_is_not_suggested(tmp_path):
+    from evalrunner.calibrate.labels import LabelledRow, MetricLabels
+
+    # the humans fail the high scores and pass the low ones: no threshold of a
+    # higher-is-better metric agrees better than chance
+    rows = [
+        LabelledRow(case_id=f"c{i}", iteration=1, score=s, success=s >= 0.5, human=s < 0.5)
+        for i, s in enumerate([0.9, 0.8, 0.2, 0.1])
+    ]
+    labels = MetricLabels(
+        metric="ROUGE-L", threshold=0.5, higher_is_better=True, threshold_source="run", rows=rows
+    )
+    result = calibrate([labels], source="x", rounds=0)
+    assert result.metrics[0].kappa == pytest.approx(-1.0)
+    assert result.metrics[0].note is not None and "chance" in result.metrics[0].note
+    assert result.thresholds() == {}
