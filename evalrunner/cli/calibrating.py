@@ -36,10 +36,12 @@ def calibrate(
         typer.Option(min=0, max=100_000, help="Bootstrap resamples for the threshold interval."),
     ] = 1000,
 ) -> None:
-    """Agreement of each metric with human pass/fail labels (accuracy, Cohen's kappa, failure
-    precision/recall), the best-agreeing threshold with a bootstrap interval, and the cases
-    where metric and human disagree. Writes thresholds.json, usable as the event's
-    "thresholds"."""
+    """Compare a run's metric verdicts with human labels and suggest thresholds.
+
+    Per metric: accuracy, Cohen's kappa, failure precision/recall, the best-agreeing
+    threshold with a bootstrap interval, and the cases where metric and human disagree.
+    Writes calibration.html, calibration.json and thresholds.json (the event's
+    "thresholds")."""
     from evalrunner.calibrate import calibrate as run_calibration
     from evalrunner.calibrate import read_labelled_run
     from evalrunner.reports.html import render_calibration

@@ -79,9 +79,11 @@ def generate(
         int, typer.Option(min=40, max=2000, help="Words per chunk at most.")
     ] = 160,
 ) -> None:
-    """Generate a test suite from documents with the judge LLM: chunks, topics, several kinds
-    of case, validated (grounded in their sources, answerable, not duplicated) before they are
-    written. Writes the suite and <suite>.generation.json (topics, rejections, judge cost)."""
+    """Write a validated test suite from documents with the judge LLM.
+
+    Chunks, topics, several kinds of case, each validated (grounded in its sources,
+    answerable, not a duplicate) before it is written. Writes the suite and
+    <suite>.generation.json (topics, rejections, judge cost)."""
     from evalrunner.generate.build import generate as build_suite
     from evalrunner.generate.build import parse_counts
     from evalrunner.suite.template import write_suite_xlsx
