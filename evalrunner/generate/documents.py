@@ -1,7 +1,7 @@
 """Read the documents a suite is generated from, keeping their structure (headings).
 
 Parsers are maintained libraries, imported only for the formats present: Markdown with
-markdown-it-py, HTML with Beautiful Soup, PDF with pypdf, Word with python-docx; plain text
+markdown-it-py, HTML with Beautiful Soup, PDF with pypdf, Word with mammoth; plain text
 is split into paragraphs. A missing parser is an error that says which extra to install; an
 unreadable file is an error that names it. Documents come from a local folder or an
 ``s3://bucket/prefix/``.
@@ -108,19 +108,12 @@ def _pdf(data: bytes) -> list[Section]:
 
 
 def _docx(data: bytes) -> list[Section]:
-    docx = _need("docx")
-    document = docx.Document(io.BytesIO(data))
-    sections: list[Section] = []
-    heading, parts = "", list[str]()
-    for paragraph in document.paragraphs:
-        style = (paragraph.style.name if paragraph.style is not None else "") or ""
-        if style.lower().startswith(("heading", "title")):
-            sections += _paragraph_sections("\n\n".join(parts), heading)
-            heading, parts = paragraph.text.strip(), []
-        elif paragraph.text.strip():
-            parts.append(paragraph.text)
-    sections += _paragraph_sections("\n\n".join(parts), heading)
-    return sections
+    """Word through mammoth (docx to HTML, headings by style), then the HTML path. Not
+    python-docx: it needs lxml, whose presence changes how openpyxl reads suite workbooks
+    (a carriage return in a cell survives instead of becoming a line feed)."""
+    mammoth = _need("mammoth")
+    html = mammoth.convert_to_html(io.BytesIO(data)).value
+    return _html(str(html).encode("utf-8"))
 
 
 def parse(name: str, data: bytes) -> Document:

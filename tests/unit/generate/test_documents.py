@@ -53,15 +53,56 @@ def _pdf(text: str) -> bytes:
 
 
 def _docx() -> bytes:
-    from docx import Document
+    """A minimal Word document: two headings (styles "heading 1" and "heading 2") and text."""
+    import zipfile
 
-    doc = Document()
-    doc.add_heading("Expenses", level=1)
-    doc.add_paragraph("Receipts are needed for every expense above 25 euros, without exception.")
-    doc.add_heading("Travel", level=2)
-    doc.add_paragraph("Book travel through the travel portal at least two weeks in advance.")
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+    def para(text: str, style: str | None = None) -> str:
+        props = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+        return f"<w:p>{props}<w:r><w:t>{text}</w:t></w:r></w:p>"
+
+    body = "".join(
+        [
+            para("Expenses", "Heading1"),
+            para("Receipts are needed for every expense above 25 euros, without exception."),
+            para("Travel", "Heading2"),
+            para("Book travel through the travel portal at least two weeks in advance."),
+        ]
+    )
+    styles = "".join(
+        f'<w:style w:type="paragraph" w:styleId="Heading{n}">'
+        f'<w:name w:val="heading {n}"/></w:style>'
+        for n in (1, 2)
+    )
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    files = {
+        "[Content_Types].xml": (
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
+            'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats'
+            '-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+            'officedocument.wordprocessingml.document.main+xml"/></Types>'
+        ),
+        "_rels/.rels": (
+            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/'
+            f'2006/relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" '
+            'Target="word/document.xml"/></Relationships>'
+        ),
+        "word/_rels/document.xml.rels": (
+            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/'
+            f'2006/relationships"><Relationship Id="rId1" Type="{rel}/styles" '
+            'Target="styles.xml"/></Relationships>'
+        ),
+        "word/document.xml": (
+            f'<?xml version="1.0"?><w:document {w}><w:body>{body}</w:body></w:document>'
+        ),
+        "word/styles.xml": f'<?xml version="1.0"?><w:styles {w}>{styles}</w:styles>',
+    }
     buffer = io.BytesIO()
-    doc.save(buffer)
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
     return buffer.getvalue()
 
 
