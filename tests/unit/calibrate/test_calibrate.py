@@ -236,3 +236,16 @@ def test_a_threshold_no_better_than_chance_is_not_suggested(tmp_path):
     assert result.metrics[0].kappa == pytest.approx(-1.0)
     assert result.metrics[0].note is not None and "chance" in result.metrics[0].note
     assert result.thresholds() == {}
+
+
+def test_labels_in_another_sheet_of_the_workbook(tmp_path):
+    path = tmp_path / "details.xlsx"
+    path.write_bytes(details_xlsx(_rows(), INFOS))
+    book = load_workbook(path)
+    sheet = book.create_sheet("Review")
+    sheet.append(["case_id", "iteration", "human_verdict"])
+    for i, verdict in enumerate(HUMAN, start=1):
+        sheet.append([f"c{i}", 1, verdict])
+    book.save(path)
+    rouge = calibrate(read_labelled_run(path), source="run", rounds=0).metrics[0]
+    assert rouge.compared == 8 and rouge.kappa == pytest.approx(0.25)
