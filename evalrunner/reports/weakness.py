@@ -10,7 +10,8 @@ Rules (the README repeats them):
   or on TF-IDF when that model is not at hand; ``weak_spots_method`` says which. A group is
   reported when it has at least :data:`MIN_CASES` cases and one of them failed.
 * **Category groups**: every suite category (a generated suite's ``topic:...`` included) with
-  at least :data:`MIN_CASES` cases and a failure.
+  at least :data:`MIN_CASES` cases and a failure. A question group with exactly the cases of
+  a category group is left out (the category's name is the user's own).
 * A group is **weak** — a problem of type ``weakness`` — when its pass rate is at least
   :data:`WEAK_GAP` below the run's and at least two of its cases failed: **high** from
   :data:`HIGH_GAP` below, else **medium**.
@@ -133,6 +134,10 @@ def find_weak_spots(
         spot = _spot(category, "category", by_category[category], run_rate)
         if spot:
             spots.append(spot)
+    # a question group with exactly a category's cases says nothing new: the category's
+    # name is the user's own, so it stays
+    categories = {frozenset(s.cases) for s in spots if s.kind == "category"}
+    spots = [s for s in spots if s.kind == "category" or frozenset(s.cases) not in categories]
     spots.sort(key=lambda s: (s.pass_rate, -len(s.failing), s.kind, s.name))
     return spots, method
 
