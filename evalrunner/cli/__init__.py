@@ -7,6 +7,7 @@ The commands live in modules named for what they do (:mod:`.running`, :mod:`.lea
 
 from __future__ import annotations
 
+from evalrunner.cli.calibrating import calibrate
 from evalrunner.cli.common import (
     EXIT_GATE,
     EXIT_INPUT,
@@ -16,6 +17,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
@@ -44,6 +46,8 @@ app.command()(schema)
 app.command()(template)
 app.command("metrics")(list_metrics)
 app.command("perturbations")(list_perturbations)
+app.command()(generate)
+app.command()(calibrate)
 
 
 def main() -> None:

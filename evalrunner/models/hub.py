@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -301,3 +302,17 @@ def _detoxify_checkpoint(model_type: str) -> Path | None:
         return None
     path = Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
     return path if path.is_file() else None
+
+
+_TOOL_HUB: ModelHub | None = None
+_TOOL_LOCK = threading.Lock()
+
+
+def tool_encoder(name: str) -> TextEncoder:
+    """An encoder for the work outside a run's Score step (``generate``, Aggregate's weak
+    spots): one hub per process, so a second use loads nothing. Raises ModelUnavailable."""
+    global _TOOL_HUB
+    with _TOOL_LOCK:
+        if _TOOL_HUB is None:
+            _TOOL_HUB = ModelHub()
+        return _TOOL_HUB.encoder(name)

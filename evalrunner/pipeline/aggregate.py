@@ -24,7 +24,7 @@ from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.insights import find_insights
 from evalrunner.reports.model import Gate, MetricStats, Problem, ReportData
-from evalrunner.reports.problems import find_problems
+from evalrunner.reports.problems import find_problems, problem_order
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.robustness import analyse as analyse_robustness
@@ -43,6 +43,12 @@ from evalrunner.reports.summary import (
     RunReports,
     RunSummary,
     SummaryProblem,
+)
+from evalrunner.reports.weakness import (
+    find_weak_spots,
+    question_embedder,
+    weak_spots_enabled,
+    weakness_problems,
 )
 from evalrunner.reports.xlsx import details_xlsx
 from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, RunConfig, ScoresFile
@@ -243,6 +249,10 @@ def aggregate_run(
     if baseline is not None:
         data.regression = compare(data, baseline)
     problems = find_problems(data)
+    if weak_spots_enabled():
+        used = list(scored.models.models) if scored.models else []
+        data.weak_spots, data.weak_spots_method = find_weak_spots(data, *question_embedder(used))
+        problems = sorted(problems + weakness_problems(data.weak_spots), key=problem_order)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
     problems[lead:lead] = model_problems(scored.notices)
     data.problems = problems + ([baseline_problem] if baseline_problem else [])

@@ -50,6 +50,7 @@ from evalrunner.reports.report_view import (
 from evalrunner.reports.run_figures import scalar_text
 
 if TYPE_CHECKING:
+    from evalrunner.calibrate.agreement import Calibration
     from evalrunner.reports.history import History
 
 __all__ = [
@@ -134,3 +135,10 @@ def render_history(history: History) -> str:
     from evalrunner.reports.history import history_context
 
     return _environment().get_template("history.html.j2").render(history_context(history))
+
+
+def render_calibration(result: Calibration) -> str:
+    """calibration.html: a run's metrics against human verdicts, one self-contained page."""
+    from evalrunner.reports.calibration_view import calibration_context
+
+    return _environment().get_template("calibration.html.j2").render(calibration_context(result))

@@ -219,6 +219,24 @@ class Regression(BaseModel):
     robustness: list[RobustnessChange] = Field(default_factory=list)
 
 
+class WeakSpot(BaseModel):
+    """A group of cases the target does worse on than on the run as a whole: cases whose
+    questions are alike (``questions``) or that share a suite category (``category``)."""
+
+    name: str
+    kind: Literal["questions", "category"]
+    cases: list[str]
+    failing: list[str]  # cases with a failed primary result
+    #: Share of the group's scored primary results that passed, and the run's share.
+    pass_rate: float
+    run_pass_rate: float
+    example_case: str  # the group's worst case
+    example_question: str
+    example_reason: str | None = None
+    #: Well below the run's pass rate: reported as a problem of type ``weakness``.
+    weak: bool = False
+
+
 class ReportData(BaseModel):
     """Everything about one run that a report shows."""
 
@@ -246,6 +264,9 @@ class ReportData(BaseModel):
     regression: Regression | None = None
     gates: list[Gate] = Field(default_factory=list)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
+    #: Groups of failing cases (reports/weakness.py), and how questions were compared.
+    weak_spots: list[WeakSpot] = Field(default_factory=list)
+    weak_spots_method: str | None = None
 
     def run_stats(self) -> list[MetricStats]:
         return [s for s in self.stats if s.iteration is None]

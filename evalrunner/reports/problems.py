@@ -30,6 +30,9 @@ Rules:
   failure" (optionally after "error: "), flagged above 5% of its rows: **medium**, **high**
   above 25%.
 
+- ``weakness`` — a group of alike cases well below the run's pass rate: added by Aggregate
+  from :mod:`evalrunner.reports.weakness`, which states its rules.
+
 Problems are ordered by severity (high first), then type, then metric.
 """
 
@@ -80,16 +83,12 @@ def find_problems(data: ReportData) -> list[Problem]:
     problems += _regression(data)
     problems += _evaluator_errors(data)
     problems += robustness_problems(data)
-    # A regression is what the reader must see first; then by severity and type.
-    return sorted(
-        problems,
-        key=lambda p: (
-            _SEVERITY_ORDER[p.severity],
-            p.type != "regression",
-            p.type,
-            p.metric or "",
-        ),
-    )
+    return sorted(problems, key=problem_order)
+
+
+def problem_order(p: Problem) -> tuple[int, bool, str, str]:
+    """A regression is what the reader must see first; then by severity and type."""
+    return (_SEVERITY_ORDER[p.severity], p.type != "regression", p.type, p.metric or "")
 
 
 def miss_severity(gap: float, scale: float, pass_rate: float | None) -> Severity:

@@ -430,8 +430,10 @@ def report_context(data: ReportData) -> dict[str, Any]:
         toc.append(("regression", "Regression"))
     if data.gates:
         toc.append(("gates", "Gates"))
+    toc.append(("problems", "Problems"))
+    if data.weak_spots_method:
+        toc.append(("weak-spots", "Weak spots"))
     toc += [
-        ("problems", "Problems"),
         ("metrics", "Metrics"),
         *([("robustness", "Robustness")] if data.robustness else []),
         ("distributions", "Distributions"),

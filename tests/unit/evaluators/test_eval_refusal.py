@@ -112,7 +112,7 @@ def test_only_categorised_cases_are_scored():
     r = run(REFUSAL, categories=["leave"])
     assert all(x.status == "skipped" for x in r.values())
     assert r["Refused"].reason == (
-        "skipped: not a jailbreak/unsafe/unrelated/off-topic case (categories: leave)"
+        "skipped: not a jailbreak/unsafe/unrelated/off-topic/unanswerable case (categories: leave)"
     )
     assert run(REFUSAL, categories=[])["Refused"].status == "skipped"
     for cats in (["Off_Topic"], ["UNSAFE", "x"], ["off topic"], ["Unrelated"]):

@@ -1,0 +1,164 @@
+"""Weak spots: alike failing questions and categories become named groups; a group well below
+the run's pass rate is a ``weakness`` problem and a row of report.html."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bs4 import BeautifulSoup
+
+from evalrunner.evaluators.base import MetricResult
+from evalrunner.reports.clustering import average_linkage, group_name, tfidf
+from evalrunner.reports.html import render_report
+from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
+from evalrunner.reports.weakness import (
+    MODE_ENV,
+    find_weak_spots,
+    question_embedder,
+    weakness_problems,
+)
+
+INFO = MetricInfo(
+    metric="Token F1", evaluator="Token F1", primary=True, threshold=0.5, higher_is_better=True
+)
+
+#: (case, category, question, passed)
+CASES = [
+    ("p1", "payroll", "When is the monthly salary paid into my bank account?", False),
+    ("p2", "payroll", "Which day of the month is salary paid?", False),
+    ("p3", "payroll", "Is my salary paid on the last working day of the month?", False),
+    ("l1", "leave", "How many days of annual leave do I get?", True),
+    ("l2", "leave", "Can I carry annual leave days over?", True),
+    ("l3", "leave", "How do I book annual leave days?", False),
+    ("b1", "benefits", "Does the pension scheme match contributions?", True),
+    ("b2", "benefits", "What pension contributions does the company match?", True),
+]
+
+
+def _data(cases=CASES) -> ReportData:
+    rows = [
+        CaseRow(
+            case_id=cid,
+            iteration=1,
+            categories=[cat],
+            question=q,
+            answer="a",
+            status="ok",
+            results=[
+                MetricResult(
+                    evaluator="Token F1",
+                    metric="Token F1",
+                    status="scored",
+                    score=0.9 if ok else 0.1,
+                    success=ok,
+                    threshold=0.5,
+                    reason="ok" if ok else "missing the date",
+                )
+            ],
+        )
+        for cid, cat, q, ok in cases
+    ]
+    return ReportData(
+        run_id="r",
+        target="t",
+        target_kind="lambda",
+        suite="s",
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:01:00+00:00",
+        iterations=1,
+        config={},
+        metrics=[INFO],
+        stats=[],
+        rows=rows,
+    )
+
+
+def test_average_linkage_by_hand():
+    # 0 and 1 are alike (cos 0.8), 2 is apart; 3 is 0's twin
+    v = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0], [1.0, 0.0]])
+    assert average_linkage(v, 0.9) == [0, 1, 2, 0]  # only the twins merge
+    # then {0,3} with 1: mean of 0.8, 0.8 = 0.8 ≥ 0.7; 2 joins nobody (0.0, 0.6 → 0.2 avg)
+    assert average_linkage(v, 0.7) == [0, 0, 1, 0]
+    assert average_linkage(v, -1.0) == [0, 0, 0, 0]
+
+
+def test_tfidf_rows_are_unit_vectors_and_names_are_distinctive_words():
+    m = tfidf(["salary paid monthly", "salary paid", "pension match"])
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0)
+    assert m[0] @ m[1] > 0.5 and m[0] @ m[2] == 0
+    name = group_name(["When is salary paid?", "Is salary paid monthly?"], ["How is pension paid?"])
+    assert name.split(" · ")[0] == "salary"
+
+
+def test_tfidf_groups_the_failing_topic_and_flags_it(monkeypatch):
+    data = _data()
+    spots, method = find_weak_spots(data, None, "TF-IDF of the questions")
+    assert method == "TF-IDF of the questions"
+    questions = [s for s in spots if s.kind == "questions"]
+    # the payroll questions are exactly the payroll category: listed once, by its name
+    assert not any(set(s.cases) == {"p1", "p2", "p3"} for s in questions)
+    payroll = next(s for s in spots if set(s.cases) == {"p1", "p2", "p3"})
+    assert payroll.kind == "category" and payroll.name == "payroll" and payroll.pass_rate == 0.0
+    assert payroll.run_pass_rate == pytest.approx(4 / 8) and payroll.weak
+    assert payroll.example_case == "p1" and payroll.example_reason == "Token F1: missing the date"
+    # categories too, and the weakest group first
+    assert spots[0].pass_rate == 0.0
+    leave = next(s for s in spots if s.kind == "category" and s.name == "leave")
+    assert leave.failing == ["l3"] and not leave.weak  # one failure only: not a weakness
+    assert not any(s.name == "benefits" for s in spots)  # nothing failed there
+    problems = weakness_problems(spots)
+    assert {p.type for p in problems} == {"weakness"}
+    assert any(
+        set(p.affected_cases) == {"p1", "p2", "p3"} and p.severity == "high" for p in problems
+    )
+
+
+def test_the_same_run_gives_the_same_groups():
+    first = find_weak_spots(_data(), None, "x")[0]
+    assert find_weak_spots(_data(), None, "x")[0] == first
+
+
+def test_nothing_failed_means_no_section():
+    passing = [(c, cat, q, True) for c, cat, q, _ in CASES]
+    assert find_weak_spots(_data(passing), None, "x") == ([], None)
+
+
+def test_an_embedding_failure_falls_back_to_tfidf_and_says_so():
+    def broken(texts):
+        raise RuntimeError("no model here")
+
+    spots, method = find_weak_spots(_data(), broken, "question embeddings of m")
+    assert method is not None and method.startswith("TF-IDF") and "no model here" in method
+    assert any(set(s.cases) == {"p1", "p2", "p3"} for s in spots)
+
+
+def test_embeddings_only_when_the_run_loaded_the_model_unless_asked(monkeypatch):
+    monkeypatch.delenv(MODE_ENV, raising=False)
+    embed, method = question_embedder([])
+    assert embed is None and "TF-IDF" in method and MODE_ENV in method
+    embed, method = question_embedder(["sentence-transformers/all-MiniLM-L6-v2"])
+    assert embed is not None and "all-MiniLM-L6-v2" in method
+    monkeypatch.setenv(MODE_ENV, "tfidf")
+    assert question_embedder(["sentence-transformers/all-MiniLM-L6-v2"])[0] is None
+
+
+def test_report_html_has_the_section_with_each_group():
+    data = _data()
+    data.weak_spots, data.weak_spots_method = find_weak_spots(data, None, "TF-IDF of the questions")
+    soup = BeautifulSoup(render_report(data), "html.parser")
+    section = soup.find("section", id="weak-spots")
+    assert section is not None and "TF-IDF of the questions" in section.get_text()
+    rows = section.select("tbody tr")
+    assert len(rows) == len(data.weak_spots)
+    assert "weak" in rows[0].get("class", []) and "salary" in rows[0].get_text()
+    assert soup.select_one('nav.toc a[href="#weak-spots"]') is not None
+
+
+def test_alike_questions_group_without_any_category():
+    data = _data([(c, "", q, ok) for c, _, q, ok in CASES])
+    for row in data.rows:
+        row.categories = []
+    spots, _ = find_weak_spots(data, None, "TF-IDF of the questions")
+    payroll = next(s for s in spots if set(s.cases) == {"p1", "p2", "p3"})
+    assert payroll.kind == "questions" and "salary" in payroll.name.split(" · ")
+    assert payroll.weak and all(s.kind == "questions" for s in spots)
