@@ -15,11 +15,14 @@ Cell rules (also returned by :func:`column_docs` for the template's Instructions
   else one item per non-empty line. A cell that starts with ``[`` but is not a JSON array is
   read as lines, because a context chunk may well start with ``[1]``.
 - categories: a JSON array, else items split on comma, semicolon or newline.
-- condition: a JSON array is the *list form* and is kept as a list; anything else is the
-  *expression form* and is kept as the string (it is not evaluated here: the Text matching
-  evaluator owns that grammar). A cell starting with ``[`` that is not valid JSON is an error,
-  since it is almost certainly a list form with a typo, and reading it as an expression would
-  make the case fail for a reason nobody wrote.
+- condition: a JSON array is the *list form* and is kept as a list. A single item written
+  without brackets (``REGEXP:^No$`` or a bare ``No``) is a one-item list, as users of the
+  list form write it: a cell starting with ``REGEXP:`` or holding no double quote cannot be an
+  expression (every expression operand is quoted), so reading it as one could only fail.
+  Anything else is the *expression form* and is kept as the string (it is not evaluated here:
+  the Text matching evaluator owns that grammar). A cell starting with ``[`` that is not
+  valid JSON is an error, since it is almost certainly a list form with a typo, and reading
+  it as an expression would make the case fail for a reason nobody wrote.
 - conversation: a JSON array of ``{"role", "content"}`` objects, or lines
   ``user: ...`` / ``assistant: ...`` / ``system: ...``; a line without a role prefix continues
   the previous turn.
@@ -98,6 +101,9 @@ _ALIAS_TO_CANONICAL: Final[dict[str, str]] = {
     alias: canonical for canonical, aliases in ALIASES.items() for alias in aliases
 }
 _ROLES: Final[tuple[str, ...]] = ("user", "assistant", "system")
+#: The list form's regex item prefix (case-insensitive), which no expression starts with.
+_REGEXP_ITEM: Final[str] = "regexp:"
+
 _ROLE_LINE = re.compile(r"^\s*(user|assistant|system)\s*:\s?(.*)$", re.IGNORECASE)
 
 
@@ -321,6 +327,8 @@ def parse_condition(value: object) -> str | list[Any] | None:
             raise CellError("starts with '[' but is not a JSON array")
         items = _condition_items(parsed)
         return items or None
+    if text[: len(_REGEXP_ITEM)].lower() == _REGEXP_ITEM or '"' not in text:
+        return [text]
     return text
 
 
@@ -439,7 +447,8 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "Text-matching constraints the answer must satisfy.",
         "List form: a JSON array; every item must hold, a string must be contained, "
         "REGEXP:pattern must match, a nested list holds if any item holds. Or an "
-        'expression: "text", regexp("pattern"), AND, OR, NOT, parentheses.',
+        'expression: "text", regexp("pattern"), AND, OR, NOT, parentheses. A single '
+        "item without brackets (REGEXP:^No$ or a bare word) is a one-item list.",
         '"25" AND ("days" OR "day")   or   ["25", ["days", "day"]]',
     ),
     "categories": (
