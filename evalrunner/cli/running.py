@@ -172,15 +172,25 @@ def _exit_code(summary: RunSummary, fail_on_regression: bool) -> int:
     return 0
 
 
+def logged_target(suite: Path) -> dict[str, str]:
+    """The target of a run without ``--target``: the suite's logged answers, the reports
+    named after the suite (Prepare refuses it, naming the rows, if a case has no answer)."""
+    from evalrunner.targets._common import sanitise_name
+
+    return {"logged": sanitise_name(suite.stem, fallback="suite")}
+
+
 def run(
     suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
     target: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             help="The event's target object as JSON, or a file. Repeat it to compare several "
-            "targets on the suite (a leaderboard)."
+            "targets on the suite (a leaderboard). Optional when every case carries its "
+            "answer (answer_from_system / actual_answer): the suite is scored as logged and "
+            "the reports are named after it."
         ),
-    ],
+    ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
@@ -237,11 +247,11 @@ def run(
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
-        if resume and len(target) > 1:
+        if resume and target and len(target) > 1:
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
         events = []
-        for spec in target:
+        for spec in target or [json.dumps(logged_target(suite))]:
             event: dict[str, Any] = {
                 "key": f"test-suites/{suite.name}",
                 "iterations": iterations,

@@ -26,7 +26,9 @@ Cell rules (also returned by :func:`column_docs` for the template's Instructions
 - conversation: a JSON array of ``{"role", "content"}`` objects, or lines
   ``user: ...`` / ``assistant: ...`` / ``system: ...``; a line without a role prefix continues
   the previous turn.
-- an empty cell or empty string is ``None`` for text and ``[]`` for lists.
+- an empty cell or empty string is ``None`` for text and ``[]`` for lists; so is a cell
+  holding only ``NA``, ``N/A``, ``n/a`` or ``-`` (:data:`NOT_GIVEN`), the way evaluation
+  sheets mark what does not apply to a row.
 """
 
 from __future__ import annotations
@@ -54,8 +56,13 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "condition",
     "categories",
     "conversation",
+    "expected_data",
     "actual_answer",
     "retrieved_contexts",
+    "retrieved_documents",
+    "actual_intent",
+    "actual_tool",
+    "retrieved_data",
 )
 
 #: Accepted (normalised) header names per canonical column; the canonical name comes first.
@@ -76,26 +83,59 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
         "reference_contexts",
         "expected_context",
         "context",
+        # The HR-assistant evaluation sheet's names (``*_ground_truth``) for each column.
+        "retrieved_chunk_ground_truth",
     ),
-    "expected_intent": ("expected_intent", "intent"),
-    "expected_tool": ("expected_tool", "tool"),
-    "expected_documents": ("expected_documents", "documents", "expected_sources"),
+    "expected_intent": ("expected_intent", "intent", "classified_intent_ground_truth"),
+    "expected_tool": ("expected_tool", "tool", "selected_tool_ground_truth"),
+    "expected_documents": (
+        "expected_documents",
+        "documents",
+        "expected_sources",
+        "retrieved_document_ground_truth",
+    ),
     # "constraints" is the H2O Eval Studio name of the list form.
     "condition": ("condition", "conditions", "constraint", "constraints"),
     "categories": ("categories", "category", "tags"),
     "conversation": ("conversation", "history", "turns"),
     # Pre-computed answers skip the target call, so only explicit headers count: a sheet
     # headed "Question | Answer" means the expected answer far more often than not.
-    "actual_answer": ("actual_answer", "actual_output", "generated_answer"),
-    "retrieved_contexts": ("retrieved_contexts", "actual_contexts", "retrieval_context"),
+    "expected_data": ("expected_data", "retrieved_data_ground_truth"),
+    # What the system logged (``*_by_system``): with the answer given, the case is scored
+    # from these instead of calling a target.
+    "actual_answer": ("actual_answer", "actual_output", "generated_answer", "answer_from_system"),
+    "retrieved_contexts": (
+        "retrieved_contexts",
+        "actual_contexts",
+        "retrieval_context",
+        "retrieved_chunk_by_system",
+    ),
+    "retrieved_documents": ("retrieved_documents", "retrieved_document_by_system"),
+    "actual_intent": ("actual_intent", "classified_intent_by_system"),
+    "actual_tool": ("actual_tool", "selected_tool_by_system"),
+    "retrieved_data": ("retrieved_data", "retrieved_data_by_system"),
 }
 
 TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"id", "question", "expected_answer", "expected_intent", "expected_tool", "actual_answer"}
+    {
+        "id",
+        "question",
+        "expected_answer",
+        "expected_intent",
+        "expected_tool",
+        "expected_data",
+        "actual_answer",
+        "actual_intent",
+        "actual_tool",
+        "retrieved_data",
+    }
 )
 LIST_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"expected_contexts", "expected_documents", "retrieved_contexts"}
+    {"expected_contexts", "expected_documents", "retrieved_contexts", "retrieved_documents"}
 )
+#: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
+#: after trimming): scored as missing, so the case is skipped for that metric, never 0.
+NOT_GIVEN: Final[frozenset[str]] = frozenset({"na", "n/a", "-"})
 
 _ALIAS_TO_CANONICAL: Final[dict[str, str]] = {
     alias: canonical for canonical, aliases in ALIASES.items() for alias in aliases
@@ -212,7 +252,9 @@ def map_headers(
 
 
 def _is_empty(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return value is None or (
+        isinstance(value, str) and (not value.strip() or value.strip().casefold() in NOT_GIVEN)
+    )
 
 
 def parse_text(value: object) -> str | None:
@@ -462,6 +504,12 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         'turn per line: "user: ..." / "assistant: ...".',
         "user: I want to take leave.\nassistant: How many days?",
     ),
+    "expected_data": (
+        "The data (a record, a number, a JSON value) the system should have retrieved; "
+        "compared exactly with retrieved_data.",
+        "Text (JSON is compared as JSON).",
+        '{"leave_balance": 12}',
+    ),
     "actual_answer": (
         "Only for answers computed elsewhere: the actual answer. When given, the target is "
         "not called for this case. Leave empty otherwise.",
@@ -473,6 +521,14 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         _LIST_FORMAT,
         "",
     ),
+    "retrieved_documents": (
+        "Only with a pre-computed answer: the documents actually retrieved, best first.",
+        _LIST_FORMAT,
+        "",
+    ),
+    "actual_intent": ("Only with a pre-computed answer: the intent logged.", "Text.", ""),
+    "actual_tool": ("Only with a pre-computed answer: the tool logged.", "Text.", ""),
+    "retrieved_data": ("Only with a pre-computed answer: the data retrieved.", "Text.", ""),
 }
 
 
