@@ -65,7 +65,11 @@ LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
     {"question", "expected_answer", "answer", "contexts", "documents", "error", "notes"}
 )
 
+#: ``name``, ``Average Score`` and ``Pass rate`` are spelled as the seed test runner wrote
+#: them, so a script written for its result.csv (one row per metric asked for, read by
+#: ``name``) still reads ours; see :func:`seed_name`.
 RESULT_COLUMNS: tuple[str, ...] = (
+    "name",
     "Metric",
     "Evaluator",
     "Iteration",
@@ -360,10 +364,22 @@ def ordered_stats(stats: Sequence[MetricStats]) -> list[MetricStats]:
     return sorted(stats, key=lambda s: 0 if s.iteration is None else s.iteration)
 
 
+def seed_name(s: MetricStats) -> str:
+    """The ``name`` cell: what the seed runner wrote for the metric it was asked for. The
+    run-wide row of an evaluator's primary metric carries the evaluator's name (``Rouge
+    Metric``, ``BERT Score``, ``Faithfulness``), the run-wide rows of its other metrics their
+    own; per-iteration rows leave it empty, so a script that keys rows by ``name`` reads the
+    run-wide figures, one row per name."""
+    if s.iteration is not None:
+        return ""
+    return s.evaluator if s.primary else s.metric
+
+
 def result_cells(s: MetricStats) -> list[Cell]:
     """One result.csv row as typed cells, in :data:`RESULT_COLUMNS` order; iteration "all" for
     a run-wide entry."""
     return [
+        seed_name(s),
         s.metric,
         s.evaluator,
         "all" if s.iteration is None else s.iteration,
