@@ -292,6 +292,11 @@ def run(
             if max_text_chars is not None:
                 event["max_text_chars"] = max_text_chars
             _check_suite(suite_path, event)  # every event, before the first run starts
+            if not quiet:
+                from evalrunner.cli.inputs import warn_about_defaults
+                from evalrunner.event import parse_event
+
+                warn_about_defaults(parse_event(event))
             events.append((event, suite_path))
         results = [
             _execute_local(
