@@ -182,21 +182,25 @@ def aggregate_run(
         started_at=config.started_at,
         finished_at=finished,
         iterations=config.iterations,
-        config=mask_config(
-            config.model_dump(
-                mode="json",
-                include={
-                    "target",
-                    "metrics",
-                    "thresholds",
-                    "fail_under",
-                    "evaluator_options",
-                    "iterations",
-                    "suite_key",
-                    "baseline",
-                },
-            )
-        ),
+        config={
+            **mask_config(
+                config.model_dump(
+                    mode="json",
+                    include={
+                        "target",
+                        "metrics",
+                        "thresholds",
+                        "fail_under",
+                        "evaluator_options",
+                        "iterations",
+                        "suite_key",
+                        "baseline",
+                    },
+                )
+            ),
+            # whether judge metrics could run (the judge's own settings stay out)
+            "judge_configured": config.judge is not None,
+        },
         metrics=infos,
         stats=stats,
         rows=rows,

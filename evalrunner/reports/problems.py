@@ -412,7 +412,7 @@ def _is_parsing_failure(reason: str) -> bool:
 def _judge_missing(data: ReportData) -> list[Problem]:
     """Judge metrics the run asked for while it had no judge: every case of them was
     skipped, which must read as a problem to fix, never as a quiet gap in the report."""
-    if data.config.get("judge"):
+    if data.config.get("judge_configured", True):
         return []
     from evalrunner.evaluators import Requirement, available
 

@@ -104,3 +104,33 @@ def test_default_metrics_come_from_the_operator_and_say_what_was_left_out(
     configured = runner.invoke(app, ["validate", str(path)])
     assert configured.exit_code == 0
     assert "BERT Score, Toxicity" in configured.stdout and "Rouge Metric" in configured.stdout
+
+
+def test_a_run_with_a_judge_has_no_judge_problem(
+    tmp_path: Path, judge_stub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge_stub.responder = answer_like_a_judge
+    event = {**EVENT, "judge": stub_judge(judge_stub, tmp_path)}
+    faith = faithfulness(start(tmp_path, event))
+    assert faith["count"] == 2
+    assert not [p for p in faith["summary"]["problems"] if p["type"] == "judge_not_configured"]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        {"agentId": "AGENT12345", "agentAliasId": "ALIAS12345", "metric": "Faithfulness"},
+        {
+            "stepFunctionArn": "arn:aws:states:eu-west-1:111122223333:stateMachine:rag",
+            "metric": "BERT Score",
+        },
+        {"lambdaArn": "arn:aws:lambda:eu-west-1:111122223333:function:hr", "metric": "Bias"},
+    ],
+)
+def test_seed_003_events_pass_validate(tmp_path: Path, target: dict[str, Any]) -> None:
+    path = tmp_path / "event.json"
+    path.write_text(
+        json.dumps({"key": "test-suites/dp.xlsx", "iterations": 2, "target": target}), "utf-8"
+    )
+    checked = runner.invoke(app, ["validate", str(path)])
+    assert checked.exit_code == 0 and "valid" in checked.stdout, checked.output
