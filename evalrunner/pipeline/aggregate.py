@@ -18,6 +18,7 @@ from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.run_case import load_config, not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.redaction import mask_config
+from evalrunner.reports.categories import category_stats
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.insights import find_insights
@@ -206,6 +207,7 @@ def aggregate_run(
         rows=rows,
         gates=evaluate_gates(config, stats),
         run_metrics=summarize(evaluators, items, records, config.max_text_chars),
+        categories=category_stats(rows, infos),
     )
     baseline_problem = None
     try:
@@ -256,7 +258,7 @@ def aggregate_run(
         details_xlsx(rows, infos, stats=stats),
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     )
-    writer.put(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
+    writer.put(keys["result_csv"], to_csv(*result_table(stats, data.categories)), "text/csv")
     writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
     writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
     writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
@@ -291,6 +293,7 @@ def aggregate_run(
         step_failures=failures,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
+        categories=data.categories,
         gates=data.gates,
         gates_passed=all(g.passed for g in data.gates),
         regression=RegressionVerdict.of(regression) if regression is not None else None,

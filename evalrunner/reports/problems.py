@@ -43,6 +43,7 @@ from evalrunner.reports._analysis_common import (
     _names,
     _primary,
 )
+from evalrunner.reports.categories import missed_planted_failures
 from evalrunner.reports.model import (
     CaseRow,
     MetricStats,
@@ -77,6 +78,7 @@ def find_problems(data: ReportData) -> list[Problem]:
     problems += _regression(data)
     problems += _evaluator_errors(data)
     problems += _judge_missing(data)
+    problems += missed_planted_failures(data.rows, data.metrics)
     # A regression is what the reader must see first; then by severity and type.
     return sorted(
         problems,

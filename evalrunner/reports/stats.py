@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from evalrunner.evaluators.base import Evaluator, MetricResult
-from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
+from evalrunner.reports.model import CaseRow, CategoryStats, MetricInfo, MetricStats
 from evalrunner.run import CaseRecord, ManifestItem
 
 #: A typed table cell: the xlsx writer keeps the type (numbers stay numbers, so sorting and
@@ -87,6 +87,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "Instability",
     "Threshold",
     "Higher is better",
+    "Category",
 )
 
 #: How each kind of column is written as text in the CSV files.
@@ -397,6 +398,7 @@ def result_cells(s: MetricStats) -> list[Cell]:
         s.instability,
         s.threshold,
         s.higher_is_better,
+        "",
     ]
 
 
@@ -405,12 +407,31 @@ def result_kinds() -> list[ColumnKind]:
     return [_RESULT_KINDS.get(c, "text") for c in RESULT_COLUMNS]
 
 
-def result_table(stats: Sequence[MetricStats]) -> tuple[list[str], list[list[str]]]:
+def category_cells(c: CategoryStats) -> list[Cell]:
+    """A per-category result.csv row: the metric over the category's cases (``Category``
+    set, ``Iteration`` and ``name`` empty so scripts keyed on either read run-wide rows)."""
+    cells: dict[str, Cell] = {
+        "Metric": c.metric,
+        "Evaluator": c.evaluator,
+        "Primary": c.primary,
+        "Average Score": c.average,
+        "Pass rate": c.pass_rate,
+        "Count": c.count,
+        "Skipped": c.skipped,
+        "Errored": c.errored,
+        "Category": c.category,
+    }
+    return [cells.get(column) for column in RESULT_COLUMNS]
+
+
+def result_table(
+    stats: Sequence[MetricStats], categories: Sequence[CategoryStats] = ()
+) -> tuple[list[str], list[list[str]]]:
     """result.csv: run-wide rows (Iteration "all") of every metric first, then the
-    per-iteration rows. Numbers with 4 decimals, empty when there is nothing to compute."""
+    per-iteration rows, then one row per metric × category the suite uses. Numbers with 4
+    decimals, empty when there is nothing to compute."""
     kinds = result_kinds()
-    body = [
-        [_text(value, kind) for value, kind in zip(result_cells(s), kinds, strict=True)]
-        for s in ordered_stats(stats)
-    ]
+    cells = [result_cells(s) for s in ordered_stats(stats)]
+    cells += [category_cells(c) for c in categories]
+    body = [[_text(value, kind) for value, kind in zip(row, kinds, strict=True)] for row in cells]
     return list(RESULT_COLUMNS), body

@@ -203,7 +203,7 @@ def test_result_table_header_order_and_formatting() -> None:
     assert header == list(RESULT_COLUMNS)
     assert header == (
         "name, Metric, Evaluator, Iteration, Primary, Average Score, Pass rate, Count, Skipped, "
-        "Errored, Min, P10, Median, Max, Std, Instability, Threshold, Higher is better"
+        "Errored, Min, P10, Median, Max, Std, Instability, Threshold, Higher is better, Category"
     ).split(", ")
     # Run-wide rows come first whatever order the stats arrive in.
     assert [r[3] for r in body] == ["all"] * 3 + ["1"] * 3 + ["2"] * 3
@@ -228,6 +228,7 @@ def test_result_table_header_order_and_formatting() -> None:
         "Instability": "0.3000",
         "Threshold": "0.5000",
         "Higher is better": "true",
+        "Category": "",
     }
     gamma_1 = next(r for r in body if r[1:4] == ["gamma", "other", "1"])
     gamma = dict(zip(header, gamma_1, strict=True))
