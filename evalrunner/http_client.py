@@ -70,7 +70,6 @@ class ResponseTooLarge(TargetError):
         self.how = how
         self.limit = limit
 
-
 #: Enough connections for the local engine's concurrency without blocking.
 POOL_MAXSIZE = 50
 #: Bytes read from the socket per step; the size cap is checked between steps.

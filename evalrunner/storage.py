@@ -72,7 +72,9 @@ class RunStore:
         except StorageError:
             return None
 
-    def put_bytes(self, key: str, data: bytes, content_type: str, *, redact: bool = True) -> bytes:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str, *, redact: bool = True
+    ) -> bytes:
         """Every object the run writes goes through here, so text is redacted here: no
         secret the process has read reaches a record, a report or the summary. Only the
         run's own inputs (its configuration and manifest) are written with ``redact=False``:

@@ -73,7 +73,8 @@ def score_run(store: RunStore, run_id: str, *, hub: ModelHub | None = None) -> d
         if record is not None and record.status == "ok" and record.response is not None
     ]
     samples = [
-        sample_of(item.case, record.response, config.max_text_chars) for item, record in ready
+        sample_of(item.case, record.response, config.max_text_chars)
+        for item, record in ready
     ]
     scores: dict[str, list[MetricResult]] = {item.item_id: [] for item, _ in ready}
     for evaluator in evaluators:

@@ -165,7 +165,8 @@ def verdict(data: ReportData) -> Verdict:
     for gate in failed_gates:
         average = gate.average
         reasons.append(
-            f"gate {gate.gate}: average {score(average)} against fail_under {score(gate.threshold)}"
+            f"gate {gate.gate}: average {score(average)} "
+            f"against fail_under {score(gate.threshold)}"
             if average is not None
             else f"gate {gate.gate}: no score (fail_under {score(gate.threshold)})"
         )

@@ -102,6 +102,8 @@ def question_payload(case: TestCase, question_field: str = "question") -> dict[s
     return payload
 
 
+
+
 def read_capped(stream: Any, limit: int, what: str) -> bytes:
     """At most ``limit`` bytes of a file-like body (boto3's StreamingBody): reads one byte
     more to tell "exactly the limit" from "more", never the whole of an oversized body."""

@@ -85,5 +85,7 @@ def test_the_engine_itself_claims_in_its_out_dir(tmp_path, monkeypatch):
     }
     suite = b"question,expected_answer\nHow many sick days?,10 days\n"
     result = LocalEngine().run(event, suite=suite, out_dir=out)
-    assert result.summary.reports.summary.startswith(f"test-reports/evalrunner-demo-hr/{STAMP}-2-")
+    assert result.summary.reports.summary.startswith(
+        f"test-reports/evalrunner-demo-hr/{STAMP}-2-"
+    )
     assert (folder / f"{STAMP}-claim.json").read_text("utf-8") == '{"run_id": "elsewhere"}'

@@ -171,9 +171,8 @@ def test_patched_names_exist_and_are_put_back():
     # patch reaches it
     assert "parse(" in inspect.getsource(json_path)
     assert "boto_client_for(" in inspect.getsource(lambda_eval_utils)
-    with (
-        moto_compat.interpreter_speedups(),
-        moto_compat.routed_lambda_invocations(lambda name, body, headers: b"{}"),
+    with moto_compat.interpreter_speedups(), moto_compat.routed_lambda_invocations(
+        lambda name, body, headers: b"{}"
     ):
         during = [getattr(owner, name) for owner, name in seams]
         assert all(now is not then for now, then in zip(during, before, strict=True))
