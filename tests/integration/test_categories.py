@@ -39,6 +39,7 @@ def run(tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
     assert result.exit_code in (0, 1), result.output
     summary = json.loads(result.stdout)
     text = (out / summary["reports"]["result"]).read_text("utf-8-sig")
+    summary["html"] = (out / summary["reports"]["html"]).read_text("utf-8")
     return summary, list(csv.DictReader(io.StringIO(text)))
 
 
@@ -73,3 +74,22 @@ def test_results_per_category_and_planted_failures(tmp_path: Path) -> None:
     assert [p["metric"] for p in missed] == ["Token F1"]  # Exact match caught it
     assert missed[0]["severity"] == "high"
     assert "did not catch a planted failure in case case-0003" in missed[0]["description"]
+
+
+def test_the_report_has_a_table_by_category(tmp_path: Path) -> None:
+    from bs4 import BeautifulSoup
+
+    summary, _ = run(tmp_path)
+    page = BeautifulSoup(summary["html"], "html.parser")
+    section = page.find(id="categories")
+    assert section is not None and page.find("a", href="#categories") is not None
+    table = section.find("table")
+    header = [th.get_text() for th in table.find("thead").find_all("th")]
+    assert header == ["category", "Exact match", "Token F1", "Refused"]
+    rows = {
+        tr.th.get_text(): [td.get_text() for td in tr.find_all("td")]
+        for tr in table.tbody.find_all("tr")
+    }
+    assert rows["successful examples"][0] == "1 · 100%"
+    assert rows["testing examples"][0] == "0 · 0%"
+    assert rows["successful examples"][2] == "–"  # Refusal skips that category
