@@ -365,8 +365,12 @@ def left_out_by_default(event: RunEvent) -> list[str]:
     for cls in classes:
         if cls.name in event.metrics:
             continue
-        if cls.requires is Requirement.JUDGE:
+        if cls.requires is Requirement.JUDGE and event.judge is None:
             why = f"no judge is configured (event judge, {run_defaults.ENV_JUDGE} or a config file)"
+        elif cls.requires is Requirement.JUDGE:
+            why = (
+                f"not in the default set: name it, or list it in {run_defaults.ENV_DEFAULT_METRICS}"
+            )
         else:
             why = (
                 f"a model metric, run only when named or listed in "

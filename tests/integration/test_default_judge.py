@@ -134,3 +134,17 @@ def test_seed_003_events_pass_validate(tmp_path: Path, target: dict[str, Any]) -
     )
     checked = runner.invoke(app, ["validate", str(path)])
     assert checked.exit_code == 0 and "valid" in checked.stdout, checked.output
+
+
+def test_with_a_judge_the_left_out_reason_is_not_a_missing_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}
+    monkeypatch.setenv("EVALRUNNER_JUDGE", json.dumps(judge))
+    path = tmp_path / "event.json"
+    event = {**EVENT, "target": {"lambdaArn": "evalrunner-demo-hr"}}
+    path.write_text(json.dumps(event), encoding="utf-8")
+    checked = runner.invoke(app, ["validate", str(path)])
+    assert checked.exit_code == 0 and "Faithfulness" in checked.stdout  # judged by default
+    assert "Bias: not in the default set" in checked.stderr
+    assert "no judge" not in checked.stderr and "warning" not in checked.stderr
