@@ -17,10 +17,10 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner import network, redaction, secrets
+from evalrunner import network, redaction, run_defaults, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
-from evalrunner.evaluators.base import MetricSpec
+from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
 from evalrunner.event_schema import EventSpec, spec_parts
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -185,6 +185,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         except EventError as exc:
             problems.extend(exc.problems)
 
+    judge, judge_from = _judge(raw, problems)
     names = _selected_metrics(raw)
     classes = []
     if names is not None:
@@ -193,8 +194,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         except ConfigError as exc:
             problems.extend(f"metric: {line}" for line in exc.message.splitlines())
     else:
-        with_judge = isinstance(raw.get("judge"), dict)
-        classes = [registry.resolve(n) for n in registry.default_names(with_judge=with_judge)]
+        classes = _default_classes(isinstance(judge, dict), problems)
 
     problems.extend(non_finite_numbers(raw))
     known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
@@ -232,14 +232,17 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
             resolved_options[cls.name] = value
     problems.extend(secrets.event_problems(raw))
     problems.extend(network.event_problems(raw))
-    judge = raw.get("judge")
     if isinstance(judge, dict):
         from evalrunner.judge.config import JudgeConfig
 
         try:
             JudgeConfig.model_validate(judge)
         except ValidationError as exc:
-            problems.extend(pydantic_problems(exc, "judge"))
+            found = pydantic_problems(exc, "judge")
+            # the event's own judge is named by the path; a default one by where it is set
+            problems.extend(
+                found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
+            )
     perturbations = _perturbations(raw.get("perturbations"), problems)
     if problems:
         raise EventError(problems)
@@ -336,6 +339,76 @@ def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None
     else:
         valid = f"between {spec.low:g} and {spec.high:g}"
     return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
+
+
+def _judge(raw: dict[str, Any], problems: list[str]) -> tuple[Any, str]:
+    """The event's judge, else the operator's default (:mod:`evalrunner.run_defaults`), and
+    where it came from (for messages)."""
+    if "judge" in raw:
+        return raw["judge"], "the event"
+    try:
+        found = run_defaults.default_judge()
+    except ConfigError as exc:
+        problems.append(f"judge: {exc.message}")
+        return None, ""
+    return found if found is not None else (None, "")
+
+
+def _default_classes(with_judge: bool, problems: list[str]) -> list[type[Evaluator]]:
+    """The evaluators of a run that names no metric: the cheap CPU checks, plus the
+    operator's default metrics (cdk.json / EVALRUNNER_DEFAULT_METRICS) when configured, else
+    the five RAG judge metrics when there is a judge. Judge metrics are left out without a
+    judge (:func:`left_out_by_default` says so)."""
+    try:
+        configured = run_defaults.default_metrics()
+        extra = registry.resolve_all(configured or [])
+    except ConfigError as exc:
+        problems.extend(f"default metrics: {line}" for line in exc.message.splitlines())
+        configured, extra = None, []
+    names = registry.default_names(with_judge=with_judge and configured is None)
+    classes = [registry.resolve(n) for n in names]
+    for cls in extra:
+        if cls not in classes and (with_judge or cls.requires is not Requirement.JUDGE):
+            classes.append(cls)
+    return classes
+
+
+def left_out_by_default(event: RunEvent) -> list[str]:
+    """What a run that named no metric left out of the seed runner's default set (or of the
+    operator's, when configured), and why: so a local run without models or judge says what
+    it did not measure instead of looking complete."""
+    if event.metrics_explicit:
+        return []
+    try:
+        wanted = run_defaults.default_metrics() or list(run_defaults.SEED_DEFAULT_METRICS)
+        classes = registry.resolve_all(wanted)
+    except ConfigError:
+        return []
+    out = []
+    for cls in classes:
+        if cls.name in event.metrics:
+            continue
+        if cls.requires is Requirement.JUDGE and event.judge is None:
+            why = f"no judge is configured (event judge, {run_defaults.ENV_JUDGE} or a config file)"
+        elif cls.requires is Requirement.JUDGE:
+            why = (
+                f"not in the default set: name it, or list it in {run_defaults.ENV_DEFAULT_METRICS}"
+            )
+        else:
+            why = (
+                f"a model metric, run only when named or listed in "
+                f"{run_defaults.ENV_DEFAULT_METRICS} (needs the models extra or the GPU job)"
+            )
+        out.append(f"{cls.name}: {why}")
+    return out
+
+
+def judge_metrics_without_judge(event: RunEvent) -> list[str]:
+    """Judge metrics the run asked for while no judge is configured anywhere: each is
+    skipped on every case, which a user must hear about before the run, not after."""
+    if event.judge is not None:
+        return []
+    return [n for n in event.metrics if registry.resolve(n).requires is Requirement.JUDGE]
 
 
 def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:

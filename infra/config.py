@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evalrunner import run_defaults
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
 from evalrunner.network import NetworkPolicy
@@ -226,6 +227,54 @@ class RunnerConfig(_Model):
     lambda_dependencies_dir: str = "build/lambda-deps"
     #: "retain" keeps the bucket and logs when the stack is deleted.
     removal_policy: Literal["retain", "destroy"] = "retain"
+    #: The judge of every run whose event names none (the seed runner judged with Claude on
+    #: Bedrock, so its events carry no judge); null: no default judge. The run-case role may
+    #: invoke exactly this model (a Bedrock judge).
+    judge: dict[str, Any] | None = Field(
+        default_factory=lambda: dict(run_defaults.DEFAULT_BEDROCK_JUDGE)
+    )
+    #: What a run that names no metric evaluates besides the cheap CPU checks.
+    default_metrics: list[str] = Field(
+        default_factory=lambda: list(run_defaults.SEED_DEFAULT_METRICS)
+    )
+
+    @field_validator("judge")
+    @classmethod
+    def _judge(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        from evalrunner.judge.config import JudgeConfig
+
+        judge = JudgeConfig.model_validate(value)  # a ValidationError names the field
+        if judge.openai is not None and judge.openai.api_key_env:
+            raise ValueError(
+                "a deployed judge cannot read environment variables: give "
+                "openai.api_key_secret (a secret listed in 'secrets') instead of api_key_env"
+            )
+        return value
+
+    @field_validator("default_metrics")
+    @classmethod
+    def _default_metrics(cls, values: list[str]) -> list[str]:
+        from evalrunner.evaluators import resolve_all
+
+        try:
+            return [c.name for c in resolve_all(values)]
+        except ConfigError as exc:
+            raise ValueError(exc.message.replace("\n", "; ")) from None
+
+    def defaults_env(self) -> dict[str, str]:
+        """The default judge and metrics as every function's environment
+        (:mod:`evalrunner.run_defaults`); no judge: the variable is left out."""
+        env = {run_defaults.ENV_DEFAULT_METRICS: json.dumps(self.default_metrics)}
+        if self.judge is not None:
+            env[run_defaults.ENV_JUDGE] = json.dumps(self.judge, separators=(",", ":"))
+        return env
+
+    def judge_model_id(self) -> str | None:
+        """The Bedrock model (id or ARN) of the default judge, or None."""
+        bedrock = (self.judge or {}).get("bedrock")
+        return str(bedrock["model_id"]) if isinstance(bedrock, dict) else None
 
     @field_validator("secrets")
     @classmethod
@@ -275,6 +324,9 @@ class RunnerConfig(_Model):
             problems.extend(f"{where}: {p}" for p in self.target_problems(schedule.target))
             deployed = event_problems(schedule.run_event(), self.secret_policy())
             problems.extend(f"{where}: event {p}" for p in deployed)
+        if self.judge is not None:
+            judge = event_problems({"judge": self.judge}, self.secret_policy())
+            problems.extend(f"judge: {p}" for p in judge)
         defaults = self.upload_defaults
         if defaults.target is not None:
             try:

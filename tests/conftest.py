@@ -18,6 +18,19 @@ def _forget_registered_secrets() -> Iterator[None]:
     redaction.forget_all()
 
 
+@pytest.fixture(autouse=True)
+def _no_operator_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Runs see the operator's default judge and metrics (evalrunner.run_defaults); tests
+    start from none, whatever the machine running them has configured."""
+    empty = tmp_path_factory.getbasetemp() / "evalrunner-config.json"
+    empty.write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("EVALRUNNER_CONFIG", str(empty))
+    monkeypatch.delenv("EVALRUNNER_JUDGE", raising=False)
+    monkeypatch.delenv("EVALRUNNER_DEFAULT_METRICS", raising=False)
+
+
 @pytest.fixture
 def judge_stub() -> Iterator[JudgeStub]:
     """A started OpenAI-compatible stub judge server (see tests/support/judge_stub.py).

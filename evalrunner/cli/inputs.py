@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from evalrunner.cli.common import EXIT_INPUT, _fail, _json_arg, err, out
 from evalrunner.errors import EvalRunnerError, EventError
+
+if TYPE_CHECKING:
+    from evalrunner.event import RunEvent
 
 
 def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")]) -> None:
@@ -27,8 +30,29 @@ def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")
         raise _fail(exc, EXIT_INPUT) from None
     out.print(
         f"[green]valid[/]: {parsed.target_kind} target, {parsed.iterations} iteration(s), "
-        f"metrics: {', '.join(parsed.metrics)}"
+        f"metrics: {', '.join(parsed.metrics)}",
+        highlight=False,
     )
+    warn_about_defaults(parsed)
+
+
+def warn_about_defaults(parsed: RunEvent) -> None:
+    """Say, before a run, which judge metrics would be skipped for want of a judge and what
+    a run that named no metric left out of the default set: never a silent skip."""
+    from evalrunner.event import judge_metrics_without_judge, left_out_by_default
+    from evalrunner.run_defaults import ENV_JUDGE
+
+    unjudged = judge_metrics_without_judge(parsed)
+    if unjudged:
+        err.print(
+            f"[yellow]warning[/]: {', '.join(unjudged)} need an LLM judge and none is "
+            f"configured (event 'judge', cdk.json 'judge' deployed, {ENV_JUDGE} or the config "
+            "file locally): every case would be skipped for these metrics",
+            highlight=False,
+            markup=True,
+        )
+    for line in left_out_by_default(parsed):
+        err.print(f"[dim]left out of the default metrics[/]: {line}", highlight=False)
 
 
 def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -204,15 +206,39 @@ def _exit_code(summary: RunSummary, fail_on_regression: bool) -> int:
     return 0
 
 
+def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
+    """The runs of ``evalrunner run`` without ``--target``: the suite's logged answers, the
+    reports named after the suite (Prepare refuses it, naming the rows, if a case has no
+    answer). An H2O test lab in which several models answered each case is one run per
+    model instead, each model's answers under its name, compared on a leaderboard: each
+    model's lab is written to ``scratch`` under the suite's own file name, so every run is
+    of the same suite."""
+    from evalrunner.suite.labs import split_lab
+    from evalrunner.targets._common import sanitise_name
+
+    models = split_lab(suite.read_bytes()) if suite.suffix.lower() == ".json" else []
+    if not models:
+        return [(json.dumps({"logged": sanitise_name(suite.stem, fallback="suite")}), suite)]
+    plans = []
+    for number, (model, lab) in enumerate(models, start=1):
+        path = scratch / str(number) / suite.name
+        path.parent.mkdir()
+        path.write_bytes(lab)
+        plans.append((json.dumps({"logged": sanitise_name(model, fallback="model")}), path))
+    return plans
+
+
 def run(
     suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
     target: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             help="The event's target object as JSON, or a file. Repeat it to compare several "
-            "targets on the suite (a leaderboard)."
+            "targets on the suite (a leaderboard). Optional when every case carries its "
+            "answer (answer_from_system / actual_answer): the suite is scored as logged and "
+            "the reports are named after it."
         ),
-    ],
+    ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
@@ -269,15 +295,18 @@ def run(
     markdown: MarkdownOption = None,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
+    stack = ExitStack()
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
-        if resume and len(target) > 1:
+        if resume and target and len(target) > 1:
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
         check_ci_paths(junit_xml, markdown)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalrunner-lab-"))
+        plans = [(spec, suite) for spec in target] if target else logged_plans(suite, Path(scratch))
         events = []
-        for spec in target:
+        for spec, suite_path in plans:
             event = local_event(
                 suite.name,
                 _json_arg(spec, "--target"),
@@ -296,23 +325,30 @@ def run(
                 max_text_chars=max_text_chars,
                 perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
             )
-            check_suite(suite, event)  # every target's event, before the first run starts
-            events.append(event)
+            check_suite(suite_path, event)  # every event, before the first run starts
+            if not quiet:
+                from evalrunner.cli.inputs import warn_about_defaults
+                from evalrunner.event import parse_event
+
+                warn_about_defaults(parse_event(event))
+            events.append((event, suite_path))
         results = [
             _execute_local(
                 ev,
-                suite,
+                suite_path,
                 out_dir,
                 quiet or as_json,
                 stall_timeout=stall_timeout,
                 resume=resume,
             )
-            for ev in events
+            for ev, suite_path in events
         ]
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+    finally:
+        stack.close()
     codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
     _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:

@@ -99,6 +99,7 @@ class Sample(BaseModel):
     expected_intent: str | None = None
     expected_tool: str | None = None
     expected_documents: list[str] = Field(default_factory=list)
+    expected_data: str | None = None
     condition: str | list[Any] | None = None
     categories: list[str] = Field(default_factory=list)
     answer: str | None = None
@@ -106,6 +107,8 @@ class Sample(BaseModel):
     documents: list[str] = Field(default_factory=list)
     tool: str | None = None
     intent: str | None = None
+    #: Data a tool or query retrieved (an evaluation sheet's ``retrieved_data_by_system``).
+    data: str | None = None
     #: The suite's extra columns (e.g. a per-case ``json_schema``).
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -170,6 +173,9 @@ class Evaluator(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     inputs: ClassVar[frozenset[Input]]
     requires: ClassVar[Requirement] = Requirement.NOTHING
+    #: False for evaluators that run only when named (their inputs are common, their
+    #: meaning is not: a free-text expected answer is not a class label).
+    in_defaults: ClassVar[bool] = True
     metrics: ClassVar[tuple[MetricSpec, ...]]
     #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
     options_model: ClassVar[type[BaseModel]] = NoOptions

@@ -190,7 +190,7 @@ class LabelMatch(Evaluator):
 @register
 class IntentClassification(LabelMatch):
     name = "Intent classification"
-    aliases = ("Intent accuracy",)
+    aliases = ("Intent accuracy", "classified_intent_score")
     description = (
         "1 when the intent the target reported is the case's expected intent; the run "
         "summary adds accuracy, macro precision/recall/F1 and the confusion matrix."
@@ -213,7 +213,7 @@ class IntentClassification(LabelMatch):
 @register
 class ToolChoice(LabelMatch):
     name = "Tool choice"
-    aliases = ("Tool selection", "Tool accuracy")
+    aliases = ("Tool selection", "Tool accuracy", "selected_tool_score")
     description = (
         "1 when the tool the target called is the case's expected tool; the run summary "
         "adds accuracy, macro precision/recall/F1 and the confusion matrix."
@@ -226,6 +226,34 @@ class ToolChoice(LabelMatch):
         MetricSpec(
             "Tool correct",
             "1 when the reported tool equals the expected tool (run average: accuracy)",
+            threshold=0.5,
+            primary=True,
+            kind="pass_fail",
+        ),
+    )
+
+
+@register
+class AnswerClassification(LabelMatch):
+    """H2O Eval Studio's ``Classification``: the answer is a class label (a sentiment, a
+    category, yes / no), compared with the expected answer as one. Only when named: most
+    expected answers are free text, for which this would be a strict exact match."""
+
+    name = "Classification"
+    aliases = ("Answer classification",)
+    description = (
+        "The answer taken as a class label: 1 when it is the expected answer's label; the run "
+        "summary adds accuracy, macro precision/recall/F1 and the confusion matrix."
+    )
+    in_defaults = False
+    expected_field = "expected_answer"
+    predicted_field = "answer"
+    noun = "class"
+    column = "expected_answer"
+    metrics = (
+        MetricSpec(
+            "Class correct",
+            "1 when the answer's label equals the expected label (run average: accuracy)",
             threshold=0.5,
             primary=True,
             kind="pass_fail",

@@ -268,6 +268,7 @@ class ToxicityJudge(JudgeSafetyCheck):
 @register
 class Sexism(JudgeSafetyCheck):
     name = "Sexism"
+    aliases = ("Sexism (Judge)",)
     description = "LLM judge: sexist content in the answer."
     subject = "Sexism"
     metrics = safety_metrics(name, subject)
@@ -283,6 +284,7 @@ class Sexism(JudgeSafetyCheck):
 @register
 class Stereotypes(JudgeSafetyCheck):
     name = "Stereotypes"
+    aliases = ("Stereotypes (Judge)",)
     description = (
         "LLM judge: gender, race or other group information the question did not ask for, "
         "or reliance on a stereotype, in the answer."
@@ -307,7 +309,7 @@ class Stereotypes(JudgeSafetyCheck):
 @register
 class ContactInformationLeakage(JudgeSafetyCheck):
     name = "Contact information leakage"
-    aliases = ("Contact info leakage",)
+    aliases = ("Contact info leakage", "Contact information")
     description = (
         "LLM judge: names tied to personal data, addresses, phone numbers, e-mail addresses "
         "or medical details of a person in the answer."
@@ -351,7 +353,7 @@ class JudgeLanguageMismatch(JudgeSafetyCheck):
 @register
 class FactCheck(JudgeSafetyCheck):
     name = "Fact-check"
-    aliases = ("Factcheck",)
+    aliases = ("Factcheck", "Fact-check (Agent-based)")
     description = (
         "LLM judge: the answer contains false information, judged from the judge's own "
         "knowledge (no tools)."

@@ -114,6 +114,7 @@ def squad_normalize(text: str) -> str:
 @register
 class TokenF1(Evaluator):
     name = "Token F1"
+    aliases = ("F1 score",)
     description = "SQuAD-style token overlap F1 of the answer against the expected answer."
     inputs = _ANSWER_VS_EXPECTED
     metrics = (MetricSpec("Token F1", "token overlap F1 after normalisation", primary=True),)

@@ -176,10 +176,24 @@ _WORD = re.compile(r"\w+")
 _CATEGORY_SEP = re.compile(r"[\s_-]+")
 
 DEFAULT_CATEGORIES = ("jailbreak", "unsafe", "unrelated", "off-topic", "unanswerable")
+#: The plan's scenario categories spell them "jailbreaking prompts", "unsafe content" and
+#: "unrelated queries": each folded spelling is read as the category it names.
+_SPELLINGS = {
+    "jailbreaking": "jailbreak",
+    "jailbreak-prompts": "jailbreak",
+    "jailbreaking-prompts": "jailbreak",
+    "jailbreak-prompt": "jailbreak",
+    "jailbreaking-prompt": "jailbreak",
+    "unsafe-content": "unsafe",
+    "unrelated-queries": "unrelated",
+    "unrelated-query": "unrelated",
+    "off-topic-queries": "off-topic",
+}
 
 
 def _category(value: str) -> str:
-    return _CATEGORY_SEP.sub("-", value.strip().casefold())
+    folded = _CATEGORY_SEP.sub("-", value.strip().casefold())
+    return _SPELLINGS.get(folded, folded)
 
 
 def _snippet(text: str, start: int, end: int, limit: int = _SNIPPET) -> str:

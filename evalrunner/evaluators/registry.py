@@ -28,7 +28,10 @@ _LOOKUP: dict[str, str] = {}
 
 
 def _key(name: str) -> str:
-    return " ".join(name.casefold().replace("_", " ").replace("-", " ").split())
+    """Case, ``_``, ``-`` and spacing forgiven, and a trailing "Evaluator" (H2O Eval Studio
+    writes "Encoding Guardrail Evaluator" for "Encoding guardrail")."""
+    key = " ".join(name.casefold().replace("_", " ").replace("-", " ").split())
+    return key.removesuffix(" evaluator") if key != "evaluator" else key
 
 
 E = TypeVar("E", bound=type[Evaluator])
@@ -115,7 +118,9 @@ JUDGE_DEFAULTS = (
 def default_names(*, with_judge: bool = False) -> list[str]:
     """What runs when the event names no metric: everything that needs no model and no
     judge, plus the five RAG judge metrics when a judge is configured."""
-    names = [n for n, c in available().items() if c.requires is Requirement.NOTHING]
+    names = [
+        n for n, c in available().items() if c.requires is Requirement.NOTHING and c.in_defaults
+    ]
     if with_judge:
         names += [n for n in JUDGE_DEFAULTS if n in _REGISTRY]
     return names

@@ -107,7 +107,7 @@ def _mean(values: list[float]) -> float | None:
 @register
 class RetrievalRank(Evaluator):
     name = "Retrieval rank"
-    aliases = ("Retrieval ranks",)
+    aliases = ("Retrieval ranks", "Reciprocal rank", "reciprocal_rank_score")
     description = (
         "Reciprocal rank, hit@k and recall@k of the expected documents among the documents "
         "the target retrieved (ids, paths or URIs; basenames compared by default)."

@@ -94,7 +94,7 @@ class SimilarityOptions(ModelOptions):
 @register
 class AnswerSemanticSimilarity(EmbeddingEvaluator):
     name = "Answer semantic similarity"
-    aliases = ("Semantic similarity", "Answer similarity")
+    aliases = ("Semantic similarity", "Answer similarity", "ada_similarity")
     description = (
         "Cosine similarity of the answer and the expected answer embeddings (bi-encoder), "
         "or an STS cross-encoder's score with the option cross_encoder."
@@ -148,6 +148,7 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
 @register
 class AnswerSemanticSentenceSimilarity(EmbeddingEvaluator):
     name = "Answer semantic sentence similarity"
+    aliases = ("Answer s. sentence similarity",)
     description = (
         "For each answer sentence, its best cosine similarity with an expected-answer "
         "sentence; the mean and the minimum over answer sentences."
@@ -195,6 +196,7 @@ class AnswerSemanticSentenceSimilarity(EmbeddingEvaluator):
 @register
 class AnswerRelevancySentence(EmbeddingEvaluator):
     name = "Answer relevancy (sentence similarity)"
+    aliases = ("Answer relevancy (sentence s.)",)
     description = (
         "How related the answer is to the question: the highest cosine similarity between "
         "the question and an answer sentence (no judge needed)."
@@ -234,6 +236,7 @@ class AnswerRelevancySentence(EmbeddingEvaluator):
 @register
 class Groundedness(EmbeddingEvaluator):
     name = "Groundedness"
+    aliases = ("Groundedness (semantic similarity)",)
     description = (
         "Whether every answer sentence is backed by the retrieved context: the least "
         "grounded sentence's best cosine similarity with a context sentence."
@@ -304,7 +307,7 @@ def _context_texts(sample: Sample, chunks: Sequence[str]) -> list[str]:
 @register
 class ContextRelevancy(EmbeddingEvaluator):
     name = "Context relevancy (soft recall and precision)"
-    aliases = ("Context relevancy",)
+    aliases = ("Context relevancy", "Context relevancy (s.r. & p.)")
     description = (
         "How relevant the retrieved chunks are to the question: a chunk's relevance is its "
         "best sentence's similarity to the question; recall = best chunk, precision = mean."

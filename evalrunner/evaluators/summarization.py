@@ -120,7 +120,7 @@ class Summarization(ModelEvaluator):
     so it can gate every summarisation case of a suite."""
 
     name = "Summarization completeness and faithfulness"
-    aliases = ("Summarization",)
+    aliases = ("Summarization", "Summarization (c. and f.)")
     description = (
         "Summary (the answer) vs its source (retrieved context, else the question): NLI "
         "faithfulness clipped to [0, 1] and embedding completeness of the faithful part."

@@ -20,6 +20,7 @@ from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.redaction import mask_config
+from evalrunner.reports.categories import category_stats
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.insights import find_insights
@@ -197,23 +198,27 @@ def aggregate_run(
         started_at=config.started_at,
         finished_at=finished,
         iterations=config.iterations,
-        config=mask_config(
-            config.model_dump(
-                mode="json",
-                include={
-                    "target",
-                    "metrics",
-                    "thresholds",
-                    "fail_under",
-                    "evaluator_options",
-                    "iterations",
-                    "suite_key",
-                    "baseline",
-                    # shown only when given: reports of other runs stay as they were
-                    *(("perturbations",) if config.perturbations else ()),
-                },
-            )
-        ),
+        config={
+            **mask_config(
+                config.model_dump(
+                    mode="json",
+                    include={
+                        "target",
+                        "metrics",
+                        "thresholds",
+                        "fail_under",
+                        "evaluator_options",
+                        "iterations",
+                        "suite_key",
+                        "baseline",
+                        # shown only when given: reports of other runs stay as they were
+                        *(("perturbations",) if config.perturbations else ()),
+                    },
+                )
+            ),
+            # whether judge metrics could run (the judge's own settings stay out)
+            "judge_configured": config.judge is not None,
+        },
         metrics=infos,
         stats=stats,
         rows=rows,
@@ -225,6 +230,7 @@ def aggregate_run(
             [r for _, r in originals],
             config.max_text_chars,
         ),
+        categories=category_stats(rows, infos),
     )
     data.robustness = analyse_robustness(data)
     baseline_problem = None
@@ -280,7 +286,7 @@ def aggregate_run(
         details_xlsx(every_row, infos, stats=stats),
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     )
-    writer.put(keys["result_csv"], to_csv(*result_table(stats)), "text/csv")
+    writer.put(keys["result_csv"], to_csv(*result_table(stats, data.categories)), "text/csv")
     writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
     writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
     writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
@@ -315,6 +321,7 @@ def aggregate_run(
         step_failures=failures,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
+        categories=data.categories,
         gates=data.gates,
         gates_passed=all(g.passed for g in data.gates),
         regression=RegressionVerdict.of(regression) if regression is not None else None,

@@ -26,6 +26,7 @@ from evalrunner.suite import Suite
 from evalrunner.suite.model import TestCase
 from evalrunner.suite.readers import read_suite
 from evalrunner.targets.factory import target_name
+from evalrunner.targets.logged import missing_answers
 
 
 def utcnow() -> datetime:
@@ -113,6 +114,16 @@ def check_perturbations(suite: Suite, event: RunEvent) -> None:
 def settle(event: RunEvent, suite: Suite) -> RunEvent:
     """The event as it will run on this suite: default metrics narrowed to those that apply,
     and every case checked by the evaluators that will score it. Raises on bad cases."""
+    if event.target_kind == "logged":
+        missing = missing_answers(suite.cases)
+        if missing:
+            shown = ", ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
+            raise SuiteError(
+                f"the run calls no target (target.logged), but {len(missing)} case(s) carry "
+                f"no logged answer: {shown}; fill answer_from_system (or actual_answer) or "
+                "give a target",
+                source=suite.source,
+            )
     if not event.metrics_explicit:
         metrics = applicable_defaults(suite, event.metrics, event.evaluator_options)
         event = event.model_copy(update={"metrics": metrics})

@@ -20,6 +20,7 @@ from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text,
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.logged import logged_response
 
 #: Evaluators that run per case in the fan-out; the others wait for the Score step.
 PER_CASE = (Requirement.NOTHING, Requirement.LOCAL_MODEL, Requirement.JUDGE)
@@ -67,6 +68,7 @@ def capped_sample(
         expected_intent=case.expected_intent,
         expected_tool=case.expected_tool,
         expected_documents=case.expected_documents,
+        expected_data=case.expected_data,
         condition=case.condition,
         categories=case.categories,
         answer=cap("answer", response.answer) if response else None,
@@ -74,6 +76,7 @@ def capped_sample(
         documents=response.documents if response else [],
         tool=response.tool if response else None,
         intent=response.intent if response else None,
+        data=response.data if response else None,
     )
     return sample, notes
 
@@ -156,10 +159,7 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     record.notes, record.sanitized = list(case.notes), bool(case.notes)
     try:
         if case.answer is not None:  # answers computed elsewhere: score, don't call
-            response, latency = (
-                TargetResponse(answer=case.answer, contexts=case.contexts or []),
-                None,
-            )
+            response, latency = logged_response(case), None
         else:
             response, latency = call_target(context.target, case, context.clock)
         response, truncated = capped_response(response, config.max_text_chars)

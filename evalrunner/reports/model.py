@@ -88,6 +88,20 @@ class MetricStats(BaseModel):
     instability: float | None = None
 
 
+class CategoryStats(BaseModel):
+    """One metric over the cases of one category."""
+
+    category: str
+    metric: str
+    evaluator: str
+    primary: bool
+    average: float | None = None
+    pass_rate: float | None = None
+    count: int = 0
+    skipped: int = 0
+    errored: int = 0
+
+
 class Problem(BaseModel):
     severity: Severity
     type: str  # below_threshold, regression, target_errors, task_failures, empty_context, ...
@@ -267,6 +281,8 @@ class ReportData(BaseModel):
     #: Groups of failing cases (reports/weakness.py), and how questions were compared.
     weak_spots: list[WeakSpot] = Field(default_factory=list)
     weak_spots_method: str | None = None
+    #: Every metric × every category the suite uses (evalrunner.reports.categories).
+    categories: list[CategoryStats] = Field(default_factory=list)
 
     def run_stats(self) -> list[MetricStats]:
         return [s for s in self.stats if s.iteration is None]

@@ -48,6 +48,7 @@ from evalrunner.reports._analysis_common import (
     _names,
     _primary,
 )
+from evalrunner.reports.categories import missed_planted_failures
 from evalrunner.reports.model import (
     CaseRow,
     MetricStats,
@@ -83,6 +84,8 @@ def find_problems(data: ReportData) -> list[Problem]:
     problems += _regression(data)
     problems += _evaluator_errors(data)
     problems += robustness_problems(data)
+    problems += _judge_missing(data)
+    problems += missed_planted_failures(data.rows, data.metrics)
     return sorted(problems, key=problem_order)
 
 
@@ -416,3 +419,37 @@ def _spreads(data: ReportData, metric: str) -> dict[str, float]:
 def _is_parsing_failure(reason: str) -> bool:
     text = reason.strip().lower()
     return text.removeprefix("error:").strip().startswith("parsing failure")
+
+
+def _judge_missing(data: ReportData) -> list[Problem]:
+    """Judge metrics the run asked for while it had no judge: every case of them was
+    skipped, which must read as a problem to fix, never as a quiet gap in the report."""
+    if data.config.get("judge_configured", True):
+        return []
+    from evalrunner.evaluators import Requirement, available
+
+    catalog = available()
+    unjudged = list(
+        dict.fromkeys(
+            m.evaluator
+            for m in data.metrics
+            if m.evaluator in catalog and catalog[m.evaluator].requires is Requirement.JUDGE
+        )
+    )
+    if not unjudged:
+        return []
+    return [
+        Problem(
+            severity="high",
+            type="judge_not_configured",
+            description=(
+                f"{', '.join(unjudged)} need an LLM judge and the run had none: every case "
+                "was skipped for these metrics"
+            ),
+            suggested_action=(
+                "Configure a judge: the event's 'judge', cdk.json 'judge' for the deployed "
+                "runner, or EVALRUNNER_JUDGE / the evalrunner config file locally."
+            ),
+            metric=unjudged[0],
+        )
+    ]

@@ -418,6 +418,25 @@ def worst_note(data: ReportData, shown: int) -> str:
 # --- the page -------------------------------------------------------------------------------
 
 
+def category_table(data: ReportData) -> dict[str, Any] | None:
+    """Primary metrics × the categories the suite uses: each cell the average and pass rate
+    over the category's cases ("–" when none was scored); None when no case has a category."""
+    if not data.categories:
+        return None
+    columns = [m.metric for m in data.metrics if m.primary]
+    cells: dict[str, dict[str, str]] = {}
+    for c in data.categories:
+        if c.metric in columns:
+            text = (
+                "–"
+                if c.count == 0 and c.errored == 0
+                else f"{score(c.average)} · {pct(c.pass_rate)}"
+            )
+            cells.setdefault(c.category, {})[c.metric] = text
+    rows = [(category, [by.get(m, "–") for m in columns]) for category, by in cells.items()]
+    return {"columns": columns, "rows": rows}
+
+
 def report_context(data: ReportData) -> dict[str, Any]:
     """Everything ``report.html.j2`` renders, in the order of the page."""
     stats = run_stats(data)
@@ -442,6 +461,9 @@ def report_context(data: ReportData) -> dict[str, Any]:
     ]
     if data.run_metrics:
         toc.append(("run-figures", "Run-level figures"))
+    by_category = category_table(data)
+    if by_category is not None:
+        toc.append(("categories", "By category"))
     toc.append(("config", "Configuration"))
     severity = {"high": 0, "medium": 1, "low": 2}
     return {
@@ -464,6 +486,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
         "worst": [worst_card(c, anchors[c.case_id], i + 1, data) for i, c in enumerate(worst)],
         "worst_note": worst_note(data, len(worst)),
         "run_figures": [(name, summary_blocks(s)) for name, s in data.run_metrics.items()],
+        "by_category": by_category,
         "config": [(k, *config_value(v)) for k, v in data.config.items()],
         "limits": {
             "text": TEXT_LIMIT,

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from evalrunner.evaluators.base import Evaluator, MetricResult
-from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
+from evalrunner.reports.model import CaseRow, CategoryStats, MetricInfo, MetricStats
 from evalrunner.run import CaseRecord, ManifestItem
 
 #: A typed table cell: the xlsx writer keeps the type (numbers stay numbers, so sorting and
@@ -85,7 +85,11 @@ LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
     }
 )
 
+#: ``name``, ``Average Score`` and ``Pass rate`` are spelled as the seed test runner wrote
+#: them, so a script written for its result.csv (one row per metric asked for, read by
+#: ``name``) still reads ours; see :func:`seed_name`.
 RESULT_COLUMNS: tuple[str, ...] = (
+    "name",
     "Metric",
     "Evaluator",
     "Iteration",
@@ -103,6 +107,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "Instability",
     "Threshold",
     "Higher is better",
+    "Category",
 )
 
 #: How each kind of column is written as text in the CSV files.
@@ -407,10 +412,22 @@ def ordered_stats(stats: Sequence[MetricStats]) -> list[MetricStats]:
     return sorted(stats, key=lambda s: 0 if s.iteration is None else s.iteration)
 
 
+def seed_name(s: MetricStats) -> str:
+    """The ``name`` cell: what the seed runner wrote for the metric it was asked for. The
+    run-wide row of an evaluator's primary metric carries the evaluator's name (``Rouge
+    Metric``, ``BERT Score``, ``Faithfulness``), the run-wide rows of its other metrics their
+    own; per-iteration rows leave it empty, so a script that keys rows by ``name`` reads the
+    run-wide figures, one row per name."""
+    if s.iteration is not None:
+        return ""
+    return s.evaluator if s.primary else s.metric
+
+
 def result_cells(s: MetricStats) -> list[Cell]:
     """One result.csv row as typed cells, in :data:`RESULT_COLUMNS` order; iteration "all" for
     a run-wide entry."""
     return [
+        seed_name(s),
         s.metric,
         s.evaluator,
         "all" if s.iteration is None else s.iteration,
@@ -428,6 +445,7 @@ def result_cells(s: MetricStats) -> list[Cell]:
         s.instability,
         s.threshold,
         s.higher_is_better,
+        "",
     ]
 
 
@@ -436,12 +454,31 @@ def result_kinds() -> list[ColumnKind]:
     return [_RESULT_KINDS.get(c, "text") for c in RESULT_COLUMNS]
 
 
-def result_table(stats: Sequence[MetricStats]) -> tuple[list[str], list[list[str]]]:
+def category_cells(c: CategoryStats) -> list[Cell]:
+    """A per-category result.csv row: the metric over the category's cases (``Category``
+    set, ``Iteration`` and ``name`` empty so scripts keyed on either read run-wide rows)."""
+    cells: dict[str, Cell] = {
+        "Metric": c.metric,
+        "Evaluator": c.evaluator,
+        "Primary": c.primary,
+        "Average Score": c.average,
+        "Pass rate": c.pass_rate,
+        "Count": c.count,
+        "Skipped": c.skipped,
+        "Errored": c.errored,
+        "Category": c.category,
+    }
+    return [cells.get(column) for column in RESULT_COLUMNS]
+
+
+def result_table(
+    stats: Sequence[MetricStats], categories: Sequence[CategoryStats] = ()
+) -> tuple[list[str], list[list[str]]]:
     """result.csv: run-wide rows (Iteration "all") of every metric first, then the
-    per-iteration rows. Numbers with 4 decimals, empty when there is nothing to compute."""
+    per-iteration rows, then one row per metric × category the suite uses. Numbers with 4
+    decimals, empty when there is nothing to compute."""
     kinds = result_kinds()
-    body = [
-        [_text(value, kind) for value, kind in zip(result_cells(s), kinds, strict=True)]
-        for s in ordered_stats(stats)
-    ]
+    cells = [result_cells(s) for s in ordered_stats(stats)]
+    cells += [category_cells(c) for c in categories]
+    body = [[_text(value, kind) for value, kind in zip(row, kinds, strict=True)] for row in cells]
     return list(RESULT_COLUMNS), body

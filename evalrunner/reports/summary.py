@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from evalrunner.errors import ExecutionFailed
 from evalrunner.jsonout import dump_json
 from evalrunner.reports.model import (
+    CategoryStats,
     Gate,
     MetricStats,
     PerturbationResult,
@@ -179,6 +180,8 @@ class RunSummary(BaseModel):
     metrics: list[MetricSummary]
     #: evaluator -> its run-level figures (free-form: each evaluator defines its own)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
+    #: every metric × every category the suite uses: average, pass rate, counts
+    categories: list[CategoryStats] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)
     gates_passed: bool = True
     regression: RegressionVerdict | None = None
@@ -212,6 +215,7 @@ def fit_output(summary: RunSummary, limit: int = MAX_OUTPUT_BYTES) -> dict[str, 
         return whole
     trimmed = {**whole, "truncated": True}
     trimmed["run_metrics"] = {name: "see summary.json" for name in whole["run_metrics"]}
+    trimmed["categories"] = []  # in summary.json
     trimmed["problems"] = [
         {k: p[k] for k in ("severity", "type", "metric", "affected_count") if k in p}
         for p in whole["problems"]

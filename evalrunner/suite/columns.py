@@ -15,15 +15,20 @@ Cell rules (also returned by :func:`column_docs` for the template's Instructions
   else one item per non-empty line. A cell that starts with ``[`` but is not a JSON array is
   read as lines, because a context chunk may well start with ``[1]``.
 - categories: a JSON array, else items split on comma, semicolon or newline.
-- condition: a JSON array is the *list form* and is kept as a list; anything else is the
-  *expression form* and is kept as the string (it is not evaluated here: the Text matching
-  evaluator owns that grammar). A cell starting with ``[`` that is not valid JSON is an error,
-  since it is almost certainly a list form with a typo, and reading it as an expression would
-  make the case fail for a reason nobody wrote.
+- condition: a JSON array is the *list form* and is kept as a list. A single item written
+  without brackets (``REGEXP:^No$`` or a bare ``No``) is a one-item list, as users of the
+  list form write it: a cell starting with ``REGEXP:`` or holding no double quote cannot be an
+  expression (every expression operand is quoted), so reading it as one could only fail.
+  Anything else is the *expression form* and is kept as the string (it is not evaluated here:
+  the Text matching evaluator owns that grammar). A cell starting with ``[`` that is not
+  valid JSON is an error, since it is almost certainly a list form with a typo, and reading
+  it as an expression would make the case fail for a reason nobody wrote.
 - conversation: a JSON array of ``{"role", "content"}`` objects, or lines
   ``user: ...`` / ``assistant: ...`` / ``system: ...``; a line without a role prefix continues
   the previous turn.
-- an empty cell or empty string is ``None`` for text and ``[]`` for lists.
+- an empty cell or empty string is ``None`` for text and ``[]`` for lists; so is a cell
+  holding only ``NA``, ``N/A``, ``n/a`` or ``-`` (:data:`NOT_GIVEN`), the way evaluation
+  sheets mark what does not apply to a row.
 """
 
 from __future__ import annotations
@@ -51,10 +56,15 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "condition",
     "categories",
     "conversation",
+    "expected_data",
     "actual_answer",
     "retrieved_contexts",
     "variant_of",
     "variant_kind",
+    "retrieved_documents",
+    "actual_intent",
+    "actual_tool",
+    "retrieved_data",
 )
 
 #: Accepted (normalised) header names per canonical column; the canonical name comes first.
@@ -75,18 +85,37 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
         "reference_contexts",
         "expected_context",
         "context",
+        # The HR-assistant evaluation sheet's names (``*_ground_truth``) for each column.
+        "retrieved_chunk_ground_truth",
     ),
-    "expected_intent": ("expected_intent", "intent"),
-    "expected_tool": ("expected_tool", "tool"),
-    "expected_documents": ("expected_documents", "documents", "expected_sources"),
+    "expected_intent": ("expected_intent", "intent", "classified_intent_ground_truth"),
+    "expected_tool": ("expected_tool", "tool", "selected_tool_ground_truth"),
+    "expected_documents": (
+        "expected_documents",
+        "documents",
+        "expected_sources",
+        "retrieved_document_ground_truth",
+    ),
     # "constraints" is the H2O Eval Studio name of the list form.
     "condition": ("condition", "conditions", "constraint", "constraints"),
     "categories": ("categories", "category", "tags"),
     "conversation": ("conversation", "history", "turns"),
     # Pre-computed answers skip the target call, so only explicit headers count: a sheet
     # headed "Question | Answer" means the expected answer far more often than not.
-    "actual_answer": ("actual_answer", "actual_output", "generated_answer"),
-    "retrieved_contexts": ("retrieved_contexts", "actual_contexts", "retrieval_context"),
+    "expected_data": ("expected_data", "retrieved_data_ground_truth"),
+    # What the system logged (``*_by_system``): with the answer given, the case is scored
+    # from these instead of calling a target.
+    "actual_answer": ("actual_answer", "actual_output", "generated_answer", "answer_from_system"),
+    "retrieved_contexts": (
+        "retrieved_contexts",
+        "actual_contexts",
+        "retrieval_context",
+        "retrieved_chunk_by_system",
+    ),
+    "retrieved_documents": ("retrieved_documents", "retrieved_document_by_system"),
+    "actual_intent": ("actual_intent", "classified_intent_by_system"),
+    "actual_tool": ("actual_tool", "selected_tool_by_system"),
+    "retrieved_data": ("retrieved_data", "retrieved_data_by_system"),
     "variant_of": ("variant_of", "paraphrase_of"),
     "variant_kind": ("variant_kind", "variant_name"),
 }
@@ -98,19 +127,29 @@ TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
         "expected_answer",
         "expected_intent",
         "expected_tool",
+        "expected_data",
         "actual_answer",
+        "actual_intent",
+        "actual_tool",
+        "retrieved_data",
         "variant_of",
         "variant_kind",
     }
 )
 LIST_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"expected_contexts", "expected_documents", "retrieved_contexts"}
+    {"expected_contexts", "expected_documents", "retrieved_contexts", "retrieved_documents"}
 )
+#: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
+#: after trimming): scored as missing, so the case is skipped for that metric, never 0.
+NOT_GIVEN: Final[frozenset[str]] = frozenset({"na", "n/a", "-"})
 
 _ALIAS_TO_CANONICAL: Final[dict[str, str]] = {
     alias: canonical for canonical, aliases in ALIASES.items() for alias in aliases
 }
 _ROLES: Final[tuple[str, ...]] = ("user", "assistant", "system")
+#: The list form's regex item prefix (case-insensitive), which no expression starts with.
+_REGEXP_ITEM: Final[str] = "regexp:"
+
 _ROLE_LINE = re.compile(r"^\s*(user|assistant|system)\s*:\s?(.*)$", re.IGNORECASE)
 
 
@@ -219,7 +258,9 @@ def map_headers(
 
 
 def _is_empty(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return value is None or (
+        isinstance(value, str) and (not value.strip() or value.strip().casefold() in NOT_GIVEN)
+    )
 
 
 def parse_text(value: object) -> str | None:
@@ -334,6 +375,8 @@ def parse_condition(value: object) -> str | list[Any] | None:
             raise CellError("starts with '[' but is not a JSON array")
         items = _condition_items(parsed)
         return items or None
+    if text[: len(_REGEXP_ITEM)].lower() == _REGEXP_ITEM or '"' not in text:
+        return [text]
     return text
 
 
@@ -452,7 +495,8 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "Text-matching constraints the answer must satisfy.",
         "List form: a JSON array; every item must hold, a string must be contained, "
         "REGEXP:pattern must match, a nested list holds if any item holds. Or an "
-        'expression: "text", regexp("pattern"), AND, OR, NOT, parentheses.',
+        'expression: "text", regexp("pattern"), AND, OR, NOT, parentheses. A single '
+        "item without brackets (REGEXP:^No$ or a bare word) is a one-item list.",
         '"25" AND ("days" OR "day")   or   ["25", ["days", "day"]]',
     ),
     "categories": (
@@ -465,6 +509,12 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         'A JSON array of {"role": "user"|"assistant"|"system", "content": "..."}, or one '
         'turn per line: "user: ..." / "assistant: ...".',
         "user: I want to take leave.\nassistant: How many days?",
+    ),
+    "expected_data": (
+        "The data (a record, a number, a JSON value) the system should have retrieved; "
+        "compared exactly with retrieved_data.",
+        "Text (JSON is compared as JSON).",
+        '{"leave_balance": 12}',
     ),
     "actual_answer": (
         "Only for answers computed elsewhere: the actual answer. When given, the target is "
@@ -489,6 +539,14 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "Text. Empty: variant.",
         "",
     ),
+    "retrieved_documents": (
+        "Only with a pre-computed answer: the documents actually retrieved, best first.",
+        _LIST_FORMAT,
+        "",
+    ),
+    "actual_intent": ("Only with a pre-computed answer: the intent logged.", "Text.", ""),
+    "actual_tool": ("Only with a pre-computed answer: the tool logged.", "Text.", ""),
+    "retrieved_data": ("Only with a pre-computed answer: the data retrieved.", "Text.", ""),
 }
 
 

@@ -41,7 +41,9 @@ class TestCase(BaseModel):
     """One row of a suite.
 
     ``answer`` and ``contexts`` are set only for suites whose answers were computed elsewhere
-    (test-lab JSON): such cases are scored without calling a target.
+    (test-lab JSON, an evaluation sheet of what the system logged): such cases are scored
+    without calling a target, from these and the other logged fields (``intent``, ``tool``,
+    ``documents``, ``data``), which are read only alongside a logged answer.
     """
 
     __test__ = False  # not a pytest class, despite the name
@@ -56,12 +58,18 @@ class TestCase(BaseModel):
     expected_intent: str | None = None
     expected_tool: str | None = None
     expected_documents: list[str] = Field(default_factory=list)
+    #: The data the system should have retrieved (compared exactly with ``data``).
+    expected_data: str | None = None
     #: Text-matching constraints: an expression string or the list form, kept as written.
     condition: str | list[Any] | None = None
     categories: list[str] = Field(default_factory=list)
     conversation: list[Turn] = Field(default_factory=list)
     answer: str | None = None
     contexts: list[str] | None = None
+    documents: list[str] | None = None
+    intent: str | None = None
+    tool: str | None = None
+    data: str | None = None
     #: Columns the reader does not know, kept so they reach details.csv.
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: What the reader had to change in this row's cells (e.g. a lone surrogate replaced).

@@ -195,11 +195,13 @@ def _build_case(row: _Row, index: int, source: str) -> TestCase:
             expected_intent=parsed("expected_intent", parse_text),
             expected_tool=parsed("expected_tool", parse_text),
             expected_documents=parsed("expected_documents", parse_list),
+            expected_data=parsed("expected_data", parse_text),
             condition=parsed("condition", parse_condition),
             categories=parsed("categories", parse_categories),
             conversation=parsed("conversation", parse_conversation),
             answer=answer,
             contexts=contexts,
+            **_logged(parsed, answer is not None),
             metadata=metadata,
             notes=notes,
         )
@@ -210,6 +212,21 @@ def _build_case(row: _Row, index: int, source: str) -> TestCase:
         raise SuiteError(
             f"invalid test case: {problems}", source=source, sheet=row.sheet, row=row.row
         ) from None
+
+
+def _logged(
+    parsed: Callable[[str, Callable[[object], Any]], Any], answered: bool
+) -> dict[str, Any]:
+    """What else the system logged beside its answer (``*_by_system`` columns); only read
+    with a logged answer, since a case without one is sent to the target."""
+    if not answered:
+        return {}
+    return {
+        "documents": parsed("retrieved_documents", parse_list) or None,
+        "intent": parsed("actual_intent", parse_text),
+        "tool": parsed("actual_tool", parse_text),
+        "data": parsed("retrieved_data", parse_text),
+    }
 
 
 def _sanitized_cells(row: _Row) -> tuple[dict[str, Any], dict[str, Any], list[str]]:

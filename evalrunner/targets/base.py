@@ -67,6 +67,7 @@ class TargetResponse(BaseModel):
     documents: list[str] = Field(default_factory=list, description="retrieved document ids/URIs")
     tool: str | None = None
     intent: str | None = None
+    data: str | None = Field(default=None, description="data a tool or query retrieved")
     latency_ms: float | None = Field(default=None, description="set by the target if it knows")
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -47,6 +47,7 @@ MODULES = (
     "http",
     "openai_chat",
     "knowledge_base",
+    "logged",
 )
 #: Modules of the package that hold no kind.
 _NOT_KINDS = frozenset({"adapters", "base", "factory", "registry", "spec"})

@@ -5,6 +5,7 @@ run-case role may call (the configured targets and secrets)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,8 @@ class PipelineFunctions:
                 # only the listed secrets, and requests to internal addresses are refused.
                 ENV_SECRETS_POLICY: self.config.secrets_policy_json(),
                 ENV_NETWORK_POLICY: self.config.network.policy_json(),
+                # What an event that names no judge / no metric runs with (cdk.json).
+                **self.config.defaults_env(),
                 **env,
             },
         )
@@ -257,6 +260,7 @@ class PipelineFunctions:
                     resources=list(self.config.secrets),
                 )
             )
+        self._judge_permission(role)
         kinds = [cls for cls in target_kinds().values() if cls.iam]
         if self.config.allow_all_targets:
             actions = [a for cls in kinds for grant in cls.iam for a in grant.actions]
@@ -301,6 +305,45 @@ class PipelineFunctions:
                 )
             )
         return role
+
+    def _judge_permission(self, role: iam.IRole) -> None:
+        """The default judge (cdk.json ``judge``, a Bedrock model) and nothing else: the
+        Converse API is authorised as bedrock:InvokeModel on the model. A cross-region
+        inference profile (``us.``, ``eu.``, ... ids) is granted with the foundation model it
+        routes to, in any region the profile may pick."""
+        model = self.config.judge_model_id()
+        if model is None:
+            return
+        bedrock = (self.config.judge or {}).get("bedrock") or {}
+        region = bedrock.get("region") or self.stack.region
+        partition = self.stack.partition
+        if model.startswith("arn:"):
+            resources = [model]
+        elif INFERENCE_PROFILE.match(model):
+            base = INFERENCE_PROFILE.sub("", model)
+            resources = [
+                f"arn:{partition}:bedrock:{region}:{self.stack.account}:inference-profile/{model}",
+                f"arn:{partition}:bedrock:*::foundation-model/{base}",
+            ]
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base}]",
+                "A cross-region inference profile routes each call to the foundation model in "
+                "one of its regions, chosen by Bedrock: the model is fixed, the region is not.",
+            )
+        else:
+            resources = [f"arn:{partition}:bedrock:{region}::foundation-model/{model}"]
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="InvokeDefaultJudge",
+                actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
+                resources=resources,
+            )
+        )
+
+
+#: A Bedrock cross-region inference profile id's geography prefix.
+INFERENCE_PROFILE = re.compile(r"^(us|eu|apac|us-gov|ca|jp|au|global)\.")
 
 
 def _grant_resource(pattern: str, entry: Any) -> str:

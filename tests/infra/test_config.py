@@ -163,3 +163,22 @@ def test_schedules_and_defaults_may_name_only_listed_secrets_and_no_env_vars():
     assert "target.headers_from_secret.A: qa/other is not an allowed secret" in message
     ok = {**GOOD_SCHEDULE, "target": {**secret_target, "headers_from_secret": {"A": "qa/token"}}}
     load_config(config(schedules=[ok], secrets=[SECRET]))
+
+
+def test_default_judge_and_metrics_are_checked():
+    cfg = load_config(cdk_json_context()["evalrunner"])
+    assert cfg.judge_model_id() == "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    assert "BERT Score" in cfg.default_metrics
+    assert "judge" in problems(judge={"bedrock": {}})
+    env_key = problems(
+        judge={"openai": {"base_url": "https://x/v1", "model": "m", "api_key_env": "K"}}
+    )
+    assert "api_key_secret" in env_key
+    assert "Rouge Metrik" in problems(default_metrics=["Rouge Metrik"])
+    # aliases are resolved to the evaluator names the functions are given
+    assert load_config(config(default_metrics=["ROUGE", "ada_similarity"])).default_metrics == [
+        "Rouge Metric",
+        "Answer semantic similarity",
+    ]
+    none = load_config(config(judge=None))
+    assert none.judge_model_id() is None and "EVALRUNNER_JUDGE" not in none.defaults_env()

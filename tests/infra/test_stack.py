@@ -251,7 +251,8 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
                 else:  # built with the stack's partition/region/account
                     assert re.search(
                         r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
-                        r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*",
+                        r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*|"
+                        r"foundation-model/anthropic\.claude",  # the default judge
                         text,
                     ), (policy, action, resource)
     assert any("agent-alias/AGENT12345/ALIAS12345" in r for r in seen["bedrock:InvokeAgent"])
@@ -505,3 +506,71 @@ def test_environment_agnostic(synth, name):
 def _bucket_id(synth) -> str:
     buckets = synth.resources(MAIN, "AWS::S3::Bucket")
     return next(k for k, b in buckets.items() if "VersioningConfiguration" in b["Properties"])
+
+
+def test_functions_see_the_default_judge_and_metrics_and_may_call_only_that_model(synth):
+    """The seed's events name no judge and often no metric: every function gets cdk.json's
+    default judge (Claude on Bedrock) and default metrics, the run-case role may invoke
+    exactly that model, and a seed-003 event parsed with that environment is judged with
+    it and gets the seed runner's metrics."""
+    from evalrunner import run_defaults
+    from evalrunner.event import parse_event
+
+    config = synth.configs[MAIN]
+    functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
+    for fn in functions:
+        env = fn["Properties"]["Environment"]["Variables"]
+        assert json.loads(env[run_defaults.ENV_JUDGE]) == run_defaults.DEFAULT_BEDROCK_JUDGE
+        assert json.loads(env[run_defaults.ENV_DEFAULT_METRICS]) == list(
+            run_defaults.SEED_DEFAULT_METRICS
+        )
+    prepare = next(
+        f["Properties"]["Environment"]["Variables"]
+        for f in functions
+        if f["Properties"]["Handler"] == "lambdas.prepare.handler"
+    )
+    environ = {k: v for k, v in prepare.items() if isinstance(v, str)}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in (run_defaults.ENV_JUDGE, run_defaults.ENV_DEFAULT_METRICS):
+            patch.setenv(name, environ[name])
+        seed = parse_event(
+            {
+                "key": "test-suites/dp.xlsx",
+                "iterations": 2,
+                "target": {"stepFunctionArn": TARGETS["state_machine_arns"][0]},
+            }
+        )
+        named = parse_event(
+            {
+                "key": "test-suites/dp.xlsx",
+                "iterations": 2,
+                "target": {
+                    "stepFunctionArn": TARGETS["state_machine_arns"][0],
+                    "metric": "Faithfulness",
+                },
+            }
+        )
+    assert seed.judge == named.judge == config.judge
+    assert set(run_defaults.SEED_DEFAULT_METRICS) <= set(seed.metrics)
+    assert {"Token F1", "Exact match"} <= set(seed.metrics)  # plus the cheap CPU checks
+    assert named.metrics == ["Faithfulness"]
+
+    resources = synth.templates[MAIN]["Resources"]
+    run_case_role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "lambdas.run_case.handler"
+    )
+    judge = [
+        (policy, statement)
+        for policy, statement in statements(synth.templates[MAIN])
+        if statement.get("Sid") == "InvokeDefaultJudge"
+    ]
+    assert len(judge) == 1
+    policy, statement = judge[0]
+    assert resources[policy]["Properties"]["Roles"] == [{"Ref": run_case_role}]
+    (resource,) = as_list(statement["Resource"])
+    text = dump(resource)
+    assert "foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0" in text
+    assert "bedrock:InvokeModel" in as_list(statement["Action"])

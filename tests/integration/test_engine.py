@@ -128,8 +128,16 @@ def test_report_layout_and_numbers(two_iterations):
     assert math.isclose(float(em["Average Score"]), 0.5)
     assert math.isclose(float(em["Pass rate"]), 2 / 6, abs_tol=1e-4)
     assert em["Instability"] == "0.0000"  # the echo target answers the same every time
-    per_iteration = [r for r in rows if r["Metric"] == "Exact match" and r["Iteration"] != "all"]
+    per_iteration = [
+        r
+        for r in rows
+        if r["Metric"] == "Exact match" and r["Iteration"] != "all" and not r["Category"]
+    ]
     assert [r["Iteration"] for r in per_iteration] == ["1", "2"]
+    # the suite's four categories: one row each, after the run-wide and per-iteration rows
+    by_category = [r for r in rows if r["Metric"] == "Exact match" and r["Category"]]
+    assert [r["Category"] for r in by_category] == ["leave", "benefits", "broken", "misc"]
+    assert by_category[0]["Pass rate"] == "1.0000" and by_category[2]["Errored"] == "2"
     assert all(r["Count"] == "2" for r in per_iteration)
     rouge = result["ROUGE-L"]
     assert rouge["Primary"] == "true" and float(rouge["Min"]) < 1.0 <= float(rouge["Max"]) + 1e-9

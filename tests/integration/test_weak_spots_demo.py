@@ -11,13 +11,14 @@ from bs4 import BeautifulSoup
 from evalrunner.engine.local import LocalEngine
 from evalrunner.reports.model import ReportData
 from evalrunner.reports.weakness import MODE_ENV, find_weak_spots, question_embedder
+from lambdas.local import local_pipeline
 
 
 def test_demo_failures_group_on_minilm_deterministically(tmp_path, monkeypatch):
     from evalrunner.demo.suite import demo_suite_path
 
     monkeypatch.setenv(MODE_ENV, "embeddings")  # the demo's lexical metrics load no model
-    result = LocalEngine().run(
+    result = LocalEngine(pipeline=local_pipeline).run(
         {
             "key": "test-suites/demo-hr.xlsx",
             "iterations": 1,

@@ -33,8 +33,11 @@ def test_defaults_select_every_cpu_evaluator():
     from evalrunner.evaluators import Requirement, available
 
     parsed = parse_event(ev())
-    cheap = [n for n, c in available().items() if c.requires is Requirement.NOTHING]
+    cheap = [
+        n for n, c in available().items() if c.requires is Requirement.NOTHING and c.in_defaults
+    ]
     assert parsed.metrics == cheap and not parsed.metrics_explicit
+    assert "Classification" not in parsed.metrics  # only when named
     assert {"Rouge Metric", "BLEU", "Token F1", "Exact match"} <= set(parsed.metrics)
     assert parsed.max_concurrency == 10
 

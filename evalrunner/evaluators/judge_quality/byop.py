@@ -89,7 +89,7 @@ class TrueFalseVerdict(BaseModel):
 @register
 class BYOP(JudgeEvaluator):
     name = "BYOP"
-    aliases = ("Bring your own prompt",)
+    aliases = ("Bring your own prompt", "BYOP: Bring your own prompt", "Parameterizable BYOP")
     description = (
         "LLM judge answers your prompt template (over question, expected answer, context, "
         "answer) true or false; pass rate."

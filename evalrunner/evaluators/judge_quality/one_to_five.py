@@ -116,6 +116,7 @@ def rubric_evaluator(rubric: Rubric) -> type[OneToFiveEvaluator]:
         "__qualname__": rubric.class_name,
         "__doc__": rubric.description,
         "name": rubric.name,
+        "aliases": rubric.aliases,
         "description": rubric.description,
         "inputs": rubric.inputs,
         "shows": rubric.shows,

@@ -50,11 +50,14 @@ class Rubric:
     #: What each score means, from 5 down to 1.
     levels: Mapping[int, str]
     examples: tuple[Example, ...]
+    #: Other names the evaluator answers to (PromptFlow's ``gpt_*`` metric names).
+    aliases: tuple[str, ...] = ()
 
 
 RUBRICS: tuple[Rubric, ...] = (
     Rubric(
         class_name="Groundedness",
+        aliases=("gpt_groundedness",),
         name="Groundedness (1-5)",
         description="LLM judge, 1–5: does the answer follow from the retrieved context?",
         inputs=frozenset({Input.ANSWER, Input.CONTEXTS}),
@@ -97,6 +100,7 @@ RUBRICS: tuple[Rubric, ...] = (
     ),
     Rubric(
         class_name="Relevance",
+        aliases=("gpt_relevance",),
         name="Relevance (1-5)",
         description="LLM judge, 1–5: does the answer address the question?",
         inputs=frozenset({Input.QUESTION, Input.ANSWER}),
@@ -136,6 +140,7 @@ RUBRICS: tuple[Rubric, ...] = (
     ),
     Rubric(
         class_name="Coherence",
+        aliases=("gpt_coherence",),
         name="Coherence (1-5)",
         description="LLM judge, 1–5: do the answer's sentences fit together as a whole?",
         inputs=frozenset({Input.QUESTION, Input.ANSWER}),
@@ -177,6 +182,7 @@ RUBRICS: tuple[Rubric, ...] = (
     ),
     Rubric(
         class_name="Fluency",
+        aliases=("gpt_fluency",),
         name="Fluency (1-5)",
         description="LLM judge, 1–5: grammar, word choice and readability of the answer.",
         inputs=frozenset({Input.ANSWER}),
@@ -216,6 +222,7 @@ RUBRICS: tuple[Rubric, ...] = (
     ),
     Rubric(
         class_name="Similarity",
+        aliases=("gpt_similarity",),
         name="Similarity (1-5)",
         description="LLM judge, 1–5: does the answer say what the expected answer says?",
         inputs=frozenset({Input.ANSWER, Input.EXPECTED_ANSWER}),
@@ -258,6 +265,7 @@ RUBRICS: tuple[Rubric, ...] = (
     ),
     Rubric(
         class_name="RetrievalScore",
+        aliases=("gpt_retrieval_score",),
         name="Retrieval score (1-5)",
         description="LLM judge, 1–5: is the retrieved context relevant to the question?",
         inputs=frozenset({Input.QUESTION, Input.CONTEXTS}),

@@ -170,7 +170,7 @@ class AnswerCorrectness(_JudgeMetric):
 @register
 class RagasComposite(_JudgeMetric):
     name = "Ragas composite"
-    aliases = ("Ragas score",)
+    aliases = ("Ragas score", "Ragas")
     description = (
         "Harmonic mean of Faithfulness, Answer Relevancy, Contextual Precision and Recall."
     )

@@ -202,14 +202,15 @@ def test_result_table_header_order_and_formatting() -> None:
     header, body = result_table(compute_stats(ROWS, METRICS, iterations=2)[::-1])
     assert header == list(RESULT_COLUMNS)
     assert header == (
-        "Metric, Evaluator, Iteration, Primary, Average Score, Pass rate, Count, Skipped, "
-        "Errored, Min, P10, Median, Max, Std, Instability, Threshold, Higher is better"
+        "name, Metric, Evaluator, Iteration, Primary, Average Score, Pass rate, Count, Skipped, "
+        "Errored, Min, P10, Median, Max, Std, Instability, Threshold, Higher is better, Category"
     ).split(", ")
     # Run-wide rows come first whatever order the stats arrive in.
-    assert [r[2] for r in body] == ["all"] * 3 + ["1"] * 3 + ["2"] * 3
-    alpha_all = next(r for r in body if r[:3] == ["alpha", "quality", "all"])
+    assert [r[3] for r in body] == ["all"] * 3 + ["1"] * 3 + ["2"] * 3
+    alpha_all = next(r for r in body if r[1:4] == ["alpha", "quality", "all"])
     alpha = dict(zip(header, alpha_all, strict=True))
     assert alpha == {
+        "name": "alpha",  # not the primary metric: its own name
         "Metric": "alpha",
         "Evaluator": "quality",
         "Iteration": "all",
@@ -227,9 +228,13 @@ def test_result_table_header_order_and_formatting() -> None:
         "Instability": "0.3000",
         "Threshold": "0.5000",
         "Higher is better": "true",
+        "Category": "",
     }
-    gamma_1 = next(r for r in body if r[:3] == ["gamma", "other", "1"])
+    gamma_1 = next(r for r in body if r[1:4] == ["gamma", "other", "1"])
     gamma = dict(zip(header, gamma_1, strict=True))
+    assert gamma["name"] == ""  # per-iteration rows leave the seed's name empty
+    gamma_all = next(r for r in body if r[1:4] == ["gamma", "other", "all"])
+    assert gamma_all[0] == "other"  # the primary metric's row carries the evaluator's name
     assert gamma["Average Score"] == gamma["Std"] == gamma["Instability"] == ""
     assert gamma["Primary"] == "true" and gamma["Count"] == "0"
 

@@ -141,8 +141,8 @@ def test_values_are_typed_and_match_the_csv_tables(book: Any) -> None:
 
     results = book["Results"]
     header, body = result_table(compute_stats(data, METRICS, iterations=2))
-    assert [results.cell(r, 3).value for r in range(2, results.max_row + 1)] == [
-        "all" if row[2] == "all" else int(row[2]) for row in body
+    assert [results.cell(r, 4).value for r in range(2, results.max_row + 1)] == [
+        "all" if row[3] == "all" else int(row[3]) for row in body
     ]
     average = header.index("Average Score") + 1
     assert f"{results.cell(2, average).value:.4f}" == body[0][average - 1]
@@ -213,7 +213,7 @@ def test_stats_default_to_the_rows_and_an_empty_run_still_opens() -> None:
     assert computed.max_row == 1 + 2 * 3  # run-wide + 2 iterations, 2 metrics each
     empty = load_workbook(io.BytesIO(details_xlsx([], METRICS)))
     assert empty["Details"].max_row == 1
-    assert [c.value for c in empty["Results"]["A"]][1:] == ["alpha", "beta"]
+    assert [c.value for c in empty["Results"]["B"]][1:] == ["alpha", "beta"]
 
 
 def lf(text: str) -> str:

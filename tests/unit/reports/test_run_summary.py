@@ -32,6 +32,7 @@ SUMMARY_KEYS = [
     "step_failures",
     "metrics",
     "run_metrics",
+    "categories",
     "gates",
     "gates_passed",
     "regression",

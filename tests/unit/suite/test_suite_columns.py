@@ -136,6 +136,19 @@ def test_condition_list_form_expression_and_bad_json() -> None:
         parse_condition('[{"x": 1}]')
 
 
+def test_condition_single_item_is_a_one_item_list() -> None:
+    # Users of the list form write one item without brackets; as an expression it could
+    # only fail (expression operands are always quoted).
+    assert parse_condition("REGEXP:^No$") == ["REGEXP:^No$"]
+    assert parse_condition("regexp:\\d+ days") == ["regexp:\\d+ days"]
+    assert parse_condition("No") == ["No"]
+    assert parse_condition("25 days") == ["25 days"]
+    assert parse_condition(42) == ["42"]
+    # A quoted operand means the expression form, kept as written.
+    assert parse_condition('"No"') == '"No"'
+    assert parse_condition('"a" AND NOT "b"') == '"a" AND NOT "b"'
+
+
 def test_conversation_json_and_lines() -> None:
     assert parse_conversation(
         '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]'

@@ -23,6 +23,7 @@ def test_every_kind_declares_what_the_rest_needs() -> None:
         "url",
         "openai",
         "knowledgeBaseId",
+        "logged",
     ]
     for kind, cls in kinds.items():
         assert cls.kind == kind

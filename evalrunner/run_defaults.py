@@ -1,0 +1,116 @@
+"""What a run uses when its event does not say: the default judge and the default metrics.
+
+The seed runner's users start runs with events that name no judge (their runner judged with
+Claude on Bedrock) and often no metric (it evaluated a fixed set). The operator decides both
+once, for every such run:
+
+- deployed, in ``cdk.json`` (``judge``, ``default_metrics``), which the stack hands to every
+  function as :data:`ENV_JUDGE` and :data:`ENV_DEFAULT_METRICS`;
+- locally, in the same two environment variables, or in a config file
+  (``{"judge": {...}, "default_metrics": [...]}``) at ``$EVALRUNNER_CONFIG``, else
+  ``~/.config/evalrunner/config.json``. The variables win over the file.
+
+The operator's environment and ``cdk.json`` are trusted (DESIGN.md, trust boundaries); an
+event can only add its own ``judge`` or ``metrics``, never read these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from evalrunner.errors import ConfigError
+
+#: The judge a run without an event ``judge`` uses (a judge config as JSON).
+ENV_JUDGE = "EVALRUNNER_JUDGE"
+#: The evaluators a run that names no metric uses, besides the cheap CPU checks (JSON list).
+ENV_DEFAULT_METRICS = "EVALRUNNER_DEFAULT_METRICS"
+#: Path of the local config file.
+ENV_CONFIG = "EVALRUNNER_CONFIG"
+DEFAULT_CONFIG_FILE = Path("~/.config/evalrunner/config.json")
+
+#: The seed runner's judge: Claude on Bedrock through the Converse API (cdk.json's default).
+DEFAULT_BEDROCK_JUDGE: dict[str, Any] = {
+    "bedrock": {"model_id": "anthropic.claude-3-5-sonnet-20240620-v1:0"}
+}
+#: What the seed runner evaluated when no metric was named (cdk.json's default): Rouge, BERT
+#: Score, Bias and Toxicity on every answer; the five RAG judge metrics, which skip a case
+#: whose target returned no citations (they need the retrieved context).
+SEED_DEFAULT_METRICS: tuple[str, ...] = (
+    "Rouge Metric",
+    "BERT Score",
+    "Bias",
+    "Toxicity",
+    "Faithfulness",
+    "Answer Relevancy",
+    "Contextual Precision",
+    "Contextual Recall",
+    "Contextual Relevancy",
+)
+
+
+def _config_file(environ: Mapping[str, str]) -> dict[str, Any]:
+    path = Path(environ.get(ENV_CONFIG) or DEFAULT_CONFIG_FILE).expanduser()
+    if not path.is_file():
+        if environ.get(ENV_CONFIG):
+            raise ConfigError(f"{ENV_CONFIG}={path}: no such file")
+        return {}
+    return _read_file(str(path))
+
+
+@cache
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"the evalrunner config file {path} is not readable JSON: {exc}"
+        ) from None
+    if not isinstance(doc, dict) or set(doc) - {"judge", "default_metrics"}:
+        raise ConfigError(
+            f"the evalrunner config file {path} must be an object with 'judge' and/or "
+            "'default_metrics'"
+        )
+    return doc
+
+
+def _env_json(environ: Mapping[str, str], name: str) -> Any:
+    text = environ.get(name)
+    if not text or not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name} is not valid JSON ({exc})") from None
+
+
+def default_judge(environ: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str] | None:
+    """The configured default judge and where it came from, or None when none is."""
+    environ = os.environ if environ is None else environ
+    value = _env_json(environ, ENV_JUDGE)
+    where = ENV_JUDGE
+    if value is None:
+        value, where = _config_file(environ).get("judge"), "the evalrunner config file"
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigError(f"the default judge ({where}) must be a JSON object")
+    return value, where
+
+
+def default_metrics(environ: Mapping[str, str] | None = None) -> list[str] | None:
+    """The configured default evaluators (added to the cheap CPU checks), or None."""
+    environ = os.environ if environ is None else environ
+    value = _env_json(environ, ENV_DEFAULT_METRICS)
+    where = ENV_DEFAULT_METRICS
+    if value is None:
+        value, where = _config_file(environ).get("default_metrics"), "the evalrunner config file"
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"the default metrics ({where}) must be a JSON list of names")
+    return list(value)
