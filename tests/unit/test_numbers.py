@@ -22,7 +22,7 @@ from evalrunner.pipeline import aggregate, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.targets.adapters import normalise
 from evalrunner.targets.base import Target, TargetResponse
-from tests.unit.test_pipeline import NOW, prepared, store  # noqa: F401  (fixture)
+from tests.unit.pipeline.test_pipeline_steps import NOW, prepared, store  # noqa: F401  (fixture)
 
 
 def strict_loads(text: str | bytes):

@@ -24,7 +24,7 @@ from evalrunner.reports.publish import (
 )
 from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import RunStore
-from tests.unit.test_pipeline import NOW, prepared, store  # noqa: F401  (fixture)
+from tests.unit.pipeline.test_pipeline_steps import NOW, prepared, store  # noqa: F401  (fixture)
 
 STAMP = "test-reports/fn/261122-093005-"
 
