@@ -1,7 +1,7 @@
 """An H2O test lab with several models' answers per case, split into one lab per model.
 
 A lab answered by several models is a comparison: read as one suite it keeps one model's
-answers per case (see ``readers._read_h2o_lab``). ``evalrunner run`` without ``--target``
+answers per case (see ``json_suites._read_h2o_lab``). ``evalrunner run`` without ``--target``
 instead scores each model's answers as its own run (the model's name as the target) and
 puts the runs on a leaderboard, which is what the lab was built for.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalrunner.suite.readers import _lab_identity  # one definition of "the same case"
+from evalrunner.suite.json_suites import lab_identity  # one definition of "the same case"
 
 
 def split_lab(data: bytes) -> list[tuple[str, bytes]]:
@@ -29,7 +29,7 @@ def split_lab(data: bytes) -> list[tuple[str, bytes]]:
         return []
     answered: dict[str, set[Any]] = {}
     for item in inputs:
-        answered.setdefault(_lab_identity(item), set()).add(item.get("model_key"))
+        answered.setdefault(lab_identity(item), set()).add(item.get("model_key"))
     if all(len(models) < 2 for models in answered.values()):
         return []
     models = [m for m in doc.get("models") or [] if isinstance(m, dict)]
