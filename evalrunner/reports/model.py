@@ -183,13 +183,16 @@ class RobustnessMetric(BaseModel):
     ci_high: float | None = None
 
 
-class PerturbationResult(BaseModel):
-    """One perturbation of the run and what it did to the verdicts of the cases."""
+class PerturbationFigures(BaseModel):
+    """What a perturbation is and how many original verdicts held under it: the part of a
+    perturbation's result that summary.json carries too (:class:`PerturbationResult` adds
+    the cases and flips, ``RobustnessSummary`` their counts)."""
 
     name: str
     kind: str
     intensity: float | None = None
     seed: int | None = None
+    #: a perturbation that must change the answer (antonym): holding means flipping
     expect_flip: bool = False
     #: originals with a perturbed copy (a perturbation that changes nothing makes none)
     cases: int
@@ -199,6 +202,11 @@ class PerturbationResult(BaseModel):
     held: int
     #: share of the compared originals whose verdict held (antonym: that flipped as it must)
     score: float | None
+
+
+class PerturbationResult(PerturbationFigures):
+    """One perturbation of the run and what it did to the verdicts of the cases."""
+
     held_cases: list[str] = Field(default_factory=list)
     #: robustness failures: passed and fail when perturbed (antonym: still pass)
     broken_cases: list[str] = Field(default_factory=list)

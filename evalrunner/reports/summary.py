@@ -22,6 +22,7 @@ from evalrunner.reports.model import (
     CategoryStats,
     Gate,
     MetricStats,
+    PerturbationFigures,
     PerturbationResult,
     Problem,
     Regression,
@@ -87,20 +88,10 @@ class RegressionVerdict(BaseModel):
         )
 
 
-class RobustnessSummary(BaseModel):
+class RobustnessSummary(PerturbationFigures):
     """One perturbation's robustness: how many original verdicts held under it; the flipped
     cases and per-metric figures are in report.json and the report's Robustness section."""
 
-    name: str
-    kind: str
-    intensity: float | None = None
-    seed: int | None = None
-    #: a perturbation that must change the answer (antonym): holding means flipping
-    expect_flip: bool = False
-    cases: int
-    compared: int
-    held: int
-    score: float | None
     #: passed, and fail once perturbed (antonym: still pass)
     broken: int
     #: failed, and pass once perturbed
@@ -111,15 +102,7 @@ class RobustnessSummary(BaseModel):
     @classmethod
     def of(cls, p: PerturbationResult) -> RobustnessSummary:
         return cls(
-            name=p.name,
-            kind=p.kind,
-            intensity=p.intensity,
-            seed=p.seed,
-            expect_flip=p.expect_flip,
-            cases=p.cases,
-            compared=p.compared,
-            held=p.held,
-            score=p.score,
+            **p.model_dump(include=set(PerturbationFigures.model_fields)),
             broken=len(p.broken_cases),
             fixed=len(p.fixed_cases),
             pass_to_fail={m.metric: m.pass_to_fail for m in p.metrics if m.pass_to_fail},
