@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
 from evalrunner.models.locate import ModelUnavailable
+from evalrunner.targets.steps import AgentStep
 
 if TYPE_CHECKING:
     from evalrunner.models import ModelHub
@@ -39,6 +40,8 @@ class Input(StrEnum):
     ANSWER = "answer"
     CONTEXTS = "contexts"
     CONDITION = "condition"
+    EXPECTED_TOOLS = "expected_tools"
+    STEPS = "steps"
 
 
 #: How to tell the user to provide each input when it is missing.
@@ -49,6 +52,8 @@ _INPUT_HINTS: dict[Input, str] = {
     Input.ANSWER: "there is no answer to score",
     Input.CONTEXTS: "the target returned no retrieved context",
     Input.CONDITION: "the case has no condition (fill the condition column)",
+    Input.EXPECTED_TOOLS: "the case has no expected tools (fill the expected_tools column)",
+    Input.STEPS: "the target reported no agent steps (a trace, tool_calls or steps_path)",
 }
 
 
@@ -99,6 +104,7 @@ class Sample(BaseModel):
     expected_intent: str | None = None
     expected_tool: str | None = None
     expected_documents: list[str] = Field(default_factory=list)
+    expected_tools: list[str] = Field(default_factory=list)
     expected_data: str | None = None
     condition: str | list[Any] | None = None
     categories: list[str] = Field(default_factory=list)
@@ -107,6 +113,8 @@ class Sample(BaseModel):
     documents: list[str] = Field(default_factory=list)
     tool: str | None = None
     intent: str | None = None
+    #: What an agent did, in order (the target's trace, tool_calls or steps_path).
+    steps: list[AgentStep] = Field(default_factory=list)
     #: Data a tool or query retrieved (an evaluation sheet's ``retrieved_data_by_system``).
     data: str | None = None
     #: The suite's extra columns (e.g. a per-case ``json_schema``).
@@ -207,7 +215,13 @@ class Evaluator(ABC):
 
     #: Inputs that come from the suite itself (not from the target's answer).
     _CASE_INPUTS: ClassVar[frozenset[Input]] = frozenset(
-        {Input.QUESTION, Input.EXPECTED_ANSWER, Input.EXPECTED_CONTEXTS, Input.CONDITION}
+        {
+            Input.QUESTION,
+            Input.EXPECTED_ANSWER,
+            Input.EXPECTED_CONTEXTS,
+            Input.CONDITION,
+            Input.EXPECTED_TOOLS,
+        }
     )
 
     @classmethod

@@ -68,6 +68,7 @@ def capped_sample(
         expected_intent=case.expected_intent,
         expected_tool=case.expected_tool,
         expected_documents=case.expected_documents,
+        expected_tools=case.expected_tools,
         expected_data=case.expected_data,
         condition=case.condition,
         categories=case.categories,
@@ -75,6 +76,7 @@ def capped_sample(
         contexts=caps("contexts", response.contexts) if response else [],
         documents=response.documents if response else [],
         tool=response.tool if response else None,
+        steps=response.steps if response else [],
         intent=response.intent if response else None,
         data=response.data if response else None,
     )

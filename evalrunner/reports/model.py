@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.suite.model import Perturbation
+from evalrunner.targets.steps import AgentStep
 
 Severity = Literal["high", "medium", "low"]
 
@@ -46,6 +47,8 @@ class CaseRow(BaseModel):
     results: list[MetricResult] = Field(default_factory=list)
     #: Set on a perturbed copy of a case or a hand-written variant: its original and how.
     perturbation: Perturbation | None = None
+    #: What an agent did (tools, knowledge bases, hand-overs), when the target reported it.
+    steps: list[AgentStep] | None = None
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)

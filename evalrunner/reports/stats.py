@@ -186,6 +186,7 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 sanitized=record.sanitized,
                 truncated=record.truncated,
                 notes=list(record.notes),
+                steps=list(response.steps) if response and response.steps else None,
                 results=list(record.results),
                 perturbation=case.perturbation,
             )

@@ -96,6 +96,7 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
         "expected_sources",
         "retrieved_document_ground_truth",
     ),
+    "expected_tools": ("expected_tools", "expected_tool_calls", "tools_expected"),
     # "constraints" is the H2O Eval Studio name of the list form.
     "condition": ("condition", "conditions", "constraint", "constraints"),
     "categories": ("categories", "category", "tags"),
@@ -137,7 +138,13 @@ TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
     }
 )
 LIST_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"expected_contexts", "expected_documents", "retrieved_contexts", "retrieved_documents"}
+    {
+        "expected_contexts",
+        "expected_documents",
+        "expected_tools",
+        "retrieved_contexts",
+        "retrieved_documents",
+    }
 )
 #: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
 #: after trimming): scored as missing, so the case is skipped for that metric, never 0.
@@ -484,6 +491,12 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "Documents (names, ids or URLs) the answer should be drawn from; used for ranks.",
         _LIST_FORMAT,
         '["leave-policy.md"]',
+    ),
+    "expected_tools": (
+        "Agents: the tools the agent should call, in order (Tool correctness; Bedrock action "
+        "groups as group/function).",
+        _LIST_FORMAT,
+        '["hr/get_leave_balance"]',
     ),
     "expected_intent": (
         "The intent label the agent should classify the question as.",

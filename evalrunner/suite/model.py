@@ -58,6 +58,8 @@ class TestCase(BaseModel):
     expected_intent: str | None = None
     expected_tool: str | None = None
     expected_documents: list[str] = Field(default_factory=list)
+    #: The tools an agent should call, in order (agent evaluators).
+    expected_tools: list[str] = Field(default_factory=list)
     #: The data the system should have retrieved (compared exactly with ``data``).
     expected_data: str | None = None
     #: Text-matching constraints: an expression string or the list form, kept as written.

@@ -181,6 +181,7 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
             expected_intent=parsed("expected_intent", parse_text),
             expected_tool=parsed("expected_tool", parse_text),
             expected_documents=parsed("expected_documents", parse_list),
+            expected_tools=parsed("expected_tools", parse_list),
             expected_data=parsed("expected_data", parse_text),
             condition=parsed("condition", parse_condition),
             categories=parsed("categories", parse_categories),

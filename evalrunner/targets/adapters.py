@@ -22,6 +22,7 @@ from evalrunner.errors import ConfigError, TargetError
 from evalrunner.http_client import snippet
 from evalrunner.retry import is_retryable_status
 from evalrunner.targets.base import TargetResponse
+from evalrunner.targets.steps import steps_from_json, tool_names
 
 #: Where an answer may live, by priority within one object.
 ANSWER_KEYS = (
@@ -66,7 +67,14 @@ INTENT_KEYS = ("intent", "intent_name", "intentName", "detected_intent")
 INPUT_TOKEN_KEYS = ("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
 OUTPUT_TOKEN_KEYS = ("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
 COST_KEYS = ("cost", "cost_usd", "total_cost")
-MAPPING_FIELDS = ("answer_path", "contexts_path", "documents_path", "tool_path", "intent_path")
+MAPPING_FIELDS = (
+    "answer_path",
+    "contexts_path",
+    "documents_path",
+    "tool_path",
+    "intent_path",
+    "steps_path",
+)
 
 _MAX_DEPTH = 6
 
@@ -150,7 +158,10 @@ def normalise(
     if mapping and "documents_path" in mapping.expressions:
         documents = []
         _collect_documents(mapping.search("documents_path", layers), documents)
+    steps = steps_from_json(mapping.search("steps_path", layers)) if mapping else []
     tool = _mapped_label(mapping, "tool_path", layers) if mapping else None
+    if tool is None and steps:
+        tool = ", ".join(dict.fromkeys(tool_names(steps))) or None
     intent = _mapped_label(mapping, "intent_path", layers) if mapping else None
     input_tokens, output_tokens, cost, latency = _usage(records)
     # Raw reported numbers go through the model's validation (distrust_numbers rounds token
@@ -162,6 +173,7 @@ def normalise(
             "documents": _dedupe(documents),
             "tool": tool if tool is not None else _find_label(records, TOOL_KEYS),
             "intent": intent if intent is not None else _find_label(records, INTENT_KEYS),
+            "steps": steps,
             "latency_ms": latency,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,

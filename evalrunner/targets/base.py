@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalrunner.errors import ConfigError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import report_name, sanitise_name
+from evalrunner.targets.steps import AgentStep
 
 if TYPE_CHECKING:
     from evalrunner.targets.spec import TargetSpec
@@ -68,6 +69,8 @@ class TargetResponse(BaseModel):
     tool: str | None = None
     intent: str | None = None
     data: str | None = Field(default=None, description="data a tool or query retrieved")
+    #: what the agent did, in order (tools called, knowledge bases queried, hand-overs)
+    steps: list[AgentStep] = Field(default_factory=list)
     latency_ms: float | None = Field(default=None, description="set by the target if it knows")
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -29,6 +29,7 @@ from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import SpecModel, TargetSpec
+from evalrunner.targets.steps import AgentStep, add_bedrock_trace_steps
 
 #: Event-stream exceptions worth another attempt: capacity and transient service trouble.
 RETRYABLE_STREAM_ERRORS = {
@@ -61,6 +62,7 @@ class AgentReply:
     looked_up_contexts: list[str] = field(default_factory=list)
     looked_up_documents: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    steps: list[AgentStep] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
     failure: str | None = None
@@ -90,6 +92,7 @@ def _read_trace(trace_part: dict[str, Any], reply: AgentReply) -> None:
     for step in trace.values():  # orchestrationTrace, preProcessingTrace, ...
         if not isinstance(step, dict):
             continue
+        add_bedrock_trace_steps(step, reply.steps)
         reply.add_usage(
             ((step.get("modelInvocationOutput") or {}).get("metadata") or {}).get("usage")
         )
@@ -303,6 +306,7 @@ class BedrockAgentTarget(Target):
             contexts=_dedupe(reply.cited_contexts if cited else reply.looked_up_contexts),
             documents=_dedupe(reply.cited_documents if cited else reply.looked_up_documents),
             tool=", ".join(_dedupe(reply.tools)) or None,
+            steps=reply.steps,
             input_tokens=_add(input_tokens, reply.input_tokens),
             output_tokens=_add(output_tokens, reply.output_tokens),
         )

@@ -27,6 +27,7 @@ from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import SpecModel, TargetSpec, integral
+from evalrunner.targets.steps import steps_from_tool_calls, tool_names
 
 
 def _content_text(content: Any) -> str | None:
@@ -141,11 +142,8 @@ class OpenAIChatTarget(Target):
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict):
             raise TargetError(f"{what} answered without choices[0].message: {snippet(result.body)}")
-        tools = [
-            call["function"].get("name")
-            for call in message.get("tool_calls") or ()
-            if isinstance(call, dict) and isinstance(call.get("function"), dict)
-        ]
+        steps = steps_from_tool_calls(message.get("tool_calls") or ())
+        tools = tool_names(steps)
         answer = _content_text(message.get("content"))
         if answer is None:
             if not tools:
@@ -155,6 +153,7 @@ class OpenAIChatTarget(Target):
         return TargetResponse(
             answer=answer,
             tool=", ".join(t for t in tools if t) or None,
+            steps=steps,
             input_tokens=usage.get("prompt_tokens"),
             output_tokens=usage.get("completion_tokens"),
         )

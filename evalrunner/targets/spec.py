@@ -119,3 +119,9 @@ class ResponseMappingSpec(SpecModel):
     intent_path: str | None = Field(
         default=None, description="JMESPath to the intent the target detected."
     )
+    steps_path: str | None = Field(
+        default=None,
+        description="JMESPath to what an agent did, in order: a list of tool names, or of "
+        "objects with name, optional kind (tool, knowledge_base, collaborator), arguments, "
+        "output, failed / error.",
+    )

@@ -1,0 +1,175 @@
+"""Agent checks that need no judge: did the agent call the tools it should have, and did it
+behave sanely on the way? They read the steps a target reports
+(:mod:`evalrunner.targets.steps`: a Bedrock agent's trace, OpenAI ``tool_calls``, a
+``steps_path``).
+
+``Tool correctness`` (one metric of the same name): with the case's ``expected_tools`` E
+(in order) and the tools the agent called C (in order; knowledge-base lookups and hand-overs
+left out):
+
+* order-insensitive (default): score = |E ∩ C| / |E|, each expected tool counted once as
+  many times as it is expected (a multiset), so ``[a, a]`` needs two calls of ``a``;
+* ``order_sensitive: true``: score = LCS(E, C) / |E|, the longest common subsequence, so the
+  expected tools must be called in that order (others may come between);
+* ``exact: true``: additionally, any tool called but not expected makes the score 0.
+
+Threshold 1.0: every expected tool called. The reason names the missing and the extra tools,
+e.g. "expected hr/get_balance, called hr/get_policy: missing hr/get_balance; extra
+hr/get_policy". Tool names are compared trimmed and case-insensitively. Worked example:
+E = [search, book], C = [book, search, search]: unordered 2/2 = 1.0 (extra: one search);
+ordered LCS([search, book], [book, search, search]) = 1, score 0.5.
+
+``Agent sanity check`` (H2O's name; pass/fail, 1 = sane): the steps show no loop (the same
+call — name and arguments — made more than ``max_repeats`` times, default 2), no failed step,
+no step without a name, and the agent ended with a non-empty answer. The reason lists every
+problem found. Cases whose target reported no steps are skipped (nothing to check); the
+evaluator runs only when named.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.registry import register
+from evalrunner.targets.steps import AgentStep, tool_names
+
+#: Where this module's evaluators come in the catalog (see evaluators.registry).
+CATALOG_POSITION = 85
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+def called_tools(sample: Sample) -> list[str]:
+    """The tools the agent called, in order: from its steps, else from the single ``tool``
+    label a target reported (comma-separated when it called several)."""
+    if sample.steps:
+        return tool_names(sample.steps)
+    if sample.tool:
+        return [t.strip() for t in sample.tool.split(",") if t.strip()]
+    return []
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Longest common subsequence: the classic dynamic programme (no library offers it for
+    arbitrary sequences of labels; difflib's matcher finds blocks, not the LCS)."""
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b, start=1):
+            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
+        previous = current
+    return previous[-1]
+
+
+class ToolCorrectnessOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    order_sensitive: bool = Field(
+        default=False, description="the expected tools must be called in their order"
+    )
+    exact: bool = Field(default=False, description="a tool called but not expected scores 0")
+
+
+@register
+class ToolCorrectness(Evaluator):
+    name = "Tool correctness"
+    aliases = ("Tool call correctness", "ToolCorrectness")
+    description = "the expected tools (expected_tools) were called, optionally in order"
+    inputs = frozenset({Input.EXPECTED_TOOLS, Input.ANSWER})
+    options_model: ClassVar[type[BaseModel]] = ToolCorrectnessOptions
+    options: ToolCorrectnessOptions
+    metrics = (
+        MetricSpec(
+            "Tool correctness",
+            "share of the expected tools the agent called (in order, with order_sensitive)",
+            threshold=1.0,
+            primary=True,
+        ),
+    )
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        expected = [_norm(t) for t in sample.expected_tools if t.strip()]
+        shown = {_norm(t): t for t in [*called_tools(sample), *sample.expected_tools]}
+        called = [_norm(t) for t in called_tools(sample)]
+        want, got = Counter(expected), Counter(called)
+        missing = list((want - got).elements())
+        extra = list((got - want).elements())
+        if self.options.order_sensitive:
+            matched = lcs_length(expected, called)
+        else:
+            matched = sum((want & got).values())
+        value = matched / len(expected)
+        if self.options.exact and extra:
+            value = 0.0
+        problems = []
+        if missing:
+            problems.append("missing " + ", ".join(shown[t] for t in missing))
+        if extra:
+            problems.append("extra " + ", ".join(shown[t] for t in extra))
+        if self.options.order_sensitive and not missing and matched < len(expected):
+            problems.append("called out of order")
+        said = ", ".join(shown[t] for t in called) or "no tool"
+        head = f"expected {', '.join(sample.expected_tools)}, called {said}"
+        reason = f"{head}: {'; '.join(problems)}" if problems else f"{head}: all expected called"
+        return {"Tool correctness": Scored(value, reason)}
+
+
+class SanityOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_repeats: int = Field(
+        default=2, ge=1, description="the same call (name and arguments) more often is a loop"
+    )
+
+
+@register
+class AgentSanityCheck(Evaluator):
+    name = "Agent sanity check"
+    aliases = ("Agent sanity", "Agent sanity check (H2O)")
+    description = "no loop, no failed or nameless step, ends with an answer"
+    inputs = frozenset({Input.STEPS})
+    in_defaults = False  # only agent runs have steps: named, not defaulted
+    options_model: ClassVar[type[BaseModel]] = SanityOptions
+    options: SanityOptions
+    metrics = (
+        MetricSpec(
+            "Agent sanity",
+            "1 when the agent's steps show no loop, failure or empty step and it answered",
+            threshold=0.5,
+            primary=True,
+            kind="pass_fail",
+        ),
+    )
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        problems = sanity_problems(sample.steps, sample.answer, self.options.max_repeats)
+        if problems:
+            return {"Agent sanity": Scored(0.0, "; ".join(problems))}
+        return {"Agent sanity": Scored(1.0, f"{len(sample.steps)} step(s), no problem")}
+
+
+def sanity_problems(steps: Sequence[AgentStep], answer: str | None, max_repeats: int) -> list[str]:
+    """What is wrong with an agent's run, one line each (empty: nothing)."""
+    problems = []
+    repeats = Counter(s.signature() for s in steps)
+    for step in steps:
+        count = repeats.pop(step.signature(), 0)
+        if count > max_repeats:
+            problems.append(
+                f"loop: {step.kind} {step.name} called {count} times with the same arguments"
+            )
+    failed = [s for s in steps if s.failed]
+    for step in failed:
+        problems.append(f"failed step: {step.name}" + (f" ({step.error})" if step.error else ""))
+    if any(not s.name.strip() for s in steps):
+        problems.append("a step without a name")
+    if answer is None or not answer.strip():
+        problems.append("no final answer")
+    return problems
