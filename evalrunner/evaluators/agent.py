@@ -19,6 +19,20 @@ hr/get_policy". Tool names are compared trimmed and case-insensitively. Worked e
 E = [search, book], C = [book, search, search]: unordered 2/2 = 1.0 (extra: one search);
 ordered LCS([search, book], [book, search, search]) = 1, score 0.5.
 
+``Argument correctness`` (no judge): for each expected step of ``expected_steps`` that gives
+``arguments``, the first not yet matched call of that tool is compared key by key (values as
+JSON, strings trimmed and case-folded): score = matching argument values / expected argument
+values, over all such steps; an expected call that never happened counts all its arguments
+as wrong. Extra arguments the agent passed are allowed. Example: expected book(days=2,
+type="annual"), called book(days=2, type="sick") → 1/2.
+
+``Step alignment`` and ``Step completeness`` (H2O's "Step alignment & completeness", no
+judge), from the expected step names S and the steps taken T (knowledge-base lookups and
+hand-overs included, each as its kind and name): completeness = |S ∩ T| / |S| (a multiset:
+were all expected steps taken?), alignment = LCS(S, T) / max(|S|, |T|) (were they taken in
+that order, with nothing else in between?). Expected [search, book], taken [search, search,
+book]: completeness 1.0, alignment 2/3.
+
 ``Agent sanity check`` (H2O's name; pass/fail, 1 = sane): the steps show no loop (the same
 call — name and arguments — made more than ``max_repeats`` times, default 2), no failed step,
 no step without a name, and the agent ended with a non-empty answer. The reason lists every
@@ -28,15 +42,16 @@ evaluator runs only when named.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.registry import register
-from evalrunner.targets.steps import AgentStep, tool_names
+from evalrunner.targets.steps import AgentStep, ExpectedStep, tool_names
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 85
@@ -119,6 +134,105 @@ class ToolCorrectness(Evaluator):
         head = f"expected {', '.join(sample.expected_tools)}, called {said}"
         reason = f"{head}: {'; '.join(problems)}" if problems else f"{head}: all expected called"
         return {"Tool correctness": Scored(value, reason)}
+
+
+def _value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return " ".join(text.split()).casefold()
+
+
+@register
+class ArgumentCorrectness(Evaluator):
+    name = "Argument correctness"
+    aliases = ("Tool argument correctness",)
+    description = "the tools got the arguments expected_steps gives them"
+    inputs = frozenset({Input.EXPECTED_STEPS, Input.ANSWER})
+    metrics = (
+        MetricSpec(
+            "Argument correctness",
+            "share of the expected argument values the agent passed",
+            threshold=1.0,
+            primary=True,
+        ),
+    )
+
+    @classmethod
+    def applies_to(cls, sample: Sample) -> bool:
+        return any(step.arguments for step in sample.expected_steps)
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        checked = [e for e in sample.expected_steps if e.arguments]
+        if not checked:
+            raise SkipCase("no expected step gives arguments")
+        calls = [s for s in sample.steps if s.kind == "tool"]
+        used: set[int] = set()
+        right = total = 0
+        problems = []
+        for expected in checked:
+            assert expected.arguments is not None
+            total += len(expected.arguments)
+            index = next(
+                (
+                    i
+                    for i, s in enumerate(calls)
+                    if i not in used and _norm(s.name) == _norm(expected.name)
+                ),
+                None,
+            )
+            if index is None:
+                problems.append(f"{expected.name} was not called")
+                continue
+            used.add(index)
+            got = calls[index].arguments
+            for key, want in expected.arguments.items():
+                if key in got and _value(got[key]) == _value(want):
+                    right += 1
+                else:
+                    shown = json.dumps(got[key]) if key in got else "nothing"
+                    problems.append(
+                        f"{expected.name}: {key} = {shown}, expected {json.dumps(want)}"
+                    )
+        reason = "; ".join(problems) or f"all {total} expected argument value(s) passed"
+        return {"Argument correctness": Scored(right / total if total else 0.0, reason)}
+
+
+def _label(step: AgentStep | ExpectedStep) -> str:
+    return f"{step.kind}:{_norm(step.name)}"
+
+
+@register
+class StepAlignment(Evaluator):
+    name = "Step alignment & completeness"
+    aliases = ("Step alignment", "Step alignment and completeness")
+    description = "the agent took the expected_steps, in that order"
+    inputs = frozenset({Input.EXPECTED_STEPS, Input.ANSWER})
+    metrics = (
+        MetricSpec(
+            "Step completeness",
+            "share of the expected steps the agent took",
+            threshold=1.0,
+            primary=True,
+        ),
+        MetricSpec(
+            "Step alignment",
+            "longest common subsequence of expected and taken steps / the longer of the two",
+            threshold=0.75,
+        ),
+    )
+
+    def score(self, sample: Sample) -> Mapping[str, Scored]:
+        expected = [_label(e) for e in sample.expected_steps]
+        taken = [_label(s) for s in sample.steps]
+        matched = sum((Counter(expected) & Counter(taken)).values())
+        aligned = lcs_length(expected, taken)
+        names = ", ".join(s.name for s in sample.steps) or "no step"
+        head = f"expected {', '.join(e.name for e in sample.expected_steps)}; took {names}"
+        missing = list((Counter(expected) - Counter(taken)).elements())
+        detail = f": missing {', '.join(m.split(':', 1)[1] for m in missing)}" if missing else ""
+        return {
+            "Step completeness": Scored(matched / len(expected), head + detail),
+            "Step alignment": Scored(aligned / max(len(expected), len(taken)), head),
+        }
 
 
 class SanityOptions(BaseModel):

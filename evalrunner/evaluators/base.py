@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
 from evalrunner.models.locate import ModelUnavailable
-from evalrunner.targets.steps import AgentStep
+from evalrunner.targets.steps import AgentStep, ExpectedStep
 
 if TYPE_CHECKING:
     from evalrunner.models import ModelHub
@@ -41,6 +41,7 @@ class Input(StrEnum):
     CONTEXTS = "contexts"
     CONDITION = "condition"
     EXPECTED_TOOLS = "expected_tools"
+    EXPECTED_STEPS = "expected_steps"
     STEPS = "steps"
 
 
@@ -53,6 +54,7 @@ _INPUT_HINTS: dict[Input, str] = {
     Input.CONTEXTS: "the target returned no retrieved context",
     Input.CONDITION: "the case has no condition (fill the condition column)",
     Input.EXPECTED_TOOLS: "the case has no expected tools (fill the expected_tools column)",
+    Input.EXPECTED_STEPS: "the case has no expected steps (fill the expected_steps column)",
     Input.STEPS: "the target reported no agent steps (a trace, tool_calls or steps_path)",
 }
 
@@ -105,6 +107,7 @@ class Sample(BaseModel):
     expected_tool: str | None = None
     expected_documents: list[str] = Field(default_factory=list)
     expected_tools: list[str] = Field(default_factory=list)
+    expected_steps: list[ExpectedStep] = Field(default_factory=list)
     expected_data: str | None = None
     condition: str | list[Any] | None = None
     categories: list[str] = Field(default_factory=list)
@@ -221,6 +224,7 @@ class Evaluator(ABC):
             Input.EXPECTED_CONTEXTS,
             Input.CONDITION,
             Input.EXPECTED_TOOLS,
+            Input.EXPECTED_STEPS,
         }
     )
 

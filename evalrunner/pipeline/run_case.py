@@ -69,6 +69,7 @@ def capped_sample(
         expected_tool=case.expected_tool,
         expected_documents=case.expected_documents,
         expected_tools=case.expected_tools,
+        expected_steps=case.expected_steps,
         expected_data=case.expected_data,
         condition=case.condition,
         categories=case.categories,

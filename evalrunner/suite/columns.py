@@ -53,6 +53,8 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "expected_documents",
     "expected_intent",
     "expected_tool",
+    "expected_tools",
+    "expected_steps",
     "condition",
     "categories",
     "conversation",
@@ -97,6 +99,7 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
         "retrieved_document_ground_truth",
     ),
     "expected_tools": ("expected_tools", "expected_tool_calls", "tools_expected"),
+    "expected_steps": ("expected_steps", "expected_trajectory", "reference_steps"),
     # "constraints" is the H2O Eval Studio name of the list form.
     "condition": ("condition", "conditions", "constraint", "constraints"),
     "categories": ("categories", "category", "tags"),
@@ -325,6 +328,36 @@ def parse_list(value: object) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def parse_steps(value: object) -> list[dict[str, Any]]:
+    """Expected agent steps: a JSON array of tool names or ``{"name", "arguments"}`` objects
+    (plain dicts: the reader validates them into the model, naming the cell)."""
+    if _is_empty(value):
+        return []
+    items: Any = value
+    if not isinstance(value, list | tuple):
+        text = parse_text(value)
+        assert text is not None
+        try:
+            items = json.loads(text)
+        except ValueError:
+            items = None
+    example = '["hr/search", {"name": "hr/book", "arguments": {"days": 2}}]'
+    if not isinstance(items, list | tuple):
+        raise CellError(f"must be a JSON array of tool names or step objects, e.g. {example}")
+    steps = []
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, str) and item.strip():
+            steps.append({"name": item.strip()})
+        elif isinstance(item, dict) and str(item.get("name") or "").strip():
+            arguments = item.get("arguments")
+            if arguments is not None and not isinstance(arguments, dict):
+                raise CellError(f"step {position}: arguments must be a JSON object, e.g. {example}")
+            steps.append({k: v for k, v in item.items() if k in ("name", "kind", "arguments")})
+        else:
+            raise CellError(f"step {position} has no name; write e.g. {example}")
+    return steps
+
+
 def parse_categories(value: object) -> list[str]:
     """Categories: a JSON array, else split on comma, semicolon or newline."""
     if _is_empty(value):
@@ -497,6 +530,12 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "groups as group/function).",
         _LIST_FORMAT,
         '["hr/get_leave_balance"]',
+    ),
+    "expected_steps": (
+        "Agents: the steps the agent should take, in order, with the arguments each call "
+        "should get (Argument correctness, Step alignment & completeness).",
+        'JSON array of tool names or {"name": ..., "arguments": {...}} objects.',
+        '[{"name": "hr/get_balance", "arguments": {"employee_id": "E42"}}]',
     ),
     "expected_intent": (
         "The intent label the agent should classify the question as.",

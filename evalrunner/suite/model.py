@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.targets.steps import ExpectedStep
+
 
 class Turn(BaseModel):
     """One prior turn of a multi-turn conversation."""
@@ -60,6 +62,8 @@ class TestCase(BaseModel):
     expected_documents: list[str] = Field(default_factory=list)
     #: The tools an agent should call, in order (agent evaluators).
     expected_tools: list[str] = Field(default_factory=list)
+    #: The steps an agent should take, in order, with their arguments when given.
+    expected_steps: list[ExpectedStep] = Field(default_factory=list)
     #: The data the system should have retrieved (compared exactly with ``data``).
     expected_data: str | None = None
     #: Text-matching constraints: an expression string or the list form, kept as written.

@@ -45,6 +45,7 @@ from evalrunner.suite.columns import (
     parse_condition,
     parse_conversation,
     parse_list,
+    parse_steps,
     parse_text,
 )
 from evalrunner.suite.csv_errors import csv_error
@@ -182,6 +183,7 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
             expected_tool=parsed("expected_tool", parse_text),
             expected_documents=parsed("expected_documents", parse_list),
             expected_tools=parsed("expected_tools", parse_list),
+            expected_steps=parsed("expected_steps", parse_steps),
             expected_data=parsed("expected_data", parse_text),
             condition=parsed("condition", parse_condition),
             categories=parsed("categories", parse_categories),

@@ -44,6 +44,17 @@ class AgentStep(BaseModel):
         return f"{self.kind}:{self.name}:{json.dumps(self.arguments, sort_keys=True)}"
 
 
+class ExpectedStep(BaseModel):
+    """A step the suite expects (the ``expected_steps`` column): the tool by name, and the
+    arguments it should get when given (None: any arguments)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: StepKind = "tool"
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+
+
 def _cut(text: Any) -> str | None:
     if text is None:
         return None

@@ -11,10 +11,12 @@ from evalrunner.engine import LocalEngine
 from lambdas.local import local_pipeline
 
 SUITE = (
-    "id,question,expected_tools\n"
-    'balance,How many days do I have left?,"[""hr/get_balance""]"\n'
-    'policy,What is the leave policy?,"[""kb/search""]"\n'
-    'loop,Book my leave,"[""hr/book""]"\n'
+    "id,question,expected_tools,expected_steps\n"
+    'balance,How many days do I have left?,"[""hr/get_balance""]",\n'
+    'policy,What is the leave policy?,"[""kb/search""]",'
+    '"[{""name"": ""kb/search"", ""arguments"": {""q"": ""Leave""}}]"\n'
+    'loop,Book my leave,"[""hr/book""]",'
+    '"[{""name"": ""hr/book"", ""arguments"": {""days"": 3}}]"\n'
 )
 
 
@@ -35,7 +37,7 @@ def test_an_agents_steps_are_scored_without_a_judge(tmp_path):
         "key": "test-suites/agent.csv",
         "iterations": 1,
         "target": {"lambdaArn": "hr-agent", "answer_path": "reply", "steps_path": "trace"},
-        "metrics": ["Tool correctness", "Agent sanity check"],
+        "metrics": ["Tool correctness", "Agent sanity check", "Argument correctness"],
     }
     engine = LocalEngine(pipeline=local_pipeline, extra_functions={"hr-agent": agent})
     result = engine.run(event, suite=SUITE.encode(), out_dir=tmp_path)
@@ -57,6 +59,9 @@ def test_an_agents_steps_are_scored_without_a_judge(tmp_path):
     assert rows["loop"]["Agent sanity success"] == "false"
     assert "loop: tool hr/book called 3 times" in rows["loop"]["Agent sanity reason"]
     assert "failed step: hr/book (timeout)" in rows["loop"]["Agent sanity reason"]
+    assert rows["policy"]["Argument correctness score"] == "1.0000"
+    assert rows["loop"]["Argument correctness reason"] == "hr/book: days = 2, expected 3"
+    assert rows["balance"]["Argument correctness reason"].startswith("skipped: ")
     report = json.loads(next(f for f in result.files if f.name.endswith("report.json")).read_text())
     by_case = {r["case_id"]: r for r in report["rows"]}
     assert by_case["balance"]["steps"][0]["name"] == "hr/get_policy"

@@ -87,3 +87,47 @@ def test_loops_failures_and_a_missing_answer_are_each_named() -> None:
 def test_no_steps_is_skipped_not_failed() -> None:
     (result,) = AgentSanityCheck().evaluate(Sample(question="q", answer="a"))
     assert result.status == "skipped" and "no agent steps" in result.reason
+
+
+def planned(expected: list, steps: list[AgentStep]) -> Sample:
+    from evalrunner.targets.steps import ExpectedStep
+
+    plan = [ExpectedStep(name=e) if isinstance(e, str) else ExpectedStep(**e) for e in expected]
+    return Sample(question="q", answer="a", expected_steps=plan, steps=steps)
+
+
+def test_argument_correctness_on_the_docstrings_example() -> None:
+    from evalrunner.evaluators.agent import ArgumentCorrectness
+
+    expected = [{"name": "book", "arguments": {"days": 2, "type": "annual"}}]
+    called = [AgentStep(name="book", arguments={"days": 2, "type": " Sick", "note": "x"})]
+    (result,) = ArgumentCorrectness().evaluate(planned(expected, called))
+    assert result.score == 0.5 and not result.success
+    assert result.reason == 'book: type = " Sick", expected "annual"'
+    right = [AgentStep(name="Book", arguments={"days": 2, "type": "ANNUAL "})]
+    assert ArgumentCorrectness().evaluate(planned(expected, right))[0].score == 1.0
+    (never,) = ArgumentCorrectness().evaluate(planned(expected, [AgentStep(name="search")]))
+    assert never.score == 0.0 and never.reason == "book was not called"
+
+
+def test_argument_correctness_matches_repeated_calls_in_order_and_skips_without_arguments() -> None:
+    from evalrunner.evaluators.agent import ArgumentCorrectness
+
+    expected = [{"name": "get", "arguments": {"id": 1}}, {"name": "get", "arguments": {"id": 2}}]
+    calls = [AgentStep(name="get", arguments={"id": 1}), AgentStep(name="get", arguments={"id": 3})]
+    (result,) = ArgumentCorrectness().evaluate(planned(expected, calls))
+    assert result.score == 0.5 and result.reason == "get: id = 3, expected 2"
+    (skipped,) = ArgumentCorrectness().evaluate(planned(["get"], calls))
+    assert skipped.status == "skipped"
+
+
+def test_step_alignment_and_completeness_on_the_docstrings_example() -> None:
+    from evalrunner.evaluators.agent import StepAlignment
+
+    taken = [AgentStep(name="search"), AgentStep(name="search"), AgentStep(name="book")]
+    completeness, alignment = StepAlignment().evaluate(planned(["search", "book"], taken))
+    assert (completeness.metric, completeness.score) == ("Step completeness", 1.0)
+    assert (alignment.metric, alignment.score) == ("Step alignment", pytest.approx(2 / 3))
+    short = [AgentStep(name="search")]
+    (incomplete, _) = StepAlignment().evaluate(planned(["search", "book"], short))
+    assert incomplete.score == 0.5 and incomplete.reason.endswith("missing book")
