@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self
 
@@ -148,6 +148,9 @@ class MetricResult(BaseModel):
     success: bool | None = None
     threshold: float | None = None
     reason: str
+    #: What a later step needs to recompute this score (the judge-derived components of a
+    #: score whose similarity part the Score step computes with embeddings); None for most.
+    parts: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,8 @@ class Scored:
 
     value: float
     reason: str
+    #: Components kept on the result for a later step (see ``MetricResult.parts``).
+    parts: dict[str, Any] | None = field(default=None, kw_only=True)
 
 
 class RunServices(Protocol):
@@ -302,6 +307,7 @@ class Evaluator(ABC):
                     success=spec.passes(value, threshold),
                     threshold=threshold,
                     reason=scored.reason,
+                    parts=scored.parts,
                 )
             )
         return results

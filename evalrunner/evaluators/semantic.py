@@ -38,6 +38,16 @@ def _clip(value: float) -> float:
     return float(min(1.0, max(0.0, value)))
 
 
+def cosine_similarity(encoder: TextEncoder, a: str, b: str) -> float:
+    """S(a, b): the cosine similarity of two texts' unit embeddings, clipped to [0, 1]; 0 when
+    either is blank (a blank text has no meaning to compare). The one definition that Answer
+    semantic similarity and the judge metrics' similarity parts share."""
+    if not a.strip() or not b.strip():
+        return 0.0
+    x, y = encoder.embed([a, b])
+    return _clip(float(x @ y))
+
+
 def _quote(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return f"'{text[: limit - 1]}…'" if len(text) > limit else f"'{text}'"
@@ -115,8 +125,7 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
     def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
         if not (sample.answer or "").strip():
             return {self.name: Scored(0.0, EMPTY_ANSWER)}
-        a, e = encoder.embed([sample.answer or "", sample.expected_answer or ""])
-        value = _clip(float(a @ e))
+        value = cosine_similarity(encoder, sample.answer or "", sample.expected_answer or "")
         return {self.name: Scored(value, f"cosine similarity {value:.2f} ({encoder.name})")}
 
     def models_used(self) -> list[str]:

@@ -124,6 +124,15 @@ def summarize(
     return out
 
 
+def merged_results(per_case: list[MetricResult], batched: list[MetricResult]) -> list[MetricResult]:
+    """The case's results with the Score step's: a Score-step result of a metric the case
+    already has (a similarity part recomputed with embeddings) takes its place; the others
+    are added."""
+    by_metric = {(r.evaluator, r.metric): r for r in batched}
+    out = [by_metric.pop((r.evaluator, r.metric), r) for r in per_case]
+    return out + list(by_metric.values())
+
+
 def merge_records(
     items: list[ManifestItem],
     loaded: list[CaseRecord | None],
@@ -143,7 +152,7 @@ def merge_records(
             )
             record.results = not_scored(evaluators, reason)
         else:
-            record.results += batched.get(item.item_id, [])
+            record.results = merged_results(record.results, batched.get(item.item_id, []))
             have = {r.evaluator for r in record.results}
             missing = [e for e in evaluators if e.name not in have]
             if missing:

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import SuiteError
-from evalrunner.evaluators import Requirement, resolve
+from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb.registry import perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
@@ -176,5 +177,12 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         max_concurrency=event.max_concurrency,
         tolerated_failure_percentage=event.tolerated_failure_percentage,
         target_name=name,
-        batch_scoring=any(resolve(n).requires is Requirement.GPU_BATCH for n in event.metrics),
+        batch_scoring=any(_needs_models(resolve(n)) for n in event.metrics),
     )
+
+
+def _needs_models(evaluator: type[Evaluator]) -> bool:
+    """Whether the evaluator's scores need the Score step's models (so a deployment with GPU
+    scoring sends large runs to the GPU job): a batched model metric, or a per-case metric
+    with a model part (a judge metric's embedding similarity)."""
+    return evaluator.requires is Requirement.GPU_BATCH or issubclass(evaluator, ScoreStepPart)

@@ -1,8 +1,11 @@
 """Score: the model work of the whole run at once (embeddings, cross-encoders, ...).
 
 Evaluators that declare ``Requirement.GPU_BATCH`` are not run per case: their samples are
-collected here across every case, so texts can be deduplicated and batched. This module is the
-in-process path (local runs, small runs); the GPU task runs the same function in its container.
+collected here across every case, so texts can be deduplicated and batched. Per-case
+evaluators with a model part (:class:`~evalrunner.evaluators.score_part.ScoreStepPart`: the
+judge metrics' similarity parts) have that part recomputed here, with the same hub. This
+module is the in-process path (local runs, small runs); the GPU task runs the same function in
+its container.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement
+from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement, resolve
 from evalrunner.evaluators.model_base import ModelEvaluator
+from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, ModelsUsed, ScoresFile
@@ -45,7 +49,8 @@ def score_run(context: RunContext) -> dict[str, Any]:
     the caches saved)."""
     store, config, run_id = context.store, context.config, context.run_id
     evaluators = [e for e in context.evaluators(BATCHED) if isinstance(e, BatchEvaluator)]
-    if not evaluators:
+    parts = score_step_parts(context)
+    if not evaluators and not parts:
         store.put_json(store.scores_key(run_id), ScoresFile().model_dump(mode="json"))
         return {"evaluators": [], "samples": 0}
     items = load_manifest(store, run_id)
@@ -63,16 +68,30 @@ def score_run(context: RunContext) -> dict[str, Any]:
         for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
             scores[item.item_id].extend(results)
     hub = context.models  # what a model is, where it loaded, and what the caches saved
+    cases = [(sample, record.results) for sample, (_, record) in zip(samples, ready, strict=True)]
+    for part in parts:
+        for (item, _), results in zip(ready, part.rescore_run(cases, hub), strict=True):
+            scores[item.item_id].extend(results)
     notices = [ModelNotice.model_validate(n) for n in hub.notices()]
     used = {
         e.name: ", ".join(dict.fromkeys(e.models_used()))
         for e in evaluators
         if isinstance(e, ModelEvaluator)
     }
+    used |= {p.name: ", ".join(p.score_step_models()) for p in parts if p.score_step_models()}
     models = ModelsUsed.model_validate({**hub.stats(), "by_evaluator": used})
     scored = ScoresFile(items=scores, notices=notices, models=models)
     store.put_json(store.scores_key(run_id), scored.model_dump(mode="json"))
-    out: dict[str, Any] = {"evaluators": [e.name for e in evaluators], "samples": len(samples)}
+    names = [e.name for e in evaluators] + [p.name for p in parts]
+    out: dict[str, Any] = {"evaluators": names, "samples": len(samples)}
     if notices:
         out["models_unavailable"] = [n.model for n in notices]
     return out
+
+
+def score_step_parts(context: RunContext) -> list[ScoreStepPart]:
+    """The run's per-case evaluators whose scores the Score step recomputes. Built without
+    the run's judge (the Score step never asks it): only their options and thresholds."""
+    config = context.config
+    built = (resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics)
+    return [e for e in built if isinstance(e, ScoreStepPart)]

@@ -9,12 +9,10 @@ Definitions (Q question, EA expected answer, RC retrieved chunks, AA answer):
 * ``Answer relevancy (question generation)`` (Ragas style) — the judge writes N = 3 questions
   that AA answers, from AA alone, and says whether AA is noncommittal ("I don't know"):
   score = 0 if noncommittal, else the mean similarity of Q to the generated questions.
-  EVALUATORS.md specifies cosine similarity of embeddings; this release has no embedding
-  model offline, so the similarity is :func:`lexical_similarity` (ROUGE-L F1 over stemmed
-  content words) until the embeddings of issue #4 replace it (``similarity`` is a class
-  attribute for that). Lexical similarity of a faithful paraphrase is lower than its cosine
-  similarity, hence a default threshold of 0.5 instead of 0.75; every reason names the
-  stand-in.
+  Similarity is the cosine of embeddings (EVALUATORS.md), computed in the Score step with the
+  run's embedding model (:mod:`.similarity`); per case, and where the run has no embedding
+  model, it is :func:`lexical_similarity` (ROUGE-L F1 over stemmed content words), and the
+  reason says which was used and why. Default threshold 0.5.
 * ``Contextual Precision`` — the judge marks each chunk relevant (r_k = 1) for Q given EA;
   score = (1 / #relevant) · Σ_k (relevant up to k / k) · r_k; no relevant chunk → 0.
   Blank chunks are irrelevant without asking.
@@ -25,8 +23,8 @@ Definitions (Q question, EA expected answer, RC retrieved chunks, AA answer):
   lower is better, threshold 0.5. (Named apart from the cross-encoder ``Hallucination``.)
 * ``Answer correctness`` = 0.75 · factuality F1 + 0.25 · similarity(AA, EA). Factuality: one
   call classifies each AA statement as supported by EA (TP) or not (FP) and each EA statement
-  as covered by AA or not (FN); F1 = TP / (TP + 0.5 · (FP + FN)). Similarity: the same
-  lexical stand-in as above, until issue #4's answer semantic similarity.
+  as covered by AA or not (FN); F1 = TP / (TP + 0.5 · (FP + FN)). Similarity: as above,
+  embeddings in the Score step, the ROUGE-L stand-in without a model.
 * ``Ragas composite`` = harmonic mean of Faithfulness, Answer Relevancy (statement based),
   Contextual Precision and Contextual Recall, computed by the same functions with the same
   prompts, so next to those metrics it costs no judge call (the cache answers).
@@ -45,7 +43,8 @@ chunks are all blank is skipped like a case without retrieved context.
 
 The package, by what it holds: the registered evaluators (:mod:`.evaluators`), the metric
 functions of the RAG family (:mod:`.rag`) and of the reference-based ones (:mod:`.answers`),
-their rubrics as data (:mod:`.rubrics`) and what they share (:mod:`.shared`).
+their rubrics as data (:mod:`.rubrics`), what they share (:mod:`.shared`) and the Score
+step's part of the two with a similarity part (:mod:`.similarity`).
 """
 
 from evalrunner.evaluators.judge_rag.answers import (

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evalrunner.evaluators.base import (
     Sample,
     Scored,
@@ -22,7 +24,8 @@ from evalrunner.evaluators.judge_rag.rubrics import (
 )
 from evalrunner.evaluators.judge_rag.shared import (
     NO_EA_STATEMENTS,
-    SIMILARITY_NOTE,
+    PENDING_NOTE,
+    Similarity,
     _because,
     _q,
     factuality_f1,
@@ -106,39 +109,65 @@ def factuality(
     return ask(judge, messages, schema, purpose="answer correctness verdicts")
 
 
-def answer_correctness(
-    judge: Judge, sample: Sample, similarity: Callable[[str, str], float] = lexical_similarity
-) -> Scored:
+class CorrectnessParts(BaseModel):
+    """The judge-derived components of Answer correctness, kept on its result so the Score
+    step can recompute the score with an embedding similarity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tp: int = Field(ge=0)
+    fp: int = Field(ge=0)
+    fn: int = Field(ge=0)
+    #: The reason's tail: the first wrong and the first missing statement.
+    notes: str = ""
+
+
+def correctness_parts(judge: Judge, sample: Sample) -> CorrectnessParts:
+    """TP / FP / FN of the answer against the expected answer (the judge's part)."""
     assert sample.answer is not None and sample.expected_answer is not None
     expected = statements(judge, sample.expected_answer)
     if not expected:
         raise SkipCase(NO_EA_STATEMENTS)
     answered = statements(judge, sample.answer)
-    missing_note = ""
-    if answered:
-        reply = factuality(judge, sample.question, answered, expected)
-        tp = sum(v.verdict for v in reply.answer_verdicts)
-        fp = len(answered) - tp
-        fn = sum(not v.verdict for v in reply.expected_verdicts)
-        wrong = [s for s, v in zip(answered, reply.answer_verdicts, strict=True) if not v.verdict]
-        left_out = [
-            s for s, v in zip(expected, reply.expected_verdicts, strict=True) if not v.verdict
-        ]
-        if wrong:
-            missing_note += f"; first answer statement not in the expected answer: {_q(wrong[0])}"
-        if left_out:
-            missing_note += f"; first expected statement missing: {_q(left_out[0])}"
-    else:
-        tp, fp, fn = 0, 0, len(expected)
-        missing_note = "; the answer makes no statements"
-    f1 = factuality_f1(tp, fp, fn)
+    if not answered:
+        return CorrectnessParts(
+            tp=0, fp=0, fn=len(expected), notes="; the answer makes no statements"
+        )
+    reply = factuality(judge, sample.question, answered, expected)
+    tp = sum(v.verdict for v in reply.answer_verdicts)
+    wrong = [s for s, v in zip(answered, reply.answer_verdicts, strict=True) if not v.verdict]
+    left_out = [s for s, v in zip(expected, reply.expected_verdicts, strict=True) if not v.verdict]
+    notes = ""
+    if wrong:
+        notes += f"; first answer statement not in the expected answer: {_q(wrong[0])}"
+    if left_out:
+        notes += f"; first expected statement missing: {_q(left_out[0])}"
+    return CorrectnessParts(tp=tp, fp=len(answered) - tp, fn=len(left_out), notes=notes)
+
+
+def correctness_score(
+    sample: Sample, parts: CorrectnessParts, similarity: Similarity, note: str
+) -> Scored:
+    """0.75 · factuality F1 + 0.25 · similarity(AA, EA): the one definition, used per case
+    (with the stand-in) and by the Score step (with embeddings)."""
+    assert sample.answer is not None and sample.expected_answer is not None
+    f1 = factuality_f1(parts.tp, parts.fp, parts.fn)
     sim = similarity(sample.answer, sample.expected_answer)
-    value = 0.75 * f1 + 0.25 * sim
     return Scored(
-        value,
-        f"0.75 · factuality F1 {f1:.3f} (TP {tp}, FP {fp}, FN {fn}) + 0.25 · similarity "
-        f"{sim:.3f} ({SIMILARITY_NOTE}){missing_note}",
+        0.75 * f1 + 0.25 * sim,
+        f"0.75 · factuality F1 {f1:.3f} (TP {parts.tp}, FP {parts.fp}, FN {parts.fn}) + "
+        f"0.25 · similarity {sim:.3f} ({note}){parts.notes}",
+        parts=parts.model_dump(),
     )
+
+
+def answer_correctness(
+    judge: Judge,
+    sample: Sample,
+    similarity: Similarity = lexical_similarity,
+    note: str = PENDING_NOTE,
+) -> Scored:
+    return correctness_score(sample, correctness_parts(judge, sample), similarity, note)
 
 
 _COMPONENTS: tuple[tuple[str, Callable[[Judge, Sample], Scored]], ...] = (

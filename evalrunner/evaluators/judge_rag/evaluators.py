@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 from evalrunner.evaluators.base import (
     Input,
@@ -14,21 +14,24 @@ from evalrunner.evaluators.base import (
 )
 from evalrunner.evaluators.judge_base import JudgeEvaluator
 from evalrunner.evaluators.judge_rag.answers import (
+    CorrectnessParts,
     answer_correctness,
+    correctness_score,
     hallucination,
     ragas_composite,
 )
 from evalrunner.evaluators.judge_rag.rag import (
+    QuestionParts,
     answer_relevancy,
     answer_relevancy_qg,
     contextual_precision,
     contextual_recall,
     contextual_relevancy,
     faithfulness,
+    relevancy_qg_score,
 )
-from evalrunner.evaluators.judge_rag.shared import (
-    lexical_similarity,
-)
+from evalrunner.evaluators.judge_rag.shared import Similarity
+from evalrunner.evaluators.judge_rag.similarity import EmbeddingSimilarityPart
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Judge
 
@@ -70,26 +73,34 @@ class AnswerRelevancy(_JudgeMetric):
 
 
 @register
-class AnswerRelevancyQuestionGeneration(_JudgeMetric):
+class AnswerRelevancyQuestionGeneration(_JudgeMetric, EmbeddingSimilarityPart):
     name = "Answer relevancy (question generation)"
     description = (
         "Ragas-style: mean similarity of the question to 3 questions the judge writes from "
-        "the answer; 0 for a noncommittal answer. Similarity is lexical until embeddings land."
+        "the answer; 0 for a noncommittal answer. Similarity: embeddings in the Score step, "
+        "ROUGE-L where the run has no embedding model."
     )
     inputs = frozenset({Input.QUESTION, Input.ANSWER})
     metrics = (
         MetricSpec(
             "Answer relevancy (question generation)",
-            "mean similarity of the question to generated questions (lexical stand-in)",
+            "mean similarity of the question to generated questions (embeddings when the "
+            "run has an embedding model, ROUGE-L otherwise)",
             threshold=0.5,
             primary=True,
         ),
     )
-    #: Replaced by embedding cosine similarity when issue #4 lands.
-    similarity: ClassVar[Callable[[str, str], float]] = staticmethod(lexical_similarity)
 
     def measure(self, judge: Judge, sample: Sample) -> Scored:
-        return answer_relevancy_qg(judge, sample, type(self).similarity)
+        return answer_relevancy_qg(judge, sample)
+
+    def texts(self, sample: Sample, parts: Mapping[str, Any]) -> list[str]:
+        return [sample.question, *QuestionParts.model_validate(parts).questions]
+
+    def rescore(
+        self, sample: Sample, parts: Mapping[str, Any], similarity: Similarity, note: str
+    ) -> Scored:
+        return relevancy_qg_score(sample, QuestionParts.model_validate(parts), similarity, note)
 
 
 @register
@@ -153,18 +164,24 @@ class HallucinationJudge(_JudgeMetric):
 
 
 @register
-class AnswerCorrectness(_JudgeMetric):
+class AnswerCorrectness(_JudgeMetric, EmbeddingSimilarityPart):
     name = "Answer correctness"
     description = "0.75 · factuality F1 against the expected answer + 0.25 · similarity."
     inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
     metrics = (
         MetricSpec("Answer correctness", "0.75 · factuality F1 + 0.25 · similarity", primary=True),
     )
-    #: Replaced by answer semantic similarity (embeddings) when issue #4 lands.
-    similarity: ClassVar[Callable[[str, str], float]] = staticmethod(lexical_similarity)
 
     def measure(self, judge: Judge, sample: Sample) -> Scored:
-        return answer_correctness(judge, sample, type(self).similarity)
+        return answer_correctness(judge, sample)
+
+    def texts(self, sample: Sample, parts: Mapping[str, Any]) -> list[str]:
+        return [sample.answer or "", sample.expected_answer or ""]
+
+    def rescore(
+        self, sample: Sample, parts: Mapping[str, Any], similarity: Similarity, note: str
+    ) -> Scored:
+        return correctness_score(sample, CorrectnessParts.model_validate(parts), similarity, note)
 
 
 @register

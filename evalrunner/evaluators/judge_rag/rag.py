@@ -4,7 +4,9 @@ and question generation), Contextual Precision, Recall and Relevancy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import (
     Sample,
@@ -21,7 +23,8 @@ from evalrunner.evaluators.judge_rag.rubrics import (
 from evalrunner.evaluators.judge_rag.shared import (
     N_QUESTIONS,
     NO_EA_STATEMENTS,
-    SIMILARITY_NOTE,
+    PENDING_NOTE,
+    Similarity,
     _because,
     _because_text,
     _chunks,
@@ -218,21 +221,42 @@ def generated_questions(judge: Judge, answer: str) -> GeneratedQuestions:
     return ask(judge, messages, schema, purpose="question generation")
 
 
-def answer_relevancy_qg(
-    judge: Judge, sample: Sample, similarity: Callable[[str, str], float] = lexical_similarity
+class QuestionParts(BaseModel):
+    """The judge's part of Answer relevancy (question generation), kept on its result so the
+    Score step can recompute the score with an embedding similarity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions: list[str] = Field(min_length=1)
+
+
+def relevancy_qg_score(
+    sample: Sample, parts: QuestionParts, similarity: Similarity, note: str
 ) -> Scored:
-    assert sample.answer is not None
-    if not sample.answer.strip():
-        return Scored(0.0, "the answer is empty")
-    reply = generated_questions(judge, sample.answer)
-    if reply.noncommittal:
-        return Scored(0.0, "the answer is noncommittal (evasive or declines to answer)")
-    scores = [similarity(sample.question, q) for q in reply.questions]
+    """Mean similarity of Q to the generated questions: the one definition, used per case
+    (with the stand-in) and by the Score step (with embeddings)."""
+    scores = [similarity(sample.question, q) for q in parts.questions]
     value = sum(scores) / len(scores)
     worst = min(range(len(scores)), key=scores.__getitem__)
     return Scored(
         value,
         f"mean similarity {value:.3f} of the question to {len(scores)} questions the answer "
-        f"answers ({SIMILARITY_NOTE}); least similar ({scores[worst]:.3f}): "
-        f"{_q(reply.questions[worst])}",
+        f"answers ({note}); least similar ({scores[worst]:.3f}): "
+        f"{_q(parts.questions[worst])}",
+        parts=parts.model_dump(),
     )
+
+
+def answer_relevancy_qg(
+    judge: Judge,
+    sample: Sample,
+    similarity: Similarity = lexical_similarity,
+    note: str = PENDING_NOTE,
+) -> Scored:
+    assert sample.answer is not None
+    if not sample.answer.strip():
+        return Scored(0.0, "the answer is empty")
+    reply = generated_questions(judge, sample.answer)
+    if reply.noncommittal:  # 0 by definition: no similarity part to recompute
+        return Scored(0.0, "the answer is noncommittal (evasive or declines to answer)")
+    return relevancy_qg_score(sample, QuestionParts(questions=reply.questions), similarity, note)

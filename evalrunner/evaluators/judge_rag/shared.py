@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from nltk.stem.porter import PorterStemmer
@@ -89,9 +89,13 @@ def _content_tokens(text: str) -> tuple[str, ...]:
     return tuple(_STEM.stem(w) for w in content)
 
 
+#: S(a, b) in [0, 1]: :func:`lexical_similarity` or the cosine of embeddings.
+Similarity = Callable[[str, str], float]
+
+
 def lexical_similarity(a: str, b: str) -> float:
     """ROUGE-L F1 over stemmed content words (stopwords dropped unless nothing else is left):
-    the offline stand-in for embedding cosine similarity until issue #4."""
+    the stand-in for embedding cosine similarity where the run has no embedding model."""
     x, y = _content_tokens(a), _content_tokens(b)
     if not x or not y:
         return 0.0
@@ -110,4 +114,16 @@ def lexical_similarity(a: str, b: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-SIMILARITY_NOTE = "ROUGE-L F1 of content words, a lexical stand-in for embedding similarity"
+def stand_in_note(why: str) -> str:
+    """What a reason says when the similarity part is the ROUGE-L stand-in, and why."""
+    return f"similarity: ROUGE-L stand-in ({why})"
+
+
+def embeddings_note(model: str) -> str:
+    """What a reason says when the similarity part is the cosine of ``model``'s embeddings."""
+    return f"similarity: embeddings ({model})"
+
+
+#: The per-case reason's note: the Score step replaces the result, with embeddings or with
+#: the stand-in and the reason no model was there; this note stays only if it never ran.
+PENDING_NOTE = stand_in_note("not yet rescored with embeddings in the Score step")

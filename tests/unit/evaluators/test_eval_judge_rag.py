@@ -305,7 +305,9 @@ def test_answer_correctness() -> None:
     f1 = 2 / (2 + 0.5 * (1 + 1))  # TP 2, FP 1, FN 1
     expected = 0.75 * f1 + 0.25 * lexical_similarity(AI_ANSWER, AI_EA)
     assert result.score == pytest.approx(expected)
-    assert "TP 2, FP 1, FN 1" in result.reason and "lexical stand-in" in result.reason
+    assert "TP 2, FP 1, FN 1" in result.reason and "similarity: ROUGE-L stand-in" in result.reason
+    # what the Score step needs to recompute it with embeddings
+    assert result.parts is not None and (result.parts["tp"], result.parts["fn"]) == (2, 1)
     assert "Pizza" in result.reason and "virtual assistants" in result.reason
     assert judge.billed == 3  # statements of AA and EA, one classification call
 
@@ -329,7 +331,8 @@ def test_answer_relevancy_question_generation() -> None:
     judge = FakeJudge().reply("question generation", same)
     result = _run(AnswerRelevancyQuestionGeneration, _sample(), judge)
     assert result.score == pytest.approx(1.0) and result.threshold == 0.5
-    assert "lexical stand-in" in result.reason
+    assert "similarity: ROUGE-L stand-in" in result.reason
+    assert result.parts == {"questions": same["questions"]}
     prompt = judge.calls[0].prompt
     assert "What is AI?" not in prompt  # questions are written from the answer alone
     assert f"<answer>\n{AI_ANSWER}\n</answer>" in prompt

@@ -14,7 +14,15 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.errors import SuiteError
-from evalrunner.evaluators import BatchEvaluator, Input, MetricSpec, Sample, Scored, registry
+from evalrunner.evaluators import (
+    BatchEvaluator,
+    Input,
+    MetricResult,
+    MetricSpec,
+    Sample,
+    Scored,
+    registry,
+)
 from evalrunner.pipeline import aggregate, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
@@ -77,6 +85,30 @@ def test_prepare_writes_manifest_and_config(store):
     config = store.get_json(store.run_key("r1"))
     assert config["report_prefix"] == "test-reports/fn/261122-093005-"
     assert config["metrics"] == ["Exact match"] and config["case_count"] == 2
+
+
+def test_a_judge_metric_with_an_embedding_part_sends_the_run_to_model_scoring(store):
+    # so a deployment with GPU scoring scores its similarity part on the GPU job
+    assert prepared(store, run_id="r1").batch_scoring is False
+    assert prepared(store, run_id="r2", metrics=["Answer correctness"]).batch_scoring is True
+
+
+def test_the_score_step_result_takes_the_per_case_result_place() -> None:
+    def result(metric: str, score: float) -> MetricResult:
+        return MetricResult(
+            evaluator=metric, metric=metric, status="scored", score=score, reason=""
+        )
+
+    per_case = [result("A", 0.1), result("Answer correctness", 0.2), result("B", 0.3)]
+    merged = aggregate.merged_results(
+        per_case, [result("Answer correctness", 0.9), result("C", 0.5)]
+    )
+    assert [(r.metric, r.score) for r in merged] == [
+        ("A", 0.1),
+        ("Answer correctness", 0.9),
+        ("B", 0.3),
+        ("C", 0.5),
+    ]
 
 
 def test_prepare_bad_suite_writes_nothing(store):
