@@ -16,6 +16,12 @@ Rules:
   original, and it *holds* when one of them flips pass → fail; it is broken when none does
   (the answer ignored that the question was reversed; the expected answer is the original's,
   so a correct new answer fails it).
+- **A perturbation with its own check** (``misinformation``: the judge planted a false fact
+  in the context, and ``Misinformation handled`` says whether the answer followed it or
+  flagged the conflict): a case is compared when its perturbed copy has a verdict on that
+  metric, and it *held* when that verdict passes, else it is *broken*. The other metrics'
+  flips are listed, as for any perturbation (a flip of correctness is expected there: the
+  context now says something else).
 - **Robustness score** of a perturbation: held / compared (broken and fixed cases did not
   hold).
 - **Per metric**: the same, metric by metric, with every metric of the run (not only the
@@ -120,6 +126,7 @@ def _one(
     first = next(iter(cases.values()))[0].perturbation
     assert first is not None
     expect_flip = first.expect_flip
+    check = first.check
     primary = [m.metric for m in metrics if m.primary]
     held_cases: list[str] = []
     broken: list[str] = []
@@ -150,7 +157,11 @@ def _one(
         common = [m for m in primary if before[m] is not None and after[m] is not None]
         down = [m for m in common if before[m] and not after[m]]
         up = [m for m in common if not before[m] and after[m]]
-        if expect_flip:
+        if check is not None:  # the perturbed copy's own check decides (misinformation)
+            verdict = after.get(check)
+            if verdict is not None:
+                (held_cases if verdict else broken).append(case_id)
+        elif expect_flip:
             if not any(before[m] for m in common):
                 continue  # nothing passed: a reversed question can show nothing
             (held_cases if down else broken).append(case_id)

@@ -107,6 +107,11 @@ def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> 
         "original_question": "How many days of annual leave?",
         "expect_flip": False,
         "context": False,
+        "false_fact": None,
+        "chunk": None,
+        "original_context": None,
+        "check": None,
+        "error": None,
     }
     assert items[2]["case"]["question"] == "How many days of yearly time off?"
     assert items[5]["case"] == typo  # perturbed once: every iteration asks the same
