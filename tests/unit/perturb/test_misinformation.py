@@ -30,7 +30,8 @@ def rewriting_judge() -> FakeJudge:
     judge = FakeJudge()
 
     def rewrite(messages):
-        chunk = messages[-1].content.split("<chunk>")[1].split("</chunk>")[0].strip()
+        # the last <chunk> block: the task text names the tag first
+        chunk = messages[-1].content.rsplit("<chunk>", 1)[1].split("</chunk>")[0].strip()
         changed = chunk.replace("25", "30").replace("6%", "9%")
         return {"rewritten": changed, "false_fact": f"False: {changed}"}
 
@@ -56,6 +57,7 @@ def test_one_chunk_is_rewritten_and_the_case_carries_the_false_fact() -> None:
     ]
     assert changed == [index]
     assert p.original_context == CHUNKS[index]
+    assert perturbed.contexts[index] == CHUNKS[index].replace("25", "30").replace("6%", "9%")
     assert p.false_fact == f"False: {perturbed.contexts[index]}"
     assert (p.check, p.context, p.error, p.of) == (CHECK, True, None, "leave")
     # the rewritten chunk is what the judge was asked about, with the question
