@@ -44,6 +44,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evalrunner.perturb.registry import KINDS
 from evalrunner.reports._analysis_common import _names
 from evalrunner.reports.model import (
     CaseRow,
@@ -75,6 +76,9 @@ _ADVICE: dict[str, str] = {
     "synonym": "bridge synonyms (embedding or hybrid retrieval, query expansion)",
     "antonym": "check that the answer follows the question's meaning, not its keywords "
     "(a negated or reversed question must not get the same answer)",
+    "misinformation": "make the generation step answer from the context it is given and say "
+    "when its sources conflict (instruct it to cite the sources and flag contradictions); an "
+    "answer from the model's own memory would also ignore a correction in the knowledge base",
 }
 
 
@@ -265,7 +269,16 @@ def robustness_problems(data: ReportData) -> list[Problem]:
                 flipped[f.metric] = flipped.get(f.metric, 0) + 1
         named = list(flipped)
         score = f"robustness {p.score:.2f}" if p.score is not None else "no score"
-        if p.expect_flip:
+        check = KINDS[p.kind].check if p.kind in KINDS else None
+        if check is not None:
+            named = [check]
+            what = (
+                f"{len(p.broken_cases)} of {p.compared} cases contradicted their context "
+                f"without saying so once one chunk of it carried a false fact ({_label(p)}, "
+                f"{score}): {check} failed (the answer neither followed the context nor "
+                "flagged the conflict)"
+            )
+        elif p.expect_flip:
             what = (
                 f"{len(p.broken_cases)} of {p.compared} passing cases still pass when the "
                 f"question's meaning is reversed ({_label(p)}, {score}): the answer did not "

@@ -111,10 +111,12 @@ def test_the_answer_must_follow_the_falsified_context(tmp_path: Path, judge_stub
     )
     assert (misinfo["compared"], misinfo["held"], misinfo["broken"]) == (2, 1, 1)
     assert misinfo["score"] == 0.5
-    assert any(
-        p["type"] == "robustness" and p["affected_cases"] == ["pension"]
-        for p in summary["problems"]
+    (problem,) = [p for p in summary["problems"] if p["type"] == "robustness"]
+    assert (
+        problem["affected_cases"] == ["pension"] and problem["metric"] == "Misinformation handled"
     )
+    assert "1 of 2 cases contradicted their context" in problem["description"]
+    assert "flag contradictions" in problem["suggested_action"]
 
     rows = {r["case_id"]: r for r in read_csv(tmp_path / "out" / summary["reports"]["details"])}
     leave = rows["leave~misinformation"]
