@@ -19,7 +19,8 @@ Rules:
 - **A perturbation with its own check** (``misinformation``: the judge planted a false fact
   in the context, and ``Misinformation handled`` says whether the answer followed it or
   flagged the conflict): a case is compared when its perturbed copy has a verdict on that
-  metric, and it *held* when that verdict passes, else it is *broken*. The other metrics'
+  metric, and it *held* when that verdict passes, else it is *broken*; a case whose rewrite
+  failed (nothing was perturbed) is not compared. The other metrics'
   flips are listed, as for any perturbation (a flip of correctness is expected there: the
   context now says something else).
 - **Robustness score** of a perturbation: held / compared (broken and fixed cases did not
@@ -162,6 +163,8 @@ def _one(
         down = [m for m in common if before[m] and not after[m]]
         up = [m for m in common if not before[m] and after[m]]
         if check is not None:  # the perturbed copy's own check decides (misinformation)
+            if rows[0].perturbation is not None and rows[0].perturbation.error:
+                continue  # nothing was perturbed (the judge's rewrite failed): not compared
             verdict = after.get(check)
             if verdict is not None:
                 (held_cases if verdict else broken).append(case_id)
