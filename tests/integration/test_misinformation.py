@@ -127,6 +127,13 @@ def test_the_answer_must_follow_the_falsified_context(tmp_path: Path, judge_stub
     # the originals are not judged by the check
     assert rows["leave"]["Misinformation handled score"] == ""
 
+    # the report shows the broken case with the false fact and the chunk before and after
+    html = (tmp_path / "out" / summary["reports"]["html"]).read_text("utf-8")
+    section = html[html.index("false fact planted") - 3000 :]
+    assert "pension~misinformation" in section
+    assert "The company matches pensions up to 9%." in section  # as sent
+    assert "The company matches pensions up to 6%." in section  # as it was
+
     # one rewrite per case at Prepare, one check per perturbed case
     purposes = [json.dumps(r.messages) for r in judge_stub.requests]
     assert sum("Rewrite the chunk" in p for p in purposes) == 2
