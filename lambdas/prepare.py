@@ -8,12 +8,15 @@ from lambdas._common import RUNTIME, Handler, logger, store_for
 
 
 def build(runtime: Runtime) -> Handler:
-    """Prepare reads no run context (it writes the run's configuration); the parameter keeps
-    every step's handler built the same way."""
+    """Prepare reads no run context (it writes the run's configuration); it takes from
+    ``runtime`` only the judge, for the perturbations the judge applies (misinformation)."""
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        output = prepare_run(event["event"], store_for())
+        store = store_for()
+        output = prepare_run(
+            event["event"], store, make_judge=lambda spec: runtime.judge_for(spec, store)
+        )
         logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
         return output.model_dump(mode="json")
 

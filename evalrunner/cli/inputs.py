@@ -93,7 +93,9 @@ def list_perturbations() -> None:
             p.unit,
             f"{p.default_intensity:g}",
             p.description,
-            perturb_text(example, spec, "example"),
+            "(rewritten by the run's judge)"
+            if p.needs_judge
+            else perturb_text(example, spec, "example"),
         )
     out.print(table)
 

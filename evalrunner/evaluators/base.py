@@ -122,6 +122,8 @@ class Sample(BaseModel):
     data: str | None = None
     #: The suite's extra columns (e.g. a per-case ``json_schema``).
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: The false fact the misinformation perturbation planted in this case's contexts.
+    false_fact: str | None = None
 
     def has(self, field: Input) -> bool:
         value = getattr(self, field.value)

@@ -45,6 +45,7 @@ RESERVED_TAGS: frozenset[str] = frozenset(
         "expected_statements",
         "expected_statement",
         "data",
+        "false_fact",
         "reply",
         "instructions",
         "system",

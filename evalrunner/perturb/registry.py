@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evalrunner.errors import EventError
-from evalrunner.perturb import chars, words
+from evalrunner.perturb import chars, misinformation, words
 from evalrunner.perturb.spec import Perturbation, PerturbationSpec
 from evalrunner.suite.model import TestCase
 
@@ -28,12 +28,23 @@ class Perturbator:
     """One kind: what it does to a text, in what unit its intensity counts, and its default."""
 
     kind: str
-    unit: Literal["characters", "words", "commas and word gaps", "y and z"]
+    unit: Literal["characters", "words", "commas and word gaps", "y and z", "one context chunk"]
     default_intensity: float
     apply: Apply
     description: str
     #: The perturbation must change the answer (antonym): a flip is the expected outcome.
     expect_flip: bool = False
+    #: Applied by Prepare with the run's judge, not by ``apply`` (misinformation: the
+    #: question is kept, a context chunk is rewritten; see :mod:`.misinformation`).
+    needs_judge: bool = False
+    #: The metric whose verdict on the perturbed copy decides whether a case held (and that
+    #: Prepare adds to the run); None: verdicts are compared with the original's.
+    check: str | None = None
+
+
+def _question_kept(text: str, intensity: float, rng: random.Random) -> str:
+    """The question as it is (the misinformation perturbation changes a context chunk)."""
+    return text
 
 
 KINDS: dict[str, Perturbator] = {
@@ -75,6 +86,17 @@ KINDS: dict[str, Perturbator] = {
             words.antonym,
             "a word replaced by its antonym; must change the answer",
             expect_flip=True,
+        ),
+        Perturbator(
+            "misinformation",
+            "one context chunk",
+            1.0,  # one chunk, one false fact: intensity has no effect
+            _question_kept,
+            "the run's judge rewrites one chunk of the case's contexts with one false fact; "
+            "the answer must follow the context or flag the conflict (generation targets "
+            "that are sent the contexts)",
+            needs_judge=True,
+            check=misinformation.CHECK,
         ),
     )
 }
@@ -140,7 +162,10 @@ def perturb_text(text: str, spec: PerturbationSpec, case_id: str, field: str = "
 def perturb_case(case: TestCase, spec: PerturbationSpec) -> TestCase | None:
     """The perturbed copy of ``case``, or None when the perturbation changes nothing in it (no
     letter to replace, no word the lexicon knows): running it again would only measure the
-    target's repeatability."""
+    target's repeatability. Kinds that need the judge are applied by Prepare
+    (:func:`evalrunner.perturb.misinformation.misinform_case`), never here."""
+    if KINDS[spec.kind].needs_judge:
+        raise ValueError(f"{spec.kind} is applied with the run's judge (misinform_case)")
     question = perturb_text(case.question, spec, case.case_id)
     contexts = case.contexts
     touched_context = False

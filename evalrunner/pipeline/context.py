@@ -204,6 +204,11 @@ class Runtime:
         self._lock = threading.Lock()
         self._contexts: OrderedDict[tuple[str, str], RunContext] = OrderedDict()
 
+    def judge_for(self, spec: dict[str, Any], store: RunStore) -> Judge:
+        """A judge for Prepare, which has no run context yet (it writes the configuration)
+        but applies the perturbations that need the judge (misinformation)."""
+        return self._judge_factory(spec, store=store, session=self.session)
+
     def context(self, store: RunStore, run_id: str) -> RunContext:
         key = (store.bucket, run_id)
         with self._lock:

@@ -9,15 +9,16 @@ from __future__ import annotations
 import posixpath
 import secrets
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalrunner.errors import SuiteError
 from evalrunner.evaluators import Evaluator, Requirement, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, parse_event
-from evalrunner.perturb.registry import perturb_case
+from evalrunner.perturb import misinformation
+from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.reports.publish import claim_report_prefix
@@ -28,6 +29,14 @@ from evalrunner.suite.model import TestCase
 from evalrunner.suite.readers import read_suite
 from evalrunner.targets.factory import target_name
 from evalrunner.targets.logged import missing_answers
+from evalrunner.targets.registry import target_class
+
+if TYPE_CHECKING:
+    from evalrunner.judge.base import Judge
+
+#: Builds the run's judge from the event's judge object (Prepare needs it only for the
+#: perturbations that the judge applies: misinformation).
+JudgeMaker = Callable[[dict[str, Any]], "Judge"]
 
 
 def utcnow() -> datetime:
@@ -40,19 +49,35 @@ def new_run_id(now: datetime) -> str:
 
 
 def expand(
-    suite: Suite, iterations: int, perturbations: Sequence[PerturbationSpec] = ()
+    suite: Suite,
+    iterations: int,
+    perturbations: Sequence[PerturbationSpec] = (),
+    judge: Judge | None = None,
 ) -> list[ManifestItem]:
     """Every case once per iteration, iteration-major so early results cover every case;
     each case followed by its perturbed copies (one per perturbation that changes it; a
     hand-written variant is not perturbed again). A perturbed copy is perturbed once, so
-    all its iterations ask the same question."""
+    all its iterations ask the same question (and read the same falsified context: the
+    judge-applied kinds are asked once per case here, with ``judge``)."""
+    originals = [c for c in suite.cases if c.perturbation is None]
+    by_judge: dict[tuple[int, str], TestCase | None] = {}
+    for j, spec in enumerate(perturbations, 1):
+        if KINDS[spec.kind].needs_judge:
+            if judge is None:
+                raise ValueError(f"perturbation {spec.kind} needs the run's judge")
+            done = misinformation.misinform_all(originals, spec, judge)
+            by_judge.update({(j, c.case_id): p for c, p in zip(originals, done, strict=True)})
     cases: list[tuple[str, TestCase]] = []
     for case in suite.cases:
         cases.append((f"c{case.index + 1:05d}", case))
         if case.perturbation is not None:
             continue
         for j, spec in enumerate(perturbations, 1):
-            perturbed = perturb_case(case, spec)
+            perturbed = (
+                by_judge[(j, case.case_id)]
+                if KINDS[spec.kind].needs_judge
+                else perturb_case(case, spec)
+            )
             if perturbed is not None:
                 cases.append((f"c{case.index + 1:05d}-p{j}", perturbed))
     counts = Counter(c.case_id for _, c in cases)
@@ -114,7 +139,15 @@ def check_perturbations(suite: Suite, event: RunEvent) -> None:
 
 def settle(event: RunEvent, suite: Suite) -> RunEvent:
     """The event as it will run on this suite: default metrics narrowed to those that apply,
-    and every case checked by the evaluators that will score it. Raises on bad cases."""
+    the check of a judge-applied perturbation added, and every case checked by the
+    evaluators that will score it. Raises on bad cases."""
+    misinformation.check_misinformation(
+        event.perturbations,
+        has_judge=event.judge is not None,
+        target_kind=event.target_kind,
+        sends_contexts=target_class(event.target).sends_contexts(event.target),
+        any_contexts=any(case.contexts for case in suite.cases),
+    )
     if event.target_kind == "logged":
         missing = missing_answers(suite.cases)
         if missing:
@@ -128,19 +161,40 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
     if not event.metrics_explicit:
         metrics = applicable_defaults(suite, event.metrics, event.evaluator_options)
         event = event.model_copy(update={"metrics": metrics})
+    checks = [KINDS[spec.kind].check for spec in event.perturbations if KINDS[spec.kind].check]
+    missing = [c for c in dict.fromkeys(checks) if c and c not in event.metrics]
+    if missing:  # the perturbation asks for its check: without it, nothing would judge it
+        event = event.model_copy(update={"metrics": [*event.metrics, *missing]})
     check_cases(suite, event)
     check_perturbations(suite, event)
     return event
 
 
-def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
+def prepare_run(
+    raw_event: Any,
+    store: RunStore,
+    *,
+    now: datetime | None = None,
+    make_judge: JudgeMaker | None = None,
+) -> PrepareOutput:
+    """``make_judge``: how to build the run's judge (a Lambda container's
+    :class:`~evalrunner.pipeline.context.Runtime` passes its own); default: from the event's
+    judge object, with the judge cache in ``store``."""
     now = now or utcnow()
     event: RunEvent = parse_event(raw_event)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
-    items = expand(suite, event.iterations, event.perturbations)
+    judge = None
+    if event.judge is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
+        if make_judge is None:
+            from evalrunner.pipeline.context import default_judge
+
+            judge = default_judge(event.judge, store=store, session=None)
+        else:
+            judge = make_judge(event.judge)
+    items = expand(suite, event.iterations, event.perturbations, judge)
     config = RunConfig(
         run_id=run_id,
         bucket=store.bucket,

@@ -80,6 +80,7 @@ def capped_sample(
         steps=response.steps if response else [],
         intent=response.intent if response else None,
         data=response.data if response else None,
+        false_fact=case.perturbation.false_fact if case.perturbation else None,
     )
     return sample, notes
 
@@ -161,6 +162,9 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     record = CaseRecord.for_item(item)
     record.notes, record.sanitized = list(case.notes), bool(case.notes)
     try:
+        if case.perturbation is not None and case.perturbation.error:
+            # Nothing was perturbed: asking the target would test the original again.
+            raise TargetError(f"not perturbed: {case.perturbation.error}")
         if case.answer is not None:  # answers computed elsewhere: score, don't call
             response, latency = logged_response(case), None
         else:

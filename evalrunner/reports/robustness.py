@@ -16,6 +16,13 @@ Rules:
   original, and it *holds* when one of them flips pass → fail; it is broken when none does
   (the answer ignored that the question was reversed; the expected answer is the original's,
   so a correct new answer fails it).
+- **A perturbation with its own check** (``misinformation``: the judge planted a false fact
+  in the context, and ``Misinformation handled`` says whether the answer followed it or
+  flagged the conflict): a case is compared when its perturbed copy has a verdict on that
+  metric, and it *held* when that verdict passes, else it is *broken*; a case whose rewrite
+  failed (nothing was perturbed) is not compared. The other metrics'
+  flips are listed, as for any perturbation (a flip of correctness is expected there: the
+  context now says something else).
 - **Robustness score** of a perturbation: held / compared (broken and fixed cases did not
   hold).
 - **Per metric**: the same, metric by metric, with every metric of the run (not only the
@@ -38,6 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evalrunner.perturb.registry import KINDS
 from evalrunner.reports._analysis_common import _names
 from evalrunner.reports.model import (
     CaseRow,
@@ -69,6 +77,9 @@ _ADVICE: dict[str, str] = {
     "synonym": "bridge synonyms (embedding or hybrid retrieval, query expansion)",
     "antonym": "check that the answer follows the question's meaning, not its keywords "
     "(a negated or reversed question must not get the same answer)",
+    "misinformation": "make the generation step answer from the context it is given and say "
+    "when its sources conflict (instruct it to cite the sources and flag contradictions); an "
+    "answer from the model's own memory would also ignore a correction in the knowledge base",
 }
 
 
@@ -120,6 +131,7 @@ def _one(
     first = next(iter(cases.values()))[0].perturbation
     assert first is not None
     expect_flip = first.expect_flip
+    check = first.check
     primary = [m.metric for m in metrics if m.primary]
     held_cases: list[str] = []
     broken: list[str] = []
@@ -150,7 +162,13 @@ def _one(
         common = [m for m in primary if before[m] is not None and after[m] is not None]
         down = [m for m in common if before[m] and not after[m]]
         up = [m for m in common if not before[m] and after[m]]
-        if expect_flip:
+        if check is not None:  # the perturbed copy's own check decides (misinformation)
+            if rows[0].perturbation is not None and rows[0].perturbation.error:
+                continue  # nothing was perturbed (the judge's rewrite failed): not compared
+            verdict = after.get(check)
+            if verdict is not None:
+                (held_cases if verdict else broken).append(case_id)
+        elif expect_flip:
             if not any(before[m] for m in common):
                 continue  # nothing passed: a reversed question can show nothing
             (held_cases if down else broken).append(case_id)
@@ -254,7 +272,16 @@ def robustness_problems(data: ReportData) -> list[Problem]:
                 flipped[f.metric] = flipped.get(f.metric, 0) + 1
         named = list(flipped)
         score = f"robustness {p.score:.2f}" if p.score is not None else "no score"
-        if p.expect_flip:
+        check = KINDS[p.kind].check if p.kind in KINDS else None
+        if check is not None:
+            named = [check]
+            what = (
+                f"{len(p.broken_cases)} of {p.compared} cases contradicted their context "
+                f"without saying so once one chunk of it carried a false fact ({_label(p)}, "
+                f"{score}): {check} failed (the answer neither followed the context nor "
+                "flagged the conflict)"
+            )
+        elif p.expect_flip:
             what = (
                 f"{len(p.broken_cases)} of {p.compared} passing cases still pass when the "
                 f"question's meaning is reversed ({_label(p)}, {score}): the answer did not "

@@ -30,6 +30,10 @@ class FlippedCase:
     original_answer: str | None
     perturbed_answer: str | None
     flips: list[RobustnessFlip] = field(default_factory=list)
+    #: misinformation: the false fact the judge planted, and the chunk before and after
+    false_fact: str | None = None
+    original_context: str | None = None
+    falsified_context: str | None = None
 
 
 @dataclass
@@ -43,6 +47,20 @@ class PerturbationView:
 
 def _first(rows: list[CaseRow], case_id: str) -> CaseRow | None:
     return next((r for r in rows if r.case_id == case_id), None)
+
+
+def _misinformation(row: CaseRow | None) -> dict[str, str | None]:
+    """The false fact and the chunk it went into, before and after, of a misinformed case."""
+    p = row.perturbation if row is not None else None
+    if row is None or p is None or not p.false_fact:
+        return {}
+    index = (p.chunk or 0) - 1
+    after = row.contexts[index] if 0 <= index < len(row.contexts) else None
+    return {
+        "false_fact": p.false_fact,
+        "original_context": p.original_context,
+        "falsified_context": after,
+    }
 
 
 def robustness_view(data: ReportData) -> list[PerturbationView]:
@@ -81,6 +99,7 @@ def robustness_view(data: ReportData) -> list[PerturbationView]:
                     original_answer=original.answer if original else None,
                     perturbed_answer=perturbed.answer if perturbed else None,
                     flips=flips,
+                    **_misinformation(perturbed),
                 )
             )
         out.append(

@@ -575,7 +575,9 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         "",
     ),
     "retrieved_contexts": (
-        "Only with a pre-computed answer: the contexts actually retrieved.",
+        "With a pre-computed answer: the contexts actually retrieved. Without one: the "
+        "context a generation target is sent (target.openai.send_contexts, "
+        "target.contexts_field).",
         _LIST_FORMAT,
         "",
     ),

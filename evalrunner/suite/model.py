@@ -37,6 +37,17 @@ class Perturbation(BaseModel):
     expect_flip: bool = False
     #: The perturbed retrieved contexts, when the perturbation touched them.
     context: bool = False
+    #: misinformation: the false fact the judge planted, the 1-based number of the chunk it
+    #: rewrote, and that chunk as it was.
+    false_fact: str | None = None
+    chunk: int | None = None
+    original_context: str | None = None
+    #: The metric whose verdict on the perturbed copy alone says whether the case held
+    #: (misinformation: ``Misinformation handled``); None: compare verdicts with the original.
+    check: str | None = None
+    #: Why the perturbation could not be applied to this case (the judge failed): the copy
+    #: is recorded as an error and not compared.
+    error: str | None = None
 
 
 class TestCase(BaseModel):

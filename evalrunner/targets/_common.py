@@ -55,16 +55,35 @@ def conversation_turns(case: TestCase) -> list[dict[str, str]]:
     return [{"role": turn.role, "content": turn.content} for turn in case.conversation]
 
 
-def question_payload(case: TestCase, question_field: str = "question") -> dict[str, Any]:
+def question_payload(
+    case: TestCase, question_field: str = "question", contexts_field: str | None = None
+) -> dict[str, Any]:
     """The JSON sent to Lambda, Step Functions and HTTP targets.
 
     ``conversation`` is added only for multi-turn cases so single-turn targets keep receiving
-    exactly ``{"question": ...}``, the contract of the original test runner.
+    exactly ``{"question": ...}``, the contract of the original test runner. With
+    ``contexts_field`` (a generation endpoint that takes its context in the request), the
+    case's contexts go under that field, a list of strings (empty when the case has none).
     """
     payload: dict[str, Any] = {question_field: case.question}
+    if contexts_field:
+        payload[contexts_field] = list(case.contexts or [])
     if case.conversation:
         payload["conversation"] = conversation_turns(case)
     return payload
+
+
+#: How a generation target is told to use the sources it is sent (``send_contexts``).
+SOURCES_INSTRUCTION = (
+    "Answer the question from the numbered sources below. If the sources contradict each "
+    "other or what you know, say so."
+)
+
+
+def numbered_sources(contexts: list[str]) -> str:
+    """The case's contexts as numbered sources, ``[1] ...`` one per paragraph, the form a
+    generation prompt and a citation ("according to [2]") can both refer to."""
+    return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(contexts, 1))
 
 
 def read_capped(stream: Any, limit: int, what: str) -> bytes:

@@ -166,6 +166,14 @@ class Target(ABC):
         return []
 
     @classmethod
+    def sends_contexts(cls, spec: dict[str, Any]) -> str | None:
+        """The spec field that makes this target send each case's ``contexts`` in its request
+        (a generation endpoint), when ``spec`` sets it; None when the target retrieves its own
+        context (nothing the runner gives it reaches the model). Read from the spec alone, so
+        Prepare can refuse a context perturbation before any client is built."""
+        return None
+
+    @classmethod
     def own_name(cls, spec: dict[str, Any]) -> str:
         """The target's own report folder name, from the spec alone (no client is built):
         agentId-agentAliasId, the function's name, ...; by default the kind's value."""

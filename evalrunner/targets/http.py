@@ -65,6 +65,14 @@ class HttpFields(SpecModel):
         "value. Deployed runner only; the secret must be listed in cdk.json 'secrets'.",
     )
     question_field: str = "question"
+    contexts_field: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Request field that carries the case's contexts (the suite's "
+        "retrieved_contexts column, a list of strings) to a generation endpoint that takes "
+        "its context in the request; they are also recorded as the case's retrieved contexts "
+        "when the response maps none. Needed by the misinformation perturbation.",
+    )
 
 
 class HttpSpec(HttpFields, ResponseMappingSpec, TargetSpec):
@@ -88,6 +96,7 @@ class HttpTarget(Target):
         self.url = self.options.url
         self.method: str = self.options.method
         self.question_field = self.options.question_field
+        self.contexts_field = self.options.contexts_field
         self.headers = {**(self.options.headers or {}), **resolve_headers(spec)}
         # Credentials written into the event itself are masked by value too, like secrets.
         redaction.register_headers(self.headers)
@@ -102,16 +111,23 @@ class HttpTarget(Target):
     def own_name(cls, spec: dict[str, Any]) -> str:
         return endpoint_name(str(spec["url"]))
 
+    @classmethod
+    def sends_contexts(cls, spec: dict[str, Any]) -> str | None:
+        return "target.contexts_field" if spec.get("contexts_field") else None
+
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"{self.method} {display_url(self.url)}"
         check_url(self.url, "target.url")
-        result = self.http.send(
-            self.method, self.url, question_payload(case, self.question_field), self.headers, what
-        )
+        payload = question_payload(case, self.question_field, self.contexts_field)
+        result = self.http.send(self.method, self.url, payload, self.headers, what)
         if not 200 <= result.status < 300:
             raise status_error(
                 result,
                 what,
                 auth_hint="Check target.headers / headers_from_env / headers_from_secret.",
             )
-        return adapters.normalise(result.json(what), self.mapping, source=what)
+        response = adapters.normalise(result.json(what), self.mapping, source=what)
+        if self.contexts_field and not response.contexts and case.contexts:
+            # What the model was given is what it answered from (faithfulness checks it).
+            response = response.model_copy(update={"contexts": list(case.contexts)})
+        return response

@@ -7,9 +7,9 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from evalrunner import redaction
 from evalrunner.errors import TargetError
@@ -19,7 +19,9 @@ from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import (
+    SOURCES_INSTRUCTION,
     conversation_turns,
+    numbered_sources,
     retry_policy,
     sanitise_name,
 )
@@ -59,6 +61,16 @@ class OpenAIOptions(SpecModel):
     system_prompt: str | None = None
     temperature: float = Field(default=0, ge=0, le=2)
     max_tokens: Annotated[int, Field(ge=1), integral] | None = None
+    send_contexts: (
+        Annotated[Literal["system", "user"], WithJsonSchema({"enum": ["system", "user"]})] | None
+    ) = Field(
+        default=None,
+        description="Send each case's contexts (the suite's retrieved_contexts column) as "
+        "numbered sources, in a system message after system_prompt ('system') or before the "
+        "question in the user message ('user'), so the model is tested as the generation "
+        "step of a RAG system; they are also recorded as the case's retrieved contexts. "
+        "Needed by the misinformation perturbation. Default: not sent.",
+    )
 
 
 class OpenAIFields(SpecModel):
@@ -93,6 +105,7 @@ class OpenAIChatTarget(Target):
         self.system_prompt = options.system_prompt
         self.temperature = float(options.temperature)
         self.max_tokens = options.max_tokens
+        self.send_contexts = options.send_contexts
         self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
         api_key = read_api_key(spec["openai"], "target.openai")
         redaction.register_url(self.url)
@@ -108,12 +121,29 @@ class OpenAIChatTarget(Target):
         model = options.get("model", "") if isinstance(options, dict) else ""
         return sanitise_name(str(model), fallback="openai")
 
+    @classmethod
+    def sends_contexts(cls, spec: dict[str, Any]) -> str | None:
+        options = spec.get("openai")
+        if isinstance(options, dict) and options.get("send_contexts"):
+            return "target.openai.send_contexts"
+        return None
+
     def request_body(self, case: TestCase) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})
+        sources = (
+            f"{SOURCES_INSTRUCTION}\n\nSources:\n{numbered_sources(case.contexts)}"
+            if self.send_contexts and case.contexts
+            else None
+        )
+        if sources and self.send_contexts == "system":
+            messages.append({"role": "system", "content": sources})
         messages.extend(conversation_turns(case))
-        messages.append({"role": "user", "content": case.question})
+        question = case.question
+        if sources and self.send_contexts == "user":
+            question = f"{sources}\n\nQuestion: {case.question}"
+        messages.append({"role": "user", "content": question})
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -152,6 +182,8 @@ class OpenAIChatTarget(Target):
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         return TargetResponse(
             answer=answer,
+            # What the model was given is what it answered from (faithfulness checks it).
+            contexts=list(case.contexts or []) if self.send_contexts else [],
             tool=", ".join(t for t in tools if t) or None,
             steps=steps,
             input_tokens=usage.get("prompt_tokens"),

@@ -82,9 +82,14 @@ class PipelineFunctions:
             "lambdas.prepare.handler",
             "Validate the event and the suite, write the case manifest.",
             memory=1024,
-            timeout=Duration.minutes(5),
+            # A misinformation perturbation has the judge rewrite a chunk of every case here.
+            timeout=Duration.minutes(15),
             env=bucket_env,
         )
+        # ... with the run's judge (misinformation): the default judge's model. Not the
+        # secrets: only the run-case role reads them, so a deployed Prepare cannot use an
+        # OpenAI-compatible judge whose key is in api_key_secret (README, Robustness).
+        self._judge_permission(role_of(self.prepare_fn))
         storage.grant(  # lists test-reports/ for a free report prefix
             role_of(self.prepare_fn),
             read=(SUITE_PREFIX,),

@@ -567,10 +567,19 @@ def test_functions_see_the_default_judge_and_metrics_and_may_call_only_that_mode
         for policy, statement in statements(synth.templates[MAIN])
         if statement.get("Sid") == "InvokeDefaultJudge"
     ]
-    assert len(judge) == 1
-    policy, statement = judge[0]
-    assert resources[policy]["Properties"]["Roles"] == [{"Ref": run_case_role}]
-    (resource,) = as_list(statement["Resource"])
-    text = dump(resource)
-    assert "foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0" in text
-    assert "bedrock:InvokeModel" in as_list(statement["Action"])
+    prepare_role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "lambdas.prepare.handler"
+    )
+    # the run-case role judges the answers; Prepare has the judge rewrite contexts
+    # (the misinformation perturbation)
+    assert len(judge) == 2
+    roles = [r for policy, _ in judge for r in resources[policy]["Properties"]["Roles"]]
+    assert sorted(r["Ref"] for r in roles) == sorted([run_case_role, prepare_role])
+    for _, statement in judge:
+        (resource,) = as_list(statement["Resource"])
+        text = dump(resource)
+        assert "foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0" in text
+        assert "bedrock:InvokeModel" in as_list(statement["Action"])

@@ -107,6 +107,11 @@ def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> 
         "original_question": "How many days of annual leave?",
         "expect_flip": False,
         "context": False,
+        "false_fact": None,
+        "chunk": None,
+        "original_context": None,
+        "check": None,
+        "error": None,
     }
     assert items[2]["case"]["question"] == "How many days of yearly time off?"
     assert items[5]["case"] == typo  # perturbed once: every iteration asks the same
@@ -118,5 +123,75 @@ def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> 
 def test_a_context_perturbation_without_contexts_is_refused(store: RunStore) -> None:
     raw = event(perturbations=[{"kind": "ocr", "context": True}])
     with pytest.raises(SuiteError, match=r"perturbations\[0\] \(ocr\): context is true, but no"):
+        prepare.prepare_run(raw, store)
+    assert store.list_keys("runs/") == []
+
+
+CHUNKED = (
+    b"id,question,expected_answer,retrieved_contexts\n"
+    b'leave,How many days of annual leave?,25 days,"[""Staff get 25 days.""]"\n'
+    b"bare,Any question without chunks?,no,\n"
+)
+
+
+def test_prepare_has_the_judge_falsify_each_case_once(store: RunStore) -> None:
+    from tests.support.fake_judge import FakeJudge
+
+    store.s3.put_object(Bucket="runner-bucket", Key="test-suites/c.csv", Body=CHUNKED)
+    judge = FakeJudge()
+    judge.reply(
+        "misinformation rewrite",
+        {"rewritten": "Staff get 30 days.", "false_fact": "Staff get 30 days."},
+    )
+    built: list[dict[str, object]] = []
+
+    def make_judge(spec: dict[str, object]) -> FakeJudge:
+        built.append(spec)
+        return judge
+
+    raw = event(
+        key="test-suites/c.csv",
+        run_id="r2",
+        target={"url": "http://127.0.0.1:9/ask", "contexts_field": "sources"},
+        judge={"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}},
+        perturbations=[{"kind": "misinformation", "seed": 2}],
+    )
+    out = prepare.prepare_run(raw, store, make_judge=make_judge)
+    items = store.get_json(out.manifest_key)
+    # two iterations of the perturbed copy, one rewrite; the case without chunks has none
+    assert [i["item_id"] for i in items] == [
+        "c00001-i1",
+        "c00001-p1-i1",
+        "c00002-i1",
+        "c00001-i2",
+        "c00001-p1-i2",
+        "c00002-i2",
+    ]
+    assert len(judge.calls) == 1 and len(built) == 1
+    first, second = items[1]["case"], items[4]["case"]
+    assert first == second
+    assert first["case_id"] == "leave~misinformation"
+    assert first["contexts"] == ["Staff get 30 days."]
+    p = first["perturbation"]
+    assert (p["false_fact"], p["chunk"], p["original_context"], p["seed"]) == (
+        "Staff get 30 days.",
+        1,
+        "Staff get 25 days.",
+        2,
+    )
+    assert p["check"] == "Misinformation handled"
+    # the check that judges it joins the metrics the event named
+    config = store.get_json(store.run_key("r2"))
+    assert config["metrics"] == ["Exact match", "Misinformation handled"]
+
+
+def test_prepare_refuses_misinformation_for_a_target_that_retrieves(store: RunStore) -> None:
+    store.s3.put_object(Bucket="runner-bucket", Key="test-suites/c.csv", Body=CHUNKED)
+    raw = event(
+        key="test-suites/c.csv",
+        judge={"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}},
+        perturbations=[{"kind": "misinformation"}],
+    )
+    with pytest.raises(EventError, match=r"target\.contexts_field"):
         prepare.prepare_run(raw, store)
     assert store.list_keys("runs/") == []

@@ -31,6 +31,7 @@ EXPECTED = [
     ("word_swap", "How many of days annual leave do full-time employees get per year?"),
     ("synonym", "How many days of yearly time off do full-time staff receive per year?"),
     ("antonym", "How many days of annual leave do part-time employees get per year?"),
+    ("misinformation", QUESTION),  # the question is kept: the judge rewrites a context chunk
 ]
 
 

@@ -209,3 +209,74 @@ def test_report_section_shows_both_questions_both_answers_and_the_flipped_metric
     d = data()
     d.perturbed_rows, d.robustness = [], []
     assert 'id="robustness"' not in render_report(d)
+
+
+CHECK = MetricInfo(
+    metric="Misinformation handled",
+    evaluator="Misinformation handled",
+    primary=True,
+    threshold=0.5,
+    higher_is_better=True,
+)
+
+
+def test_misinformation_is_decided_by_its_check_on_the_perturbed_copy() -> None:
+    """held: the check passed; broken: it failed; a failed rewrite is not compared; the
+    correctness flip (the context now says otherwise) is listed but decides nothing."""
+    rows = [row(c, 0.9) for c in ("c1", "c2", "c3")]
+
+    def misinformed(of: str, handled: float | None, error: str | None = None) -> CaseRow:
+        p = Perturbation(
+            of=of,
+            kind="misinformation",
+            name="misinformation",
+            seed=0,
+            original_question=f"question of {of}",
+            false_fact="Staff get 30 days.",
+            chunk=1,
+            check="Misinformation handled",
+            error=error,
+        )
+        r = row(f"{of}~misinformation", 0.1, p)  # correctness flips on every case
+        if handled is not None:
+            r.results.append(res(CHECK, handled))
+        else:
+            r.status = "target_error"
+            r.results = [
+                MetricResult(
+                    evaluator=CHECK.evaluator,
+                    metric=CHECK.metric,
+                    status="error",
+                    threshold=0.5,
+                    reason="not scored",
+                )
+            ]
+        return r
+
+    perturbed = [
+        misinformed("c1", 1.0),
+        misinformed("c2", 0.0),
+        misinformed("c3", None, error="the judge could not rewrite contexts[0]: down"),
+    ]
+    d = ReportData(
+        run_id="cur",
+        target="t",
+        target_kind="openai",
+        suite="test-suites/s.csv",
+        started_at="2026-11-22T10:00:00+00:00",
+        finished_at="2026-11-22T10:05:00+00:00",
+        iterations=1,
+        config={},
+        metrics=[ROUGE, BLEU, CHECK],
+        stats=compute_stats(rows, [ROUGE, BLEU, CHECK], 1),
+        rows=rows,
+        perturbed_rows=perturbed,
+    )
+    d.robustness = analyse(d)
+    (m,) = d.robustness
+    assert (m.held_cases, m.broken_cases, m.fixed_cases) == (["c1"], ["c2"], [])
+    assert (m.compared, m.score) == (2, 0.5)
+    assert {f.metric for f in m.flips} == {"ROUGE-L"}  # listed, not deciding
+    (problem,) = robustness_problems(d)
+    assert problem.affected_cases == ["c2"] and problem.metric == "Misinformation handled"
+    assert "1 of 2 cases contradicted their context without saying so" in problem.description

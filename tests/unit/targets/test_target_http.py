@@ -175,3 +175,32 @@ def test_redirect_is_reported_not_followed(loopback: Any, make_case: Callable[..
         target_for(loopback).invoke(make_case())
     assert "HTTP 301" in info.value.message and "https://new.example.com/ask" in info.value.message
     assert len(loopback.requests) == 1
+
+
+def test_contexts_field_carries_the_case_contexts(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    loopback.always(200, {"answer": "25 days"})
+    target = target_for(loopback, contexts_field="documents")
+    case = make_case("Days off?", contexts=["Staff get 25 days.", "Carry-over: 5 days."])
+    response = target.invoke(case)
+    assert loopback.requests[0].json() == {
+        "question": "Days off?",
+        "documents": ["Staff get 25 days.", "Carry-over: 5 days."],
+    }
+    # the response mapped no contexts: what was sent is what the answer came from
+    assert response.contexts == ["Staff get 25 days.", "Carry-over: 5 days."]
+    assert HttpTarget.sends_contexts(target.spec) == "target.contexts_field"
+    # a case without contexts sends an empty list, not a missing field
+    target.invoke(make_case("Days off?"))
+    assert loopback.requests[1].json() == {"question": "Days off?", "documents": []}
+
+
+def test_without_contexts_field_nothing_is_sent(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    loopback.always(200, {"answer": "25 days"})
+    target = target_for(loopback)
+    target.invoke(make_case("Days off?", contexts=["Staff get 25 days."]))
+    assert loopback.requests[0].json() == {"question": "Days off?"}
+    assert HttpTarget.sends_contexts(target.spec) is None

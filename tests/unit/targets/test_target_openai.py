@@ -133,3 +133,40 @@ def test_response_without_choices(loopback: Any, make_case: Callable[..., Any]) 
 def test_missing_model_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="model"):
         OpenAIChatTarget({"openai": {"base_url": "http://127.0.0.1:1"}})
+
+
+@pytest.mark.parametrize("where", ["system", "user"])
+def test_send_contexts_numbers_the_case_contexts_as_sources(
+    loopback: Any, make_case: Callable[..., Any], where: str
+) -> None:
+    loopback.always(200, completion("25 days [1]."))
+    target = target_for(loopback, system_prompt="Be brief.", send_contexts=where)
+    case = make_case("Days off?", contexts=["Staff get 25 days.", "Carry-over: 5 days."])
+    response = target.invoke(case)
+    messages = loopback.requests[0].json()["messages"]
+    sources = "[1] Staff get 25 days.\n\n[2] Carry-over: 5 days."
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    if where == "system":
+        assert messages[1]["role"] == "system" and messages[1]["content"].endswith(sources)
+        assert messages[2] == {"role": "user", "content": "Days off?"}
+    else:
+        assert len(messages) == 2 and messages[1]["role"] == "user"
+        assert sources in messages[1]["content"]
+        assert messages[1]["content"].endswith("Question: Days off?")
+    # what the model answered from is recorded as its retrieved context
+    assert response.contexts == ["Staff get 25 days.", "Carry-over: 5 days."]
+    assert OpenAIChatTarget.sends_contexts(target.spec) == "target.openai.send_contexts"
+
+
+def test_contexts_are_not_sent_unless_asked(loopback: Any, make_case: Callable[..., Any]) -> None:
+    loopback.always(200, completion("25 days."))
+    target = target_for(loopback)
+    response = target.invoke(make_case("Days off?", contexts=["Staff get 25 days."]))
+    assert loopback.requests[0].json()["messages"] == [{"role": "user", "content": "Days off?"}]
+    assert response.contexts == []
+    assert OpenAIChatTarget.sends_contexts(target.spec) is None
+
+
+def test_send_contexts_must_name_where(loopback: Any) -> None:
+    with pytest.raises(ConfigError, match=r"target\.openai\.send_contexts"):
+        target_for(loopback, send_contexts="assistant")
