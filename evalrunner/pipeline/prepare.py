@@ -6,6 +6,7 @@ bad input leaves no half-written run behind.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import secrets
 from collections import Counter
@@ -14,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import SuiteError
+from evalrunner.estimate.compute import estimate_run
+from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Requirement, resolve
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb.registry import perturb_case
@@ -132,6 +135,18 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
     return event
 
 
+def run_estimate(
+    event: RunEvent, suite: Suite, items: Sequence[ManifestItem]
+) -> RunEstimate | None:
+    """The run's cost estimate, recorded so summary.json can show it beside the actual
+    figures. An estimate that fails costs the comparison, never the run."""
+    try:
+        return estimate_run(event, suite, items)
+    except Exception:
+        logging.getLogger(__name__).exception("no cost estimate for this run")
+        return None
+
+
 def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None) -> PrepareOutput:
     now = now or utcnow()
     event: RunEvent = parse_event(raw_event)
@@ -162,6 +177,7 @@ def prepare_run(raw_event: Any, store: RunStore, *, now: datetime | None = None)
         item_count=len(items),
         max_text_chars=event.max_text_chars,
         perturbations=event.perturbations,
+        estimate=run_estimate(event, suite, items),
     )
     # Inputs of the next steps, not outputs: written as given (a header value the event put
     # there must reach the target as it is, even after a run in this process registered it).
