@@ -129,3 +129,34 @@ def test_summary_json_records_the_estimate_beside_the_actual_figures(
     # priced from prices.json for the judge's model, as the estimate was
     assert actual["judge_cost"] is not None and actual["judge_cost"] > 0
     assert summary["estimate"]["judge"]["cost"] is not None
+
+
+def test_bad_input_is_refused_with_exit_2_and_the_field_named(tmp_path: Path) -> None:
+    from evalrunner.demo.suite import demo_suite_path
+
+    missing = runner.invoke(app, ["estimate", "--suite", str(tmp_path / "nope.xlsx")])
+    assert missing.exit_code == 2 and "--suite" in missing.output
+    unknown = runner.invoke(
+        app, ["estimate", "--suite", str(demo_suite_path()), "--metric", "Faithfulnes"]
+    )
+    assert unknown.exit_code == 2 and "Faithfulnes" in unknown.output
+
+
+def test_the_table_shows_the_figures_and_the_price_date() -> None:
+    from evalrunner.demo.suite import demo_suite_path
+
+    shown = runner.invoke(
+        app,
+        [
+            "estimate",
+            "--suite",
+            str(demo_suite_path()),
+            "--iterations",
+            "2",
+            "--metric",
+            "BERT Score",
+        ],
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "54 runs of 27 cases" in shown.output and "GPU minutes" in shown.output
+    assert "Prices as of" in shown.output and "AWS cost (us-east-1)" in shown.output
