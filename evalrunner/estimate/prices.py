@@ -66,6 +66,8 @@ class PriceTable(_Strict):
     as_of: str
     region: str
     currency: str
+    #: how the prices were taken and how to update them
+    note: str = ""
     sources: list[str]
     step_functions: StepFunctionsPrices
     lambda_: LambdaPrices = Field(alias="lambda")
