@@ -15,6 +15,7 @@ from pydantic import (
     field_validator,
 )
 
+from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -49,6 +50,8 @@ class RunConfig(BaseModel):
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     #: The event's perturbations, resolved; the perturbed cases are in the manifest.
     perturbations: list[PerturbationSpec] = Field(default_factory=list)
+    #: What Prepare estimated the run would cost (summary.json shows it beside the actual).
+    estimate: RunEstimate | None = None
 
 
 class ManifestItem(BaseModel):

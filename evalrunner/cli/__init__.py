@@ -17,6 +17,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.estimating import estimate
 from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
@@ -40,6 +41,7 @@ app.command()(run)
 app.command()(leaderboard)
 app.command()(demo)
 app.command()(start)
+app.command()(estimate)
 app.command()(history)
 app.command()(validate)
 app.command()(schema)

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrunner.errors import EvalRunnerError
+from evalrunner.estimate.model import ActualFigures
+from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
@@ -314,6 +316,7 @@ def aggregate_run(
         manifest=manifest_key(prefix),
     )
     regression = data.regression
+    judge_totals = _judge_totals(records)
     summary = RunSummary(
         run_id=run_id,
         target=config.target_name,
@@ -334,10 +337,12 @@ def aggregate_run(
         gates=data.gates,
         gates_passed=all(g.passed for g in data.gates),
         regression=RegressionVerdict.of(regression) if regression is not None else None,
-        judge=_judge_totals(records),
+        judge=judge_totals,
         models=scored.models,
         problems=[SummaryProblem.of(p) for p in data.problems],
         robustness=[RobustnessSummary.of(p) for p in data.robustness],
+        estimate=config.estimate,
+        actual=actual_figures(config, len(items), judge_totals),
         bucket=store.bucket,
         reports=reports,
     )
@@ -380,6 +385,36 @@ def model_problems(notices: list[ModelNotice]) -> list[Problem]:
         )
         for n in notices
     ]
+
+
+def actual_figures(
+    config: RunConfig, items: int, judge: JudgeTotals | None
+) -> ActualFigures | None:
+    """What the run measured, in the terms of its estimate (None for a run without one)."""
+    if config.estimate is None:
+        return None
+    calls = judge.calls if judge else 0
+    tokens_in = judge.input_tokens if judge else 0
+    tokens_out = judge.output_tokens if judge else 0
+    model = config.estimate.judge.model if config.estimate.judge else None
+    prices = load_prices().judge_prices(model)
+    cost = (
+        round(
+            tokens_in / 1e6 * prices.per_million_input
+            + tokens_out / 1e6 * prices.per_million_output,
+            4,
+        )
+        if prices
+        else None
+    )
+    return ActualFigures(
+        items=items,
+        judge_calls=calls,
+        judge_cached=judge.cached if judge else 0,
+        judge_input_tokens=tokens_in,
+        judge_output_tokens=tokens_out,
+        judge_cost=cost,
+    )
 
 
 def _judge_totals(records: list[CaseRecord]) -> JudgeTotals | None:

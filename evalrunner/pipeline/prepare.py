@@ -6,6 +6,7 @@ bad input leaves no half-written run behind.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import secrets
 from collections import Counter
@@ -14,6 +15,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from evalrunner.errors import SuiteError
+from evalrunner.estimate.compute import estimate_run
+from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Evaluator, Requirement, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, parse_event
@@ -170,6 +173,18 @@ def settle(event: RunEvent, suite: Suite) -> RunEvent:
     return event
 
 
+def run_estimate(
+    event: RunEvent, suite: Suite, items: Sequence[ManifestItem]
+) -> RunEstimate | None:
+    """The run's cost estimate, recorded so summary.json can show it beside the actual
+    figures. An estimate that fails costs the comparison, never the run."""
+    try:
+        return estimate_run(event, suite, items)
+    except Exception:
+        logging.getLogger(__name__).exception("no cost estimate for this run")
+        return None
+
+
 def prepare_run(
     raw_event: Any,
     store: RunStore,
@@ -217,6 +232,7 @@ def prepare_run(
         item_count=len(items),
         max_text_chars=event.max_text_chars,
         perturbations=event.perturbations,
+        estimate=run_estimate(event, suite, items),
     )
     # Inputs of the next steps, not outputs: written as given (a header value the event put
     # there must reach the target as it is, even after a run in this process registered it).

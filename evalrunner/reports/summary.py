@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from evalrunner.errors import ExecutionFailed
+from evalrunner.estimate.model import ActualFigures, RunEstimate
 from evalrunner.jsonout import dump_json
 from evalrunner.reports.model import (
     CategoryStats,
@@ -173,6 +174,9 @@ class RunSummary(BaseModel):
     problems: list[SummaryProblem] = Field(default_factory=list)
     #: one entry per perturbation of the run (empty without perturbations)
     robustness: list[RobustnessSummary] = Field(default_factory=list)
+    #: what Prepare estimated before the run (``evalrunner estimate``), and what it measured
+    estimate: RunEstimate | None = None
+    actual: ActualFigures | None = None
     bucket: str
     reports: RunReports
 

@@ -40,6 +40,8 @@ SUMMARY_KEYS = [
     "models",
     "problems",
     "robustness",
+    "estimate",
+    "actual",
     "bucket",
     "reports",
 ]
