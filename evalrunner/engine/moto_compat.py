@@ -134,6 +134,8 @@ class FinishedThreadsForgotten(list[threading.Thread]):
 
     def append(self, thread: threading.Thread) -> None:
         super().append(thread)
+        # No lock: a thread appended by another thread during the rebuild may be dropped from
+        # the list, which is harmless, since nothing reads it (the thread runs regardless).
         if len(self) % self.PRUNE_EVERY == 0:
             self[:] = [t for t in self if t.is_alive()]
 
