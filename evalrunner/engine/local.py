@@ -30,6 +30,7 @@ from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
 from evalrunner.engine.moto_compat import (
     embedded_aws,
+    install_bounded_retention,
     install_iterative_map_workers,
     interpreter_speedups,
 )
@@ -134,6 +135,7 @@ class LocalEngine:
             stall_timeout if stall_timeout is not None else stall_timeout_from_env()
         )
         install_iterative_map_workers()
+        install_bounded_retention()
 
     # -- public ---------------------------------------------------------------------------
     def run(

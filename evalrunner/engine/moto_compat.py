@@ -22,6 +22,14 @@ What is patched, and why:
 - **The embedded AWS and the way out of it**: ``embedded_aws`` is moto's ``mock_aws`` with the
   interpreter executing definitions and Lambda without Docker; ``detach_request_hook`` removes
   moto's botocore hook from one session, so a real AWS target is called for real.
+- **Nothing is retained per Map item** (issue 18). moto appends every interpreter thread (two
+  per case: the item's program and its Task's timeout thread) to a module-level list,
+  ``TMP_THREADS``, that nothing ever reads or empties, so a process kept every finished
+  ``Thread`` of every run; and a Distributed Map gives its items a fresh ``EventManager`` whose
+  history (five events per case, each with the case's input and output JSON) nobody can read
+  (the parent execution's history never sees it, and it is dropped when the Map ends) but
+  which grows until the Map ends. The list is swapped for one that forgets finished threads,
+  and the Map's event manager for one that numbers events without storing them.
 - **Thread failures are collected**, not only printed: an interpreter thread that dies is the
   one failure the interpreter itself never reports, so the engine's watchdog reads them here.
 """
@@ -29,6 +37,7 @@ What is patched, and why:
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +49,10 @@ import moto
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.models import botocore_stubber
+from moto.stepfunctions.parser import utils as parser_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+    distributed_iteration_component as distributed_map,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
     iteration_worker,
 )
@@ -50,6 +63,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iter
     distributed_iterator_worker as distributed_iterator,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
 from moto.stepfunctions.parser.asl.utils import json_path
 
 MOTO_VERSION = "5.2.5"
@@ -73,6 +87,8 @@ _EVAL_POOL = "_eval_pool"
 _PARSE = "parse"  # json_path.parse, moto's import of jsonpath_ng.ext.parse
 _CLIENT_FOR = "boto_client_for"  # lambda_eval_utils' import of utils.boto_client's
 _INVOKE = "invoke"  # LambdaSimpleBackend.invoke
+_THREADS = "TMP_THREADS"  # moto.stepfunctions.parser.utils' list, imported by name elsewhere
+_EVENT_MANAGER = "EventManager"  # distributed_iteration_component's import of it
 _patch_lock = threading.Lock()
 
 
@@ -107,6 +123,47 @@ def install_iterative_map_workers() -> None:
             current = cls.__dict__[_EVAL_POOL]
             if not hasattr(current, _ORIGINAL):
                 setattr(cls, _EVAL_POOL, _iterative(current))
+
+
+class FinishedThreadsForgotten(list[threading.Thread]):
+    """moto's ``TMP_THREADS``, bounded: every ``PRUNE_EVERY`` appends, threads that have ended
+    are dropped, so the list holds the live threads plus at most ``PRUNE_EVERY`` finished ones
+    (amortised O(1) per append) instead of two ``Thread`` objects per case, forever."""
+
+    PRUNE_EVERY = 256
+
+    def append(self, thread: threading.Thread) -> None:
+        super().append(thread)
+        # No lock: a thread appended by another thread during the rebuild may be dropped from
+        # the list, which is harmless, since nothing reads it (the thread runs regardless).
+        if len(self) % self.PRUNE_EVERY == 0:
+            self[:] = [t for t in self if t.is_alive()]
+
+
+class UnrecordedEventManager(EventManager):
+    """The event manager a Distributed Map gives its items: ids still advance and logging still
+    runs, but no history is kept, since moto drops it unread when the Map ends."""
+
+    def _publish_history_event(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def install_bounded_retention() -> None:
+    """Per-item retention bounded, process-wide and idempotent like the worker loop (the list
+    is shared by every run's threads). Modules that imported ``TMP_THREADS`` by name already
+    hold the old list: each is pointed at the new one, and the old list's live threads move."""
+    with _patch_lock:
+        current: list[threading.Thread] = getattr(parser_utils, _THREADS)
+        if not isinstance(current, FinishedThreadsForgotten):
+            bounded = FinishedThreadsForgotten(t for t in current if t.is_alive())
+            for name, module in list(sys.modules.items()):
+                if (
+                    name.startswith("moto.stepfunctions")
+                    and getattr(module, _THREADS, None) is current
+                ):
+                    setattr(module, _THREADS, bounded)
+            current.clear()
+        setattr(distributed_map, _EVENT_MANAGER, UnrecordedEventManager)
 
 
 @contextmanager
@@ -246,10 +303,13 @@ def installed_moto_version() -> str:
 __all__ = [
     "MAP_WORKER_CLASSES",
     "MOTO_VERSION",
+    "FinishedThreadsForgotten",
     "ThreadFailure",
     "ThreadFailures",
+    "UnrecordedEventManager",
     "detach_request_hook",
     "embedded_aws",
+    "install_bounded_retention",
     "install_iterative_map_workers",
     "installed_moto_version",
     "interpreter_speedups",

@@ -179,3 +179,51 @@ def test_patched_names_exist_and_are_put_back():
         assert all(now is not then for now, then in zip(during, before, strict=True))
         assert json_path.parse("$.a") is json_path.parse("$.a")  # the cache answers
     assert [getattr(owner, name) for owner, name in seams] == before
+
+
+def _retained_threads() -> int:
+    from moto.stepfunctions.parser import utils
+
+    return len(utils.TMP_THREADS)
+
+
+def test_finished_interpreter_threads_are_not_kept_per_item():
+    """moto keeps every interpreter thread in ``TMP_THREADS`` (one per Map item here, two per
+    case in a run): before the fix a 600-item Map left 600 more Thread objects behind, for
+    the life of the process. After it, what stays does not grow with the number of items."""
+    from moto.stepfunctions.parser.asl.component.program import program
+
+    install_iterative_map_workers()
+    moto_compat.install_bounded_retention()
+    # the modules that imported the list by name append to the bounded one
+    assert program.TMP_THREADS is moto_compat.parser_utils.TMP_THREADS
+    assert isinstance(program.TMP_THREADS, moto_compat.FinishedThreadsForgotten)
+    retained = []
+    for items in (300, 900):
+        assert _distributed_map(items)["status"] == "SUCCEEDED"
+        retained.append(_retained_threads())
+    bound = moto_compat.FinishedThreadsForgotten.PRUNE_EVERY + threading.active_count()
+    assert all(count <= bound for count in retained), retained
+
+
+def test_distributed_map_item_events_are_not_stored():
+    """A Distributed Map's items publish their events to a manager moto drops unread when the
+    Map ends; it numbers them (ids stay unique) but holds none, so a Map of N items no longer
+    holds 5N events (each with the case's input and output) until it ends."""
+    from moto.stepfunctions.parser.api import HistoryEventType
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
+        distributed_iteration_component as distributed_map,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
+
+    moto_compat.install_bounded_retention()
+    assert distributed_map.EventManager is moto_compat.UnrecordedEventManager
+    # moto builds the Map's manager by that name, inside the Map's body
+    assert "EventManager()" in inspect.getsource(distributed_map)
+    manager = moto_compat.UnrecordedEventManager()
+    context = EventHistoryContext.of_program_start()
+    ids = [manager.add_event(context, HistoryEventType.PassStateEntered) for _ in range(50)]
+    assert ids == list(range(1, 51))
+    assert manager.get_event_history() == []
+    # and the Map still runs its items and returns their outputs in order
+    assert json.loads(_distributed_map(50)["output"]) == list(range(50))
