@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from evalrunner.judge.base import Judge, JudgeReply, JudgeUsage, Message, record_case_usage
 from evalrunner.judge.cache import cache_key
-from evalrunner.judge.reply_format import wire_schema, with_reply_format
+from evalrunner.judge.reply_format import Leaves, schema_instance, wire_schema, with_reply_format
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -42,39 +42,24 @@ def count_tokens(text: str) -> int:
     return total
 
 
-def _fill(node: Any, name: str) -> Any:
-    """A plausible minimal value for a self-contained (``wire_schema``) schema node."""
-    if not isinstance(node, dict):
-        return REPLY_SENTENCE
-    if "const" in node:
-        return node["const"]
-    if node.get("enum"):
-        return node["enum"][0]
-    for key in ("anyOf", "oneOf", "allOf"):
-        options = [o for o in node.get(key) or () if o.get("type") != "null"]
-        if options:
-            return _fill(options[0], name)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if kind == "object" or "properties" in node:
-        return {k: _fill(v, k) for k, v in (node.get("properties") or {}).items()}
-    if kind == "array":
-        n = node.get("minItems", OPEN_LIST_ITEMS)
-        n = min(n, node.get("maxItems", n))
-        return [_fill(node.get("items") or {}, name) for _ in range(n)]
-    if kind == "boolean":
-        return True
-    if kind in ("integer", "number"):
-        value = node.get("maximum", node.get("minimum", 1))
-        number = float(value) if isinstance(value, int | float) else 1.0
-        return int(number) if kind == "integer" else number
-    return REPLY_SENTENCE
+def _items(node: dict[str, Any]) -> int:
+    n = int(node.get("minItems", OPEN_LIST_ITEMS))
+    return min(n, int(node.get("maxItems", n)))
+
+
+def _number(node: dict[str, Any]) -> float:
+    value = node.get("maximum", node.get("minimum", 1))
+    return float(value) if isinstance(value, int | float) else 1.0
+
+
+#: A plausible minimal reply: a sentence per string, lists as long as the prompt fixes them
+#: (else OPEN_LIST_ITEMS), the highest allowed number.
+DRY_LEAVES = Leaves(text=lambda name: REPLY_SENTENCE, items=_items, number=_number)
 
 
 def dry_reply(schema: type[T]) -> T:
     """A reply that validates as ``schema`` (lists fixed by the prompt have their length)."""
-    return schema.model_validate(_fill(wire_schema(schema), "value"))
+    return schema.model_validate(schema_instance(wire_schema(schema), "value", DRY_LEAVES))
 
 
 class DryJudge(Judge):

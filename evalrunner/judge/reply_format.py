@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -99,7 +101,25 @@ def schema_name(schema: type[BaseModel]) -> str:
 
 
 # -- the example --------------------------------------------------------------------------------
-def _example_value(node: dict[str, Any], name: str) -> Any:
+@dataclass(frozen=True)
+class Leaves:
+    """How :func:`schema_instance` fills the leaves of a schema: the example line and the
+    cost estimate's dry judge walk schemas the same way and differ only here."""
+
+    #: a string field, from its name
+    text: Callable[[str], str]
+    #: how many items a list gets, from its node (minItems / maxItems)
+    items: Callable[[dict[str, Any]], int]
+    #: a number field, from its node (minimum / maximum)
+    number: Callable[[dict[str, Any]], float]
+
+
+def schema_instance(node: Any, name: str, leaves: Leaves) -> Any:
+    """A value of the self-contained (:func:`wire_schema`) schema ``node``: consts and the
+    first enum value as given, the first non-null option of a union, ``true`` for booleans,
+    and the leaves as ``leaves`` says."""
+    if not isinstance(node, dict):
+        return leaves.text(name)
     if "const" in node:
         return node["const"]
     if node.get("enum"):
@@ -107,30 +127,39 @@ def _example_value(node: dict[str, Any], name: str) -> Any:
     for key in ("anyOf", "oneOf", "allOf"):
         options = [o for o in node.get(key) or () if o.get("type") != "null"]
         if options:
-            return _example_value(options[0], name)
+            return schema_instance(options[0], name, leaves)
     kind = node.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     if kind == "object" or "properties" in node:
         props = node.get("properties") or {}
-        return {key: _example_value(value, key) for key, value in props.items()}
+        return {key: schema_instance(value, key, leaves) for key, value in props.items()}
     if kind == "array":
         items = node.get("items")
         item: dict[str, Any] = items if isinstance(items, dict) else {}
         singular = name[:-1] if name.endswith("s") else name
-        return [_example_value(item, singular)]
+        return [schema_instance(item, singular, leaves) for _ in range(leaves.items(node))]
     if kind == "boolean":
         return True
     if kind in ("integer", "number"):
-        low = node.get("minimum", node.get("exclusiveMinimum", 0))
-        return int(low) if kind == "integer" else float(low)
-    return f"<{name.replace('_', ' ') or 'text'}>"
+        number = leaves.number(node)
+        return int(number) if kind == "integer" else float(number)
+    return leaves.text(name)
+
+
+#: The example line: placeholders named after their fields, the lowest allowed number, one
+#: list item.
+EXAMPLE_LEAVES = Leaves(
+    text=lambda name: f"<{name.replace('_', ' ') or 'text'}>",
+    items=lambda node: 1,
+    number=lambda node: float(node.get("minimum", node.get("exclusiveMinimum", 0))),
+)
 
 
 def reply_example(schema: type[BaseModel]) -> str:
     """A filled-in example of ``schema`` as compact JSON: placeholders named after their
     fields for strings (``"<reason>"``), ``true``, the lowest allowed number, one list item."""
-    value = _example_value(wire_schema(schema), "value")
+    value = schema_instance(wire_schema(schema), "value", EXAMPLE_LEAVES)
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
