@@ -1,44 +1,20 @@
-"""The suite's canonical columns, the header aliases each accepts, and how a cell is parsed.
+"""The suite's canonical columns, the header aliases each accepts, and what each column means.
 
 Suites are written by people in spreadsheets exported from other tools, so the readers are
 tolerant about *headers* (``Expected Answer``, ``expected-answer`` and ``Ground Truth`` all
 name the same column) but strict about *meaning*: two headers that name the same column, or a
 cell that cannot be read, are errors that name the cell, never a silent guess.
 
-Cell rules (also returned by :func:`column_docs` for the template's Instructions sheet):
-
-- text columns (id, question, expected_answer, expected_intent, expected_tool, answer): the
-  cell's text with surrounding blanks removed; numbers become text (``42`` -> ``"42"``,
-  ``3.0`` -> ``"3"``) because spreadsheet apps store ``42`` typed in a cell as a number; an
-  empty cell is "not given" (``None``).
-- list columns (expected_contexts, expected_documents, contexts): a JSON array of strings,
-  else one item per non-empty line. A cell that starts with ``[`` but is not a JSON array is
-  read as lines, because a context chunk may well start with ``[1]``.
-- categories: a JSON array, else items split on comma, semicolon or newline.
-- condition: a JSON array is the *list form* and is kept as a list. A single item written
-  without brackets (``REGEXP:^No$`` or a bare ``No``) is a one-item list, as users of the
-  list form write it: a cell starting with ``REGEXP:`` or holding no double quote cannot be an
-  expression (every expression operand is quoted), so reading it as one could only fail.
-  Anything else is the *expression form* and is kept as the string (it is not evaluated here:
-  the Text matching evaluator owns that grammar). A cell starting with ``[`` that is not
-  valid JSON is an error, since it is almost certainly a list form with a typo, and reading
-  it as an expression would make the case fail for a reason nobody wrote.
-- conversation: a JSON array of ``{"role", "content"}`` objects, or lines
-  ``user: ...`` / ``assistant: ...`` / ``system: ...``; a line without a role prefix continues
-  the previous turn.
-- an empty cell or empty string is ``None`` for text and ``[]`` for lists; so is a cell
-  holding only ``NA``, ``N/A``, ``n/a`` or ``-`` (:data:`NOT_GIVEN`), the way evaluation
-  sheets mark what does not apply to a row.
+How a cell is read is :mod:`evalrunner.suite.cells`; the rules are returned by
+:func:`column_docs` for the template's Instructions sheet too.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from openpyxl.utils import get_column_letter
 
@@ -149,22 +125,10 @@ LIST_COLUMNS: Final[frozenset[str]] = frozenset(
         "retrieved_documents",
     }
 )
-#: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
-#: after trimming): scored as missing, so the case is skipped for that metric, never 0.
-NOT_GIVEN: Final[frozenset[str]] = frozenset({"na", "n/a", "-"})
 
 _ALIAS_TO_CANONICAL: Final[dict[str, str]] = {
     alias: canonical for canonical, aliases in ALIASES.items() for alias in aliases
 }
-_ROLES: Final[tuple[str, ...]] = ("user", "assistant", "system")
-#: The list form's regex item prefix (case-insensitive), which no expression starts with.
-_REGEXP_ITEM: Final[str] = "regexp:"
-
-_ROLE_LINE = re.compile(r"^\s*(user|assistant|system)\s*:\s?(.*)$", re.IGNORECASE)
-
-
-class CellError(ValueError):
-    """A cell's value cannot be read; the reader adds sheet, row and column to the message."""
 
 
 def normalise_header(header: object) -> str:
@@ -265,221 +229,6 @@ def map_headers(
 
 
 # --------------------------------------------------------------------------- cell parsing
-
-
-def _is_empty(value: object) -> bool:
-    return value is None or (
-        isinstance(value, str) and (not value.strip() or value.strip().casefold() in NOT_GIVEN)
-    )
-
-
-def parse_text(value: object) -> str | None:
-    """A text cell: stripped text, numbers as text, empty as ``None``.
-
-    Integral floats lose their ``.0`` because spreadsheet apps store every number as a float
-    and an id typed as ``7`` must not become ``"7.0"``.
-    """
-    if _is_empty(value):
-        return None
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, int | float | str):
-        return str(value).strip()
-    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
-        return value.isoformat()
-    raise CellError(f"expected text, got {type(value).__name__} {_short(value)}")
-
-
-def _strings(items: list[Any]) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        if isinstance(item, dict | list) or item is None:
-            raise CellError(f"expected a list of strings, found the item {_short(item)}")
-        text = parse_text(item)
-        if text is not None:
-            out.append(text)
-    return out
-
-
-def _json_array(text: str) -> list[Any] | None:
-    """The cell as a JSON array, or ``None`` when it is not one."""
-    if not text.startswith("["):
-        return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, list) else None
-
-
-def parse_list(value: object) -> list[str]:
-    """A list cell: a JSON array of strings, else one item per non-empty line."""
-    if _is_empty(value):
-        return []
-    if isinstance(value, list | tuple):
-        return _strings(list(value))
-    text = parse_text(value)
-    assert text is not None
-    parsed = _json_array(text)
-    if parsed is not None:
-        return _strings(parsed)
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def parse_steps(value: object) -> list[dict[str, Any]]:
-    """Expected agent steps: a JSON array of tool names or ``{"name", "arguments"}`` objects
-    (plain dicts: the reader validates them into the model, naming the cell)."""
-    if _is_empty(value):
-        return []
-    items: Any = value
-    if not isinstance(value, list | tuple):
-        text = parse_text(value)
-        assert text is not None
-        try:
-            items = json.loads(text)
-        except ValueError:
-            items = None
-    example = '["hr/search", {"name": "hr/book", "arguments": {"days": 2}}]'
-    if not isinstance(items, list | tuple):
-        raise CellError(f"must be a JSON array of tool names or step objects, e.g. {example}")
-    steps = []
-    for position, item in enumerate(items, start=1):
-        if isinstance(item, str) and item.strip():
-            steps.append({"name": item.strip()})
-        elif isinstance(item, dict) and str(item.get("name") or "").strip():
-            arguments = item.get("arguments")
-            if arguments is not None and not isinstance(arguments, dict):
-                raise CellError(f"step {position}: arguments must be a JSON object, e.g. {example}")
-            steps.append({k: v for k, v in item.items() if k in ("name", "kind", "arguments")})
-        else:
-            raise CellError(f"step {position} has no name; write e.g. {example}")
-    return steps
-
-
-def parse_categories(value: object) -> list[str]:
-    """Categories: a JSON array, else split on comma, semicolon or newline."""
-    if _is_empty(value):
-        return []
-    if isinstance(value, list | tuple):
-        return _strings(list(value))
-    text = parse_text(value)
-    assert text is not None
-    parsed = _json_array(text)
-    if parsed is not None:
-        return _strings(parsed)
-    return [part.strip() for part in re.split(r"[,;\n]", text) if part.strip()]
-
-
-def _condition_items(items: list[Any], path: str = "") -> list[Any]:
-    """Check the list form: strings and nested lists of strings (numbers become strings)."""
-    out: list[Any] = []
-    for i, item in enumerate(items):
-        if isinstance(item, list):
-            out.append(_condition_items(item, f"{path}[{i}]"))
-        elif isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, int | float) and not isinstance(item, bool):
-            out.append(parse_text(item))
-        else:
-            raise CellError(
-                f"the condition list may hold only strings and nested lists; item "
-                f"{path}[{i}] is {_short(item)}"
-            )
-    return out
-
-
-def parse_condition(value: object) -> str | list[Any] | None:
-    """A condition: list form (JSON array, kept as a list) or expression (kept as a string).
-
-    Not evaluated here; only a cell that starts with ``[`` yet is not valid JSON is refused.
-    """
-    if _is_empty(value):
-        return None
-    if isinstance(value, list | tuple):
-        items = _condition_items(list(value))
-        return items or None
-    text = parse_text(value)
-    assert text is not None
-    if text.startswith("["):
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise CellError(
-                f"starts with '[' but is not a valid JSON array ({exc}); write the list form "
-                'as JSON, e.g. ["15,969", ["Brazil", "BRAZIL"]], or write an expression '
-                'such as "15,969" AND ("Brazil" OR "BRAZIL")'
-            ) from None
-        if not isinstance(parsed, list):
-            raise CellError("starts with '[' but is not a JSON array")
-        items = _condition_items(parsed)
-        return items or None
-    if text[: len(_REGEXP_ITEM)].lower() == _REGEXP_ITEM or '"' not in text:
-        return [text]
-    return text
-
-
-def _turn(item: object, position: int) -> dict[str, str]:
-    if not isinstance(item, dict):
-        raise CellError(
-            f'conversation item {position} is not an object like {{"role": "user", '
-            f'"content": "..."}}: {_short(item)}'
-        )
-    role = str(item.get("role", "")).strip().lower()
-    if role not in _ROLES:
-        raise CellError(
-            f"conversation item {position} has role {item.get('role')!r}; "
-            f"use one of {', '.join(_ROLES)}"
-        )
-    content = item.get("content")
-    if not isinstance(content, str):
-        raise CellError(f"conversation item {position} has no text 'content'")
-    return {"role": role, "content": content}
-
-
-def parse_conversation(value: object) -> list[dict[str, str]]:
-    """Prior turns: a JSON array of ``{role, content}``, or ``user: ...`` lines.
-
-    Returns plain dicts (the reader builds :class:`~evalrunner.suite.model.Turn` from them)
-    so this module does not depend on the model's construction rules.
-    """
-    if _is_empty(value):
-        return []
-    if isinstance(value, list | tuple):
-        return [_turn(item, i + 1) for i, item in enumerate(value)]
-    text = parse_text(value)
-    assert text is not None
-    if text.startswith("["):
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise CellError(
-                f"starts with '[' but is not a valid JSON array ({exc}); write "
-                '[{"role": "user", "content": "..."}, ...] or lines "user: ..." / '
-                '"assistant: ..."'
-            ) from None
-        if not isinstance(parsed, list):
-            raise CellError("starts with '[' but is not a JSON array")
-        return [_turn(item, i + 1) for i, item in enumerate(parsed)]
-    turns: list[dict[str, str]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _ROLE_LINE.match(line)
-        if match:
-            turns.append({"role": match.group(1).lower(), "content": match.group(2).strip()})
-        elif turns:
-            turns[-1]["content"] = f"{turns[-1]['content']}\n{line}".strip()
-        elif line.strip():
-            raise CellError(
-                f"line {number} does not start with 'user:', 'assistant:' or 'system:'; "
-                "each turn is a line like 'user: I want to book leave.'"
-            )
-    return turns
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------- column documentation

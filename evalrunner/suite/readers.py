@@ -36,11 +36,8 @@ from pydantic import ValidationError
 from evalrunner.errors import SuiteError
 from evalrunner.sanitize import sanitize_value
 from evalrunner.suite import xlsx_checks
-from evalrunner.suite.columns import (
-    ALIASES,
+from evalrunner.suite.cells import (
     CellError,
-    canonical_column,
-    map_headers,
     parse_categories,
     parse_condition,
     parse_conversation,
@@ -48,6 +45,7 @@ from evalrunner.suite.columns import (
     parse_steps,
     parse_text,
 )
+from evalrunner.suite.columns import ALIASES, canonical_column, map_headers
 from evalrunner.suite.csv_errors import csv_error
 from evalrunner.suite.encoding import decode_text
 from evalrunner.suite.json_suites import read_json

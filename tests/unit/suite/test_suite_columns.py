@@ -1,23 +1,25 @@
-"""Header aliases and cell parsing rules of evalrunner.suite.columns."""
+"""Header aliases (evalrunner.suite.columns) and cell parsing rules (evalrunner.suite.cells)."""
 
 from __future__ import annotations
 
 import pytest
 
 from evalrunner.errors import SuiteError
-from evalrunner.suite.columns import (
-    ALIASES,
-    CANONICAL_COLUMNS,
+from evalrunner.suite.cells import (
     CellError,
-    canonical_column,
-    column_docs,
-    map_headers,
-    normalise_header,
     parse_categories,
     parse_condition,
     parse_conversation,
     parse_list,
     parse_text,
+)
+from evalrunner.suite.columns import (
+    ALIASES,
+    CANONICAL_COLUMNS,
+    canonical_column,
+    column_docs,
+    map_headers,
+    normalise_header,
 )
 
 
