@@ -142,6 +142,7 @@ class CaseItem(pytest.Item):
         }
         rows = [r for r in data.rows if r.case_id == self.case_id]
         failures: list[str] = []
+        unscored: list[str] = []
         scored = 0
         for row in rows:
             at = f" (iteration {row.iteration})" if data.iterations > 1 else ""
@@ -149,7 +150,10 @@ class CaseItem(pytest.Item):
                 failures.append(f"{row.status}{at}: {row.error or 'no answer'}")
                 continue
             for result in row.results:
-                if result.metric not in gated or result.status == "skipped":
+                if result.metric not in gated:
+                    continue
+                if result.status == "skipped":
+                    unscored.append(f"{result.metric}{at}: {result.reason}")
                     continue
                 if result.status == "error":
                     failures.append(f"{result.metric}{at}: evaluator error: {result.reason}")
@@ -161,10 +165,11 @@ class CaseItem(pytest.Item):
                         f"{result.metric}{at}: {score} (threshold {result.threshold}): "
                         f"{result.reason}"
                     )
+        if not scored and not failures:
+            # Nothing measured proves nothing: the case fails with why, as assert_case does.
+            failures = ["none of its gated metrics could be scored", *unscored]
         if failures:
             raise CaseFailed("\n".join(failures))
-        if not scored:
-            pytest.skip(f"case {self.case_id}: none of its gated metrics could be scored")
 
     def repr_failure(
         self,

@@ -23,6 +23,7 @@ sick,How many sick days?,You get 10 sick days.
 pension,What is the pension match?,The company matches 6 percent.
 wrong,Who is the CEO?,The CEO is Ada Lovelace.
 broken,Please explode,Nothing.
+unexpected,What is the dress code?,
 """
 
 BOT = """
@@ -31,6 +32,7 @@ ANSWERS = {
     "How many sick days?": "You get 10 sick days.",
     "What is the pension match?": "The company matches 6 percent.",
     "Who is the CEO?": "I am not sure who runs the company.",
+    "What is the dress code?": "Smart casual.",
 }
 
 
@@ -66,7 +68,7 @@ def test_the_plugin_is_declared_as_a_pytest11_entry_point():
     assert hasattr(importlib.import_module("evalrunner.pytest_plugin"), "pytest_collect_file")
 
 
-def test_a_five_case_suite_is_five_test_items(pytester, tmp_path):
+def test_a_six_case_suite_is_six_test_items(pytester, tmp_path):
     pytester.makefile(".csv", hr=SUITE)
     pytester.makepyfile(hr_bot_plugin_test=BOT)
     spec = {
@@ -81,7 +83,7 @@ def test_a_five_case_suite_is_five_test_items(pytester, tmp_path):
         pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "hr.evalrunner.json"
     )
 
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=3, failed=3)
     result.stdout.fnmatch_lines(
         [
             "*hr.evalrunner.json::leave PASSED*",
@@ -89,14 +91,23 @@ def test_a_five_case_suite_is_five_test_items(pytester, tmp_path):
             "*hr.evalrunner.json::pension PASSED*",
             "*hr.evalrunner.json::wrong FAILED*",
             "*hr.evalrunner.json::broken FAILED*",
+            "*hr.evalrunner.json::unexpected FAILED*",
+        ]
+    )
+    # a case nothing could measure fails with why, it is not skipped
+    result.stdout.fnmatch_lines(
+        [
+            "*case unexpected failed:*",
+            "*none of its gated metrics could be scored*",
+            "*ROUGE-L: skipped: the case has no expected answer*",
         ]
     )
     result.stdout.fnmatch_lines(["*case wrong failed:*", "*ROUGE-L: 0.* (threshold 0.6)*"])
     result.stdout.fnmatch_lines(["*case broken failed:*", "*target_error*failed on purpose*"])
-    # one run for the five items, its reports where the option said
+    # one run for the six items, its reports where the option said
     reports = list((tmp_path / "out" / "test-reports" / "answer").glob("*-summary.json"))
     assert len(reports) == 1
-    assert json.loads(reports[0].read_text("utf-8"))["cases"] == 5
+    assert json.loads(reports[0].read_text("utf-8"))["cases"] == 6
 
 
 def test_a_bad_suite_target_fails_every_item_with_the_message(pytester, tmp_path):
@@ -104,7 +115,7 @@ def test_a_bad_suite_target_fails_every_item_with_the_message(pytester, tmp_path
     spec = {"suite": "hr.csv", "target": {"url": "ftp://nowhere"}, "metrics": ["Rouge Metric"]}
     (pytester.path / "hr.evalrunner.json").write_text(json.dumps(spec), encoding="utf-8")
     result = run_pytest(pytester, "--evalrunner-out", str(tmp_path / "out"))
-    result.assert_outcomes(failed=5)
+    result.assert_outcomes(failed=6)
     result.stdout.fnmatch_lines(
         ["*the suite run failed: The event is not valid:*", "*target.url: 'ftp://nowhere'*"]
     )
