@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 #: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
@@ -96,8 +97,8 @@ def _json_array(text: str) -> list[Any] | None:
     return parsed if isinstance(parsed, list) else None
 
 
-def parse_list(value: object) -> list[str]:
-    """A list cell: a JSON array of strings, else one item per non-empty line."""
+def _list_cell(value: object, split: Callable[[str], list[str]]) -> list[str]:
+    """A JSON array of strings (or a list a JSON suite gave), else the text cut by ``split``."""
     if _is_empty(value):
         return []
     if isinstance(value, list | tuple):
@@ -107,7 +108,12 @@ def parse_list(value: object) -> list[str]:
     parsed = _json_array(text)
     if parsed is not None:
         return _strings(parsed)
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    return [part.strip() for part in split(text) if part.strip()]
+
+
+def parse_list(value: object) -> list[str]:
+    """A list cell: a JSON array of strings, else one item per non-empty line."""
+    return _list_cell(value, str.splitlines)
 
 
 def parse_steps(value: object) -> list[dict[str, Any]]:
@@ -142,16 +148,7 @@ def parse_steps(value: object) -> list[dict[str, Any]]:
 
 def parse_categories(value: object) -> list[str]:
     """Categories: a JSON array, else split on comma, semicolon or newline."""
-    if _is_empty(value):
-        return []
-    if isinstance(value, list | tuple):
-        return _strings(list(value))
-    text = parse_text(value)
-    assert text is not None
-    parsed = _json_array(text)
-    if parsed is not None:
-        return _strings(parsed)
-    return [part.strip() for part in re.split(r"[,;\n]", text) if part.strip()]
+    return _list_cell(value, lambda text: re.split(r"[,;\n]", text))
 
 
 def _condition_items(items: list[Any], path: str = "") -> list[Any]:
