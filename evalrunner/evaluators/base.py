@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
 from evalrunner.models.locate import ModelUnavailable
+from evalrunner.suite.model import Turn
 from evalrunner.targets.steps import AgentStep, ExpectedStep
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class Input(StrEnum):
     EXPECTED_TOOLS = "expected_tools"
     EXPECTED_STEPS = "expected_steps"
     STEPS = "steps"
+    TURNS = "turns"
 
 
 #: How to tell the user to provide each input when it is missing.
@@ -56,6 +58,7 @@ _INPUT_HINTS: dict[Input, str] = {
     Input.EXPECTED_TOOLS: "the case has no expected tools (fill the expected_tools column)",
     Input.EXPECTED_STEPS: "the case has no expected steps (fill the expected_steps column)",
     Input.STEPS: "the target reported no agent steps (a trace, tool_calls or steps_path)",
+    Input.TURNS: "the case is not a conversation (group rows by conversation_id, or a turns cell)",
 }
 
 
@@ -124,6 +127,9 @@ class Sample(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: The false fact the misinformation perturbation planted in this case's contexts.
     false_fact: str | None = None
+    #: A whole conversation as it happened (conversation evaluators only): the user's turns
+    #: and the target's actual answers, in order, ending with the last answer.
+    turns: list[Turn] = Field(default_factory=list)
 
     def has(self, field: Input) -> bool:
         value = getattr(self, field.value)
@@ -197,6 +203,9 @@ class Evaluator(ABC):
     metrics: ClassVar[tuple[MetricSpec, ...]]
     #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
     options_model: ClassVar[type[BaseModel]] = NoOptions
+    #: True for evaluators that score a whole conversation (``Sample.turns``) once, on the
+    #: conversation's own record; the others score each turn like a single-turn case.
+    conversational: ClassVar[bool] = False
 
     def __init__(
         self,
