@@ -259,3 +259,66 @@ def parse_conversation(value: object) -> list[dict[str, str]]:
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_turn_number(value: object) -> int | None:
+    """A turn number: a whole number from 1 (``3``, ``3.0`` or ``"3"``); empty is ``None``."""
+    text = parse_text(value)
+    if text is None:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise CellError(f"the turn number must be a whole number from 1, found {_short(value)}")
+    return number
+
+
+def parse_scripted_turns(value: object) -> list[dict[str, Any]]:
+    """A ``turns`` cell: a JSON array of objects, one per turn (``{"user": ..., ...}``), as
+    plain dicts; the reader maps their keys like a row's headers and names the item in errors."""
+    if _is_empty(value):
+        return []
+    items: Any = value
+    if not isinstance(value, list | tuple):
+        text = parse_text(value)
+        assert text is not None
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise CellError(
+                f"is not valid JSON ({exc}); write the turns as "
+                '[{"user": "...", "expected_answer": "..."}, ...]'
+            ) from None
+    if not isinstance(items, list | tuple) or not items:
+        raise CellError(
+            'must be a non-empty JSON array of turns, e.g. [{"user": "My name is Ana."}, '
+            '{"user": "What is my name?", "expected_answer": "Ana"}]'
+        )
+    for position, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise CellError(
+                f'turn {position} is not an object like {{"user": "...", '
+                f'"expected_answer": "..."}}: {_short(item)}'
+            )
+    return [dict(item) for item in items]
+
+
+def is_prior_turns(value: object) -> bool:
+    """Whether a ``turns`` cell holds ``{"role", "content"}`` items: the earlier-turns form
+    that ``turns`` named before it named scripted turns, still read as the conversation
+    column so such suites keep working."""
+    items: Any = value
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            return False
+    elif isinstance(value, str):
+        return bool(_ROLE_LINE.match(value))
+    return (
+        isinstance(items, list | tuple)
+        and bool(items)
+        and all(isinstance(i, dict) and "role" in i and "content" in i for i in items)
+    )

@@ -34,6 +34,9 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "condition",
     "categories",
     "conversation",
+    "conversation_id",
+    "turn",
+    "turns",
     "expected_data",
     "actual_answer",
     "retrieved_contexts",
@@ -79,7 +82,11 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
     # "constraints" is the H2O Eval Studio name of the list form.
     "condition": ("condition", "conditions", "constraint", "constraints"),
     "categories": ("categories", "category", "tags"),
-    "conversation": ("conversation", "history", "turns"),
+    "conversation": ("conversation", "history"),
+    # A scripted conversation, one row per turn (conversation_id, turn) or one turns cell.
+    "conversation_id": ("conversation_id", "dialog_id", "dialogue_id", "conversation_key"),
+    "turn": ("turn", "turn_number", "turn_index"),
+    "turns": ("turns", "scripted_turns"),
     # Pre-computed answers skip the target call, so only explicit headers count: a sheet
     # headed "Question | Answer" means the expected answer far more often than not.
     "expected_data": ("expected_data", "retrieved_data_ground_truth"),
@@ -114,6 +121,7 @@ TEXT_COLUMNS: Final[frozenset[str]] = frozenset(
         "retrieved_data",
         "variant_of",
         "variant_kind",
+        "conversation_id",
     }
 )
 LIST_COLUMNS: Final[frozenset[str]] = frozenset(
@@ -215,7 +223,7 @@ def map_headers(
                 row=row,
             )
         columns[canonical] = pos
-    if "question" not in columns:
+    if "question" not in columns and "turns" not in columns:
         found = ", ".join(f"'{h}'" for h in labels.values()) or "none"
         raise SuiteError(
             f"no question column: {noun} found: {found}; the question column may be "
@@ -311,6 +319,28 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
         'turn per line: "user: ..." / "assistant: ...".',
         "user: I want to take leave.\nassistant: How many days?",
     ),
+    "conversation_id": (
+        "A scripted conversation, one row per turn: rows with the same id are the turns of "
+        "one conversation, sent one after the other with the target's actual earlier answers; "
+        "each row's question is the user's turn, its expected_answer (and other expected_* "
+        "columns, condition, categories) that turn's expectation. A role column, if any, is "
+        "the role the assistant must keep (Role adherence). Keep a conversation's rows "
+        "together; at most 50 turns.",
+        "Text. Empty: a single-turn case.",
+        "onboarding-1",
+    ),
+    "turn": (
+        "With conversation_id: the turn's number, to order the turns (else row order).",
+        "A whole number from 1, unique within the conversation; give all or none.",
+        "1",
+    ),
+    "turns": (
+        "A whole scripted conversation in one cell (JSON suites, CSV): its turns in order, "
+        "each the user's message and that turn's expectations. Leave question empty.",
+        'A JSON array of {"user": "...", "expected_answer": "..."} objects (any expected_* '
+        "column, condition or categories may be a key too).",
+        '[{"user": "My name is Ana."}, {"user": "What is my name?", "expected_answer": "Ana"}]',
+    ),
     "expected_data": (
         "The data (a record, a number, a JSON value) the system should have retrieved; "
         "compared exactly with retrieved_data.",
@@ -375,6 +405,10 @@ def column_docs() -> list[ColumnDoc]:
 #: Rules that apply to every column, for the Instructions sheet.
 GENERAL_RULES: Final[tuple[str, ...]] = (
     "One row per test case; the first non-empty row of the sheet is the header row.",
+    "A conversation is one row per turn with the same conversation_id (rows together, in "
+    "turn order or numbered in a turn column); each row's question is the user's turn and "
+    "its expected_answer that turn's expectation. Turns are sent one after the other with "
+    "the target's actual earlier answers.",
     "Headers are matched ignoring case, surrounding spaces, and spaces vs dashes vs "
     "underscores: 'Expected Answer', 'expected-answer' and 'Ground Truth' all work.",
     "Two headers naming the same column are an error. Unknown columns are kept as case "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner.targets.steps import ExpectedStep
 
@@ -94,6 +94,27 @@ class TestCase(BaseModel):
     #: Set on a perturbed copy of a case (Prepare) or a hand-written variant (the suite's
     #: variant_of column): the original it is compared with in the robustness analysis.
     perturbation: Perturbation | None = None
+    #: A scripted conversation: its turns in order, each a case of its own (the user's
+    #: message is its question, with that turn's expectations). They are sent one after the
+    #: other, each with the target's actual earlier answers (``conversation`` stays the fixed
+    #: turns before the first). Empty for a single-turn case.
+    turns: list[TestCase] = Field(default_factory=list)
+    #: On a conversation and on each of its turns: the conversation's id.
+    conversation_id: str | None = None
+    #: On a turn of a conversation: its number (the suite's turn column, else 1, 2, ...).
+    turn: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _turns_are_flat(self) -> TestCase:
+        """A turn is one exchange: it cannot hold a conversation of its own."""
+        if any(t.turns for t in self.turns):
+            raise ValueError("a turn of a conversation cannot have turns of its own")
+        return self
+
+    @property
+    def is_conversation(self) -> bool:
+        """Whether this case is a scripted conversation (scored turn by turn and as a whole)."""
+        return bool(self.turns)
 
 
 class Suite(BaseModel):

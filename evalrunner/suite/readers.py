@@ -38,14 +38,17 @@ from evalrunner.sanitize import sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.cells import (
     CellError,
+    is_prior_turns,
     parse_categories,
     parse_condition,
     parse_conversation,
     parse_list,
     parse_steps,
     parse_text,
+    parse_turn_number,
 )
 from evalrunner.suite.columns import ALIASES, canonical_column, map_headers
+from evalrunner.suite.conversations import conversation_from_cell, group_conversations
 from evalrunner.suite.csv_errors import csv_error
 from evalrunner.suite.encoding import decode_text
 from evalrunner.suite.json_suites import read_json
@@ -113,7 +116,11 @@ def _build_cases(rows: Sequence[Row], source: str) -> list[TestCase]:
     cases: list[TestCase] = []
     seen: dict[str, Row] = {}
     for index, row in enumerate(rows):
-        case = _build_case(row, index, source)
+        _legacy_turns(row, source)
+        if _is_blank([row.values.get("turns")]):
+            case = _build_case(row, index, source)
+        else:
+            case = conversation_from_cell(row, index, source, _build_case)
         first = seen.get(case.case_id)
         if first is not None:
             raise SuiteError(
@@ -131,7 +138,29 @@ def _build_cases(rows: Sequence[Row], source: str) -> list[TestCase]:
         where = at.labels.get(column, column)
         return SuiteError(message, source=source, sheet=at.sheet, row=at.row, column=where)
 
-    return link_variants(cases, [row.values for row in rows], cell_error)
+    linked = link_variants(cases, [row.values for row in rows], cell_error)
+    return group_conversations(linked, rows, cell_error, source)
+
+
+def _legacy_turns(row: Row, source: str) -> None:
+    """A ``turns`` cell of ``{"role", "content"}`` items (or ``user: ...`` lines) is the
+    earlier-turns form ``turns`` stood for before it named scripted turns: read it as the
+    conversation column, as it always was."""
+    value = row.values.get("turns")
+    if _is_blank([value]) or not is_prior_turns(value):
+        return
+    if not _is_blank([row.values.get("conversation")]):
+        raise SuiteError(
+            "both the conversation and the turns cell hold earlier turns; keep one",
+            source=source,
+            sheet=row.sheet,
+            row=row.row,
+            column=row.labels.get("turns"),
+        )
+    row.values["conversation"] = row.values.pop("turns")
+    for names in (row.labels, row.cells):
+        if "turns" in names:
+            names["conversation"] = names.pop("turns")
 
 
 def _place(row: Row) -> str:
@@ -186,6 +215,8 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
             condition=parsed("condition", parse_condition),
             categories=parsed("categories", parse_categories),
             conversation=parsed("conversation", parse_conversation),
+            conversation_id=parsed("conversation_id", parse_text),
+            turn=parsed("turn", parse_turn_number),
             answer=answer,
             contexts=contexts,
             **_logged(parsed, answer is not None),
@@ -316,7 +347,7 @@ def _read_xlsx(data: bytes, source: str) -> list[Row]:
             looked.append(f"'{sheet.title}' (empty)")
             continue
         number, cells = header
-        if any(canonical_column(c) == "question" for c in cells if c is not None):
+        if any(canonical_column(c) in ("question", "turns") for c in cells if c is not None):
             xlsx_checks.refuse_formulas_without_values(
                 data, sheet, source=source, header_row=number
             )
@@ -349,7 +380,11 @@ def _pick_delimiter(text: str) -> str:
     for delimiter in (",", ";", "\t"):
         fields = next(csv.reader([first], delimiter=delimiter), [])
         known = [canonical_column(f) for f in fields]
-        score = ("question" in known, sum(k is not None for k in known), len(fields))
+        score = (
+            "question" in known or "turns" in known,
+            sum(k is not None for k in known),
+            len(fields),
+        )
         if score > best_score:
             best, best_score = delimiter, score
     return best
