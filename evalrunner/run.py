@@ -64,8 +64,16 @@ class ManifestItem(BaseModel):
     case: TestCase
 
 
+#: What became of a case, or of one turn of a conversation (``not_run``: an earlier turn of
+#: its conversation failed, so it was never asked).
+CaseStatus = Literal["ok", "target_error", "task_failed", "not_run"]
+
+
 class CaseRecord(BaseModel):
-    """What one case × iteration produced. Written by run_case; never dropped."""
+    """What one case × iteration produced. Written by run_case; never dropped.
+
+    A scripted conversation has one record (its conversation metrics, the session it ran in)
+    that carries one record per turn in ``turns``; Aggregate flattens them into rows."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,7 +81,7 @@ class CaseRecord(BaseModel):
     case_id: str
     index: int
     iteration: int
-    status: Literal["ok", "target_error", "task_failed"]
+    status: CaseStatus
     response: TargetResponse | None = None
     latency_ms: float | None = None
     error: str | None = None
@@ -86,12 +94,16 @@ class CaseRecord(BaseModel):
     truncated: bool = False
     #: What the runner changed about this case's text, and why, one sentence each.
     notes: list[str] = Field(default_factory=list)
+    #: A conversation's turns, in order (each scored like a single-turn case).
+    turns: list[CaseRecord] = Field(default_factory=list)
+    #: The session a conversation ran in (sent to the target with every turn).
+    session_id: str | None = None
 
     @classmethod
     def for_item(
         cls,
         item: ManifestItem,
-        status: Literal["ok", "target_error", "task_failed"] = "ok",
+        status: CaseStatus = "ok",
         error: str | None = None,
     ) -> CaseRecord:
         return cls(

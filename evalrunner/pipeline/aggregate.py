@@ -19,6 +19,7 @@ from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
+from evalrunner.pipeline.conversations import applicable, flatten
 from evalrunner.pipeline.run_case import not_scored, sample_of
 from evalrunner.pipeline.score import load_manifest, load_records
 from evalrunner.redaction import mask_config
@@ -146,17 +147,20 @@ def merge_records(
     for item, record in zip(items, loaded, strict=True):
         if record is None:
             record = CaseRecord.for_item(item, "task_failed", NO_RECORD)
-        if record.status != "ok":
+        mine = applicable(item.case, evaluators)  # a conversation's row, or its turns'
+        if record.status == "not_run":
+            record.results = not_scored(mine, f"not scored: {record.error}")
+        elif record.status != "ok":
             reason = (
                 "not scored: the target call failed"
                 if record.status == "target_error"
                 else "not scored: the case task failed"
             )
-            record.results = not_scored(evaluators, reason)
+            record.results = not_scored(mine, reason)
         else:
             record.results = merged_results(record.results, batched.get(item.item_id, []))
             have = {r.evaluator for r in record.results}
-            missing = [e for e in evaluators if e.name not in have]
+            missing = [e for e in mine if e.name not in have]
             if missing:
                 why = _failure_text(score_failure) or "no score was produced"
                 record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
@@ -178,22 +182,23 @@ def aggregate_run(
     evaluators: list[Evaluator] = [
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
     ]
-    items = load_manifest(store, run_id)
+    run_items = load_manifest(store, run_id)
     scored = load_scores(store, run_id)
-    records = merge_records(
-        items,
-        load_records(store, run_id, items),
-        scored.items,
-        evaluators,
-        score_failure,
-    )
+    # a conversation: its own row then one per turn (the summary still counts run items)
+    items, loaded = flatten(run_items, load_records(store, run_id, run_items))
+    records = merge_records(items, loaded, scored.items, evaluators, score_failure)
+    run_records = [r for i, r in zip(items, records, strict=True) if i.case.turn is None]
 
     every_row = case_rows(items, records)
     # Statistics, gates, problems and the baseline comparison are over the suite's own
     # cases; perturbed copies and variants feed the robustness analysis (and details.csv).
     rows = [r for r in every_row if r.perturbation is None]
     perturbed_rows = [r for r in every_row if r.perturbation is not None]
-    originals = [(i, r) for i, r in zip(items, records, strict=True) if i.case.perturbation is None]
+    originals = [
+        (i, r)
+        for i, r in zip(items, records, strict=True)
+        if i.case.perturbation is None and not i.case.is_conversation
+    ]
     infos = metric_infos(evaluators)
     by_evaluator = scored.models.by_evaluator if scored.models else {}
     for info in infos:
@@ -316,7 +321,7 @@ def aggregate_run(
         manifest=manifest_key(prefix),
     )
     regression = data.regression
-    judge_totals = _judge_totals(records)
+    judge_totals = _judge_totals(run_records)
     summary = RunSummary(
         run_id=run_id,
         target=config.target_name,
@@ -326,10 +331,10 @@ def aggregate_run(
         finished_at=finished,
         iterations=config.iterations,
         cases=config.case_count,
-        items=len(items),
-        answered=sum(1 for r in records if r.status == "ok"),
-        target_errors=sum(1 for r in records if r.status == "target_error"),
-        task_failures=sum(1 for r in records if r.status == "task_failed"),
+        items=len(run_items),
+        answered=sum(1 for r in run_records if r.status == "ok"),
+        target_errors=sum(1 for r in run_records if r.status == "target_error"),
+        task_failures=sum(1 for r in run_records if r.status == "task_failed"),
         step_failures=failures,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
@@ -342,7 +347,7 @@ def aggregate_run(
         problems=[SummaryProblem.of(p) for p in data.problems],
         robustness=[RobustnessSummary.of(p) for p in data.robustness],
         estimate=config.estimate,
-        actual=actual_figures(config, len(items), judge_totals),
+        actual=actual_figures(config, len(run_items), judge_totals),
         bucket=store.bucket,
         reports=reports,
     )

@@ -151,7 +151,7 @@ def call_target(
 
 def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     item = ManifestItem.model_validate(raw_item)
-    store, config = context.store, context.config
+    store = context.store
     key = store.record_key(context.run_id, item.item_id)
     existing = store.get_json_or_none(key)
     if existing is not None and existing.get("status") == "ok":
@@ -159,16 +159,47 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
 
     evaluators = context.evaluators(PER_CASE)
     case = item.case
-    record = CaseRecord.for_item(item)
+    if case.is_conversation:
+        from evalrunner.pipeline.conversations import run_conversation
+
+        record = run_conversation(context, item, evaluators)
+    else:
+        record = CaseRecord.for_item(item)
+        usage = CaseUsage()
+
+        def ask() -> tuple[TargetResponse, float | None]:
+            if case.answer is not None:  # answers computed elsewhere: score, don't call
+                return logged_response(case), None
+            return call_target(context.target, case, context.clock)
+
+        answer_and_score(context, case, record, evaluators, ask, usage)
+        if any(e.requires is Requirement.JUDGE for e in evaluators):
+            record.judge_usage = usage.as_dict()
+    store.put_json(key, record.model_dump(mode="json"))
+    out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
+    if record.error:
+        out["error"] = redact(record.error)[:500]  # the execution history keeps it
+    return out
+
+
+def answer_and_score(
+    context: RunContext,
+    case: TestCase,
+    record: CaseRecord,
+    evaluators: list[Evaluator],
+    ask: Callable[[], tuple[TargetResponse, float | None]],
+    usage: CaseUsage,
+) -> None:
+    """Get the case's answer from ``ask`` and score it into ``record``: a target error is
+    recorded (every metric not scored), never raised. One case, or one turn of a
+    conversation; the judge's calls are counted in ``usage``."""
+    config = context.config
     record.notes, record.sanitized = list(case.notes), bool(case.notes)
     try:
         if case.perturbation is not None and case.perturbation.error:
             # Nothing was perturbed: asking the target would test the original again.
             raise TargetError(f"not perturbed: {case.perturbation.error}")
-        if case.answer is not None:  # answers computed elsewhere: score, don't call
-            response, latency = logged_response(case), None
-        else:
-            response, latency = call_target(context.target, case, context.clock)
+        response, latency = ask()
         response, truncated = capped_response(response, config.max_text_chars)
         response, sanitized = sanitized_response(response)
     except TargetError as exc:
@@ -183,24 +214,16 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
         sample, cut = capped_sample(case, response, config.max_text_chars)
         record.notes += truncated + cut
         record.truncated = bool(truncated or cut)
-        usage = CaseUsage()
         token = CURRENT_CASE.set(usage)
         try:
             record.results = [r for e in evaluators for r in e.evaluate(sample)]
         finally:
             CURRENT_CASE.reset(token)
-        if any(e.requires is Requirement.JUDGE for e in evaluators):
-            record.judge_usage = usage.as_dict()
 
     if record.status != "ok":
         record.results = not_scored(evaluators, "not scored: the target call failed")
     if record.error:  # it may quote the target's text
         record.error = sanitize_text(record.error)[0]
-    store.put_json(key, record.model_dump(mode="json"))
-    out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
-    if record.error:
-        out["error"] = redact(record.error)[:500]  # the execution history keeps it
-    return out
 
 
 def record_failure(

@@ -17,6 +17,7 @@ from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement, res
 from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.pipeline.context import RunContext
+from evalrunner.pipeline.conversations import flatten
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, ModelsUsed, ScoresFile
 from evalrunner.storage import RunStore
@@ -37,6 +38,11 @@ def load_records(
         return list(pool.map(one, items))
 
 
+def _loaded(store: RunStore, run_id: str) -> tuple[list[ManifestItem], list[CaseRecord | None]]:
+    items = load_manifest(store, run_id)
+    return items, load_records(store, run_id, items)
+
+
 def load_manifest(store: RunStore, run_id: str) -> list[ManifestItem]:
     return [ManifestItem.model_validate(i) for i in store.get_json(store.manifest_key(run_id))]
 
@@ -53,12 +59,15 @@ def score_run(context: RunContext) -> dict[str, Any]:
     if not evaluators and not parts:
         store.put_json(store.scores_key(run_id), ScoresFile().model_dump(mode="json"))
         return {"evaluators": [], "samples": 0}
-    items = load_manifest(store, run_id)
-    records = load_records(store, run_id, items)
+    # a conversation's turns are scored like cases; its own row has no model metric
+    items, records = flatten(*_loaded(store, run_id))
     ready = [
         (item, record)
         for item, record in zip(items, records, strict=True)
-        if record is not None and record.status == "ok" and record.response is not None
+        if record is not None
+        and record.status == "ok"
+        and record.response is not None
+        and not item.case.is_conversation
     ]
     samples = [
         sample_of(item.case, record.response, config.max_text_chars) for item, record in ready

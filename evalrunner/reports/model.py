@@ -36,7 +36,7 @@ class CaseRow(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost: float | None = None
-    status: Literal["ok", "target_error", "task_failed"]
+    status: Literal["ok", "target_error", "task_failed", "not_run"]
     error: str | None = None
     #: The runner replaced characters in this case's text / cut it for evaluators.
     sanitized: bool = False
@@ -49,6 +49,15 @@ class CaseRow(BaseModel):
     perturbation: Perturbation | None = None
     #: What an agent did (tools, knowledge bases, hand-overs), when the target reported it.
     steps: list[AgentStep] | None = None
+    #: On a scripted conversation's own row and on each of its turns: the conversation.
+    conversation_id: str | None = None
+    #: On a turn of a conversation: its number (None on the conversation's own row).
+    turn: int | None = None
+
+    @property
+    def is_conversation(self) -> bool:
+        """The row of a whole conversation (its conversation metrics), not of one turn."""
+        return self.conversation_id is not None and self.turn is None
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)

@@ -136,15 +136,22 @@ def _below_threshold(data: ReportData) -> list[Problem]:
     return out
 
 
+def _calls(data: ReportData) -> list[CaseRow]:
+    """The rows that stand for one target call each: a conversation's own row repeats what
+    its turns say (a turn's error is the conversation's), so it is left out."""
+    return [r for r in data.rows if not r.is_conversation]
+
+
 def _target_failures(data: ReportData) -> list[Problem]:
-    total = len(data.rows)
-    failed = [r for r in data.rows if r.status == "target_error"]
+    calls = _calls(data)
+    total = len(calls)
+    failed = [r for r in calls if r.status == "target_error"]
     timeouts = [r for r in failed if _TIMEOUT.search(r.error or "")]
     errors = [r for r in failed if not _TIMEOUT.search(r.error or "")]
-    tasks = [r for r in data.rows if r.status == "task_failed"]
+    tasks = [r for r in calls if r.status == "task_failed"]
     out = []
     if timeouts:
-        latencies = [r.latency_ms for r in data.rows if r.latency_ms is not None]
+        latencies = [r.latency_ms for r in calls if r.latency_ms is not None]
         slowest = f" (the slowest answer took {max(latencies) / 1000:.1f} s)" if latencies else ""
         configured = (data.config.get("target") or {}).get("timeout_seconds")
         now = f", now {configured}" if configured is not None else ""
@@ -205,7 +212,7 @@ def _target_failures(data: ReportData) -> list[Problem]:
 
 
 def _empty_context(data: ReportData) -> list[Problem]:
-    answered = [r for r in data.rows if r.status == "ok"]
+    answered = [r for r in _calls(data) if r.status == "ok"]
     empty = [r for r in answered if not r.contexts]
     if not empty:
         return []

@@ -71,6 +71,13 @@ PERTURBATION_COLUMNS: tuple[str, ...] = (
     "original_question",
 )
 
+#: Columns details.csv has last among its fixed columns when the run has scripted
+#: conversations: the conversation a row belongs to, and the turn ("all" on the row of the
+#: whole conversation, which carries the conversation metrics).
+CONVERSATION_COLUMNS: tuple[str, ...] = ("conversation_id", "turn")
+#: The ``turn`` cell of a conversation's own row.
+WHOLE_CONVERSATION = "all"
+
 #: Columns of details.csv that hold free text of any length (wrapped in the xlsx).
 LONG_TEXT_COLUMNS: frozenset[str] = frozenset(
     {
@@ -125,6 +132,7 @@ _DETAIL_KINDS: dict[str, ColumnKind] = {
     "truncated": "bool",
     "intensity": "number",
     "seed": "int",
+    "turn": "int",
 }
 
 _RESULT_KINDS: dict[str, ColumnKind] = {
@@ -189,6 +197,8 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 steps=list(response.steps) if response and response.steps else None,
                 results=list(record.results),
                 perturbation=case.perturbation,
+                conversation_id=case.conversation_id,
+                turn=case.turn,
             )
         )
     return rows
@@ -324,30 +334,48 @@ def has_perturbations(rows: Sequence[CaseRow]) -> bool:
     return any(row.perturbation is not None for row in rows)
 
 
-def fixed_columns(perturbed: bool = False) -> tuple[str, ...]:
+def has_conversations(rows: Sequence[CaseRow]) -> bool:
+    """Whether details.csv carries :data:`CONVERSATION_COLUMNS` for these rows."""
+    return any(row.conversation_id is not None for row in rows)
+
+
+def fixed_columns(perturbed: bool = False, conversations: bool = False) -> tuple[str, ...]:
     """The columns before the metric triplets."""
-    return DETAIL_COLUMNS + (PERTURBATION_COLUMNS if perturbed else ())
+    return (
+        DETAIL_COLUMNS
+        + (PERTURBATION_COLUMNS if perturbed else ())
+        + (CONVERSATION_COLUMNS if conversations else ())
+    )
 
 
-def detail_header(metrics: Sequence[MetricInfo], perturbed: bool = False) -> list[str]:
-    """details.csv's header: the fixed columns (and the perturbation columns when the run
-    has perturbed cases), then score/success/reason per metric."""
-    header = list(fixed_columns(perturbed))
+def detail_header(
+    metrics: Sequence[MetricInfo], perturbed: bool = False, conversations: bool = False
+) -> list[str]:
+    """details.csv's header: the fixed columns (and the perturbation and conversation columns
+    when the run has perturbed cases / conversations), then score/success/reason per metric."""
+    header = list(fixed_columns(perturbed, conversations))
     for info in metrics:
         header += [f"{info.metric} score", f"{info.metric} success", f"{info.metric} reason"]
     return header
 
 
-def detail_kinds(metrics: Sequence[MetricInfo], perturbed: bool = False) -> list[ColumnKind]:
+def detail_kinds(
+    metrics: Sequence[MetricInfo], perturbed: bool = False, conversations: bool = False
+) -> list[ColumnKind]:
     """The kind of each column of :func:`detail_header`, in the same order."""
-    kinds: list[ColumnKind] = [_DETAIL_KINDS.get(c, "text") for c in fixed_columns(perturbed)]
+    kinds: list[ColumnKind] = [
+        _DETAIL_KINDS.get(c, "text") for c in fixed_columns(perturbed, conversations)
+    ]
     for _ in metrics:
         kinds += ["number", "bool", "text"]
     return kinds
 
 
 def detail_cells(
-    row: CaseRow, metrics: Sequence[MetricInfo], perturbed: bool = False
+    row: CaseRow,
+    metrics: Sequence[MetricInfo],
+    perturbed: bool = False,
+    conversations: bool = False,
 ) -> list[Cell]:
     """One details row as typed cells (None: empty).
 
@@ -380,6 +408,9 @@ def detail_cells(
             if p is not None
             else [None] * len(PERTURBATION_COLUMNS)
         )
+    if conversations:
+        turn: Cell = WHOLE_CONVERSATION if row.is_conversation else row.turn
+        cells += [row.conversation_id, turn]
     for info in metrics:
         result = _result_of(row, info)
         if result is None:
@@ -395,16 +426,18 @@ def detail_table(
     """details.csv: header and text rows. Same columns and number formats as before the report
     data existed (latency 1 decimal, scores 4, success ``true``/``false``), so files written
     before and after compare cell by cell."""
-    perturbed = has_perturbations(rows)
-    kinds = detail_kinds(metrics, perturbed)
+    perturbed, conversations = has_perturbations(rows), has_conversations(rows)
+    kinds = detail_kinds(metrics, perturbed, conversations)
     body = [
         [
             _text(value, kind)
-            for value, kind in zip(detail_cells(row, metrics, perturbed), kinds, strict=True)
+            for value, kind in zip(
+                detail_cells(row, metrics, perturbed, conversations), kinds, strict=True
+            )
         ]
         for row in rows
     ]
-    return detail_header(metrics, perturbed), body
+    return detail_header(metrics, perturbed, conversations), body
 
 
 def ordered_stats(stats: Sequence[MetricStats]) -> list[MetricStats]:

@@ -39,6 +39,7 @@ from evalrunner.reports.stats import (
     detail_header,
     detail_kinds,
     fixed_columns,
+    has_conversations,
     has_perturbations,
     ordered_stats,
     result_cells,
@@ -203,16 +204,16 @@ def details_xlsx(
     details = workbook.active
     assert details is not None  # a new workbook always has its first sheet
     details.title = "Details"
-    perturbed = has_perturbations(rows)
-    fixed = fixed_columns(perturbed)
-    header = detail_header(metrics, perturbed)
+    perturbed, conversations = has_perturbations(rows), has_conversations(rows)
+    fixed = fixed_columns(perturbed, conversations)
+    header = detail_header(metrics, perturbed, conversations)
     # Long text wraps: the free-text columns and every metric's reason.
     wrap = [name in LONG_TEXT_COLUMNS for name in fixed] + [False, False, True] * len(metrics)
     _fill_sheet(
         details,
         header,
-        detail_kinds(metrics, perturbed),
-        [detail_cells(r, metrics, perturbed) for r in rows],
+        detail_kinds(metrics, perturbed, conversations),
+        [detail_cells(r, metrics, perturbed, conversations) for r in rows],
         wrap,
     )
     _format_metrics(details, metrics, len(rows), len(fixed) + 1)

@@ -56,20 +56,29 @@ def conversation_turns(case: TestCase) -> list[dict[str, str]]:
 
 
 def question_payload(
-    case: TestCase, question_field: str = "question", contexts_field: str | None = None
+    case: TestCase,
+    question_field: str = "question",
+    contexts_field: str | None = None,
+    *,
+    history_field: str = "conversation",
+    session: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The JSON sent to Lambda, Step Functions and HTTP targets.
 
-    ``conversation`` is added only for multi-turn cases so single-turn targets keep receiving
-    exactly ``{"question": ...}``, the contract of the original test runner. With
-    ``contexts_field`` (a generation endpoint that takes its context in the request), the
-    case's contexts go under that field, a list of strings (empty when the case has none).
+    ``conversation`` (``history_field``) is added only for multi-turn cases so single-turn
+    targets keep receiving exactly ``{"question": ...}``, the contract of the original test
+    runner. With ``contexts_field`` (a generation endpoint that takes its context in the
+    request), the case's contexts go under that field, a list of strings (empty when the case
+    has none). ``session`` (field, id): a turn of a scripted conversation carries its
+    conversation's session id.
     """
     payload: dict[str, Any] = {question_field: case.question}
     if contexts_field:
         payload[contexts_field] = list(case.contexts or [])
     if case.conversation:
-        payload["conversation"] = conversation_turns(case)
+        payload[history_field] = conversation_turns(case)
+    if session is not None:
+        payload[session[0]] = session[1]
     return payload
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalrunner.errors import ConfigError
-from evalrunner.suite.model import TestCase
+from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets._common import report_name, sanitise_name
 from evalrunner.targets.steps import AgentStep
 
@@ -83,6 +83,17 @@ class TargetResponse(BaseModel):
     @classmethod
     def _distrust(cls, values: Any) -> Any:
         return distrust_numbers(values) if isinstance(values, dict) else values
+
+
+@dataclass(frozen=True)
+class ConversationSession:
+    """Where one turn of a scripted conversation stands: the session it belongs to (one per
+    conversation × iteration × attempt, so a re-run never meets the memory of an earlier
+    one), its 1-based position, and the fixed turns the suite puts before the first."""
+
+    id: str
+    position: int
+    prior: tuple[Turn, ...] = ()
 
 
 #: How to allow a target the deployed runner may not call yet.
@@ -187,3 +198,10 @@ class Target(ABC):
     @abstractmethod
     def invoke(self, case: TestCase) -> TargetResponse:
         """Ask the target the case's question (after its conversation turns, if any)."""
+
+    def invoke_turn(self, case: TestCase, session: ConversationSession) -> TargetResponse:
+        """Ask one turn of a scripted conversation: ``case.conversation`` is the history so
+        far (the fixed earlier turns, then each user turn with the target's *actual* answer).
+        By default the history is sent like earlier turns (OpenAI messages, a callable's
+        ``conversation``); kinds with a session of their own override this."""
+        return self.invoke(case)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,7 +26,13 @@ from evalrunner.targets._common import (
     retry_policy,
 )
 from evalrunner.targets.adapters import bedrock_references
-from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.base import (
+    DEPLOY_HINT,
+    ConversationSession,
+    IamGrant,
+    Target,
+    TargetResponse,
+)
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import SpecModel, TargetSpec
 from evalrunner.targets.steps import AgentStep, add_bedrock_trace_steps
@@ -266,13 +272,33 @@ class BedrockAgentTarget(Target):
         return f"Bedrock agent {self.agent_id} alias {self.alias_id}"
 
     def invoke(self, case: TestCase) -> TargetResponse:
+        return self._retrying(lambda: self._converse(case))
+
+    def invoke_turn(self, case: TestCase, session: ConversationSession) -> TargetResponse:
+        """One turn in the conversation's own session: only the new input is sent, the agent
+        keeps the memory (its earlier answers are its own, not replayed). The fixed earlier
+        user turns are replayed into the session before the first turn. A retry repeats the
+        turn in the same session: starting afresh would lose the turns before it."""
+
+        def turn() -> TargetResponse:
+            prior: list[AgentReply] = []
+            if session.position == 1:
+                prior = [
+                    self._ask(session.id, t.content) for t in session.prior if t.role == "user"
+                ]
+            return self._response(self._ask(session.id, case.question), prior)
+
+        return self._retrying(turn)
+
+    def _retrying(self, call: Callable[[], TargetResponse]) -> TargetResponse:
+        """``call`` again on a retryable mid-stream error, within the retry budget."""
         # Full jitter: the agent's throttle is shared by every case of the run.
         clock = retry_policy(self.options, base=self.backoff_base_s, jitter=True).start()
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._converse(case)
+                return call()
             except AgentStreamError as exc:
                 if not exc.retryable:
                     raise
@@ -289,15 +315,17 @@ class BedrockAgentTarget(Target):
     def _converse(self, case: TestCase) -> TargetResponse:
         """Replay the case's user turns in one session, then ask; a retry starts afresh."""
         session_id = str(uuid.uuid4())
+        # the agent's own replies are regenerated, not injected
+        earlier = [self._ask(session_id, t.content) for t in case.conversation if t.role == "user"]
+        return self._response(self._ask(session_id, case.question), earlier)
+
+    def _response(self, reply: AgentReply, earlier: list[AgentReply]) -> TargetResponse:
+        """The answer to the last input, with the tokens of the inputs replayed before it."""
         input_tokens: int | None = None
         output_tokens: int | None = None
-        for turn in case.conversation:
-            if turn.role != "user":
-                continue  # the agent's own replies are regenerated, not injected
-            earlier = self._ask(session_id, turn.content)
-            input_tokens = _add(input_tokens, earlier.input_tokens)
-            output_tokens = _add(output_tokens, earlier.output_tokens)
-        reply = self._ask(session_id, case.question)
+        for before in earlier:
+            input_tokens = _add(input_tokens, before.input_tokens)
+            output_tokens = _add(output_tokens, before.output_tokens)
         if reply.failure and not reply.text:
             raise TargetError(f"{self._what} failed: {reply.failure}")
         cited = bool(reply.cited_contexts or reply.cited_documents)

@@ -26,9 +26,14 @@ from evalrunner.targets._common import (
     retry_policy,
     sanitise_name,
 )
-from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.registry import register
-from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
+from evalrunner.targets.spec import (
+    ConversationFieldsSpec,
+    ResponseMappingSpec,
+    SpecModel,
+    TargetSpec,
+)
 
 
 def endpoint_name(url: str) -> str:
@@ -75,7 +80,7 @@ class HttpFields(SpecModel):
     )
 
 
-class HttpSpec(HttpFields, ResponseMappingSpec, TargetSpec):
+class HttpSpec(HttpFields, ConversationFieldsSpec, ResponseMappingSpec, TargetSpec):
     """An HTTP target as the event gives it."""
 
 
@@ -116,9 +121,21 @@ class HttpTarget(Target):
         return "target.contexts_field" if spec.get("contexts_field") else None
 
     def invoke(self, case: TestCase) -> TargetResponse:
+        return self._send(case, None)
+
+    def invoke_turn(self, case: TestCase, session: ConversationSession) -> TargetResponse:
+        return self._send(case, session)
+
+    def _send(self, case: TestCase, session: ConversationSession | None) -> TargetResponse:
         what = f"{self.method} {display_url(self.url)}"
         check_url(self.url, "target.url")
-        payload = question_payload(case, self.question_field, self.contexts_field)
+        payload = question_payload(
+            case,
+            self.question_field,
+            self.contexts_field,
+            history_field=self.options.history_field,
+            session=(self.options.session_id_field, session.id) if session else None,
+        )
         result = self.http.send(self.method, self.url, payload, self.headers, what)
         if not 200 <= result.status < 300:
             raise status_error(

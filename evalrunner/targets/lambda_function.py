@@ -25,9 +25,20 @@ from evalrunner.targets._common import (
     question_payload,
     read_capped,
 )
-from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.base import (
+    DEPLOY_HINT,
+    ConversationSession,
+    IamGrant,
+    Target,
+    TargetResponse,
+)
 from evalrunner.targets.registry import register
-from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
+from evalrunner.targets.spec import (
+    ConversationFieldsSpec,
+    ResponseMappingSpec,
+    SpecModel,
+    TargetSpec,
+)
 
 _NOT_AUTHORIZED = re.compile(
     r"User: (?P<principal>arn:\S+) is not authorized to perform: (?P<action>\S+) "
@@ -95,7 +106,7 @@ class LambdaFields(SpecModel):
     question_field: str = "question"
 
 
-class LambdaSpec(LambdaFields, ResponseMappingSpec, TargetSpec):
+class LambdaSpec(LambdaFields, ConversationFieldsSpec, ResponseMappingSpec, TargetSpec):
     """A Lambda function target as the event gives it."""
 
 
@@ -136,8 +147,20 @@ class LambdaTarget(Target):
         return [f"target.lambdaArn {arn} is not in targets.lambda_arns; {DEPLOY_HINT}"]
 
     def invoke(self, case: TestCase) -> TargetResponse:
+        return self._send(case, None)
+
+    def invoke_turn(self, case: TestCase, session: ConversationSession) -> TargetResponse:
+        return self._send(case, session)
+
+    def _send(self, case: TestCase, session: ConversationSession | None) -> TargetResponse:
         what = f"Lambda function {function_name(self.function)}"
-        body = json.dumps(question_payload(case, self.question_field)).encode("utf-8")
+        payload = question_payload(
+            case,
+            self.question_field,
+            history_field=self.options.history_field,
+            session=(self.options.session_id_field, session.id) if session else None,
+        )
+        body = json.dumps(payload).encode("utf-8")
         with aws_errors(f"Invoking {what}", timeout=self.timeout, region=self.region):
             try:
                 response = self.client.invoke(

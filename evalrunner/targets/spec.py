@@ -125,3 +125,25 @@ class ResponseMappingSpec(SpecModel):
         "objects with name, optional kind (tool, knowledge_base, collaborator), arguments, "
         "output, failed / error.",
     )
+
+
+class ConversationFieldsSpec(SpecModel):
+    """Where the JSON-taking kinds (HTTP, Lambda, Step Functions) put a conversation in their
+    request (``conversationFields``)."""
+
+    schema_def: ClassVar[str] = "conversationFields"
+
+    history_field: str = Field(
+        default="conversation",
+        min_length=1,
+        description="Request field that carries the earlier turns, a list of {role, content} "
+        "(the suite's conversation column; in a scripted conversation, every earlier turn "
+        "with the target's actual answer). Sent only when there are earlier turns.",
+    )
+    session_id_field: str = Field(
+        default="session_id",
+        min_length=1,
+        description="Request field that carries the session id of a scripted conversation: "
+        "the same for every turn of one conversation in one iteration (a target with its "
+        "own memory keys on it). Not sent for single-turn cases.",
+    )

@@ -27,9 +27,20 @@ from evalrunner.targets._aws import aws_errors, make_client, region_from_arn
 from evalrunner.targets._common import (
     question_payload,
 )
-from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
+from evalrunner.targets.base import (
+    DEPLOY_HINT,
+    ConversationSession,
+    IamGrant,
+    Target,
+    TargetResponse,
+)
 from evalrunner.targets.registry import register
-from evalrunner.targets.spec import ResponseMappingSpec, SpecModel, TargetSpec
+from evalrunner.targets.spec import (
+    ConversationFieldsSpec,
+    ResponseMappingSpec,
+    SpecModel,
+    TargetSpec,
+)
 
 _RUNNING = {"RUNNING", "PENDING_REDRIVE"}
 _EXECUTION_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -58,7 +69,9 @@ class StepFunctionsFields(SpecModel):
     question_field: str = "question"
 
 
-class StepFunctionsSpec(StepFunctionsFields, ResponseMappingSpec, TargetSpec):
+class StepFunctionsSpec(
+    StepFunctionsFields, ConversationFieldsSpec, ResponseMappingSpec, TargetSpec
+):
     """A state machine target as the event gives it."""
 
 
@@ -134,7 +147,20 @@ class StepFunctionsTarget(Target):
             return self._type
 
     def invoke(self, case: TestCase) -> TargetResponse:
-        execution_input = json.dumps(question_payload(case, self.question_field))
+        return self._send(case, None)
+
+    def invoke_turn(self, case: TestCase, session: ConversationSession) -> TargetResponse:
+        return self._send(case, session)
+
+    def _send(self, case: TestCase, session: ConversationSession | None) -> TargetResponse:
+        execution_input = json.dumps(
+            question_payload(
+                case,
+                self.question_field,
+                history_field=self.options.history_field,
+                session=(self.options.session_id_field, session.id) if session else None,
+            )
+        )
         name = execution_name(case)
         if self.machine_type() == "EXPRESS":
             with aws_errors(f"Running {self._what}", timeout=self.timeout, region=self.region):
