@@ -25,15 +25,24 @@ from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 
 
-def applicable(case: TestCase, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
-    """The evaluators that score ``case``: a conversation's own record gets the
-    conversational ones, a turn the others, a single-turn case all (a conversational one
-    then skips it, saying the case is not a conversation)."""
+def scores(evaluator: Evaluator | type[Evaluator], case: TestCase) -> bool:
+    """Whether ``evaluator`` scores ``case``: a conversation's own record gets the
+    conversational evaluators, a turn the others, a single-turn case all (a conversational
+    one then skips it, saying the case is not a conversation)."""
     if case.is_conversation:
-        return [e for e in evaluators if e.conversational]
-    if case.turn is not None:
-        return [e for e in evaluators if not e.conversational]
-    return list(evaluators)
+        return evaluator.conversational
+    return case.turn is None or not evaluator.conversational
+
+
+def applicable(case: TestCase, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
+    """The evaluators of ``evaluators`` that score ``case`` (see :func:`scores`)."""
+    return [e for e in evaluators if scores(e, case)]
+
+
+def scored_parts(case: TestCase) -> list[TestCase]:
+    """What evaluators score of a suite case: the case itself, or a conversation and each of
+    its turns (for the checks and default-metric choice Prepare makes before the run)."""
+    return [case, *case.turns]
 
 
 def turn_item_id(item_id: str, turn: int) -> str:

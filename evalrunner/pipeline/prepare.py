@@ -23,6 +23,7 @@ from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.reports.publish import claim_report_prefix
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
@@ -73,8 +74,8 @@ def expand(
     cases: list[tuple[str, TestCase]] = []
     for case in suite.cases:
         cases.append((f"c{case.index + 1:05d}", case))
-        if case.perturbation is not None:
-            continue
+        if case.perturbation is not None or case.is_conversation:
+            continue  # a conversation is not perturbed (README, Conversations: limits)
         for j, spec in enumerate(perturbations, 1):
             perturbed = (
                 by_judge[(j, case.case_id)]
@@ -103,8 +104,13 @@ def applicable_defaults(
 ) -> list[str]:
     """The default evaluators that have something to score in this suite, plus any the
     event configured through evaluator_options (configuring one is asking for it)."""
-    samples = [sample_of(case) for case in suite.cases]
-    kept = [n for n in names if n in configured or any(resolve(n).applies_to(s) for s in samples)]
+    parts = [part for case in suite.cases for part in scored_parts(case)]
+    kept = [
+        n
+        for n in names
+        if n in configured
+        or any(resolve(n).applies_to(sample_of(p)) for p in parts if scores(resolve(n), p))
+    ]
     return kept or names
 
 
@@ -112,7 +118,7 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
     """Let each selected evaluator refuse cases it could never score (all at once)."""
     problems: list[str] = []
     for cls in (resolve(name) for name in event.metrics):
-        for case in suite.cases:
+        for case in (p for c in suite.cases for p in scored_parts(c) if scores(cls, p)):
             for problem in cls.check_case(sample_of(case)):
                 row = f"row {case.row}" if case.row is not None else f"case {case.index + 1}"
                 problems.append(f"{row} (id {case.case_id}), {cls.name}: {problem}")

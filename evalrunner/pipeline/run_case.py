@@ -18,7 +18,7 @@ from evalrunner.redaction import redact, redact_value
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text, sanitize_value
 from evalrunner.storage import RunStore
-from evalrunner.suite.model import TestCase
+from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.logged import logged_response
 
@@ -81,6 +81,9 @@ def capped_sample(
         intent=response.intent if response else None,
         data=response.data if response else None,
         false_fact=case.perturbation.false_fact if case.perturbation else None,
+        # a conversation before it is played: its user turns (run_conversation gives the
+        # conversational evaluators the turns as they happened)
+        turns=[Turn(role="user", content=t.question) for t in case.turns],
     )
     return sample, notes
 

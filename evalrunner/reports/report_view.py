@@ -24,6 +24,7 @@ from evalrunner.reports.cases import (
     verdict,
 )
 from evalrunner.reports.charts import Chart, HeatCell, HeatRow, Key, key
+from evalrunner.reports.conversation_view import conversations_view
 from evalrunner.reports.formatting import (
     comparator,
     count,
@@ -444,6 +445,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
     worst = [c for c in cases if c.badness][:WORST_CASES]
     anchors = {c.case_id: f"case-{i + 1}" for i, c in enumerate(worst)}
     banner = verdict(data)
+    conversations = conversations_view(data)
     toc = []
     if data.regression is not None:
         toc.append(("regression", "Regression"))
@@ -455,6 +457,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
     toc += [
         ("metrics", "Metrics"),
         *([("robustness", "Robustness")] if data.robustness else []),
+        *([("conversations", "Conversations")] if conversations.conversations else []),
         ("distributions", "Distributions"),
         ("heatmap", "Heatmap"),
         ("worst", "Worst cases"),
@@ -481,6 +484,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
         "problems": sorted(data.problems, key=lambda p: severity.get(p.severity, 3)),
         "metrics": metrics(data, stats),
         "robustness": robustness_view(data),
+        "conversations": conversations,
         "histograms": distributions(data, stats),
         "heatmap": heatmap(data, cases, anchors),
         "worst": [worst_card(c, anchors[c.case_id], i + 1, data) for i, c in enumerate(worst)],

@@ -192,3 +192,20 @@ def test_aggregate_flattens_conversations_into_rows(store) -> None:
     assert (matching.count, matching.errored) == (1, 2)  # mem#2 scored; broken#3 not run
     problems = {p.type: p for p in summary.problems}
     assert "1 of 6 target calls" in problems["target_errors"].description
+
+
+def test_prepare_perturbs_single_turn_cases_only(store) -> None:
+    prepare.prepare_run(
+        {
+            "key": "test-suites/conv.csv",
+            "iterations": 1,
+            "target": {"lambdaArn": "fn"},
+            "metrics": ["Text matching"],
+            "perturbations": [{"kind": "typos", "intensity": 1.0}],
+            "run_id": "rp",
+        },
+        store,
+        now=NOW,
+    )
+    items = store.get_json(store.manifest_key("rp"))
+    assert [i["item_id"] for i in items] == ["c00001-i1", "c00001-p1-i1", "c00002-i1", "c00003-i1"]
