@@ -372,3 +372,36 @@ def test_a_stream_past_its_deadline_or_size_cap_is_cut_and_closed() -> None:
     with pytest.raises(TargetError, match="max_response_bytes=4,096") as info:
         read_completion(big, "agent", max_bytes=4096)
     assert big.closed and not info.value.retryable
+
+
+def test_a_conversation_turn_sends_only_the_new_input_in_its_session(
+    make_case: Callable[..., Any],
+) -> None:
+    from evalrunner.suite.model import Turn
+    from evalrunner.targets.base import ConversationSession
+
+    fake = FakeAgent([chunk("noted")], [chunk("hello Ana")], [chunk("you are Ana")])
+    target = agent_with(fake)
+    prior = (Turn(role="system", content="be brief"), Turn(role="user", content="I am Ana."))
+    # turn 1 replays the suite's fixed user turns into the session first
+    target.invoke_turn(make_case("Hi"), ConversationSession(id="conv-1", position=1, prior=prior))
+    # turn 2 carries its history for the other kinds; the agent gets only the new input
+    later = make_case("Who am I?", turns=[("user", "Hi"), ("assistant", "hello Ana")])
+    response = target.invoke_turn(later, ConversationSession(id="conv-1", position=2, prior=prior))
+    assert response.answer == "you are Ana"
+    assert [(c["sessionId"], c["inputText"]) for c in fake.calls] == [
+        ("conv-1", "I am Ana."),
+        ("conv-1", "Hi"),
+        ("conv-1", "Who am I?"),
+    ]
+
+
+def test_a_throttled_turn_is_retried_in_the_same_session(make_case: Callable[..., Any]) -> None:
+    from evalrunner.targets.base import ConversationSession
+
+    throttled = [{"throttlingException": {"message": "Rate exceeded"}}]
+    fake = FakeAgent(throttled, [chunk("answer")])
+    target = agent_with(fake, max_retries=1)
+    response = target.invoke_turn(make_case("Q"), ConversationSession(id="conv-9", position=3))
+    assert response.answer == "answer"
+    assert [c["sessionId"] for c in fake.calls] == ["conv-9", "conv-9"]

@@ -204,3 +204,30 @@ def test_without_contexts_field_nothing_is_sent(
     target.invoke(make_case("Days off?", contexts=["Staff get 25 days."]))
     assert loopback.requests[0].json() == {"question": "Days off?"}
     assert HttpTarget.sends_contexts(target.spec) is None
+
+
+def test_a_conversation_turn_sends_its_history_and_session_id(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    from evalrunner.targets.base import ConversationSession
+
+    loopback.always(200, {"answer": "ok"})
+    target = target_for(loopback, history_field="messages", session_id_field="thread")
+    turn = make_case("And mine?", turns=[("user", "I am Ana."), ("assistant", "Hi Ana.")])
+    target.invoke_turn(turn, ConversationSession(id="s-1", position=2))
+    target.invoke(make_case("Single?"))
+    first, single = (r.json() for r in loopback.requests)
+    assert first == {
+        "question": "And mine?",
+        "messages": [
+            {"role": "user", "content": "I am Ana."},
+            {"role": "assistant", "content": "Hi Ana."},
+        ],
+        "thread": "s-1",
+    }
+    assert single == {"question": "Single?"}  # single-turn cases keep the old request
+
+
+def test_conversation_field_names_are_checked(loopback: Any) -> None:
+    with pytest.raises(ConfigError, match=r"target\.session_id_field"):
+        target_for(loopback, session_id_field="")
