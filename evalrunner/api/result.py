@@ -68,11 +68,19 @@ class EvalRun:
         floats, successes as booleans, empty as None)."""
         import pandas as pd
 
-        from evalrunner.reports.stats import detail_cells, detail_header
+        from evalrunner.reports.stats import (
+            detail_cells,
+            detail_header,
+            has_conversations,
+            has_perturbations,
+        )
 
         data = self.report
-        rows = [detail_cells(row, data.metrics) for row in data.rows]
-        return pd.DataFrame(rows, columns=detail_header(data.metrics))
+        # the perturbed copies and conversation turns are rows of details.csv too
+        rows = data.rows + data.perturbed_rows
+        flags = (has_perturbations(rows), has_conversations(rows))
+        cells = [detail_cells(row, data.metrics, *flags) for row in rows]
+        return pd.DataFrame(cells, columns=detail_header(data.metrics, *flags))
 
     @cached_property
     def results(self) -> pd.DataFrame:

@@ -23,6 +23,8 @@ class Verdict:
     outcome: str  # pass, fail, skipped, error
     score: float | None
     reason: str
+    #: the evaluator's primary metric: only these decide whether a conversation failed
+    primary: bool = False
 
 
 @dataclass
@@ -48,9 +50,11 @@ class ConversationView:
 
     @property
     def failed(self) -> bool:
-        """A turn or the conversation did not pass, or did not run."""
+        """A turn or the conversation failed a primary metric, or did not run."""
         everything = self.verdicts + [v for t in self.turns for v in t.verdicts]
-        return self.status != "ok" or any(v.outcome in ("fail", "error") for v in everything)
+        return self.status != "ok" or any(
+            v.primary and v.outcome in ("fail", "error") for v in everything
+        )
 
 
 @dataclass
@@ -59,18 +63,26 @@ class ConversationsView:
     more: int
 
 
-def _verdicts(results: list[MetricResult]) -> list[Verdict]:
+def _verdicts(results: list[MetricResult], primary: set[tuple[str, str]]) -> list[Verdict]:
     out = []
     for r in results:
         if r.status == "scored":
             outcome = "pass" if r.success else "fail"
         else:
             outcome = "skipped" if r.status == "skipped" else "error"
-        out.append(Verdict(metric=r.metric, outcome=outcome, score=r.score, reason=r.reason))
+        out.append(
+            Verdict(
+                metric=r.metric,
+                outcome=outcome,
+                score=r.score,
+                reason=r.reason,
+                primary=(r.evaluator, r.metric) in primary,
+            )
+        )
     return out
 
 
-def _turn(row: CaseRow) -> TurnView:
+def _turn(row: CaseRow, primary: set[tuple[str, str]]) -> TurnView:
     return TurnView(
         turn=row.turn or 0,
         case_id=row.case_id,
@@ -79,16 +91,17 @@ def _turn(row: CaseRow) -> TurnView:
         answer=row.answer,
         status=row.status,
         error=row.error,
-        verdicts=_verdicts(row.results),
+        verdicts=_verdicts(row.results, primary),
     )
 
 
 def conversations_view(data: ReportData) -> ConversationsView:
     """One view per conversation × iteration, failing ones first, then in run order."""
+    primary = {(m.evaluator, m.metric) for m in data.metrics if m.primary}
     turns: dict[tuple[str, int], list[TurnView]] = {}
     for row in data.rows:
         if row.conversation_id is not None and row.turn is not None:
-            turns.setdefault((row.conversation_id, row.iteration), []).append(_turn(row))
+            turns.setdefault((row.conversation_id, row.iteration), []).append(_turn(row, primary))
     views = [
         ConversationView(
             conversation_id=row.conversation_id or row.case_id,
@@ -96,7 +109,7 @@ def conversations_view(data: ReportData) -> ConversationsView:
             status=row.status,
             error=row.error,
             turns=sorted(turns.get((row.case_id, row.iteration), []), key=lambda t: t.turn),
-            verdicts=_verdicts(row.results),
+            verdicts=_verdicts(row.results, primary),
         )
         for row in data.rows
         if row.is_conversation

@@ -1,0 +1,147 @@
+"""Scripted conversations end to end through the embedded engine: a spreadsheet of turns run
+with ``evalrunner run`` against a loopback chat endpoint that keeps a memory per session_id,
+an OpenAI-compatible endpoint that answers from the message history (Python API), and a
+Bedrock agent whose session memory lives on the wire."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup
+from typer.testing import CliRunner
+
+import evalrunner
+from evalrunner.cli import app
+from evalrunner.suite import write_suite_xlsx
+from tests.support.conversation_eval import transcript_check
+from tests.support.judge_stub import JudgeStub
+from tests.support.loopback_http import Loopback, Reply, Seen
+
+from .conftest import read_csv
+
+pytestmark = pytest.mark.slow
+
+#: Two conversations: the target keeps the user's name across turns; it never keeps a city.
+ROWS = [
+    {"question": "Hello?", "condition": "Hi"},
+    {"conversation_id": "name", "turn": 1, "question": "My name is Ana.", "role": "HR bot"},
+    {"conversation_id": "name", "turn": 2, "question": "What is my name?", "condition": "Ana"},
+    {"conversation_id": "city", "question": "I live in Paris."},
+    {"conversation_id": "city", "question": "Where do I live?", "condition": "Paris"},
+]
+
+
+def remember(facts: dict[str, str], question: str) -> str:
+    """The chat logic of the loopback targets: it keeps a name, forgets everything else."""
+    if question == "Hello?":
+        return "Hi there."
+    said = re.search(r"my name is (\w+)", question, re.IGNORECASE)
+    if said:
+        facts["name"] = said.group(1)
+        return "Nice to meet you."
+    if "name" in question and "name" in facts:
+        return f"Your name is {facts['name']}."
+    return "Noted." if question.endswith(".") else "I do not know."
+
+
+class MemoryChat:
+    """An HTTP chat endpoint with a memory per ``session_id`` (none without one)."""
+
+    def __init__(self) -> None:
+        self.memory: dict[str, dict[str, str]] = {}
+
+    def __call__(self, seen: Seen) -> Reply:
+        body = seen.json()
+        session = body.get("session_id")
+        facts = self.memory.setdefault(session, {}) if session else {}
+        return Reply(body={"answer": remember(facts, body["question"])})
+
+
+def test_a_chat_target_with_memory_passes_and_a_forgetting_turn_fails_by_name(
+    tmp_path: Path,
+) -> None:
+    suite = write_suite_xlsx(tmp_path / "conv.xlsx", ROWS)
+    out = tmp_path / "out"
+    with Loopback(responder=MemoryChat()) as chat, transcript_check():
+        result = CliRunner().invoke(
+            app,
+            [
+                "run", "--suite", str(suite), "--target", json.dumps({"url": chat.url + "/chat"}),
+                "--metric", "Text matching", "--metric", "Transcript check (test)",
+                "--out", str(out), "--quiet",
+            ],
+        )  # fmt: skip
+        requests = [r.json() for r in chat.requests]
+    assert result.exit_code in (0, 1), result.output
+    # every turn of a conversation carried the same session id and the actual history
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for r in requests:
+        by_session.setdefault(r.get("session_id", "none"), []).append(r)
+    assert sorted(len(v) for v in by_session.values()) == [1, 2, 2]
+    name_turns = next(v for v in by_session.values() if v[0]["question"] == "My name is Ana.")
+    assert name_turns[1]["conversation"] == [
+        {"role": "user", "content": "My name is Ana."},
+        {"role": "assistant", "content": "Nice to meet you."},
+    ]
+    assert "session_id" not in by_session["none"][0]  # the single-turn case is as before
+
+    details = read_csv(next(out.rglob("*details.csv")))
+    cells = {r["case_id"]: r for r in details}
+    assert [(r["case_id"], r["conversation_id"], r["turn"]) for r in details] == [
+        ("case-0001", "", ""),
+        ("name", "name", "all"),
+        ("name#1", "name", "1"),
+        ("name#2", "name", "2"),
+        ("city", "city", "all"),
+        ("city#1", "city", "1"),
+        ("city#2", "city", "2"),
+    ]
+    assert cells["name#2"]["answer"] == "Your name is Ana."
+    assert cells["name#2"]["Model passes success"] == "true"
+    assert cells["city#2"]["answer"] == "I do not know."
+    assert cells["city#2"]["Model passes success"] == "false"
+    assert cells["name"]["Transcript check reason"].startswith("role HR bot; user: My name")
+
+    page = BeautifulSoup(next(out.rglob("*report.html")).read_text(), "html.parser")
+    section = page.find("section", id="conversations")
+    articles = section.find_all("article", class_="conversation")
+    assert [a.find("code").text for a in articles] == ["city", "name"]  # failing first
+    city_turn = articles[0].find_all("li", class_="turn")[1]
+    assert city_turn.find("code").text == "city#2"  # the failing turn, named
+    assert "I do not know." in city_turn.text and "Where do I live?" in city_turn.text
+    assert "fail" in city_turn.find("table").text
+    report = json.loads(next(out.rglob("*report.json")).read_text())
+    assert {(r["case_id"], r["turn"]) for r in report["rows"]} >= {("name", None), ("name#2", 2)}
+
+
+def test_an_openai_target_is_sent_the_history_with_its_own_answers(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    def chat(messages: list[dict[str, Any]], request: dict[str, Any]) -> str:
+        facts: dict[str, str] = {}
+        for message in messages[:-1]:  # replay the history the runner sent
+            if message["role"] == "user":
+                remember(facts, message["content"])
+        return remember(facts, messages[-1]["content"])
+
+    judge_stub.responder = chat
+    with transcript_check():
+        run = evalrunner.evaluate(
+            suite=ROWS,
+            target={"openai": {"base_url": judge_stub.url, "model": "chat"}},
+            metrics=["Text matching", "Transcript check (test)"],
+            out=tmp_path / "out",
+        )
+    histories = [[m["content"] for m in r.messages] for r in judge_stub.requests]
+    assert ["My name is Ana.", "Nice to meet you.", "What is my name?"] in histories
+    details = run.details.set_index("case_id")
+    assert details.loc["name#2", "Model passes success"] == True  # noqa: E712 (numpy bool)
+    assert details.loc["city#2", "Model passes success"] == False  # noqa: E712
+    assert details.loc["name", "turn"] == "all"
+    whole = details.loc["name", "Transcript check reason"]
+    assert "assistant: Your name is Ana." in whole
+    assert run.summary.cases == 3 and run.summary.items == 3
