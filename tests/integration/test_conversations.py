@@ -10,13 +10,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from bs4 import BeautifulSoup
 from typer.testing import CliRunner
 
 import evalrunner
 from evalrunner.cli import app
+from evalrunner.engine import LocalEngine
+from evalrunner.engine.real_aws import real_session
 from evalrunner.suite import write_suite_xlsx
+from lambdas.local import local_pipeline
+from tests.support.agent_stream import STREAM_HEADERS, wire_chunk
 from tests.support.conversation_eval import transcript_check
 from tests.support.judge_stub import JudgeStub
 from tests.support.loopback_http import Loopback, Reply, Seen
@@ -145,3 +150,56 @@ def test_an_openai_target_is_sent_the_history_with_its_own_answers(
     whole = details.loc["name", "Transcript check reason"]
     assert "assistant: Your name is Ana." in whole
     assert run.summary.cases == 3 and run.summary.items == 3
+
+
+class MemoryAgent:
+    """A Bedrock agent on the wire: its memory is keyed on the sessionId in the path, and it
+    is sent only each new input (InvokeAgent has no history field)."""
+
+    def __init__(self) -> None:
+        self.memory: dict[str, dict[str, str]] = {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, seen: Seen) -> Reply:
+        session = seen.path.split("/sessions/")[1].split("/")[0]
+        body = seen.json()
+        self.calls.append((session, body))
+        answer = remember(self.memory.setdefault(session, {}), body["inputText"])
+        return Reply(body=wire_chunk(answer), headers=STREAM_HEADERS)
+
+
+def test_a_bedrock_agent_conversation_keeps_one_session_and_sends_only_new_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = MemoryAgent()
+    with Loopback(responder=agent) as wire, transcript_check():
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", wire.url)
+        session = real_session(
+            boto3.Session(
+                aws_access_key_id="AKIATEST", aws_secret_access_key="s", region_name="us-east-1"
+            )
+        )
+        engine = LocalEngine(pipeline=local_pipeline, aws_session=session)
+        engine.run(
+            {
+                "key": "test-suites/conv.json",
+                "iterations": 1,
+                "target": {"agentId": "AGENT12345", "agentAliasId": "ALIAS12345"},
+                "metrics": ["Text matching", "Transcript check (test)"],
+            },
+            suite=json.dumps(ROWS).encode(),
+            out_dir=tmp_path,
+        )
+    sessions = [s for s, _ in agent.calls]
+    assert len(sessions) == 5 and len(set(sessions)) == 3  # single, name (2 turns), city (2)
+    name_session = next(s for s, b in agent.calls if b["inputText"] == "My name is Ana.")
+    assert [b["inputText"] for s, b in agent.calls if s == name_session] == [
+        "My name is Ana.",
+        "What is my name?",
+    ]
+    assert all(set(b) == {"inputText", "enableTrace"} for _, b in agent.calls)  # no history
+    details = read_csv(next(Path(tmp_path).rglob("*details.csv")))
+    cells = {r["case_id"]: r for r in details}
+    assert cells["name#2"]["answer"] == "Your name is Ana."
+    assert cells["name#2"]["Model passes success"] == "true"
+    assert cells["city#2"]["Model passes success"] == "false"

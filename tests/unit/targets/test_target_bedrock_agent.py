@@ -8,10 +8,6 @@ server that speaks the binary event-stream protocol.
 
 from __future__ import annotations
 
-import base64
-import json
-import struct
-import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,6 +15,13 @@ import pytest
 
 from evalrunner.errors import TargetError
 from evalrunner.targets.bedrock_agent import BedrockAgentTarget
+from tests.support.agent_stream import (
+    STREAM_HEADERS,
+    s3_ref,
+    wire_chunk,
+    wire_event,
+    wire_exception,
+)
 
 SPEC = {"agentId": "AGENT12345", "agentAliasId": "ALIAS12345"}
 
@@ -35,10 +38,6 @@ def chunk(text: str, references: list[dict[str, Any]] | None = None) -> dict[str
             ]
         }
     return {"chunk": event}
-
-
-def s3_ref(text: str, uri: str) -> dict[str, Any]:
-    return {"content": {"text": text}, "location": {"type": "S3", "s3Location": {"uri": uri}}}
 
 
 def trace(step: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -223,53 +222,6 @@ def test_return_control_reports_the_tool(make_case: Callable[..., Any]) -> None:
 
 
 # ----------------------------------------------------------------------- real wire format
-
-
-def frame(headers: dict[str, str], payload: dict[str, Any]) -> bytes:
-    """One message of the AWS event-stream binary protocol (string headers only)."""
-    encoded = b""
-    for name, value in headers.items():
-        raw_name, raw_value = name.encode(), value.encode()
-        encoded += bytes([len(raw_name)]) + raw_name + b"\x07"
-        encoded += struct.pack(">H", len(raw_value)) + raw_value
-    body = json.dumps(payload).encode()
-    prelude = struct.pack(">II", 12 + len(encoded) + len(body) + 4, len(encoded))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + encoded + body
-    return message + struct.pack(">I", zlib.crc32(message))
-
-
-def wire_event(event_type: str, payload: dict[str, Any]) -> bytes:
-    headers = {
-        ":message-type": "event",
-        ":event-type": event_type,
-        ":content-type": "application/json",
-    }
-    return frame(headers, payload)
-
-
-def wire_exception(kind: str, message: str) -> bytes:
-    headers = {
-        ":message-type": "exception",
-        ":exception-type": kind,
-        ":content-type": "application/json",
-    }
-    return frame(headers, {"message": message})
-
-
-STREAM_HEADERS = {
-    "Content-Type": "application/vnd.amazon.eventstream",
-    "x-amz-bedrock-agent-session-id": "session-1",
-    "x-amzn-bedrock-agent-content-type": "application/json",
-}
-
-
-def wire_chunk(text: str, uri: str | None = None) -> bytes:
-    payload: dict[str, Any] = {"bytes": base64.b64encode(text.encode()).decode()}
-    if uri:
-        payload["attribution"] = {
-            "citations": [{"retrievedReferences": [s3_ref(f"source of {text.strip()}", uri)]}]
-        }
-    return wire_event("chunk", payload)
 
 
 def test_real_event_stream_with_mid_stream_throttling(
