@@ -150,6 +150,8 @@ def merge_records(
         mine = applicable(item.case, evaluators)  # a conversation's row, or its turns'
         if record.status == "not_run":
             record.results = not_scored(mine, f"not scored: {record.error}")
+        elif record.status == "target_error" and item.case.is_conversation and record.results:
+            pass  # run_case said which turn ended the conversation
         elif record.status != "ok":
             reason = (
                 "not scored: the target call failed"

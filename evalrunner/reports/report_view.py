@@ -476,7 +476,8 @@ def report_context(data: ReportData) -> dict[str, Any]:
         "reasons": [short(r, BANNER_CHARS) for r in banner.reasons[:BANNER_LINES]],
         "more_reasons": max(0, len(banner.reasons) - BANNER_LINES),
         "duration": duration(data.started_at, data.finished_at),
-        "cases": len({r.case_id for r in data.rows}),
+        # a conversation is one case, not one per turn
+        "cases": len({r.case_id for r in data.rows if r.turn is None}),
         "toc": toc,
         "cards": figures(data),
         "regression": regression(data.regression) if data.regression is not None else None,

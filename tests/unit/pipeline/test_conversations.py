@@ -185,6 +185,9 @@ def test_aggregate_flattens_conversations_into_rows(store) -> None:
     assert whole["Model passes reason"] == "not evaluated"  # a per-turn metric
     assert rows[2]["Transcript check reason"] == "not evaluated"  # a conversation metric
     assert rows[3]["Model passes success"] == "true"
+    # the broken conversation says which turn ended it, on its own row and on the turn not run
+    assert "ended early (not run: turn 2 failed" in rows[4]["Transcript check reason"]
+    assert rows[7]["Model passes reason"].startswith("not scored: not run: turn 2 failed")
     # conversation metrics over conversations, per-turn metrics over turns
     by_metric = {m.metric: m for m in summary.metrics}
     assert by_metric["Transcript check"].count == 1 and by_metric["Transcript check"].errored == 1
