@@ -21,6 +21,7 @@ from evalrunner.evaluators.registry import resolve
 from evalrunner.event import RunEvent
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
 from evalrunner.models.hub import ModelHub
+from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import ManifestItem
 from evalrunner.suite.model import Suite, TestCase
@@ -79,9 +80,12 @@ def _judge_estimate(
         usage = CaseUsage()
         token = CURRENT_CASE.set(usage)
         try:
-            sample = sample_of(case, stand_in(case), event.max_text_chars)
-            for evaluator in evaluators:
-                evaluator.evaluate(sample)
+            # a conversation costs its turns' judge calls and its own (conversation metrics)
+            for part in scored_parts(case):
+                sample = sample_of(part, stand_in(part), event.max_text_chars)
+                for evaluator in evaluators:
+                    if scores(evaluator, part):
+                        evaluator.evaluate(sample)
         finally:
             CURRENT_CASE.reset(token)
         calls += usage.usage.calls

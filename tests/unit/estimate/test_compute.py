@@ -122,3 +122,18 @@ def test_the_sample_spreads_over_the_suite() -> None:
     picked = sample_cases(cases, 4)  # type: ignore[arg-type]
     assert picked == [0, 25, 50, 75]
     assert sample_cases(cases[:3], 8) == [0, 1, 2]  # type: ignore[arg-type]
+
+
+def test_a_conversation_costs_the_judge_calls_of_its_turns() -> None:
+    single = b"question,expected_answer\nHow many leave days?,Twenty days a year.\n"
+    conversation = (
+        b"conversation_id,question,expected_answer\n"
+        b"c,How many leave days?,Twenty days a year.\n"
+        b"c,Who approves travel?,Your manager approves travel.\n"
+        b"c,When is payday?,The last working day.\n"
+    )
+    one = estimate(single, metrics=["Answer correctness"])
+    three = estimate(conversation, metrics=["Answer correctness"])
+    assert one.judge is not None and three.judge is not None
+    assert one.items == three.items == 1  # one Map item ...
+    assert three.judge.calls == 3 * one.judge.calls > 0  # ... that asks the judge per turn
