@@ -9,6 +9,8 @@ fixed (or uniformly drawn) latency, and prints one JSON line per run:
 - ``ideal_s``: cases x iterations x mean latency / concurrency, what a run bound only by the
   target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s;
 - ``peak_in_flight``: the most requests the server had open at once;
+- ``cpu_s``: CPU seconds (user + system) the run's processes used, steadier than wall time
+  on a shared machine;
 - ``peak_rss_mib``: the most resident memory of the whole process tree (the CLI and any
   children), sampled every 50 ms from /proc (Linux only: psutil is not a dependency and these
   are the three lines it would cost).
@@ -30,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -157,6 +160,7 @@ def one_run(
             "--quiet",
         ]
         env = {**os.environ, "PYTHONPATH": str(code.resolve())}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         child = subprocess.Popen(
             command, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -167,6 +171,7 @@ def one_run(
             time.sleep(0.05)
         out, err = child.communicate()
         ended = time.monotonic()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         target.stopping.set()
         server.shutdown()
@@ -190,6 +195,7 @@ def one_run(
         "ideal_s": round(ideal, 2),
         "ratio": round(phase / ideal, 2) if phase else None,
         "peak_in_flight": target.peak,
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mib": round(peak_kib / 1024),
     }
     if child.returncode != 0:
