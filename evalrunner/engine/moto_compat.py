@@ -14,11 +14,16 @@ What is patched, and why:
   trampoline turns it into a loop without copying moto's bodies: the patched method runs the
   original, and a nested call only records its arguments for the loop to run next.
   The upstream report is ``docs/upstream/moto-map-worker-recursion.md``.
-- **Two caches** (JSONPath parsing and boto3 clients for Lambda tasks): moto rebuilds a yacc
-  JSONPath parser per path and a boto3 client per task; the cached versions return the same
-  objects, so behaviour is unchanged and the per-case overhead roughly halves.
+- **Three caches** (JSONPath parsing, boto3 clients for Lambda tasks, S3's URL table): moto
+  rebuilds a yacc JSONPath parser per path and a boto3 client per task, and its S3 backend
+  re-imports ``moto.s3.urls`` (``importlib.reload``: the .pyc read from disk and executed)
+  twice per S3 request, so that a change of custom endpoints in the environment is seen; the
+  cached versions return the same objects (the URL table read once per run, at its first S3
+  call), so behaviour is unchanged and the per-case overhead roughly halves.
 - **The Lambda seam**: where moto's docker-free Lambda backend would return a canned payload,
-  the engine's dispatcher calls the real handler.
+  the engine's dispatcher calls the real handler; and the interpreter's own Lambda tasks
+  reach the dispatcher directly, without a trip through botocore and moto's HTTP layer
+  (issue 18: that trip was CPU time under the GIL that no other case could use).
 - **The embedded AWS and the way out of it**: ``embedded_aws`` is moto's ``mock_aws`` with the
   interpreter executing definitions and Lambda without Docker; ``detach_request_hook`` removes
   moto's botocore hook from one session, so a real AWS target is called for real.
@@ -37,6 +42,7 @@ What is patched, and why:
 from __future__ import annotations
 
 import functools
+import io
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -49,6 +55,7 @@ import moto
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.models import botocore_stubber
+from moto.s3.models import S3Backend
 from moto.stepfunctions.parser import utils as parser_utils
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
     distributed_iteration_component as distributed_map,
@@ -89,6 +96,7 @@ _CLIENT_FOR = "boto_client_for"  # lambda_eval_utils' import of utils.boto_clien
 _INVOKE = "invoke"  # LambdaSimpleBackend.invoke
 _THREADS = "TMP_THREADS"  # moto.stepfunctions.parser.utils' list, imported by name elsewhere
 _EVENT_MANAGER = "EventManager"  # distributed_iteration_component's import of it
+_URL_MODULE = "_url_module"  # S3Backend's property: moto.s3.urls, reloaded on every read
 _patch_lock = threading.Lock()
 
 
@@ -185,24 +193,88 @@ def interpreter_speedups() -> Iterator[None]:
                     )
                 return clients[key]
 
+        original_urls: property = S3Backend.__dict__[_URL_MODULE]
+        urls_module: list[Any] = []
+        urls_lock = threading.Lock()
+
+        def url_module(backend: S3Backend) -> Any:
+            with urls_lock:
+                if not urls_module:  # read (and reloaded) once, at the run's first S3 call
+                    urls_module.append(original_urls.__get__(backend))
+                return urls_module[0]
+
         setattr(json_path, _PARSE, cached_parse)
         setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
+        setattr(S3Backend, _URL_MODULE, property(url_module))
     try:
         yield
     finally:
         with _patch_lock:
             setattr(json_path, _PARSE, original_parse)
             setattr(lambda_eval_utils, _CLIENT_FOR, original_client)
+            setattr(S3Backend, _URL_MODULE, original_urls)
 
 
 LambdaInvoke = Callable[[str, Any, dict[str, str]], bytes]
 
+#: The ``invoke`` parameters the in-process client answers itself; any other (an
+#: ``InvocationType``, a ``Qualifier``) goes the long way, through moto's Lambda.
+_DIRECT_PARAMETERS = frozenset({"FunctionName", "Payload"})
+
+
+class InProcessLambdaClient:
+    """The Lambda client the interpreter's Lambda tasks get while invocations are routed.
+
+    moto's tasks invoke through a boto3 client: botocore serialises, signs and sends the
+    request, moto's request hook parses it back and its Lambda backend calls the route, and
+    the answer makes the same trip back. All of it runs under the GIL, on the thread of the
+    Map item, for a call that never leaves the process: it was about a fifth of the
+    interpreter's CPU time per case, time during which no other case could make progress.
+    This client calls the route directly and answers with what ``invoke`` returns
+    (``StatusCode``, ``Payload`` as a stream, ``FunctionError`` when the handler failed, from
+    the same header the backend seam sets), so Retry and Catch see what they saw before.
+    """
+
+    def __init__(self, invoke: LambdaInvoke, fallback: Callable[[], Any]) -> None:
+        self._invoke = invoke
+        self._fallback = fallback
+
+    def invoke(self, **parameters: Any) -> dict[str, Any]:
+        if set(parameters) - _DIRECT_PARAMETERS:
+            return dict(self._fallback().invoke(**parameters))
+        payload = parameters.get("Payload") or b""
+        body = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
+        headers: dict[str, str] = {}
+        data = self._invoke(str(parameters["FunctionName"]), body, headers)
+        response: dict[str, Any] = {
+            "StatusCode": 200,
+            "ExecutedVersion": "$LATEST",
+            "Payload": io.BytesIO(data),
+        }
+        error = headers.get("x-amz-function-error")
+        if error:
+            response["FunctionError"] = error
+        return response
+
 
 @contextmanager
 def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
-    """Send moto's docker-free Lambda invocations to ``invoke(function_name, body, headers)``."""
+    """Send the interpreter's Lambda tasks, and any other docker-free Lambda invocation in
+    the mock (a target Lambda called by a handler), to ``invoke(function_name, body,
+    headers)``; the interpreter's go there directly (:class:`InProcessLambdaClient`)."""
     with _patch_lock:
         original = LambdaSimpleBackend.invoke
+        client_for: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
+
+        def routed_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+            def boto_client() -> Any:
+                return client_for(
+                    region=region, service=service, state_credentials=state_credentials
+                )
+
+            if service == "lambda":
+                return InProcessLambdaClient(invoke, boto_client)
+            return boto_client()
 
         def patched(
             self: LambdaSimpleBackend,
@@ -215,11 +287,13 @@ def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
             return invoke(function_name, body, response_headers)
 
         setattr(LambdaSimpleBackend, _INVOKE, patched)
+        setattr(lambda_eval_utils, _CLIENT_FOR, routed_client_for)
     try:
         yield
     finally:
         with _patch_lock:
             setattr(LambdaSimpleBackend, _INVOKE, original)
+            setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
 
 
 @contextmanager
@@ -304,6 +378,7 @@ __all__ = [
     "MAP_WORKER_CLASSES",
     "MOTO_VERSION",
     "FinishedThreadsForgotten",
+    "InProcessLambdaClient",
     "ThreadFailure",
     "ThreadFailures",
     "UnrecordedEventManager",

@@ -156,6 +156,7 @@ def test_patched_names_exist_and_are_put_back():
     renamed would be set beside the one it calls, silently, so each must exist, be replaced
     inside the block and be the original again after it."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
+    from moto.s3.models import S3Backend
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
         lambda_eval_utils,
     )
@@ -165,12 +166,14 @@ def test_patched_names_exist_and_are_put_back():
         (json_path, "parse"),
         (lambda_eval_utils, "boto_client_for"),
         (LambdaSimpleBackend, "invoke"),
+        (S3Backend, "_url_module"),
     ]
     before = [getattr(owner, name) for owner, name in seams]
     # each is read by the module's own code as a global (or called as a method), so the
     # patch reaches it
     assert "parse(" in inspect.getsource(json_path)
     assert "boto_client_for(" in inspect.getsource(lambda_eval_utils)
+    assert "self._url_module" in inspect.getsource(S3Backend.__mro__[1])  # BaseBackend.urls
     with (
         moto_compat.interpreter_speedups(),
         moto_compat.routed_lambda_invocations(lambda name, body, headers: b"{}"),
@@ -227,3 +230,129 @@ def test_distributed_map_item_events_are_not_stored():
     assert manager.get_event_history() == []
     # and the Map still runs its items and returns their outputs in order
     assert json.loads(_distributed_map(50)["output"]) == list(range(50))
+
+
+def _lambda_task_machine(route) -> tuple[dict, int]:
+    """A one-Task machine (``lambda:invoke``, Catch-all) run with Lambda routed to ``route``;
+    the execution's description and how many invocations went through moto's Lambda."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    definition = {
+        "StartAt": "Call",
+        "States": {
+            "Call": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": "fn", "Payload": {"n.$": "$.n"}},
+                "ResultSelector": {"got.$": "$.Payload"},
+                "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+    through_moto = []
+    with (
+        mock_aws(config={"stepfunctions": {"execute_state_machine": True}}),
+        moto_compat.interpreter_speedups(),
+        moto_compat.routed_lambda_invocations(route),
+    ):
+        routed = LambdaSimpleBackend.invoke
+
+        def counted(self, *args, **kwargs):
+            through_moto.append(args)
+            return routed(self, *args, **kwargs)
+
+        LambdaSimpleBackend.invoke = counted  # inside the routed block; put back by it
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        machine = sfn.create_state_machine(
+            name="one-task",
+            definition=json.dumps(definition),
+            roleArn="arn:aws:iam::123456789012:role/compat",
+        )["stateMachineArn"]
+        arn = sfn.start_execution(stateMachineArn=machine, input='{"n": 7}')["executionArn"]
+        wait = threading.Event()
+        for _ in range(600):  # bounded: 60 s, far beyond the moment it takes
+            description = sfn.describe_execution(executionArn=arn)
+            if description["status"] != "RUNNING" and "output" in description:
+                return description, len(through_moto)
+            wait.wait(0.1)
+    pytest.fail("the one-task machine never finished")
+
+
+def test_interpreter_lambda_tasks_reach_the_route_without_moto_lambda():
+    """Issue 18: the interpreter's Lambda task calls the route directly (no botocore request,
+    no trip through moto's Lambda responses) and its result is what the task sees."""
+    seen = []
+
+    def route(name: str, body: bytes, headers: dict[str, str]) -> bytes:
+        seen.append((name, json.loads(body)))
+        return json.dumps({"doubled": json.loads(body)["n"] * 2}).encode()
+
+    description, through_moto = _lambda_task_machine(route)
+    assert description["status"] == "SUCCEEDED"
+    assert json.loads(description["output"]) == {"got": {"doubled": 14}}
+    assert seen == [("fn", {"n": 7})]
+    assert through_moto == 0
+
+
+def test_a_failing_handler_is_still_a_lambda_function_error():
+    """The header the dispatcher sets becomes ``FunctionError``, so Catch sees the handler's
+    own error type and message, as it did through moto's Lambda (and as in the cloud)."""
+
+    def route(name: str, body: bytes, headers: dict[str, str]) -> bytes:
+        headers["x-amz-function-error"] = "Unhandled"
+        return json.dumps({"errorType": "ValueError", "errorMessage": "bad case"}).encode()
+
+    description, _ = _lambda_task_machine(route)
+    assert description["status"] == "SUCCEEDED"  # caught
+    caught = json.loads(description["output"])
+    assert caught["Error"] == "ValueError"
+    assert "bad case" in caught["Cause"]
+
+
+def test_other_invoke_parameters_go_through_moto():
+    """Only FunctionName and Payload are answered in-process; anything else (an async
+    InvocationType, a Qualifier) is left to the real client, unchanged."""
+    calls = []
+
+    class Real:
+        def invoke(self, **parameters):
+            calls.append(parameters)
+            return {"StatusCode": 202}
+
+    client = moto_compat.InProcessLambdaClient(lambda *a: b"{}", Real)
+    assert client.invoke(FunctionName="fn", Payload=b"{}", InvocationType="Event") == {
+        "StatusCode": 202
+    }
+    assert calls == [{"FunctionName": "fn", "Payload": b"{}", "InvocationType": "Event"}]
+    direct = client.invoke(FunctionName="fn", Payload=b"{}")
+    assert direct["StatusCode"] == 200 and direct["Payload"].read() == b"{}"
+    assert "FunctionError" not in direct
+
+
+def test_s3_url_table_is_read_once_per_run(monkeypatch):
+    """moto's S3 backend reloads ``moto.s3.urls`` (disk read and module execution) twice per
+    request; within a run it is read once, and S3 still answers."""
+    import importlib
+
+    import moto.s3.models as s3_models
+
+    reloads = []
+
+    def counting(module):
+        reloads.append(module.__name__)
+        return importlib.reload(module)
+
+    monkeypatch.setattr(s3_models, "reload", counting)  # the name the property calls
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="compat")
+        s3.put_object(Bucket="compat", Key="before", Body=b"x")
+        assert len(reloads) >= 2  # the reason for the cache: every request reloads
+        reloads.clear()
+        with moto_compat.interpreter_speedups():
+            for i in range(20):
+                s3.put_object(Bucket="compat", Key=f"k{i}", Body=b"x")
+            assert s3.get_object(Bucket="compat", Key="k19")["Body"].read() == b"x"
+        assert reloads == ["moto.s3.urls"]

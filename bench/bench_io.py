@@ -1,0 +1,228 @@
+"""I/O-bound local runs (issue 18): is a run bound by its target or by the engine?
+
+Runs ``evalrunner run`` in a child process against a loopback HTTP target that answers after a
+fixed (or uniformly drawn) latency, and prints one JSON line per run:
+
+- ``seconds``: the whole command; ``startup_s``: launch to the first request at the target;
+  ``target_phase_s``: first request to last response; ``tail_s``: last response to exit
+  (Score, Aggregate, reports);
+- ``ideal_s``: cases x iterations x mean latency / concurrency, what a run bound only by the
+  target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s;
+- ``peak_in_flight``: the most requests the server had open at once;
+- ``cpu_s``: CPU seconds (user + system) the run's processes used, steadier than wall time
+  on a shared machine;
+- ``peak_rss_mib``: the most resident memory of the whole process tree (the CLI and any
+  children), sampled every 50 ms from /proc (Linux only: psutil is not a dependency and these
+  are the three lines it would cost).
+
+``--code DIR`` runs the CLI with ``PYTHONPATH=DIR`` (another checkout: the code before a
+change, e.g. ``git worktree add /tmp/i18io-base 11b661b``) and may be repeated, so before
+and after are measured in one invocation, one run after the other (never two at once: they
+would share the machine's cores).
+
+Usage:
+  python bench/bench_io.py --cases 500 --latency 2 --concurrency 10 50 \
+      --code /tmp/i18io-base --code .
+  python bench/bench_io.py --cases 200 --latency 0.05:0.2 --iterations 2 --concurrency 10 50 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class Target:
+    """The loopback target's state: latency, requests in flight, first and last times."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+        self.requests = 0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.stopping = threading.Event()
+
+    def enter(self) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.requests += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.first is None:
+                self.first = time.monotonic()
+
+    def leave(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+            self.last = time.monotonic()
+
+    def latency(self) -> float:
+        return self.low if self.high <= self.low else random.uniform(self.low, self.high)
+
+
+def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
+    class Answer(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            target.enter()
+            try:
+                length = int(self.headers.get("Content-Length", 0))
+                question = json.loads(self.rfile.read(length) or b"{}").get("question", "")
+                target.stopping.wait(target.latency())
+                answer = {"answer": f"The answer to {question} is 42.", "contexts": [question]}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            finally:
+                target.leave()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Answer
+
+
+def tree_rss_kib(root: int) -> int:
+    """Resident KiB of ``root`` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid, ppid = int(entry), int(fields.get("PPid", "0").strip() or 0)
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0] or 0)
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def one_run(
+    code: Path, cases: int, iterations: int, concurrency: int, low: float, high: float
+) -> dict[str, Any]:
+    target = Target(low, high)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(target))
+    server.daemon_threads = True
+    server.request_queue_size = 1024
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    work = Path(tempfile.mkdtemp(prefix="bench-io-"))
+    try:
+        suite = work / "io.csv"
+        lines = ["id,question,expected_answer"]
+        lines += [
+            f"c{i},What is item {i}?,The answer to What is item {i}? is 42." for i in range(cases)
+        ]
+        suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        spec = {"url": f"http://127.0.0.1:{server.server_port}/", "timeout_seconds": high + 30}
+        command = [
+            sys.executable,
+            "-m",
+            "evalrunner.cli",
+            "run",
+            "--suite",
+            str(suite),
+            "--target",
+            json.dumps(spec),
+            "--metric",
+            "Exact match",
+            "--iterations",
+            str(iterations),
+            "--max-concurrency",
+            str(concurrency),
+            "--out",
+            str(work / "out"),
+            "--quiet",
+        ]
+        env = {**os.environ, "PYTHONPATH": str(code.resolve())}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        child = subprocess.Popen(
+            command, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        peak_kib = 0
+        while child.poll() is None:
+            peak_kib = max(peak_kib, tree_rss_kib(child.pid))
+            time.sleep(0.05)
+        out, err = child.communicate()
+        ended = time.monotonic()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        target.stopping.set()
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(work, ignore_errors=True)
+    items = cases * iterations
+    ideal = items * (low + high) / 2 / concurrency
+    phase = (target.last - target.first) if target.first and target.last else None
+    result = {
+        "code": str(code),
+        "cases": cases,
+        "iterations": iterations,
+        "latency_s": low if high <= low else f"{low}-{high}",
+        "concurrency": concurrency,
+        "exit_code": child.returncode,
+        "requests": target.requests,
+        "seconds": round(ended - started, 2),
+        "startup_s": round(target.first - started, 2) if target.first else None,
+        "target_phase_s": round(phase, 2) if phase else None,
+        "tail_s": round(ended - target.last, 2) if target.last else None,
+        "ideal_s": round(ideal, 2),
+        "ratio": round(phase / ideal, 2) if phase else None,
+        "peak_in_flight": target.peak,
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
+        "peak_rss_mib": round(peak_kib / 1024),
+    }
+    if child.returncode != 0:
+        print(out[-2000:], err[-2000:], file=sys.stderr)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--iterations", type=int, default=1)
+    parser.add_argument(
+        "--latency", default="0.2", help="seconds, or LOW:HIGH for a uniform draw per request"
+    )
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 50])
+    parser.add_argument("--code", type=Path, action="append", help="checkout(s) to run")
+    args = parser.parse_args()
+    low, _, high = args.latency.partition(":")
+    lo, hi = float(low), float(high or low)
+    failed = 0
+    for concurrency in args.concurrency:
+        for code in args.code or [Path(".")]:
+            result = one_run(code, args.cases, args.iterations, concurrency, lo, hi)
+            print(json.dumps(result), flush=True)
+            failed += result["exit_code"] != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
