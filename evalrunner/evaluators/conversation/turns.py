@@ -10,7 +10,7 @@ it (an agent that opens with a greeting) is a turn whose user part is empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Self, TypeVar
@@ -98,6 +98,9 @@ class TurnReply(BaseModel):
     turns: ClassVar[tuple[int, ...]] = ()
     #: True: exactly one entry per assistant turn.
     each_turn_once: ClassVar[bool] = False
+    #: List lengths the prompt fixes, for the schema sent to the judge (see
+    #: :func:`evalrunner.judge.reply_format.wire_schema`); set by :func:`for_turns`.
+    expected_counts: ClassVar[Mapping[str, int]] = {}
 
     def named_turns(self) -> list[int]:
         return []
@@ -125,7 +128,10 @@ def _for_turns(
     schema: type[M], turns: tuple[int, ...], extra: tuple[tuple[str, Any], ...]
 ) -> type[M]:
     # Same class name as the base: clients may use it as a schema name (OpenAI wants [\w-]+).
-    namespace = {"turns": turns, "__module__": schema.__module__, **dict(extra)}
+    namespace: dict[str, Any] = {"turns": turns, "__module__": schema.__module__, **dict(extra)}
+    if schema.each_turn_once:
+        # Read by the wire schema: a grammar-constrained judge writes one entry per turn.
+        namespace["expected_counts"] = {"verdicts": len(turns)}
     return type(schema.__name__, (schema,), namespace)
 
 

@@ -300,3 +300,12 @@ def test_an_out_of_range_turn_from_the_stub_is_repaired_once_then_a_parsing_fail
     assert result.status == "error" and result.reason.startswith("parsing failure")
     assert "[7] are not turns of this conversation" in result.reason
     assert len(judge_stub.requests) == 3  # facts, verdicts, one repair of the verdicts
+
+
+def test_the_schema_sent_to_the_judge_asks_for_one_verdict_per_turn() -> None:
+    from evalrunner.evaluators.conversation.turns import TurnVerdicts, exchanges, for_turns
+    from evalrunner.judge.reply_format import wire_schema
+
+    schema = wire_schema(for_turns(TurnVerdicts, exchanges(conversation())))
+    verdicts = schema["properties"]["verdicts"]
+    assert (verdicts["minItems"], verdicts["maxItems"]) == (5, 5)
