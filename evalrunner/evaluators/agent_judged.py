@@ -48,8 +48,16 @@ def step_text(step: AgentStep) -> str:
     return text
 
 
+#: The most steps shown to the judge (an agent stuck in a loop must not make a huge prompt).
+STEPS_SHOWN = 50
+
+
 def steps_block(steps: Sequence[AgentStep]) -> str:
-    return tagged_list("steps", "step", [step_text(s) for s in steps])
+    """The steps as delimited data; beyond STEPS_SHOWN, one last item says how many more."""
+    texts = [step_text(s) for s in steps[:STEPS_SHOWN]]
+    if len(steps) > STEPS_SHOWN:
+        texts.append(f"... and {len(steps) - STEPS_SHOWN} more steps, not shown")
+    return tagged_list("steps", "step", texts)
 
 
 class TaskJudgement(BaseModel):

@@ -193,3 +193,14 @@ def test_registered_with_the_names_users_type() -> None:
     assert resolve("TaskCompletion") is TaskCompletion
     assert resolve("argument_correctness") is ArgumentCorrectness
     assert resolve("Step alignment and completeness") is StepAlignment
+
+
+def test_a_looping_agent_shows_the_judge_a_bounded_list_of_steps() -> None:
+    from evalrunner.evaluators.agent_judged import STEPS_SHOWN
+
+    loop = [AgentStep(name="search", arguments={"q": "x"})] * (STEPS_SHOWN + 30)
+    judge = FakeJudge().reply("task completion", {"task": "t", "outcome": "o", "score": 0.0})
+    TaskCompletion(judge=judge).evaluate(agent_case(loop))
+    prompt = judge.calls[0].prompt
+    assert prompt.count("tool search arguments") == STEPS_SHOWN
+    assert "... and 30 more steps, not shown" in prompt
