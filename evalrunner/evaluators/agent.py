@@ -248,6 +248,10 @@ class ArgumentCorrectness(Evaluator):
         return evaluator
 
     @classmethod
+    def uses_judge(cls, options: Mapping[str, Any] | None) -> bool:
+        return bool((options or {}).get("judged"))
+
+    @classmethod
     def applies_to(cls, sample: Sample) -> bool:
         return any(step.arguments for step in sample.expected_steps)
 

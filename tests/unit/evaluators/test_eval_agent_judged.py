@@ -204,3 +204,44 @@ def test_a_looping_agent_shows_the_judge_a_bounded_list_of_steps() -> None:
     prompt = judge.calls[0].prompt
     assert prompt.count("tool search arguments") == STEPS_SHOWN
     assert "... and 30 more steps, not shown" in prompt
+
+
+def _event(**extra: Any) -> dict[str, Any]:
+    return {
+        "key": "test-suites/agent.csv",
+        "iterations": 1,
+        "target": {"url": "http://127.0.0.1:9/agent"},
+        "metrics": ["argument correctness", "Tool correctness"],
+        **extra,
+    }
+
+
+def test_a_run_without_a_judge_warns_about_judged_arguments_only_when_asked() -> None:
+    from evalrunner.event import judge_metrics_without_judge, parse_event
+
+    assert judge_metrics_without_judge(parse_event(_event())) == []
+    judged = _event(evaluator_options={"Argument correctness": {"judged": True}})
+    assert judge_metrics_without_judge(parse_event(judged)) == ["Argument correctness"]
+
+
+def test_bad_agent_and_conversation_options_are_refused_naming_the_field() -> None:
+    from evalrunner.errors import EventError
+    from evalrunner.event import parse_event
+
+    event = _event(
+        metrics=["Argument correctness", "Conversation relevancy", "Role adherence"],
+        evaluator_options={
+            "Argument correctness": {"judged": "maybe"},
+            "Conversation relevancy": {"window": 0},
+            "Role adherence": {"persona": "x"},
+        },
+    )
+    with pytest.raises(EventError) as info:
+        parse_event(event)
+    assert info.value.problems == [
+        "evaluator_options.Argument correctness.judged: Input should be a valid boolean, "
+        "unable to interpret input",
+        "evaluator_options.Conversation relevancy.window: Input should be greater than or "
+        "equal to 1",
+        "evaluator_options.Role adherence.persona: Extra inputs are not permitted",
+    ]
