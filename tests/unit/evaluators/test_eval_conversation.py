@@ -6,6 +6,7 @@ turns judged twice, facts given later), and a conversation's text passed as data
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -309,3 +310,56 @@ def test_the_schema_sent_to_the_judge_asks_for_one_verdict_per_turn() -> None:
     schema = wire_schema(for_turns(TurnVerdicts, exchanges(conversation())))
     verdicts = schema["properties"]["verdicts"]
     assert (verdicts["minItems"], verdicts["maxItems"]) == (5, 5)
+
+
+#: Each metric's worked example as the loopback judge answers it: (the phrase of its prompt,
+#: the reply, the score the doc states).
+STUB_EXAMPLES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "Conversation relevancy": [
+        ("is relevant: it responds", verdicts({2: "cafeteria menu", 5: "no balance given"}))
+    ],
+    "Conversation completeness": [
+        (
+            "List the user's intentions",
+            {
+                "intentions": [
+                    {"intention": "book leave", "turn": 1, "satisfied": True},
+                    {"intention": "learn the balance", "turn": 5, "satisfied": False},
+                ]
+            },
+        )
+    ],
+    "Knowledge retention": [
+        ("List the facts the user gave", FACTS),
+        ("forgot a fact", retention({3: 2})),
+    ],
+    "Role adherence": [("stays in that role", verdicts({2: "talks about the cafeteria"}))],
+}
+STUB_SCORES = {
+    "Conversation relevancy": (0.6, "turn 2 (cafeteria menu); turn 5"),
+    "Conversation completeness": (0.5, '"learn the balance" (turn 5)'),
+    "Knowledge retention": (0.8, "turn 3 forgot"),
+    "Role adherence": (0.8, "out of role: turn 2"),
+}
+
+
+@pytest.mark.parametrize("name", list(STUB_EXAMPLES))
+def test_every_worked_example_through_the_openai_compatible_judge(
+    name: str, judge_stub: JudgeStub
+) -> None:
+    def responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        prompt = messages[-1]["content"]
+        for phrase, reply in STUB_EXAMPLES[name]:
+            if phrase in prompt:
+                return reply
+        raise AssertionError(f"unexpected prompt: {prompt[:120]}")
+
+    judge_stub.responder = responder
+    services = SimpleNamespace(judge=judge_stub.judge(), models=None)
+    options = {"role": ROLE} if name == "Role adherence" else None
+    evaluator = resolve(name).for_run(None, options, services)  # as a run builds it
+    (result,) = evaluator.evaluate(conversation())
+    score, named = STUB_SCORES[name]
+    assert result.status == "scored" and result.score == pytest.approx(score)
+    assert named in result.reason
+    assert len(judge_stub.requests) == len(STUB_EXAMPLES[name])
