@@ -88,3 +88,23 @@ def test_task_completion_and_judged_arguments_through_the_stub_judge(
     assert len(judge_stub.requests) == 2
     totals = result.summary.judge
     assert totals is not None and (totals.calls, totals.parse_failures) == (2, 0)
+
+
+def test_judged_arguments_without_a_judge_are_skipped_and_reported_as_a_problem(
+    tmp_path: Path,
+) -> None:
+    # tests/conftest.py leaves no default judge (EVALRUNNER_JUDGE unset, an empty config)
+    event = {
+        "key": "test-suites/agent.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "hr-agent", "answer_path": "reply", "steps_path": "trace"},
+        "metrics": ["Argument correctness"],
+        "evaluator_options": {"Argument correctness": {"judged": True}},
+    }
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"hr-agent": agent})
+    result = engine.run(event, suite=SUITE.encode(), out_dir=tmp_path / "out")
+    details = next(f for f in result.files if f.name.endswith("details.csv"))
+    (row,) = csv.DictReader(io.StringIO(details.read_text("utf-8-sig")))
+    assert row["Argument correctness reason"].startswith("skipped: judged: true needs a judge")
+    (problem,) = [p for p in result.summary.problems if p.type == "judge_not_configured"]
+    assert "Argument correctness" in problem.description
