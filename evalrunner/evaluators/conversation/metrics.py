@@ -375,7 +375,7 @@ class RoleAdherence(ConversationEvaluator):
         ),
     )
 
-    def role(self, sample: Sample) -> str | None:
+    def role_for(self, sample: Sample) -> str | None:
         """The conversation's own role (the suite's ``role`` column) over the run's option."""
         own = sample.metadata.get("role")
         for value in (own, self.options.role):
@@ -384,7 +384,7 @@ class RoleAdherence(ConversationEvaluator):
         return None
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
-        role = self.role(sample)
+        role = self.role_for(sample)
         if role is None:
             raise SkipCase(NO_ROLE)
         turns = exchanges(sample)

@@ -363,3 +363,16 @@ def test_every_worked_example_through_the_openai_compatible_judge(
     assert result.status == "scored" and result.score == pytest.approx(score)
     assert named in result.reason
     assert len(judge_stub.requests) == len(STUB_EXAMPLES[name])
+
+
+def test_the_metrics_command_lists_the_conversation_and_agent_metrics() -> None:
+    # `role` is what model evaluators call their model's role: an evaluator attribute of
+    # that name once broke this command.
+    from typer.testing import CliRunner
+
+    from evalrunner.cli import app
+
+    listed = CliRunner().invoke(app, ["metrics"], env={"COLUMNS": "300"}, catch_exceptions=False)
+    assert listed.exit_code == 0, listed.output
+    for name in ["Role adherence", "Knowledge retention", "Task completion"]:
+        assert name in listed.output
