@@ -408,7 +408,9 @@ def judge_metrics_without_judge(event: RunEvent) -> list[str]:
     skipped on every case, which a user must hear about before the run, not after."""
     if event.judge is not None:
         return []
-    return [n for n in event.metrics if registry.resolve(n).requires is Requirement.JUDGE]
+    return [
+        n for n in event.metrics if registry.resolve(n).uses_judge(event.evaluator_options.get(n))
+    ]
 
 
 def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:

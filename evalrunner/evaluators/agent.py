@@ -19,11 +19,15 @@ hr/get_policy". Tool names are compared trimmed and case-insensitively. Worked e
 E = [search, book], C = [book, search, search]: unordered 2/2 = 1.0 (extra: one search);
 ordered LCS([search, book], [book, search, search]) = 1, score 0.5.
 
-``Argument correctness`` (no judge): for each expected step of ``expected_steps`` that gives
-``arguments``, the first not yet matched call of that tool is compared key by key (values as
-JSON, strings trimmed and case-folded): score = matching argument values / expected argument
-values, over all such steps; an expected call that never happened counts all its arguments
-as wrong. Extra arguments the agent passed are allowed. Example: expected book(days=2,
+``Argument correctness`` (no judge by default): for each expected step of ``expected_steps``
+that gives ``arguments``, the first not yet matched call of that tool is compared key by key
+(:func:`normal_value`: strings trimmed, whitespace collapsed and case-folded; numbers by
+value, ``2`` = ``2.0`` = ``"2"``; booleans apart from numbers; lists in order; objects key by
+key): score = matching argument values / expected argument values, over all such steps; an
+expected call that never happened counts all its arguments as wrong, a missing argument is
+wrong. Extra arguments the agent passed are allowed. With ``judged: true`` the run's judge
+decides, in one call per case, whether each pair of values that differ mean the same
+(:func:`evalrunner.evaluators.agent_judged.equivalent`). Example: expected book(days=2,
 type="annual"), called book(days=2, type="sick") → 1/2.
 
 ``Step alignment`` and ``Step completeness`` (H2O's "Step alignment & completeness", no
@@ -31,7 +35,8 @@ judge), from the expected step names S and the steps taken T (knowledge-base loo
 hand-overs included, each as its kind and name): completeness = |S ∩ T| / |S| (a multiset:
 were all expected steps taken?), alignment = LCS(S, T) / max(|S|, |T|) (were they taken in
 that order, with nothing else in between?). Expected [search, book], taken [search, search,
-book]: completeness 1.0, alignment 2/3.
+book]: completeness 1.0, alignment 2/3. The reasons name the expected steps not taken, the
+ones taken out of order (taken, but not in the longest in-order match) and the extra steps.
 
 ``Agent sanity check`` (H2O's name; pass/fail, 1 = sane): the steps show no loop (the same
 call — name and arguments — made more than ``max_repeats`` times, default 2), no failed step,
@@ -43,14 +48,26 @@ evaluator runs only when named.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
+from evalrunner.evaluators.agent_judged import equivalent
+from evalrunner.evaluators.base import (
+    NO_JUDGE,
+    Evaluator,
+    Input,
+    MetricSpec,
+    RunServices,
+    Sample,
+    Scored,
+    SkipCase,
+)
 from evalrunner.evaluators.registry import register
+from evalrunner.judge.base import Judge
 from evalrunner.targets.steps import AgentStep, ExpectedStep, tool_names
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
@@ -81,6 +98,28 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
             current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
         previous = current
     return previous[-1]
+
+
+def lcs_matched(a: Sequence[str], b: Sequence[str]) -> set[int]:
+    """The positions in ``a`` of one longest common subsequence of ``a`` and ``b`` (the same
+    programme as :func:`lcs_length`, kept whole to walk back through it)."""
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a, start=1):
+        for j, y in enumerate(b, start=1):
+            table[i][j] = (
+                table[i - 1][j - 1] + 1 if x == y else max(table[i - 1][j], table[i][j - 1])
+            )
+    matched: set[int] = set()
+    i, j = len(a), len(b)
+    while i and j:
+        if a[i - 1] == b[j - 1]:
+            matched.add(i - 1)
+            i, j = i - 1, j - 1
+        elif table[i - 1][j] >= table[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return matched
 
 
 class ToolCorrectnessOptions(BaseModel):
@@ -136,17 +175,46 @@ class ToolCorrectness(Evaluator):
         return {"Tool correctness": Scored(value, reason)}
 
 
-def _value(value: object) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return " ".join(text.split()).casefold()
+#: A string that is a plain decimal number ("2", "-0.5", "1e3"): compared as that number.
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+
+
+def normal_value(value: Any) -> Any:
+    """An argument value as it is compared: strings trimmed, inner whitespace collapsed and
+    case-folded; numbers by value, a numeric string too (``2``, ``2.0`` and ``"2"`` are
+    equal: models often quote numbers in tool calls); booleans apart from numbers (``true``
+    is not ``1``); lists element by element, objects key by key."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = " ".join(value.split()).casefold()
+        return float(text) if _NUMBER.fullmatch(text) else text
+    if isinstance(value, list | tuple):
+        return [normal_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {" ".join(str(k).split()).casefold(): normal_value(v) for k, v in value.items()}
+    return value
+
+
+class ArgumentOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judged: bool = Field(
+        default=False,
+        description="the run's judge decides whether values that differ mean the same",
+    )
 
 
 @register
 class ArgumentCorrectness(Evaluator):
     name = "Argument correctness"
-    aliases = ("Tool argument correctness",)
+    aliases = ("Tool argument correctness", "ArgumentCorrectness")
     description = "the tools got the arguments expected_steps gives them"
     inputs = frozenset({Input.EXPECTED_STEPS, Input.ANSWER})
+    options_model: ClassVar[type[BaseModel]] = ArgumentOptions
+    options: ArgumentOptions
     metrics = (
         MetricSpec(
             "Argument correctness",
@@ -156,6 +224,33 @@ class ArgumentCorrectness(Evaluator):
         ),
     )
 
+    def __init__(
+        self,
+        thresholds: Mapping[str, float] | None = None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        judge: Judge | None = None,
+    ) -> None:
+        super().__init__(thresholds, options)
+        #: Asked only with ``judged: true``, and only about values that differ.
+        self.judge = judge
+
+    @classmethod
+    def for_run(
+        cls,
+        thresholds: Mapping[str, float] | None,
+        options: Mapping[str, Any] | None,
+        services: RunServices,
+    ) -> Self:
+        evaluator = cls(thresholds, options)
+        if evaluator.options.judged:  # a run that compares exactly never builds a judge
+            evaluator.judge = services.judge
+        return evaluator
+
+    @classmethod
+    def uses_judge(cls, options: Mapping[str, Any] | None) -> bool:
+        return bool((options or {}).get("judged"))
+
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:
         return any(step.arguments for step in sample.expected_steps)
@@ -164,10 +259,13 @@ class ArgumentCorrectness(Evaluator):
         checked = [e for e in sample.expected_steps if e.arguments]
         if not checked:
             raise SkipCase("no expected step gives arguments")
+        if self.options.judged and self.judge is None:
+            raise SkipCase(f"judged: true needs a judge: {NO_JUDGE}")
         calls = [s for s in sample.steps if s.kind == "tool"]
         used: set[int] = set()
         right = total = 0
-        problems = []
+        problems: list[str] = []
+        differing: list[tuple[str, str, Any, Any]] = []
         for expected in checked:
             assert expected.arguments is not None
             total += len(expected.arguments)
@@ -185,15 +283,36 @@ class ArgumentCorrectness(Evaluator):
             used.add(index)
             got = calls[index].arguments
             for key, want in expected.arguments.items():
-                if key in got and _value(got[key]) == _value(want):
+                if key not in got:
+                    problems.append(f"{expected.name}: {key} = nothing, expected {_shown(want)}")
+                elif normal_value(got[key]) == normal_value(want):
+                    right += 1
+                elif self.options.judged:
+                    differing.append((expected.name, key, want, got[key]))
+                else:
+                    problems.append(
+                        f"{expected.name}: {key} = {_shown(got[key])}, expected {_shown(want)}"
+                    )
+        if differing:
+            assert self.judge is not None
+            for (tool, key, want, got), (same, why) in zip(
+                differing, equivalent(self.judge, differing), strict=True
+            ):
+                if same:
                     right += 1
                 else:
-                    shown = json.dumps(got[key]) if key in got else "nothing"
+                    because = f" (judge: {' '.join(why.split())})" if why.strip() else ""
                     problems.append(
-                        f"{expected.name}: {key} = {shown}, expected {json.dumps(want)}"
+                        f"{tool}: {key} = {_shown(got)}, expected {_shown(want)}{because}"
                     )
         reason = "; ".join(problems) or f"all {total} expected argument value(s) passed"
+        if self.options.judged and differing and not problems:
+            reason += f" ({len(differing)} judged equivalent)"
         return {"Argument correctness": Scored(right / total if total else 0.0, reason)}
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _label(step: AgentStep | ExpectedStep) -> str:
@@ -224,15 +343,31 @@ class StepAlignment(Evaluator):
         expected = [_label(e) for e in sample.expected_steps]
         taken = [_label(s) for s in sample.steps]
         matched = sum((Counter(expected) & Counter(taken)).values())
-        aligned = lcs_length(expected, taken)
+        in_order = lcs_matched(expected, taken)
         names = ", ".join(s.name for s in sample.steps) or "no step"
         head = f"expected {', '.join(e.name for e in sample.expected_steps)}; took {names}"
         missing = list((Counter(expected) - Counter(taken)).elements())
-        detail = f": missing {', '.join(m.split(':', 1)[1] for m in missing)}" if missing else ""
+        extra = list((Counter(taken) - Counter(expected)).elements())
+        # Taken (counted in completeness) but not in the longest in-order match.
+        out_of_order = list((Counter(expected) - Counter(missing)).elements())
+        for k in sorted(in_order):
+            out_of_order.remove(expected[k])
+        detail = f": missing {_step_names(missing)}" if missing else ""
+        order = [
+            *([f"out of order {_step_names(out_of_order)}"] if out_of_order else []),
+            *([f"extra {_step_names(extra)}"] if extra else []),
+        ]
         return {
             "Step completeness": Scored(matched / len(expected), head + detail),
-            "Step alignment": Scored(aligned / max(len(expected), len(taken)), head),
+            "Step alignment": Scored(
+                len(in_order) / max(len(expected), len(taken)),
+                head + (": " + "; ".join(order) if order else ": in order, nothing between"),
+            ),
         }
+
+
+def _step_names(labels: Sequence[str]) -> str:
+    return ", ".join(label.split(":", 1)[1] for label in labels)
 
 
 class SanityOptions(BaseModel):

@@ -245,6 +245,13 @@ class Evaluator(ABC):
     )
 
     @classmethod
+    def uses_judge(cls, options: Mapping[str, Any] | None) -> bool:
+        """Whether the evaluator, built with these ``evaluator_options``, asks the run's
+        judge: judge evaluators always; others only when an option says so (Argument
+        correctness with ``judged: true``). A run without a judge warns about these."""
+        return cls.requires is Requirement.JUDGE
+
+    @classmethod
     def applies_to(cls, sample: Sample) -> bool:
         """Whether the case gives this evaluator something to score, judged from the suite
         alone. When the event names no metric, evaluators that apply to no case are left

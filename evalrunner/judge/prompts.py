@@ -51,6 +51,19 @@ RESERVED_TAGS: frozenset[str] = frozenset(
         "system",
         "user",
         "assistant",
+        "conversation",
+        "window",
+        "role",
+        "facts",
+        "fact",
+        "intentions",
+        "intention",
+        "steps",
+        "step",
+        "expected_steps",
+        "expected_step",
+        "arguments",
+        "argument",
     }
 )
 
@@ -100,6 +113,14 @@ def tagged_list(container: str, tag: str, texts: Sequence[str]) -> str:
     _check(container)
     inner = "\n".join(tagged(tag, t, id=i) for i, t in enumerate(texts, start=1))
     return f"<{container}>\n{inner}\n</{container}>"
+
+
+def wrapped(container: str, blocks: Sequence[str], *, id: int | None = None) -> str:
+    """Blocks already delimited by :func:`tagged` inside one more tag (a conversation's
+    turns, a window of them); the blocks are not neutralised again, so their tags stay."""
+    _check(container)
+    attrs = f' id="{id}"' if id is not None else ""
+    return f"<{container}{attrs}>\n" + "\n".join(blocks) + f"\n</{container}>"
 
 
 def build(task: str, data: Sequence[str], reply: str) -> list[Message]:

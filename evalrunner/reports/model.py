@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.suite.model import Perturbation
-from evalrunner.targets.steps import AgentStep
+from evalrunner.targets.steps import AgentStep, ExpectedStep
 
 Severity = Literal["high", "medium", "low"]
 
@@ -58,6 +58,9 @@ class CaseRow(BaseModel):
     def is_conversation(self) -> bool:
         """The row of a whole conversation (its conversation metrics), not of one turn."""
         return self.conversation_id is not None and self.turn is None
+    #: What the suite expected of an agent (its expected_tools / expected_steps cells).
+    expected_tools: list[str] | None = None
+    expected_steps: list[ExpectedStep] | None = None
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)

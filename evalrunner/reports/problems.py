@@ -433,14 +433,15 @@ def _judge_missing(data: ReportData) -> list[Problem]:
     skipped, which must read as a problem to fix, never as a quiet gap in the report."""
     if data.config.get("judge_configured", True):
         return []
-    from evalrunner.evaluators import Requirement, available
+    from evalrunner.evaluators import available
 
     catalog = available()
+    options = data.config.get("evaluator_options") or {}
     unjudged = list(
         dict.fromkeys(
             m.evaluator
             for m in data.metrics
-            if m.evaluator in catalog and catalog[m.evaluator].requires is Requirement.JUDGE
+            if m.evaluator in catalog and catalog[m.evaluator].uses_judge(options.get(m.evaluator))
         )
     )
     if not unjudged:

@@ -49,6 +49,7 @@ from evalrunner.reports.model import (
 )
 from evalrunner.reports.robustness_view import robustness_view
 from evalrunner.reports.run_figures import config_value, summary_blocks
+from evalrunner.reports.steps_view import agent_steps_view
 
 #: How many of the worst cases get a full card (question, answers, contexts, reasons).
 WORST_CASES = 15
@@ -446,6 +447,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
     anchors = {c.case_id: f"case-{i + 1}" for i, c in enumerate(worst)}
     banner = verdict(data)
     conversations = conversations_view(data)
+    agent_steps = agent_steps_view(data)
     toc = []
     if data.regression is not None:
         toc.append(("regression", "Regression"))
@@ -461,6 +463,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
         ("distributions", "Distributions"),
         ("heatmap", "Heatmap"),
         ("worst", "Worst cases"),
+        *([("agent-steps", "Agent steps")] if agent_steps else []),
     ]
     if data.run_metrics:
         toc.append(("run-figures", "Run-level figures"))
@@ -490,6 +493,7 @@ def report_context(data: ReportData) -> dict[str, Any]:
         "heatmap": heatmap(data, cases, anchors),
         "worst": [worst_card(c, anchors[c.case_id], i + 1, data) for i, c in enumerate(worst)],
         "worst_note": worst_note(data, len(worst)),
+        "agent_steps": agent_steps,
         "run_figures": [(name, summary_blocks(s)) for name, s in data.run_metrics.items()],
         "by_category": by_category,
         "config": [(k, *config_value(v)) for k, v in data.config.items()],

@@ -195,6 +195,8 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 truncated=record.truncated,
                 notes=list(record.notes),
                 steps=list(response.steps) if response and response.steps else None,
+                expected_tools=list(case.expected_tools) or None,
+                expected_steps=list(case.expected_steps) or None,
                 results=list(record.results),
                 perturbation=case.perturbation,
                 conversation_id=case.conversation_id,
