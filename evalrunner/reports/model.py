@@ -58,6 +58,7 @@ class CaseRow(BaseModel):
     def is_conversation(self) -> bool:
         """The row of a whole conversation (its conversation metrics), not of one turn."""
         return self.conversation_id is not None and self.turn is None
+
     #: What the suite expected of an agent (its expected_tools / expected_steps cells).
     expected_tools: list[str] | None = None
     expected_steps: list[ExpectedStep] | None = None
