@@ -203,3 +203,72 @@ def test_a_bedrock_agent_conversation_keeps_one_session_and_sends_only_new_input
     assert cells["name#2"]["answer"] == "Your name is Ana."
     assert cells["name#2"]["Model passes success"] == "true"
     assert cells["city#2"]["Model passes success"] == "false"
+
+
+def _reading_judge(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+    """A judge that reads the transcript it is sent, as a model would: the user's facts are
+    the turns that state one ("My name is …", "I live in …"); a reply forgets a fact when it
+    says it does not know after the user said it. Only the conversation's own text decides."""
+    prompt = messages[-1]["content"]
+    users = {int(k): t for k, t in re.findall(r'<user id="(\d+)">(.*?)</user>', prompt, re.S)}
+    replies = re.findall(r'<assistant id="(\d+)">(.*?)</assistant>', prompt, re.S)
+    if "List the facts the user gave" in prompt:
+        return {
+            "facts": [
+                {"turn": k, "fact": text.strip().rstrip(".")}
+                for k, text in sorted(users.items())
+                if re.match(r"\s*(my name is|i live in)", text, re.IGNORECASE)
+            ]
+        }
+    facts = re.findall(r'<fact id="(\d+)">\s*\(turn (\d+)\)', prompt)
+    verdicts = []
+    for k, reply in ((int(k), r) for k, r in replies):
+        given = [int(i) for i, turn in facts if int(turn) < k]
+        forgot = "do not know" in reply and bool(given)
+        verdicts.append(
+            {
+                "turn": k,
+                "reason": "says it does not know what the user told it" if forgot else "fine",
+                "forgot": forgot,
+                "fact": given[-1] if forgot else None,
+            }
+        )
+    return {"verdicts": verdicts}
+
+
+def test_a_target_that_forgets_fails_knowledge_retention_with_the_turn_named(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """Both halves together: the spreadsheet of turns played against a chat with memory (it
+    keeps names, forgets cities), and the real Knowledge retention metric judged by the
+    loopback OpenAI-compatible judge reading the transcript the run recorded."""
+    judge_stub.responder = _reading_judge
+    suite = write_suite_xlsx(tmp_path / "conv.xlsx", ROWS)
+    out = tmp_path / "out"
+    judge = {"openai": {"base_url": judge_stub.url, "model": "j"}, "cache": False}
+    with Loopback(responder=MemoryChat()) as chat:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run", "--suite", str(suite), "--target", json.dumps({"url": chat.url + "/chat"}),
+                "--metric", "Text matching", "--metric", "Knowledge retention",
+                "--judge", json.dumps(judge),
+                "--out", str(out), "--quiet",
+            ],
+        )  # fmt: skip
+    assert result.exit_code in (0, 1), result.output
+    cells = {r["case_id"]: r for r in read_csv(next(out.rglob("*details.csv")))}
+    # scored once per conversation, on the conversation's own row, never per turn
+    assert cells["name"]["Knowledge retention success"] == "true"
+    assert cells["city"]["Knowledge retention success"] == "false"
+    assert float(cells["city"]["Knowledge retention score"]) == pytest.approx(0.5)
+    reason = cells["city"]["Knowledge retention reason"]
+    assert 'turn 2 forgot "I live in Paris" given in turn 1' in reason
+    assert cells["city#2"]["Knowledge retention success"] == ""
+    assert cells["case-0001"]["Knowledge retention success"] == ""  # not a conversation
+    # the judge read the transcript the target produced, answers included
+    seen = "\n".join(r.messages[-1]["content"] for r in judge_stub.requests)
+    assert "I do not know." in seen and "Your name is Ana." in seen
+    page = BeautifulSoup(next(out.rglob("*report.html")).read_text(), "html.parser")
+    city = page.find("section", id="conversations").find_all("article")[0]
+    assert city.find("code").text == "city" and "turn 2 forgot" in city.text
