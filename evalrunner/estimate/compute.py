@@ -24,7 +24,7 @@ from evalrunner.models.hub import ModelHub
 from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import ManifestItem
-from evalrunner.suite.model import Suite, TestCase
+from evalrunner.suite.model import Suite, TestCase, Turn
 from evalrunner.targets.base import TargetResponse
 
 log = logging.getLogger("evalrunner.estimate")
@@ -63,6 +63,16 @@ def stand_in(case: TestCase) -> TargetResponse:
     return TargetResponse(answer=answer, contexts=list(case.expected_contexts))
 
 
+def transcript(conversation: TestCase) -> list[Turn]:
+    """The conversation as the estimate imagines it played: each user turn answered by its
+    stand-in (:func:`stand_in`), so conversation metrics build prompts of a run's length."""
+    turns: list[Turn] = []
+    for turn in conversation.turns:
+        turns.append(Turn(role="user", content=turn.question))
+        turns.append(Turn(role="assistant", content=stand_in(turn).answer))
+    return turns
+
+
 def sample_cases(cases: Sequence[TestCase], size: int = SAMPLE_CASES) -> list[TestCase]:
     """``size`` cases spread evenly over the suite (all of them when it is that small)."""
     if len(cases) <= size:
@@ -83,6 +93,8 @@ def _judge_estimate(
             # a conversation costs its turns' judge calls and its own (conversation metrics)
             for part in scored_parts(case):
                 sample = sample_of(part, stand_in(part), event.max_text_chars)
+                if part.is_conversation:  # as played: each turn answered by its stand-in
+                    sample = sample.model_copy(update={"turns": transcript(part)})
                 for evaluator in evaluators:
                     if scores(evaluator, part):
                         evaluator.evaluate(sample)

@@ -58,8 +58,14 @@ DRY_LEAVES = Leaves(text=lambda name: REPLY_SENTENCE, items=_items, number=_numb
 
 
 def dry_reply(schema: type[T]) -> T:
-    """A reply that validates as ``schema`` (lists fixed by the prompt have their length)."""
-    return schema.model_validate(schema_instance(wire_schema(schema), "value", DRY_LEAVES))
+    """A reply that validates as ``schema`` (lists fixed by the prompt have their length).
+    A schema checked against its case (a conversation's turn numbers) fits the stand-in to
+    it through its ``dry_fit`` classmethod."""
+    raw = schema_instance(wire_schema(schema), "value", DRY_LEAVES)
+    fit = getattr(schema, "dry_fit", None)
+    if callable(fit) and isinstance(raw, dict):
+        raw = fit(raw)
+    return schema.model_validate(raw)
 
 
 class DryJudge(Judge):

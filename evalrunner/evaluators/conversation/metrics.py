@@ -241,6 +241,16 @@ class Attritions(TurnReply):
     def named_turns(self) -> list[int]:
         return [v.turn for v in self.verdicts]
 
+    @classmethod
+    def dry_fit(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """A stand-in reply forgets nothing (a forgotten fact would have to be one given
+        before its turn); the verdict's length, not its content, is what it costs."""
+        raw = super().dry_fit(raw)
+        for verdict in raw.get("verdicts") or []:
+            if isinstance(verdict, dict):
+                verdict["forgot"], verdict["fact"] = False, None
+        return raw
+
     @model_validator(mode="after")
     def _check_facts(self) -> Self:
         given = type(self).fact_turns

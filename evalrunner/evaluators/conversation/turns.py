@@ -105,6 +105,21 @@ class TurnReply(BaseModel):
     def named_turns(self) -> list[int]:
         return []
 
+    @classmethod
+    def dry_fit(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """``raw`` (a schema-shaped stand-in reply, as the cost estimate's dry judge writes
+        one) made valid for this conversation: its list entries name the conversation's
+        turns in order. The estimate counts the prompts a run sends; without this every
+        turn-checked reply would fail validation and the conversation would cost nothing."""
+        if not cls.turns:
+            return raw
+        for value in raw.values():
+            if isinstance(value, list):
+                for i, entry in enumerate(value):
+                    if isinstance(entry, dict) and "turn" in entry:
+                        entry["turn"] = cls.turns[min(i, len(cls.turns) - 1)]
+        return raw
+
     @model_validator(mode="after")
     def _check_turns(self) -> Self:
         allowed = set(type(self).turns)

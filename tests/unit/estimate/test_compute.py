@@ -137,3 +137,24 @@ def test_a_conversation_costs_the_judge_calls_of_its_turns() -> None:
     assert one.judge is not None and three.judge is not None
     assert one.items == three.items == 1  # one Map item ...
     assert three.judge.calls == 3 * one.judge.calls > 0  # ... that asks the judge per turn
+
+
+def test_conversation_metrics_cost_their_calls_once_per_conversation() -> None:
+    """The dry judge's stand-in replies must pass the turn checks of conversation metrics:
+    two calls for Knowledge retention (facts, then verdicts), one for Conversation relevancy
+    and one for Role adherence (the conversation's role column); a conversation metric costs
+    nothing per turn and nothing on a single-turn case."""
+    conversation = (
+        b"conversation_id,question,expected_answer,role\n"
+        b"c,My employee id is 4411.,Thanks.,HR assistant\n"
+        b"c,Book leave for March 3.,Booked for employee 4411.,\n"
+        b"c,How many days are left?,You have 15 days left.,\n"
+    )
+    metrics = ["Knowledge retention", "Conversation relevancy", "Role adherence"]
+    run = estimate(conversation, metrics=metrics)
+    assert run.judge is not None and run.judge.calls == 2 + 1 + 1
+    single = estimate(b"question,expected_answer\nHi?,Hello.\n", metrics=metrics)
+    assert single.judge is not None and single.judge.calls == 0
+    per_metric = {m: estimate(conversation, metrics=[m]) for m in metrics}
+    assert [per_metric[m].judge.calls for m in metrics] == [2, 1, 1]  # type: ignore[union-attr]
+    assert per_metric["Knowledge retention"].judge.input_tokens > 0  # type: ignore[union-attr]
