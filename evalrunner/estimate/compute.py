@@ -134,7 +134,7 @@ def estimate_run(
     ]
     judge_estimate: JudgeEstimate | None = None
     calls_per_item = 0.0
-    judges = [c for c in classes if c.requires is Requirement.JUDGE]
+    judges = [c for c in classes if c.uses_judge(event.evaluator_options.get(c.name))]
     if judges:
         services = _DryServices()
         evaluators = [

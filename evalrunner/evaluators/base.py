@@ -251,6 +251,12 @@ class Evaluator(ABC):
         correctness with ``judged: true``). A run without a judge warns about these."""
         return cls.requires is Requirement.JUDGE
 
+    @property
+    def asks_judge(self) -> bool:
+        """Whether this evaluator, as built for the run, asks the judge (see
+        :meth:`uses_judge`): a case's judge usage is recorded when any of its does."""
+        return self.uses_judge(self.options.model_dump())
+
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:
         """Whether the case gives this evaluator something to score, judged from the suite

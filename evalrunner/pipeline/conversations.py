@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from evalrunner.evaluators import Evaluator, Requirement, Sample
+from evalrunner.evaluators import Evaluator, Sample
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import answer_and_score, capped_sample, not_scored
@@ -126,7 +126,7 @@ def run_conversation(
             CURRENT_CASE.reset(token)
     else:
         record.results = not_scored(whole, f"not scored: the conversation ended early ({ended})")
-    if any(e.requires is Requirement.JUDGE for e in evaluators):
+    if any(e.asks_judge for e in evaluators):
         record.judge_usage = usage.as_dict()
     return record
 

@@ -176,7 +176,7 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
             return call_target(context.target, case, context.clock)
 
         answer_and_score(context, case, record, evaluators, ask, usage)
-        if any(e.requires is Requirement.JUDGE for e in evaluators):
+        if any(e.asks_judge for e in evaluators):
             record.judge_usage = usage.as_dict()
     store.put_json(key, record.model_dump(mode="json"))
     out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}

@@ -108,3 +108,24 @@ def test_judged_arguments_without_a_judge_are_skipped_and_reported_as_a_problem(
     assert row["Argument correctness reason"].startswith("skipped: judged: true needs a judge")
     (problem,) = [p for p in result.summary.problems if p.type == "judge_not_configured"]
     assert "Argument correctness" in problem.description
+
+
+def test_judged_arguments_alone_count_their_judge_calls(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A run whose only judge user is Argument correctness with ``judged: true`` still
+    records each case's judge usage, so the run's judge totals (and its cost) are not 0."""
+    judge_stub.responder = judge
+    event = {
+        "key": "test-suites/agent.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "hr-agent", "answer_path": "reply", "steps_path": "trace"},
+        "metrics": ["Argument correctness"],
+        "evaluator_options": {"Argument correctness": {"judged": True}},
+        "judge": {"openai": {"base_url": judge_stub.url, "model": "stub-judge"}, "cache": False},
+    }
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"hr-agent": agent})
+    result = engine.run(event, suite=SUITE.encode(), out_dir=tmp_path / "out")
+    assert len(judge_stub.requests) == 1
+    totals = result.summary.judge
+    assert totals is not None and (totals.calls, totals.cases) == (1, 1)
