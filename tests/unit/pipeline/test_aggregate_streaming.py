@@ -96,6 +96,15 @@ def test_folding_keeps_rows_and_counts_but_no_record() -> None:
     assert (folded.answered, folded.target_errors, folded.task_failures) == (45, 0, 5)
     assert len(folded.judge_usages) == 45
     assert all(r.results and r.results[0].metric == "Exact match" for r in folded.rows)
+    # the rows' results are the records' (same values, and the same fields given), sharing one
+    # fields-set among them: pydantic's per-model set was half of a row's memory
+    scored = [r for row in folded.rows if row.status == "ok" for r in row.results]
+    assert len(scored) == 45 and len({id(r.model_fields_set) for r in scored}) == 1
+    expected = resolve("Exact match")().evaluate(
+        aggregate.sample_of(run[0].case, answered(run[0]).response, 10_000)
+    )
+    assert [r.model_dump() for r in folded.rows[0].results] == [r.model_dump() for r in expected]
+    assert folded.rows[0].results[0].model_dump(exclude_unset=True) == expected[0].model_dump()
     missing = folded.rows[9]
     assert missing.status == "task_failed" and missing.results[0].status != "scored"
     # no evaluator of this run has run-level figures: no answered case is kept for them
