@@ -31,19 +31,22 @@ def suite_csv(n: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def bench(n: int, concurrency: int) -> dict:
+LEXICAL = ["Rouge Metric", "BLEU", "Token F1", "Exact match"]
+
+
+def bench(n: int, concurrency: int, metrics: list[str] | None = None) -> dict:
     engine = LocalEngine(pipeline=local_pipeline, extra_functions={"instant": instant_target})
     event = {
         "key": "test-suites/bench.csv",
         "iterations": 1,
         "target": {"lambdaArn": "instant"},
         "max_concurrency": concurrency,
-        "metrics": ["Rouge Metric", "BLEU", "Token F1", "Exact match"],
+        "metrics": metrics or LEXICAL,
     }
     with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = engine.run(event, suite=suite_csv(n), out_dir=Path(out))
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert result.summary.items == n and result.summary.target_errors == 0
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
@@ -51,7 +54,13 @@ def bench(n: int, concurrency: int) -> dict:
         "concurrency": concurrency,
         "seconds": round(seconds, 2),
         "cases_per_s": round(n / seconds, 1),
+        "cpu_seconds": round(cpu, 2),
         "peak_rss_mib": round(peak_mib),
+        "mean_scores": {
+            m.metric: round(m.average, 4)
+            for m in result.summary.metrics
+            if m.iteration is None and m.average is not None
+        },
     }
 
 

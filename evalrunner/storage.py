@@ -41,7 +41,16 @@ class RunStore:
 
     @staticmethod
     def record_key(run_id: str, item_id: str) -> str:
-        return f"{RUNS_PREFIX}{run_id}/cases/{item_id}.json"
+        return f"{RunStore.records_prefix(run_id)}{item_id}.json"
+
+    @staticmethod
+    def records_prefix(run_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/cases/"
+
+    @staticmethod
+    def item_of_record(key: str) -> str:
+        """The item id of a :meth:`record_key`."""
+        return key.rsplit("/", 1)[-1].removesuffix(".json")
 
     @staticmethod
     def scores_key(run_id: str) -> str:

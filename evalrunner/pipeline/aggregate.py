@@ -10,6 +10,8 @@ without a record are reported as failed tasks, so no case is ever silently missi
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,13 +23,13 @@ from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import applicable, flatten
 from evalrunner.pipeline.run_case import not_scored, sample_of
-from evalrunner.pipeline.score import load_manifest, load_records
+from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.redaction import mask_config
 from evalrunner.reports.categories import category_stats
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.insights import find_insights
-from evalrunner.reports.model import Gate, MetricStats, Problem, ReportData
+from evalrunner.reports.model import CaseRow, Gate, MetricStats, Problem, ReportData
 from evalrunner.reports.problems import find_problems, problem_order
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
@@ -35,7 +37,7 @@ from evalrunner.reports.robustness import analyse as analyse_robustness
 from evalrunner.reports.stats import (
     case_rows,
     compute_stats,
-    detail_table,
+    detail_lines,
     metric_infos,
     result_table,
 )
@@ -136,38 +138,116 @@ def merged_results(per_case: list[MetricResult], batched: list[MetricResult]) ->
     return out + list(by_metric.values())
 
 
-def merge_records(
-    items: list[ManifestItem],
-    loaded: list[CaseRecord | None],
+def merge_record(
+    item: ManifestItem,
+    record: CaseRecord | None,
+    batched: list[MetricResult],
+    evaluators: list[Evaluator],
+    score_failure: Any,
+) -> CaseRecord:
+    """One item's record with its Score-step results; a missing record becomes a failed
+    task and a case that was not scored says why, so no case is ever silently missing."""
+    if record is None:
+        record = CaseRecord.for_item(item, "task_failed", NO_RECORD)
+    mine = applicable(item.case, evaluators)  # a conversation's row, or its turns'
+    if record.status == "not_run":
+        record.results = not_scored(mine, f"not scored: {record.error}")
+    elif record.status == "target_error" and item.case.is_conversation and record.results:
+        pass  # run_case said which turn ended the conversation
+    elif record.status != "ok":
+        reason = (
+            "not scored: the target call failed"
+            if record.status == "target_error"
+            else "not scored: the case task failed"
+        )
+        record.results = not_scored(mine, reason)
+    else:
+        record.results = merged_results(record.results, batched)
+        have = {r.evaluator for r in record.results}
+        missing = [e for e in mine if e.name not in have]
+        if missing:
+            why = _failure_text(score_failure) or "no score was produced"
+            record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
+    return record
+
+
+@dataclass
+class FoldedRecords:
+    """What Aggregate keeps of the run's records once each is read: its report row and a few
+    counts, not the record. A parsed record takes some 15 KB, ten times its row, so holding
+    every record made Aggregate's memory grow with the run well beyond the reports."""
+
+    rows: list[CaseRow] = field(default_factory=list)
+    answered: int = 0
+    target_errors: int = 0
+    task_failures: int = 0
+    judge_usages: list[dict[str, Any]] = field(default_factory=list)
+    #: The answered suite cases, kept only when an evaluator of the run has run-level
+    #: figures (:meth:`Evaluator.summarize` needs every sample at once).
+    summary_cases: list[tuple[ManifestItem, CaseRecord]] = field(default_factory=list)
+
+    def count(self, record: CaseRecord) -> None:
+        """Count a run item's record (a case, or a conversation's own record)."""
+        if record.status == "ok":
+            self.answered += 1
+        elif record.status == "target_error":
+            self.target_errors += 1
+        else:
+            self.task_failures += 1
+        if record.judge_usage is not None:
+            self.judge_usages.append(record.judge_usage)
+
+
+#: One set of field names for every result that has them all (see :func:`compact_results`).
+_EVERY_RESULT_FIELD: set[str] = set(MetricResult.model_fields)
+
+
+def compact_results(results: list[MetricResult]) -> list[MetricResult]:
+    """The same results, sharing one set of "fields set" among them.
+
+    Pydantic keeps on each model the set of the fields it was given (a 728-byte set for a
+    result's eight), half of what a report row costs in memory with nine results. A result
+    read from a record was given every field, so one shared set says the same for all of
+    them: ``model_construct`` (pydantic's own way to build a model from values already
+    validated) takes it as given. Adding a name it already holds is what an attribute
+    assignment does to it, so sharing it changes nothing else."""
+    return [
+        MetricResult.model_construct(_EVERY_RESULT_FIELD, **r.__dict__)
+        if r.model_fields_set == _EVERY_RESULT_FIELD
+        else r
+        for r in results
+    ]
+
+
+def fold_records(
+    records: Iterable[tuple[ManifestItem, CaseRecord | None]],
     batched: dict[str, list[MetricResult]],
     evaluators: list[Evaluator],
     score_failure: Any,
-) -> list[CaseRecord]:
-    records: list[CaseRecord] = []
-    for item, record in zip(items, loaded, strict=True):
-        if record is None:
-            record = CaseRecord.for_item(item, "task_failed", NO_RECORD)
-        mine = applicable(item.case, evaluators)  # a conversation's row, or its turns'
-        if record.status == "not_run":
-            record.results = not_scored(mine, f"not scored: {record.error}")
-        elif record.status == "target_error" and item.case.is_conversation and record.results:
-            pass  # run_case said which turn ended the conversation
-        elif record.status != "ok":
-            reason = (
-                "not scored: the target call failed"
-                if record.status == "target_error"
-                else "not scored: the case task failed"
+) -> FoldedRecords:
+    """Merge each record as it is read (:func:`~evalrunner.pipeline.score.iter_records`) and
+    keep only what the reports need of it."""
+    summarizing = any(type(e).summarize is not Evaluator.summarize for e in evaluators)
+    out = FoldedRecords()
+    for run_item, run_record in records:
+        # a conversation: its own row then one per turn (the counts are of run items)
+        for item, loaded in zip(*flatten([run_item], [run_record]), strict=True):
+            record = merge_record(
+                item, loaded, batched.get(item.item_id, []), evaluators, score_failure
             )
-            record.results = not_scored(mine, reason)
-        else:
-            record.results = merged_results(record.results, batched.get(item.item_id, []))
-            have = {r.evaluator for r in record.results}
-            missing = [e for e in mine if e.name not in have]
-            if missing:
-                why = _failure_text(score_failure) or "no score was produced"
-                record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
-        records.append(record)
-    return records
+            record.results = compact_results(record.results)
+            out.rows.extend(case_rows([item], [record]))
+            if item.case.turn is None:
+                out.count(record)
+            if (
+                summarizing
+                and item.case.perturbation is None
+                and not item.case.is_conversation
+                and record.status == "ok"
+                and record.response is not None
+            ):
+                out.summary_cases.append((item, record))
+    return out
 
 
 def aggregate_run(
@@ -184,23 +264,21 @@ def aggregate_run(
     evaluators: list[Evaluator] = [
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
     ]
-    run_items = load_manifest(store, run_id)
+    items = load_manifest(store, run_id)
+    item_count = len(items)
     scored = load_scores(store, run_id)
-    # a conversation: its own row then one per turn (the summary still counts run items)
-    items, loaded = flatten(run_items, load_records(store, run_id, run_items))
-    records = merge_records(items, loaded, scored.items, evaluators, score_failure)
-    run_records = [r for i, r in zip(items, records, strict=True) if i.case.turn is None]
+    # Records are read a chunk at a time and folded into their rows: memory grows with the
+    # reports, not with every record held at once.
+    folded = fold_records(
+        iter_records(store, run_id, items), scored.items, evaluators, score_failure
+    )
+    del items  # the manifest's cases live on in the rows
 
-    every_row = case_rows(items, records)
+    every_row = folded.rows
     # Statistics, gates, problems and the baseline comparison are over the suite's own
     # cases; perturbed copies and variants feed the robustness analysis (and details.csv).
     rows = [r for r in every_row if r.perturbation is None]
     perturbed_rows = [r for r in every_row if r.perturbation is not None]
-    originals = [
-        (i, r)
-        for i, r in zip(items, records, strict=True)
-        if i.case.perturbation is None and not i.case.is_conversation
-    ]
     infos = metric_infos(evaluators)
     by_evaluator = scored.models.by_evaluator if scored.models else {}
     for info in infos:
@@ -244,8 +322,8 @@ def aggregate_run(
         gates=evaluate_gates(config, stats),
         run_metrics=summarize(
             evaluators,
-            [i for i, _ in originals],
-            [r for _, r in originals],
+            [i for i, _ in folded.summary_cases],
+            [r for _, r in folded.summary_cases],
             config.max_text_chars,
         ),
         categories=category_stats(rows, infos),
@@ -298,7 +376,7 @@ def aggregate_run(
     }
     # every file, then the manifest last: until it exists no reader takes the set as complete
     writer = SetWriter(store, run_id, prefix)
-    writer.put(keys["details_csv"], to_csv(*detail_table(every_row, infos)), "text/csv")
+    writer.put(keys["details_csv"], to_csv(*detail_lines(every_row, infos)), "text/csv")
     writer.put(
         keys["details_xlsx"],
         details_xlsx(every_row, infos, stats=stats),
@@ -308,7 +386,10 @@ def aggregate_run(
     writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
     writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
     writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
-    writer.put(keys["report_json"], data.model_dump_json().encode("utf-8"), "application/json")
+    # model_dump_json's bytes before they are decoded to text: one copy of the biggest file less
+    report_json = ReportData.__pydantic_serializer__.to_json(data)
+    writer.put(keys["report_json"], report_json, "application/json")
+    del report_json
 
     failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
     reports = RunReports(
@@ -323,7 +404,7 @@ def aggregate_run(
         manifest=manifest_key(prefix),
     )
     regression = data.regression
-    judge_totals = _judge_totals(run_records)
+    judge_totals = _judge_totals(folded.judge_usages)
     summary = RunSummary(
         run_id=run_id,
         target=config.target_name,
@@ -333,10 +414,10 @@ def aggregate_run(
         finished_at=finished,
         iterations=config.iterations,
         cases=config.case_count,
-        items=len(run_items),
-        answered=sum(1 for r in run_records if r.status == "ok"),
-        target_errors=sum(1 for r in run_records if r.status == "target_error"),
-        task_failures=sum(1 for r in run_records if r.status == "task_failed"),
+        items=item_count,
+        answered=folded.answered,
+        target_errors=folded.target_errors,
+        task_failures=folded.task_failures,
         step_failures=failures,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
@@ -349,7 +430,7 @@ def aggregate_run(
         problems=[SummaryProblem.of(p) for p in data.problems],
         robustness=[RobustnessSummary.of(p) for p in data.robustness],
         estimate=config.estimate,
-        actual=actual_figures(config, len(run_items), judge_totals),
+        actual=actual_figures(config, item_count, judge_totals),
         bucket=store.bucket,
         reports=reports,
     )
@@ -424,9 +505,9 @@ def actual_figures(
     )
 
 
-def _judge_totals(records: list[CaseRecord]) -> JudgeTotals | None:
-    """Judge calls and tokens of the run, and per answered case: what the judge cost."""
-    usages = [r.judge_usage for r in records if r.judge_usage is not None]
+def _judge_totals(usages: list[dict[str, Any]]) -> JudgeTotals | None:
+    """Judge calls and tokens of the run (each case's ``judge_usage``), and per answered
+    case: what the judge cost."""
     if not usages:
         return None
     keys = ("calls", "cached", "input_tokens", "output_tokens", "retries", "parse_failures")

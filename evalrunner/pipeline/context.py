@@ -104,6 +104,7 @@ class RunContext:
         self._judge: Judge | None = None
         self._judge_built = False
         self._hub: ModelHub | None = None
+        self._recorded: set[str] | None = None
 
     @classmethod
     def load(
@@ -164,6 +165,27 @@ class RunContext:
             if self._hub is None:
                 self._hub = self._hub_factory()
             return self._hub
+
+    def may_have_record(self, item_id: str) -> bool:
+        """Whether a record of ``item_id`` may exist already (a resumed run, a retried task),
+        so run_case must read it before calling the target again.
+
+        The run's records are listed once, when this context first asks, and the records this
+        context writes are added (:meth:`wrote_record`). Reading every case's record to learn
+        that it does not exist cost a third of run_case's time in the local engine (a missed
+        GET goes through botocore's whole error path). A record another process wrote after
+        the listing is not seen: its case is scored again and its record rewritten, which
+        costs a target call and loses nothing."""
+        with self._lock:
+            if self._recorded is None:
+                keys = self.store.list_keys(self.store.records_prefix(self.run_id))
+                self._recorded = {self.store.item_of_record(key) for key in keys}
+            return item_id in self._recorded
+
+    def wrote_record(self, item_id: str) -> None:
+        with self._lock:
+            if self._recorded is not None:
+                self._recorded.add(item_id)
 
     def evaluators(self, requirements: Iterable[Requirement]) -> list[Evaluator]:
         """The run's evaluators that run where ``requirements`` are met, each built with what

@@ -156,7 +156,7 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     item = ManifestItem.model_validate(raw_item)
     store = context.store
     key = store.record_key(context.run_id, item.item_id)
-    existing = store.get_json_or_none(key)
+    existing = store.get_json_or_none(key) if context.may_have_record(item.item_id) else None
     if existing is not None and existing.get("status") == "ok":
         return {"item_id": item.item_id, "status": "ok", "reused": True}
 
@@ -179,6 +179,7 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
         if any(e.asks_judge for e in evaluators):
             record.judge_usage = usage.as_dict()
     store.put_json(key, record.model_dump(mode="json"))
+    context.wrote_record(item.item_id)
     out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
     if record.error:
         out["error"] = redact(record.error)[:500]  # the execution history keeps it

@@ -10,7 +10,9 @@ its container.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from typing import Any
 
 from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement, resolve
@@ -25,17 +27,35 @@ from evalrunner.storage import RunStore
 BATCHED = (Requirement.GPU_BATCH,)
 
 
+#: Records read and parsed at a time by :func:`iter_records`: enough to keep 16 readers busy,
+#: few enough that a run of any size holds only this many parsed records at once.
+RECORD_CHUNK = 256
+
+
 def load_records(
     store: RunStore, run_id: str, items: list[ManifestItem]
 ) -> list[CaseRecord | None]:
-    """Every item's record (None where the case left none), read in parallel."""
+    """Every item's record (None where the case left none), read in parallel. Holds every
+    record at once (a parsed record takes some 15 KB): a step that only folds the records
+    into smaller figures reads them with :func:`iter_records` instead."""
+    return [record for _, record in iter_records(store, run_id, items)]
+
+
+def iter_records(
+    store: RunStore, run_id: str, items: Iterable[ManifestItem], chunk: int = RECORD_CHUNK
+) -> Iterator[tuple[ManifestItem, CaseRecord | None]]:
+    """Each item with its record (None where the case left none), in manifest order, read in
+    parallel ``chunk`` at a time: the next chunk is read only once the caller has taken the
+    last one, so a caller that keeps nothing of a record holds at most one chunk of them."""
 
     def one(item: ManifestItem) -> CaseRecord | None:
         raw = store.get_json_or_none(store.record_key(run_id, item.item_id))
         return CaseRecord.model_validate(raw) if raw is not None else None
 
+    pending = iter(items)
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return list(pool.map(one, items))
+        while batch := list(islice(pending, chunk)):
+            yield from zip(batch, pool.map(one, batch), strict=True)
 
 
 def _loaded(store: RunStore, run_id: str) -> tuple[list[ManifestItem], list[CaseRecord | None]]:

@@ -13,19 +13,25 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from evalrunner.reports.formulas import neutralise
 
 __all__ = ["neutralise", "to_csv"]
 
 
-def to_csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> bytes:
-    """The table as CSV bytes: every cell neutralised, every cell with a line break quoted."""
-    buf = io.StringIO(newline="")
-    writer = csv.writer(buf, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
-    writer.writerow([neutralise(h) for h in header])
-    writer.writerows([[neutralise(c) for c in row] for row in rows])
+def to_csv(header: Sequence[str], rows: Iterable[Sequence[str]]) -> bytes:
+    """The table as CSV bytes: every cell neutralised, every cell with a line break quoted.
+
+    Rows are encoded as they come (``rows`` may be a generator), so only the file's bytes are
+    held, not its text and a neutralised copy of every cell besides."""
+    buf = io.BytesIO()
     # utf-8-sig: Excel opens the file with the right encoding on a double click.
     # A lone surrogate (JSON can carry one from a model) must not cost the whole report.
-    return buf.getvalue().encode("utf-8-sig", errors="replace")
+    text = io.TextIOWrapper(buf, encoding="utf-8-sig", errors="replace", newline="")
+    writer = csv.writer(text, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerow([neutralise(h) for h in header])
+    for row in rows:
+        writer.writerow([neutralise(c) for c in row])
+    text.flush()
+    return buf.getvalue()

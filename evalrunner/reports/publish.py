@@ -116,16 +116,18 @@ def manifest_key(prefix: str) -> str:
     return f"{prefix}{MANIFEST_NAME}"
 
 
+def file_entry(data: bytes) -> dict[str, Any]:
+    """A file as the manifest lists it: its size and SHA-256."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def build_manifest(run_id: str, prefix: str, files: Mapping[str, bytes]) -> dict[str, Any]:
     """What a complete set holds: every file's key, size and SHA-256."""
-    return {
-        "run_id": run_id,
-        "prefix": prefix,
-        "files": {
-            key: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-            for key, data in files.items()
-        },
-    }
+    return manifest_of(run_id, prefix, {key: file_entry(data) for key, data in files.items()})
+
+
+def manifest_of(run_id: str, prefix: str, entries: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"run_id": run_id, "prefix": prefix, "files": dict(entries)}
 
 
 class SetWriter:
@@ -136,11 +138,12 @@ class SetWriter:
 
     def __init__(self, store: RunStore, run_id: str, prefix: str) -> None:
         self.store, self.run_id, self.prefix = store, run_id, prefix
-        self.written: dict[str, bytes] = {}
+        # Each file's entry, not its bytes: the set's files are not all held until the end.
+        self.written: dict[str, dict[str, Any]] = {}
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         # Hash what was stored: the store redacts secrets, and readers check stored bytes.
-        self.written[key] = self.store.put_bytes(key, data, content_type)
+        self.written[key] = file_entry(self.store.put_bytes(key, data, content_type))
 
     def put_json(self, key: str, value: Any) -> None:
         self.put(key, dump_json(value).encode("utf-8"), "application/json")
@@ -148,7 +151,7 @@ class SetWriter:
     def publish(self) -> str:
         """Write the manifest, last: from now on the set is complete."""
         key = manifest_key(self.prefix)
-        self.store.put_json(key, build_manifest(self.run_id, self.prefix, self.written))
+        self.store.put_json(key, manifest_of(self.run_id, self.prefix, self.written))
         return key
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from evalrunner.evaluators.base import Evaluator, MetricResult
@@ -428,9 +428,18 @@ def detail_table(
     """details.csv: header and text rows. Same columns and number formats as before the report
     data existed (latency 1 decimal, scores 4, success ``true``/``false``), so files written
     before and after compare cell by cell."""
+    header, body = detail_lines(rows, metrics)
+    return header, list(body)
+
+
+def detail_lines(
+    rows: Sequence[CaseRow], metrics: Sequence[MetricInfo]
+) -> tuple[list[str], Iterator[list[str]]]:
+    """:func:`detail_table` with its body made a row at a time, for a writer that streams it
+    (Aggregate: the text of every cell of a big run is never held at once)."""
     perturbed, conversations = has_perturbations(rows), has_conversations(rows)
     kinds = detail_kinds(metrics, perturbed, conversations)
-    body = [
+    body = (
         [
             _text(value, kind)
             for value, kind in zip(
@@ -438,7 +447,7 @@ def detail_table(
             )
         ]
         for row in rows
-    ]
+    )
     return detail_header(metrics, perturbed, conversations), body
 
 

@@ -3,7 +3,8 @@
 The workbook holds the same columns as details.csv and result.csv (built by
 :mod:`evalrunner.reports.stats`, so the files cannot disagree), with what a spreadsheet adds:
 typed numbers (sorting and filters work), a frozen header and case column, an autofilter,
-wrapped long text, green/red success cells and a colour scale on scores.
+wrapped long text, green/red success cells and a colour scale on scores. It is written in
+openpyxl's write-only mode, row by row, so its memory does not grow with the run.
 
 Answers come from a model and are untrusted. Every string cell that a spreadsheet would read as
 a formula is neutralised by the rule the CSV files use (:func:`formulas.neutralise`: a user who
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 
 from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.formatting.rule import ColorScaleRule, FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
-from openpyxl.worksheet.worksheet import Worksheet
+from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from evalrunner.reports.formulas import neutralise
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
@@ -95,12 +98,15 @@ def safe_text(text: str) -> str:
     return truncate(neutralise(cleaned))
 
 
-def _put(sheet: Worksheet, row: int, column: int, value: Cell, kind: ColumnKind) -> None:
-    """Write one typed cell. Strings are set with the string type explicitly: openpyxl reads a
+def _cell(
+    sheet: WriteOnlyWorksheet, value: Cell, kind: ColumnKind, style: Alignment
+) -> WriteOnlyCell:
+    """One typed cell. Strings are set with the string type explicitly: openpyxl reads a
     value starting with ``=`` as a formula, and this makes sure none ever is one."""
-    cell = sheet.cell(row=row, column=column)
+    cell = WriteOnlyCell(sheet)
+    cell.alignment = style
     if value is None:
-        return
+        return cell
     if isinstance(value, str):
         cell.value = safe_text(value)
         cell.data_type = "s"
@@ -109,34 +115,51 @@ def _put(sheet: Worksheet, row: int, column: int, value: Cell, kind: ColumnKind)
         cell.number_format = _NUMBER_FORMATS[kind]
     else:
         cell.value = value
+    return cell
 
 
 def _fill_sheet(
-    sheet: Worksheet,
+    sheet: WriteOnlyWorksheet,
     header: Sequence[str],
     kinds: Sequence[ColumnKind],
-    body: Sequence[Sequence[Cell]],
+    body: Iterable[Sequence[Cell]],
     wrap: Sequence[bool],
-) -> None:
-    """Header, typed body, frozen header row and first column, autofilter and widths."""
+) -> int:
+    """Header, typed body, frozen header row and first column, autofilter and widths; returns
+    the number of body rows.
+
+    The sheet is write-only (openpyxl streams each row to a temporary file as it is appended,
+    so a run of any size holds one row of cells, not one object per cell of the sheet): the
+    column widths and the frozen panes go into the sheet's head and must be set before the
+    first row, so the first :data:`_WIDTH_SAMPLE` rows are read ahead to size the columns; the
+    autofilter goes into its tail and is set once the rows are counted."""
+    rows = iter(body)
+    sample = list(islice(rows, _WIDTH_SAMPLE))
     for c, name in enumerate(header, start=1):
-        _put(sheet, 1, c, name, "text")
-        cell = sheet.cell(row=1, column=c)
-        cell.font = _HEADER_FONT
-        cell.fill = _HEADER_FILL
-        cell.alignment = _WRAP
-    for r, values in enumerate(body, start=2):
-        for c, (value, kind) in enumerate(zip(values, kinds, strict=True), start=1):
-            _put(sheet, r, c, value, kind)
-            sheet.cell(row=r, column=c).alignment = _WRAP if wrap[c - 1] else _TOP
-    sheet.freeze_panes = "B2"
-    last = get_column_letter(len(header))
-    sheet.auto_filter.ref = f"A1:{last}{max(len(body) + 1, 2)}"
-    for c, name in enumerate(header, start=1):
-        sample = [_display_len(row[c - 1], kinds[c - 1]) for row in body[:_WIDTH_SAMPLE]]
-        longest = max([len(name), *sample])
+        longest = max([len(name), *(_display_len(row[c - 1], kinds[c - 1]) for row in sample)])
         cap = _MAX_WRAP_WIDTH if wrap[c - 1] else _MAX_WIDTH
         sheet.column_dimensions[get_column_letter(c)].width = min(max(longest + 2, _MIN_WIDTH), cap)
+    sheet.freeze_panes = "B2"
+    heading = []
+    for name in header:
+        cell = _cell(sheet, name, "text", _WRAP)
+        cell.font = _HEADER_FONT
+        cell.fill = _HEADER_FILL
+        heading.append(cell)
+    sheet.append(heading)
+    styles = [_WRAP if w else _TOP for w in wrap]
+    count = 0
+    for values in chain(sample, rows):
+        sheet.append(
+            [
+                _cell(sheet, value, kind, style)
+                for value, kind, style in zip(values, kinds, styles, strict=True)
+            ]
+        )
+        count += 1
+    last = get_column_letter(len(header))
+    sheet.auto_filter.ref = f"A1:{last}{max(count + 1, 2)}"
+    return count
 
 
 def _display_len(value: Cell, kind: ColumnKind) -> int:
@@ -154,7 +177,9 @@ def _range(column: int, rows: int) -> str:
     return f"{letter}2:{letter}{max(rows + 1, 2)}"
 
 
-def _format_metrics(sheet: Worksheet, metrics: Sequence[MetricInfo], rows: int, first: int) -> None:
+def _format_metrics(
+    sheet: WriteOnlyWorksheet, metrics: Sequence[MetricInfo], rows: int, first: int
+) -> None:
     """Conditional formats, so they follow the values when a user sorts or edits: success
     true green / false red (blank, i.e. skipped or errored, left alone: in Excel a blank cell
     equals FALSE, hence ISLOGICAL), and a red-to-green scale on scores, reversed for metrics
@@ -200,10 +225,8 @@ def details_xlsx(
         iterations = max((row.iteration for row in rows), default=1)
         stats = compute_stats(rows, metrics, iterations)
 
-    workbook = Workbook()
-    details = workbook.active
-    assert details is not None  # a new workbook always has its first sheet
-    details.title = "Details"
+    workbook = Workbook(write_only=True)
+    details = workbook.create_sheet("Details")
     perturbed, conversations = has_perturbations(rows), has_conversations(rows)
     fixed = fixed_columns(perturbed, conversations)
     header = detail_header(metrics, perturbed, conversations)
@@ -213,7 +236,7 @@ def details_xlsx(
         details,
         header,
         detail_kinds(metrics, perturbed, conversations),
-        [detail_cells(r, metrics, perturbed, conversations) for r in rows],
+        (detail_cells(r, metrics, perturbed, conversations) for r in rows),
         wrap,
     )
     _format_metrics(details, metrics, len(rows), len(fixed) + 1)
@@ -223,7 +246,7 @@ def details_xlsx(
         results,
         RESULT_COLUMNS,
         result_kinds(),
-        [result_cells(s) for s in ordered_stats(stats)],
+        (result_cells(s) for s in ordered_stats(stats)),
         [False] * len(RESULT_COLUMNS),
     )
 

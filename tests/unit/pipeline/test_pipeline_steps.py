@@ -272,3 +272,24 @@ def test_execution_output_stays_under_the_step_functions_limit():
             "threshold": 0.5,
         }
     ]
+
+
+def test_run_case_reads_a_record_only_where_one_may_exist(store, monkeypatch):
+    # A missed GET per case cost a third of run_case: the run's records are listed once per
+    # context, and a case reads its record only when the listing (or this context) has one.
+    out = prepared(store, run_id="r1")
+    items = store.get_json(out.manifest_key)
+    reads: list[str] = []
+    get = store.get_json_or_none
+    monkeypatch.setattr(store, "get_json_or_none", lambda key: reads.append(key) or get(key))
+    context = RunContext.load(store, "r1", target_factory=counting)
+    for item in items:
+        run_case.run_case(context, item)
+    assert reads == [] and CountingTarget.calls == 4
+    # the same context, again: it knows what it wrote, and reuses the records
+    assert run_case.run_case(context, items[0]).get("reused") is True
+    # a new context (a resumed run, another container) lists them and reuses them too
+    again = RunContext.load(store, "r1", target_factory=counting)
+    assert all(run_case.run_case(again, item).get("reused") for item in items)
+    assert CountingTarget.calls == 4
+    assert len(reads) == 5

@@ -1,0 +1,118 @@
+"""Aggregate reads the records a chunk at a time and keeps their rows, not the records: what it
+holds grows with the reports, not with every parsed record of the run at once."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from evalrunner.evaluators import resolve
+from evalrunner.pipeline import aggregate
+from evalrunner.pipeline.score import iter_records, load_records
+from evalrunner.run import CaseRecord, ManifestItem
+from evalrunner.suite.model import TestCase
+from evalrunner.targets.base import TargetResponse
+
+
+def items(n: int) -> list[ManifestItem]:
+    return [
+        ManifestItem(
+            item_id=f"c{i}-i1",
+            iteration=1,
+            case=TestCase(
+                index=i, case_id=f"c{i}", question=f"Q{i}?", expected_answer=f"answer {i}"
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+def answered(item: ManifestItem) -> CaseRecord:
+    record = CaseRecord.for_item(item)
+    record.response = TargetResponse(answer=f"answer {item.case.index}", contexts=["ctx"])
+    record.judge_usage = {"calls": 1, "input_tokens": 10, "output_tokens": 2}
+    return record
+
+
+class CountingStore:
+    """The two calls iter_records makes, counting the reads."""
+
+    def __init__(self, records: dict[str, CaseRecord]) -> None:
+        self.records, self.reads = records, 0
+
+    @staticmethod
+    def record_key(run_id: str, item_id: str) -> str:
+        return item_id
+
+    def get_json_or_none(self, key: str) -> Any:
+        self.reads += 1
+        record = self.records.get(key)
+        return record.model_dump(mode="json") if record else None
+
+
+def test_records_are_read_a_chunk_at_a_time_in_manifest_order() -> None:
+    run = items(10)
+    store = CountingStore({i.item_id: answered(i) for i in run if i.case.index != 6})
+    stream = iter_records(store, "r", run, chunk=4)  # type: ignore[arg-type]
+    first = next(stream)
+    assert store.reads <= 4  # at most the first chunk (its reads run in parallel), not the run
+    rest = list(stream)
+    assert store.reads == 10
+    pairs = [first, *rest]
+    assert [i.item_id for i, _ in pairs] == [i.item_id for i in run]
+    assert [r.item_id if r else None for _, r in pairs] == [
+        i.item_id if i.case.index != 6 else None for i in run
+    ]
+    # the list form (the Score step's) is the same records
+    assert [r.item_id if r else None for r in load_records(store, "r", run)] == [  # type: ignore[arg-type]
+        r.item_id if r else None for _, r in pairs
+    ]
+
+
+def test_folding_keeps_rows_and_counts_but_no_record() -> None:
+    run = items(50)
+    evaluators = [resolve("Exact match")()]
+    alive: list[weakref.ref[CaseRecord]] = []
+
+    def stream() -> Iterator[tuple[ManifestItem, CaseRecord | None]]:
+        for item in run:
+            if item.case.index % 10 == 9:
+                yield item, None  # the task left no record
+                continue
+            record = answered(item)
+            record.results = evaluators[0].evaluate(
+                aggregate.sample_of(item.case, record.response, 10_000)
+            )
+            alive.append(weakref.ref(record))
+            yield item, record
+            del record
+
+    folded = aggregate.fold_records(stream(), {}, evaluators, None)
+    gc.collect()
+    assert len(alive) == 45 and not [r for r in alive if r() is not None]
+    assert [r.case_id for r in folded.rows] == [i.case.case_id for i in run]
+    assert (folded.answered, folded.target_errors, folded.task_failures) == (45, 0, 5)
+    assert len(folded.judge_usages) == 45
+    assert all(r.results and r.results[0].metric == "Exact match" for r in folded.rows)
+    # the rows' results are the records' (same values, and the same fields given), sharing one
+    # fields-set among them: pydantic's per-model set was half of a row's memory
+    scored = [r for row in folded.rows if row.status == "ok" for r in row.results]
+    assert len(scored) == 45 and len({id(r.model_fields_set) for r in scored}) == 1
+    expected = resolve("Exact match")().evaluate(
+        aggregate.sample_of(run[0].case, answered(run[0]).response, 10_000)
+    )
+    assert [r.model_dump() for r in folded.rows[0].results] == [r.model_dump() for r in expected]
+    assert folded.rows[0].results[0].model_dump(exclude_unset=True) == expected[0].model_dump()
+    missing = folded.rows[9]
+    assert missing.status == "task_failed" and missing.results[0].status != "scored"
+    # no evaluator of this run has run-level figures: no answered case is kept for them
+    assert folded.summary_cases == []
+
+
+def test_cases_are_kept_for_an_evaluator_with_run_level_figures() -> None:
+    run = items(4)
+    evaluators = [resolve("Exact match")(), resolve("Answer classification")()]
+    folded = aggregate.fold_records(((i, answered(i)) for i in run), {}, evaluators, None)
+    assert [i.item_id for i, _ in folded.summary_cases] == [i.item_id for i in run]
