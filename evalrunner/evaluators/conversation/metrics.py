@@ -50,10 +50,6 @@ from evalrunner.judge.prompts import build, tagged, wrapped
 MAX_ITEMS = 50
 
 
-def _bare_list(key: str, data: Any) -> Any:
-    return {key: data} if isinstance(data, list) else data
-
-
 class ConversationEvaluator(JudgeEvaluator):
     """A judge metric of a whole conversation: needs the turns, runs once per conversation."""
 
@@ -135,15 +131,8 @@ class Intention(BaseModel):
 
 
 class Intentions(TurnReply):
+    entries: ClassVar[str] = "intentions"
     intentions: list[Intention]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return _bare_list("intentions", data)
-
-    def named_turns(self) -> list[int]:
-        return [i.turn for i in self.intentions]
 
 
 _COMPLETENESS_TASK = (
@@ -204,15 +193,8 @@ class Fact(BaseModel):
 
 
 class Facts(TurnReply):
+    entries: ClassVar[str] = "facts"
     facts: list[Fact]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return _bare_list("facts", data)
-
-    def named_turns(self) -> list[int]:
-        return [f.turn for f in self.facts]
 
 
 class Attrition(BaseModel):
@@ -231,15 +213,8 @@ class Attritions(TurnReply):
     each_turn_once: ClassVar[bool] = True
     #: the turn each fact was given in, by fact id - 1 (set per conversation)
     fact_turns: ClassVar[tuple[int, ...]] = ()
+    entries: ClassVar[str] = "verdicts"
     verdicts: list[Attrition]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return _bare_list("verdicts", data)
-
-    def named_turns(self) -> list[int]:
-        return [v.turn for v in self.verdicts]
 
     @classmethod
     def dry_fit(cls, raw: dict[str, Any]) -> dict[str, Any]:

@@ -101,9 +101,19 @@ class TurnReply(BaseModel):
     #: List lengths the prompt fixes, for the schema sent to the judge (see
     #: :func:`evalrunner.judge.reply_format.wire_schema`); set by :func:`for_turns`.
     expected_counts: ClassVar[Mapping[str, int]] = {}
+    #: The field holding the reply's turn-numbered entries (each has a ``turn``).
+    entries: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, data: Any) -> Any:
+        return _bare_list(cls.entries, data) if cls.entries else data
 
     def named_turns(self) -> list[int]:
-        return []
+        """The turns the reply's entries name, in order."""
+        if not self.entries:
+            return []
+        return [entry.turn for entry in getattr(self, self.entries)]
 
     @classmethod
     def dry_fit(cls, raw: dict[str, Any]) -> dict[str, Any]:
@@ -166,15 +176,8 @@ class TurnVerdicts(TurnReply):
     """One yes/no verdict per assistant turn."""
 
     each_turn_once: ClassVar[bool] = True
+    entries: ClassVar[str] = "verdicts"
     verdicts: list[TurnVerdict]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare(cls, data: Any) -> Any:
-        return _bare_list("verdicts", data)
-
-    def named_turns(self) -> list[int]:
-        return [v.turn for v in self.verdicts]
 
 
 TURN_VERDICTS_REPLY = (
