@@ -377,3 +377,19 @@ def test_the_metrics_command_lists_the_conversation_and_agent_metrics() -> None:
     # The table wraps names at the console's width: compare the words of the cells.
     words = set(listed.output.replace("│", " ").split())
     assert {"Role", "adherence", "Knowledge", "retention", "Task", "completion"} <= words
+
+
+def test_a_bare_list_reply_is_read_as_the_schema_s_entries() -> None:
+    """Some models answer a bare JSON list where an object was asked for: every turn-checked
+    reply reads it as its entries, and still checks the turns it names."""
+    from evalrunner.evaluators.conversation.metrics import Facts
+    from evalrunner.evaluators.conversation.turns import TurnVerdicts, exchanges, for_turns
+
+    turns = exchanges(conversation())
+    facts = for_turns(Facts, turns).model_validate([{"turn": 1, "fact": "name is Dana"}])
+    assert facts.named_turns() == [1]
+    bare = verdicts({})["verdicts"]  # a list of five, not {"verdicts": [...]}
+    read = for_turns(TurnVerdicts, turns).model_validate(bare)
+    assert read.named_turns() == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match=r"turn\(s\) \[9\]"):
+        for_turns(Facts, turns).model_validate([{"turn": 9, "fact": "x"}])
