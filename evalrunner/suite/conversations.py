@@ -48,15 +48,7 @@ def conversation_from_cell(row: Row, index: int, source: str, build: CaseBuilder
     label = row.labels.get("turns", "turns")
 
     def fail(column: str, message: str) -> SuiteError:
-        hints = [h for h in (row.cells.get(column) and f"cell {row.cells[column]}", row.where) if h]
-        suffix = f" ({', '.join(hints)})" if hints else ""
-        return SuiteError(
-            message + suffix,
-            source=source,
-            sheet=row.sheet,
-            row=row.row,
-            column=row.labels.get(column, column),
-        )
+        return row.error(column, message, source)
 
     try:
         items = parse_scripted_turns(row.values.get("turns"))

@@ -171,16 +171,7 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
     values, metadata, notes = _sanitized_cells(row)
 
     def fail(column: str, message: str) -> SuiteError:
-        cell = row.cells.get(column)
-        hints = [h for h in (f"cell {cell}" if cell else None, row.where) if h]
-        suffix = f" ({', '.join(hints)})" if hints else ""
-        return SuiteError(
-            message + suffix,
-            source=source,
-            sheet=row.sheet,
-            row=row.row,
-            column=row.labels.get(column, column),
-        )
+        return row.error(column, message, source)
 
     def parsed(column: str, parse: Callable[[object], Any]) -> Any:
         try:

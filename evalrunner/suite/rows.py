@@ -7,6 +7,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrunner.errors import SuiteError
+
 
 @dataclass
 class Row:
@@ -19,6 +21,20 @@ class Row:
     metadata: dict[str, Any] = field(default_factory=dict)
     sheet: str | None = None
     where: str | None = None  # JSON path such as "tests[0].test_cases[2]"
+
+    def error(self, column: str, message: str, source: str) -> SuiteError:
+        """The error for one of this row's cells, naming the row, the column as its header
+        was written, and the cell (spreadsheets) or JSON path when known."""
+        cell = self.cells.get(column)
+        hints = [h for h in (f"cell {cell}" if cell else None, self.where) if h]
+        suffix = f" ({', '.join(hints)})" if hints else ""
+        return SuiteError(
+            message + suffix,
+            source=source,
+            sheet=self.sheet,
+            row=self.row,
+            column=self.labels.get(column, column),
+        )
 
 
 def metadata_value(value: object) -> Any:
