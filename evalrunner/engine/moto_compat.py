@@ -345,11 +345,10 @@ class InProcessS3Client:
     ``get_object`` / ``list_objects_v2`` do with the parameters RunStore passes (the same
     backend calls, the ``If-None-Match: *`` precondition, the ``Content-Type`` metadata, the
     bucket's ACL, moto's own continuation tokens) and raises the ``ClientError`` botocore
-    would (``NoSuchKey``, ``NoSuchBucket``, ``PreconditionFailed``), so RunStore cannot tell
-    the difference. Any other call or parameter goes to ``fallback()``, a real boto3 client
-    against the mock. Written by hand because moto has no client-shaped API over its
-    backends. Thread-safe: a conditional put holds a lock between its check and its write
-    (moto's HTTP path does not, so this is, if anything, stricter)."""
+    would (``NoSuchKey``, ``NoSuchBucket``, ``PreconditionFailed``). Any other call or
+    parameter goes to ``fallback()``, a boto3 client against the mock. By hand because moto
+    has no client-shaped API over its backends. A conditional put holds a lock between its
+    check and its write (moto's HTTP path does not: this is, if anything, stricter)."""
 
     def __init__(
         self,
@@ -383,6 +382,8 @@ class InProcessS3Client:
 
     def __getattr__(self, name: str) -> Any:
         # Any other operation (head_object, delete_object, ...) as boto3 would do it.
+        if name.startswith("_"):  # not ours to forward (and no recursion before __init__)
+            raise AttributeError(name)
         return getattr(self._boto(), name)
 
     @staticmethod
@@ -503,13 +504,11 @@ class _ListObjectsPaginator:
 class MissingKeyError(ServiceException):
     """moto's ``MissingKey`` minus its XML template (only the code and message are used)."""
 
-    code = "NoSuchKey"
-    message = "The specified key does not exist."
+    code, message = "NoSuchKey", "The specified key does not exist."
 
 
 class PreconditionFailedError(ServiceException):
-    code = "PreconditionFailed"
-    message = "At least one of the pre-conditions you specified did not hold"
+    code, message = "PreconditionFailed", "At least one of the pre-conditions did not hold"
 
 
 @contextmanager
