@@ -23,15 +23,12 @@ RUNTIME = Runtime()
 #: A Lambda handler: the event and the Lambda context object.
 Handler = Callable[[dict[str, Any], Any], Any]
 
-_stores: dict[str, RunStore] = {}
 
-
-def store_for(event: dict[str, Any] | None = None) -> RunStore:
-    """The event's bucket, else the function's configured one (EVALRUNNER_BUCKET)."""
+def store_for(event: dict[str, Any] | None = None, runtime: Runtime = RUNTIME) -> RunStore:
+    """The event's bucket, else the function's configured one (EVALRUNNER_BUCKET), through
+    ``runtime``'s client (the local engine's reaches its embedded S3 directly)."""
     bucket = (event or {}).get("bucket") or os.environ["EVALRUNNER_BUCKET"]
-    if bucket not in _stores:
-        _stores[bucket] = RunStore(bucket)
-    return _stores[bucket]
+    return runtime.store(bucket)
 
 
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "evalrunner")

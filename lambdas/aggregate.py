@@ -16,7 +16,7 @@ def build(runtime: Runtime) -> Handler:
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         state = event["state"]
         summary = aggregate_run(
-            runtime.context(store_for(state), state["run_id"]),
+            runtime.context(store_for(state, runtime), state["run_id"]),
             map_failure=state.get("map_failure"),
             score_failure=state.get("score_failure"),
         )

@@ -13,7 +13,7 @@ def build(runtime: Runtime) -> Handler:
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        store = store_for()
+        store = store_for(None, runtime)
         output = prepare_run(
             event["event"], store, make_judge=lambda spec: runtime.judge_for(spec, store)
         )

@@ -10,7 +10,7 @@ from lambdas._common import RUNTIME, Handler, logger, store_for
 def build(runtime: Runtime) -> Handler:
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        store = store_for(event)
+        store = store_for(event, runtime)
         if "failure" in event:
             return record_failure(store, event["run_id"], event["item"], event["failure"])
         return run_case(runtime.context(store, event["run_id"]), event["item"])

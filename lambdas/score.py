@@ -10,7 +10,7 @@ from lambdas._common import RUNTIME, Handler, logger, store_for
 def build(runtime: Runtime) -> Handler:
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        return score_run(runtime.context(store_for(event), event["run_id"]))
+        return score_run(runtime.context(store_for(event, runtime), event["run_id"]))
 
     return handler
 

@@ -29,6 +29,7 @@ import state_machines
 from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
 from evalrunner.engine.moto_compat import (
+    InProcessS3Client,
     embedded_aws,
     install_bounded_retention,
     install_iterative_map_workers,
@@ -181,8 +182,11 @@ class LocalEngine:
         judge = event.get("judge") or {}
         if needs_real_aws(event.get("target", {}), self.function_names) or "bedrock" in judge:
             session = self.aws_session or real_session()  # before the mock hides credentials
-        # One runtime per run: the run's target, judge and hub, built with that session.
-        functions = self.functions_for(Runtime(session=session))
+        # One runtime per run: the run's target, judge and hub, built with that session; its
+        # storage reaches the embedded S3 directly (issue 18: botocore's trip was most of a
+        # case's CPU), while the interpreter and the download below use boto3 as before.
+        s3 = InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
+        functions = self.functions_for(Runtime(session=session, s3_client=s3))
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)

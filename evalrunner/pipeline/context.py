@@ -205,6 +205,10 @@ class Runtime:
     A warm Lambda container serves many cases of the same run: the configuration is read and
     the target, judge and hub are built once per run, not once per case. Only the most recent
     ``keep`` runs are held, so a container that lives through many runs does not grow.
+
+    It also holds the process's :class:`RunStore` per bucket (:meth:`store`), over
+    ``s3_client`` when one is given: the local engine hands it a client that reaches its
+    embedded S3 without botocore; None (Lambda, the GPU task) is boto3's own client.
     """
 
     def __init__(
@@ -216,8 +220,11 @@ class Runtime:
         judge_factory: JudgeFactory = default_judge,
         clock: Callable[[], float] = time.perf_counter,
         keep: int = 8,
+        s3_client: Any | None = None,
     ) -> None:
         self.session = session
+        self._s3_client = s3_client
+        self._stores: dict[str, RunStore] = {}
         self._hub_factory = hub_factory
         self._target_factory = target_factory
         self._judge_factory = judge_factory
@@ -225,6 +232,15 @@ class Runtime:
         self._keep = keep
         self._lock = threading.Lock()
         self._contexts: OrderedDict[tuple[str, str], RunContext] = OrderedDict()
+
+    def store(self, bucket: str) -> RunStore:
+        """The one store of ``bucket`` in this process (its client and connection pool are
+        made once, not per event)."""
+        with self._lock:
+            found = self._stores.get(bucket)
+            if found is None:
+                found = self._stores[bucket] = RunStore(bucket, client=self._s3_client)
+            return found
 
     def judge_for(self, spec: dict[str, Any], store: RunStore) -> Judge:
         """A judge for Prepare, which has no run context yet (it writes the configuration)

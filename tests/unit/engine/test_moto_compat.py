@@ -356,3 +356,35 @@ def test_s3_url_table_is_read_once_per_run(monkeypatch):
                 s3.put_object(Bucket="compat", Key=f"k{i}", Body=b"x")
             assert s3.get_object(Bucket="compat", Key="k19")["Body"].read() == b"x"
         assert reloads == ["moto.s3.urls"]
+
+
+def test_s3_seam_calls_fit_the_backend():
+    """The in-process S3 client calls moto's S3 backend with these names and keywords, and
+    mirrors what moto's HTTP layer does around them (the ``If-None-Match: *`` check, the
+    metadata and ACL set after the put): if moto moves either, this fails before a run does."""
+    from moto.s3.models import FakeKey, S3Backend
+    from moto.s3.responses import S3Response
+
+    def params(function):
+        return set(inspect.signature(function).parameters)
+
+    assert {"bucket_name", "key_name", "value", "storage"} <= params(S3Backend.put_object)
+    assert {"bucket_name", "key_name"} <= params(S3Backend.get_object)
+    assert {
+        "bucket",
+        "prefix",
+        "delimiter",
+        "continuation_token",
+        "start_after",
+        "max_keys",
+    } == params(S3Backend.list_objects_v2) - {"self"}
+    assert {"metadata"} <= params(FakeKey.set_metadata) and {"acl"} <= params(FakeKey.set_acl)
+    put = inspect.getsource(S3Response.put_object)
+    for step in (
+        'if_none_match == "*"',
+        "self.backend.put_object(",
+        "new_key.set_metadata(metadata)",
+        "new_key.set_acl(acl)",
+    ):
+        assert step in put, step
+    assert "key.storage_class in ARCHIVE_STORAGE_CLASSES" in inspect.getsource(S3Response._get_key)

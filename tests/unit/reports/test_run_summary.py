@@ -111,6 +111,9 @@ def test_an_output_that_is_not_a_summary_is_a_clear_error():
 class _NoRuns:
     """A runtime for a handler whose step is stubbed: it reads no run."""
 
+    def store(self, bucket: str) -> str:
+        return bucket
+
     def context(self, store: object, run_id: str) -> None:
         return None
 
