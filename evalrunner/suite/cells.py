@@ -97,6 +97,22 @@ def _json_array(text: str) -> list[Any] | None:
     return parsed if isinstance(parsed, list) else None
 
 
+def _json_items(value: object, what: str, example: str) -> list[Any]:
+    """A cell that must be a JSON array (or a list a JSON suite gave): its items, else an
+    error saying what the array holds, with an example."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    text = parse_text(value)
+    assert text is not None
+    try:
+        items = json.loads(text)
+    except ValueError as exc:
+        raise CellError(f"is not valid JSON ({exc}); write {what} as e.g. {example}") from None
+    if not isinstance(items, list):
+        raise CellError(f"must be a JSON array of {what}, e.g. {example}")
+    return items
+
+
 def _list_cell(value: object, split: Callable[[str], list[str]]) -> list[str]:
     """A JSON array of strings (or a list a JSON suite gave), else the text cut by ``split``."""
     if _is_empty(value):
@@ -121,17 +137,8 @@ def parse_steps(value: object) -> list[dict[str, Any]]:
     (plain dicts: the reader validates them into the model, naming the cell)."""
     if _is_empty(value):
         return []
-    items: Any = value
-    if not isinstance(value, list | tuple):
-        text = parse_text(value)
-        assert text is not None
-        try:
-            items = json.loads(text)
-        except ValueError:
-            items = None
     example = '["hr/search", {"name": "hr/book", "arguments": {"days": 2}}]'
-    if not isinstance(items, list | tuple):
-        raise CellError(f"must be a JSON array of tool names or step objects, e.g. {example}")
+    items = _json_items(value, "tool names or step objects", example)
     steps = []
     for position, item in enumerate(items, start=1):
         if isinstance(item, str) and item.strip():
@@ -280,22 +287,12 @@ def parse_scripted_turns(value: object) -> list[dict[str, Any]]:
     plain dicts; the reader maps their keys like a row's headers and names the item in errors."""
     if _is_empty(value):
         return []
-    items: Any = value
-    if not isinstance(value, list | tuple):
-        text = parse_text(value)
-        assert text is not None
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise CellError(
-                f"is not valid JSON ({exc}); write the turns as "
-                '[{"user": "...", "expected_answer": "..."}, ...]'
-            ) from None
-    if not isinstance(items, list | tuple) or not items:
-        raise CellError(
-            'must be a non-empty JSON array of turns, e.g. [{"user": "My name is Ana."}, '
-            '{"user": "What is my name?", "expected_answer": "Ana"}]'
-        )
+    example = (
+        '[{"user": "My name is Ana."}, {"user": "What is my name?", "expected_answer": "Ana"}]'
+    )
+    items = _json_items(value, "turns", example)
+    if not items:
+        raise CellError(f"must be a non-empty JSON array of turns, e.g. {example}")
     for position, item in enumerate(items, start=1):
         if not isinstance(item, dict):
             raise CellError(
