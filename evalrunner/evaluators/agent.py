@@ -53,7 +53,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrunner.evaluators.agent_judged import equivalent
 from evalrunner.evaluators.base import (
@@ -242,14 +242,18 @@ class ArgumentCorrectness(Evaluator):
         options: Mapping[str, Any] | None,
         services: RunServices,
     ) -> Self:
-        evaluator = cls(thresholds, options)
-        if evaluator.options.judged:  # a run that compares exactly never builds a judge
-            evaluator.judge = services.judge
-        return evaluator
+        # A run that compares exactly never builds a judge.
+        judge = services.judge if cls.uses_judge(options) else None
+        return cls(thresholds, options, judge=judge)
 
     @classmethod
     def uses_judge(cls, options: Mapping[str, Any] | None) -> bool:
-        return bool((options or {}).get("judged"))
+        # Read as the run reads it ("judged": "false" is False); options that do not parse
+        # are refused at Prepare, so they ask nothing of the judge.
+        try:
+            return ArgumentOptions.model_validate(dict(options or {})).judged
+        except ValidationError:
+            return False
 
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:

@@ -163,6 +163,7 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
     evaluators = context.evaluators(PER_CASE)
     case = item.case
     if case.is_conversation:
+        # Imported here: a conversation plays its turns with this module's scoring helpers.
         from evalrunner.pipeline.conversations import run_conversation
 
         record = run_conversation(context, item, evaluators)

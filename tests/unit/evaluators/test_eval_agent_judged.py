@@ -152,6 +152,9 @@ def test_judged_arguments_need_a_judge_and_a_run_builds_it_only_when_judged() ->
         models = SimpleNamespace()
 
     assert ArgumentCorrectness.for_run(None, None, Services()).judge is None and not asked
+    # the option is read as the run reads it: the string "false" is false
+    assert ArgumentCorrectness.for_run(None, {"judged": "false"}, Services()).judge is None
+    assert not asked
     assert ArgumentCorrectness.for_run(None, {"judged": True}, Services()).judge is not None
     assert asked == ["judge"]
 
