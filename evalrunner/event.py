@@ -54,6 +54,8 @@ class RunEvent(BaseModel):
     baseline: str | None = None
     judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    #: None: Prepare chooses from the run's size (:func:`evalrunner.pipeline.prepare.batches`).
+    cases_per_task: int | None = None
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
@@ -265,6 +267,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         baseline=raw.get("baseline"),
         judge=judge if isinstance(judge, dict) else None,
         max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
+        cases_per_task=raw.get("cases_per_task"),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
         ),

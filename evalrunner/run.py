@@ -64,6 +64,22 @@ class ManifestItem(BaseModel):
     case: TestCase
 
 
+class ManifestBatch(BaseModel):
+    """Items ``first`` .. ``first + count - 1`` of the manifest: what one Map item (one
+    RunCase task) runs, one after another.
+
+    The Map fans out over these references, not over the cases themselves: a task costs the
+    interpreter, a Lambda invoke and a state transition whatever it holds, so many cases per
+    task make a large run cheaper in the cloud and faster in the embedded engine, and a
+    reference stays a few bytes however large its cases are (a Map item's input is limited to
+    256 KiB). The task reads its items from the manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first: int = Field(ge=0)
+    count: int = Field(ge=1)
+
+
 #: What became of a case, or of one turn of a conversation (``not_run``: an earlier turn of
 #: its conversation failed, so it was never asked).
 CaseStatus = Literal["ok", "target_error", "task_failed", "not_run"]
@@ -122,7 +138,11 @@ class PrepareOutput(BaseModel):
     run_id: str
     bucket: str
     manifest_key: str
+    #: The Map's items: a JSON list of :class:`ManifestBatch`.
+    batches_key: str
     item_count: int
+    #: Manifest items per RunCase task (the event's ``cases_per_task``, or the one chosen).
+    cases_per_task: int = 1
     max_concurrency: int
     tolerated_failure_percentage: float
     target_name: str

@@ -40,6 +40,10 @@ class RunStore:
         return f"{RUNS_PREFIX}{run_id}/cases.json"
 
     @staticmethod
+    def batches_key(run_id: str) -> str:
+        return f"{RUNS_PREFIX}{run_id}/batches.json"
+
+    @staticmethod
     def record_key(run_id: str, item_id: str) -> str:
         return f"{RunStore.records_prefix(run_id)}{item_id}.json"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,9 +35,15 @@ class LambdaContext:
     function_version: str = "$LATEST"
     log_group_name: str = "/aws/lambda/local"
     log_stream_name: str = "local"
+    #: Lambda's longest timeout, which the watchdog also holds a local function to.
+    timeout_s: float = 900.0
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return 900_000
+        """Counted from the call, as Lambda counts it: a RunCase task hands the cases it
+        cannot finish in time to a new task, locally as in the cloud."""
+        left = self.timeout_s - (time.monotonic() - self.started)
+        return max(0, int(left * 1000))
 
 
 class Dispatcher:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from evalrunner.evaluators import Evaluator, Requirement, resolve
-from evalrunner.run import RunConfig
+from evalrunner.run import ManifestBatch, RunConfig
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ class RunContext:
         self._judge_built = False
         self._hub: ModelHub | None = None
         self._recorded: set[str] | None = None
+        self._manifest: list[dict[str, Any]] | None = None
 
     @classmethod
     def load(
@@ -181,6 +182,24 @@ class RunContext:
                 keys = self.store.list_keys(self.store.records_prefix(self.run_id))
                 self._recorded = {self.store.item_of_record(key) for key in keys}
             return item_id in self._recorded
+
+    def manifest_items(self, batch: ManifestBatch) -> list[dict[str, Any]]:
+        """The manifest items of ``batch``, as written (each task validates its own).
+
+        The manifest is read once per context: a Lambda container reads it once per run
+        however many tasks of the run it serves, and the embedded engine once per run. A
+        batch the manifest does not hold is an error in the event, not an empty task."""
+        with self._lock:
+            if self._manifest is None:
+                self._manifest = list(self.store.get_json(self.store.manifest_key(self.run_id)))
+            manifest = self._manifest
+        end = batch.first + batch.count
+        if end > len(manifest):
+            raise ValueError(
+                f"items {batch.first}..{end - 1} are not in run {self.run_id}'s manifest "
+                f"({len(manifest)} items)"
+            )
+        return manifest[batch.first : end]
 
     def wrote_record(self, item_id: str) -> None:
         with self._lock:

@@ -1,4 +1,5 @@
-"""Run one case × iteration: call the target, run the per-case evaluators, write the record.
+"""Run one case × iteration: call the target, run the per-case evaluators, write the record;
+and a Map task's batch of them, one after another.
 
 Idempotent: a case that already has a successful record is not sent to the target again, so
 Step Functions retries and re-driven executions cost nothing twice.
@@ -6,6 +7,7 @@ Step Functions retries and re-driven executions cost nothing twice.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +17,7 @@ from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
 from evalrunner.redaction import redact, redact_value
-from evalrunner.run import CaseRecord, ManifestItem
+from evalrunner.run import CaseRecord, ManifestBatch, ManifestItem
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text, sanitize_value
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase, Turn
@@ -24,6 +26,12 @@ from evalrunner.targets.logged import logged_response
 
 #: Evaluators that run per case in the fan-out; the others wait for the Score step.
 PER_CASE = (Requirement.NOTHING, Requirement.LOCAL_MODEL, Requirement.JUDGE)
+
+#: Seconds a task keeps in hand before starting another case: at least this, or twice its
+#: slowest case so far, must be left of its time limit (see :func:`run_batch`).
+MIN_CASE_RESERVE_S = 60.0
+
+logger = logging.getLogger(__name__)
 
 
 def sample_of(
@@ -229,6 +237,65 @@ def answer_and_score(
         record.results = not_scored(evaluators, "not scored: the target call failed")
     if record.error:  # it may quote the target's text
         record.error = sanitize_text(record.error)[0]
+
+
+def run_batch(
+    context: RunContext,
+    raw_batch: dict[str, Any],
+    seconds_left: Callable[[], float] | None = None,
+) -> dict[str, Any]:
+    """Run a Map task's items one after another; what became of them, and the items it did
+    not start (``remaining``, a batch the state machine gives to a new task; else None).
+
+    ``seconds_left``: the time the task has before it is killed (a Lambda's remaining time).
+    A case is started only while there is :data:`MIN_CASE_RESERVE_S`, or twice the slowest
+    case so far, in hand; the first always is. A task that is killed anyway is caught by the
+    state machine: its finished cases keep their records and the others are recorded as
+    failed tasks (:func:`record_batch_failure`).
+
+    A case that raises is recorded as a failed task and the batch goes on: one case's crash
+    must not cost the cases after it in the same task (a write that fails for every case,
+    e.g. the bucket gone, fails the task instead)."""
+    batch = ManifestBatch.model_validate(raw_batch)
+    items = context.manifest_items(batch)
+    done = errors = 0
+    slowest = 0.0
+    for offset, raw_item in enumerate(items):
+        reserve = max(MIN_CASE_RESERVE_S, 2 * slowest)
+        if offset and seconds_left is not None and seconds_left() < reserve:
+            rest = ManifestBatch(first=batch.first + offset, count=batch.count - offset)
+            logger.info("handing %d unstarted cases to a new task", rest.count)
+            return _batch_reply(done, errors, rest)
+        start = time.monotonic()
+        try:
+            status = run_case(context, raw_item)["status"]
+        except Exception as exc:
+            logger.exception("case %s failed its task", raw_item.get("item_id"))
+            failure = {"Error": type(exc).__name__, "Cause": redact(str(exc))}
+            status = record_failure(context.store, context.run_id, raw_item, failure)["status"]
+        slowest = max(slowest, time.monotonic() - start)
+        done += 1
+        errors += status != "ok"
+    return _batch_reply(done, errors, None)
+
+
+def record_batch_failure(
+    context: RunContext, raw_batch: dict[str, Any], failure: dict[str, Any]
+) -> dict[str, Any]:
+    """The state machine's Catch path for a whole task (a timeout, a crash): each of its
+    items without a successful record gets a failed-task record."""
+    items = context.manifest_items(ManifestBatch.model_validate(raw_batch))
+    statuses = [
+        record_failure(context.store, context.run_id, item, failure)["status"] for item in items
+    ]
+    return _batch_reply(len(statuses), sum(s != "ok" for s in statuses), None)
+
+
+def _batch_reply(done: int, errors: int, remaining: ManifestBatch | None) -> dict[str, Any]:
+    """What a task returns to the state machine: counts (the local engine's progress) and
+    the batch still to run."""
+    rest = remaining.model_dump(mode="json") if remaining else None
+    return {"done": done, "errors": errors, "remaining": rest}
 
 
 def record_failure(
