@@ -3,8 +3,11 @@
 
 Both sides score the same N cases (default 2,000) with ROUGE and BLEU, no LLM:
 - evalrunner: the whole local pipeline as ``evalrunner run`` runs it (bench_engine.bench: the
-  state machine in the embedded engine, an instant in-process target, metrics
-  ``Rouge Metric`` and ``BLEU``, concurrency 10, reports written), in the project venv;
+  state machine in the embedded engine, metrics ``Rouge Metric`` and ``BLEU``, concurrency 10,
+  every report written), in the project venv. By default the suite carries the responses
+  (``actual_answer``, the ``logged`` target: nothing is called), as Ragas is handed them;
+  ``--target instant`` has a Lambda target the engine hosts answer instead. The modules a run
+  imports on first use are imported first and timed apart, as the Ragas side's are;
 - Ragas (bench/scorer_peers/ragas_lexical.py, in a venv of its own): ``ragas.evaluate()`` over
   an ``EvaluationDataset`` of the same questions, references and responses (the answers the
   instant target gives), metrics ``RougeScore()`` and ``BleuScore()``. Ragas only scores
@@ -18,6 +21,7 @@ Usage:
   python3 -m venv /tmp/ragas-venv
   /tmp/ragas-venv/bin/pip install -r bench/scorer_peers/requirements-lexical.txt
   PYTHONPATH=. .venv/bin/python bench/bench_vs_ragas.py [N] [--peers-python PYTHON]
+      [--target logged|instant]
 """
 
 from __future__ import annotations
@@ -45,11 +49,16 @@ def cases(n: int) -> list[dict[str, str]]:
     ]
 
 
-def evalrunner_side(n: int, concurrency: int) -> None:
+def evalrunner_side(n: int, concurrency: int, logged: bool) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
-    from bench_engine import bench
+    from bench_engine import bench, preload
 
-    print("RESULT " + json.dumps({"tool": "evalrunner", **bench(n, concurrency, METRICS)}))
+    imported = preload()  # apart, as the Ragas side counts its imports apart
+    result = bench(n, concurrency, METRICS, logged=logged)
+    print(
+        "RESULT "
+        + json.dumps({"tool": "evalrunner", "import_seconds": round(imported, 2), **result})
+    )
 
 
 def result_of(output: str) -> dict:
@@ -64,16 +73,23 @@ def main() -> None:
     parser.add_argument("cases", nargs="?", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--peers-python", default="/tmp/ragas-venv/bin/python")
+    parser.add_argument(
+        "--target",
+        choices=["logged", "instant"],
+        default="logged",
+        help="logged (default): the suite carries the answers, as Ragas is handed them; "
+        "instant: a Lambda target the engine hosts answers each case",
+    )
     parser.add_argument("--side", choices=["evalrunner"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side == "evalrunner":
-        evalrunner_side(args.cases, args.concurrency)
+        evalrunner_side(args.cases, args.concurrency, args.target == "logged")
         return
     with tempfile.TemporaryDirectory() as tmp:
         rows = Path(tmp) / "cases.json"
         rows.write_text(json.dumps(cases(args.cases)), encoding="utf-8")
         ours = [sys.executable, __file__, str(args.cases), "--side", "evalrunner"]
-        ours += ["--concurrency", str(args.concurrency)]
+        ours += ["--concurrency", str(args.concurrency), "--target", args.target]
         peer = [args.peers_python, str(ROOT / "bench" / "scorer_peers" / "ragas_lexical.py")]
         procs = {
             "evalrunner": subprocess.Popen(
