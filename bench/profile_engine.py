@@ -5,7 +5,7 @@ threads: every ``threading.Thread.run`` is wrapped in a profiler of its own, on 
 CPU clock (``time.thread_time``: time spent waiting for the GIL is not counted), and all are
 merged at the end. After a 20-case warm-up. Merging thousands of thread profiles takes
 minutes on a loaded machine.
-Usage: PYTHONPATH=. python bench/profile_engine.py [N] [--out FILE]   (default 1000 cases,
+Usage: PYTHONPATH=. python bench/profile_engine.py [N] [--out FILE] [--logged]   (default 1000 cases,
 concurrency 10; then ``python -m pstats FILE`` or the printed top of both orderings)
 """
 
@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("cases", nargs="?", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--out", default="engine.pstats")
+    parser.add_argument("--logged", action="store_true", help="answers in the suite")
     args = parser.parse_args()
     threading.Thread.run = _profiled_run  # type: ignore[method-assign]
     bench(20, args.concurrency)
@@ -50,7 +51,7 @@ def main() -> None:
         _profiles.clear()
     main_thread = cProfile.Profile(time.thread_time)
     main_thread.enable()
-    print(bench(args.cases, args.concurrency), flush=True)
+    print(bench(args.cases, args.concurrency, logged=args.logged), flush=True)
     main_thread.disable()
     stats = pstats.Stats(main_thread)
     for profile in _profiles:

@@ -86,7 +86,7 @@ class RunnerStateMachine:
                 ],
             )
         )
-        # The Distributed Map's ItemReader reads the manifest.
+        # The Distributed Map's ItemReader reads the batches (slices of the manifest).
         storage.grant(role, read=(RUNS_PREFIX,), list_bucket=False)
         # The Distributed Map starts child executions of this very state machine.
         role.add_to_principal_policy(
