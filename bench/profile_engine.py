@@ -5,8 +5,9 @@ threads: every ``threading.Thread.run`` is wrapped in a profiler of its own, on 
 CPU clock (``time.thread_time``: time spent waiting for the GIL is not counted), and all are
 merged at the end. After a 20-case warm-up. Merging thousands of thread profiles takes
 minutes on a loaded machine.
-Usage: PYTHONPATH=. python bench/profile_engine.py [N] [--out FILE] [--logged]   (default 1000 cases,
-concurrency 10; then ``python -m pstats FILE`` or the printed top of both orderings)
+Usage: PYTHONPATH=. python bench/profile_engine.py [N] [--out FILE] [--logged]
+(default 1000 cases, concurrency 10; then ``python -m pstats FILE`` or the printed top of
+both orderings)
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class RunEvent(BaseModel):
     baseline: str | None = None
     judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
-    #: None: Prepare chooses from the run's size (:func:`evalrunner.pipeline.prepare.batches`).
+    #: None: Prepare chooses from the run's size (see :mod:`evalrunner.pipeline.batching`).
     cases_per_task: int | None = None
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
     run_id: str | None = None

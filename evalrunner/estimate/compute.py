@@ -21,6 +21,7 @@ from evalrunner.evaluators.registry import resolve
 from evalrunner.event import RunEvent
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
 from evalrunner.models.hub import ModelHub
+from evalrunner.pipeline.batching import batches, cases_per_task
 from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.run import ManifestItem
@@ -190,12 +191,14 @@ def estimate_run(
         + memory.get("aggregate", 2.0)
         * (a.aggregate_seconds_base + a.aggregate_seconds_per_item * n_items)
     )
-    requests = 2 + n_items + (0 if gpu_metrics else 1)
+    # Map tasks, not cases, cost the invokes and the child executions' transitions
+    n_tasks = len(batches(n_items, cases_per_task(event, n_items)))
+    requests = 2 + n_tasks + (0 if gpu_metrics else 1)
     if not gpu_metrics:  # the Score Lambda runs (briefly when no model metric is chosen)
         gb_seconds += memory.get("score", 2.0) * (1.0 + scored_texts / a.score_texts_per_second_cpu)
-    transitions = a.transitions_per_run + a.transitions_per_item * n_items
+    transitions = a.transitions_per_run + a.transitions_per_task * n_tasks
     puts = a.s3_puts_per_run + a.s3_puts_per_item * n_items
-    gets = a.s3_gets_per_run + a.s3_gets_per_item * n_items
+    gets = a.s3_gets_per_run + a.s3_gets_per_item * n_items + n_tasks  # + each task's manifest
     step_functions = transitions / 1000 * prices.step_functions.per_1000_transitions
     lambda_cost = (
         gb_seconds * prices.lambda_.per_gb_second
@@ -205,7 +208,7 @@ def estimate_run(
     s3 = puts / 1000 * prices.s3.per_1000_put + gets / 1000 * prices.s3.per_1000_get
     aws = AwsCost(
         state_transitions=transitions,
-        map_child_executions=n_items,
+        map_child_executions=n_tasks,
         lambda_requests=requests,
         lambda_gb_seconds=round(gb_seconds, 1),
         gpu_minutes=round(gpu_minutes, 2),

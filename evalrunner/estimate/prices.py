@@ -47,7 +47,8 @@ class Assumptions(_Strict):
     """What a run of this pipeline uses per run and per case × iteration (see the module)."""
 
     transitions_per_run: int = Field(ge=0)
-    transitions_per_item: int = Field(ge=0)
+    #: A Map task (``cases_per_task`` cases): RunCase, MoreCases, CasesDone.
+    transitions_per_task: int = Field(ge=0)
     lambda_memory_gb: dict[str, float]
     prepare_seconds: float = Field(ge=0)
     aggregate_seconds_base: float = Field(ge=0)

@@ -23,10 +23,11 @@ from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.pipeline.batching import batches, cases_per_task
 from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.reports.publish import claim_report_prefix
-from evalrunner.run import ManifestBatch, ManifestItem, PrepareOutput, RunConfig
+from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
 from evalrunner.storage import RunStore
 from evalrunner.suite import Suite
 from evalrunner.suite.model import TestCase
@@ -244,7 +245,7 @@ def prepare_run(
     # there must reach the target as it is, even after a run in this process registered it).
     manifest = [i.model_dump(mode="json") for i in items]
     store.put_json(store.manifest_key(run_id), manifest, redact=False)
-    per_task = event.cases_per_task or auto_cases_per_task(len(items), event.max_concurrency)
+    per_task = cases_per_task(event, len(items))
     refs = [b.model_dump(mode="json") for b in batches(len(items), per_task)]
     store.put_json(store.batches_key(run_id), refs, redact=False)
     store.put_json(store.run_key(run_id), config.model_dump(mode="json"), redact=False)
@@ -260,33 +261,6 @@ def prepare_run(
         target_name=name,
         batch_scoring=any(_needs_models(resolve(n)) for n in event.metrics),
     )
-
-
-#: The most cases per task Prepare chooses by itself: beyond it a task's fixed cost is
-#: already under a twentieth of its cases' cost, while a failed task (a crashed Lambda) would
-#: take more cases with it.
-MAX_AUTO_CASES_PER_TASK = 25
-#: Tasks per concurrent slot Prepare keeps at least, so that uneven target latencies even out
-#: (the slowest slot's last task is at most an eighth of the run).
-TASKS_PER_SLOT = 8
-
-
-def auto_cases_per_task(item_count: int, max_concurrency: int) -> int:
-    """Cases per RunCase task when the event does not say: one until every concurrent slot
-    would have :data:`TASKS_PER_SLOT` tasks, then as many as keeps that many, up to
-    :data:`MAX_AUTO_CASES_PER_TASK`. An I/O-bound run keeps ``max_concurrency`` target calls
-    in flight either way (each slot runs its task's cases one after another); a CPU-bound run
-    stops paying a task's overhead per case."""
-    per_task = item_count // (max(1, max_concurrency) * TASKS_PER_SLOT)
-    return max(1, min(MAX_AUTO_CASES_PER_TASK, per_task))
-
-
-def batches(item_count: int, per_task: int) -> list[ManifestBatch]:
-    """The manifest cut into consecutive slices of ``per_task`` items (the last shorter)."""
-    return [
-        ManifestBatch(first=first, count=min(per_task, item_count - first))
-        for first in range(0, item_count, per_task)
-    ]
 
 
 def _needs_models(evaluator: type[Evaluator]) -> bool:

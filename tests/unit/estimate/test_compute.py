@@ -117,6 +117,16 @@ def test_aws_figures_follow_the_pipeline() -> None:
     assert aws.total == pytest.approx(parts, abs=1e-3)
 
 
+def test_map_tasks_not_cases_cost_the_invokes_and_transitions() -> None:
+    one_each = estimate(iterations=10).aws
+    tens = estimate(iterations=10, cases_per_task=10).aws
+    assert tens.map_child_executions == 3  # 30 items in tasks of 10
+    assert tens.lambda_requests == 2 + 3 + 1
+    assert one_each.state_transitions - tens.state_transitions == 3 * (30 - 3)
+    assert tens.s3_puts == one_each.s3_puts  # each case still writes its record
+    assert tens.total < one_each.total
+
+
 def test_the_sample_spreads_over_the_suite() -> None:
     cases = list(range(100))
     picked = sample_cases(cases, 4)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.errors import EventError
-from evalrunner.pipeline import prepare, run_case
+from evalrunner.pipeline import batching, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestBatch
 from evalrunner.storage import RunStore
@@ -88,12 +88,12 @@ def statuses(store) -> dict[str, str]:
     ],
 )
 def test_auto_cases_per_task(items, concurrency, expected):
-    assert prepare.auto_cases_per_task(items, concurrency) == expected
+    assert batching.auto_cases_per_task(items, concurrency) == expected
 
 
 @pytest.mark.parametrize(("items", "per_task"), [(10, 3), (10, 1), (10, 10), (10, 25), (0, 4)])
 def test_batches_cover_every_item_once_in_order(items, per_task):
-    refs = prepare.batches(items, per_task)
+    refs = batching.batches(items, per_task)
     covered = [i for b in refs for i in range(b.first, b.first + b.count)]
     assert covered == list(range(items))
     assert all(1 <= b.count <= per_task for b in refs)
