@@ -43,7 +43,8 @@ def _print(estimate: RunEstimate) -> None:
     table.add_column("Estimate", justify="right")
     table.add_row("cases × iterations", f"{estimate.cases} × {estimate.iterations}")
     table.add_row("perturbations", str(estimate.perturbations))
-    table.add_row("case runs (Map child executions)", str(estimate.items))
+    table.add_row("case runs", str(estimate.items))
+    table.add_row("Map tasks (child executions)", str(estimate.aws.map_child_executions))
     judge = estimate.judge
     if judge is not None:
         table.add_row("judge model", judge.model or "(none configured)")

@@ -198,7 +198,8 @@ def estimate_run(
         gb_seconds += memory.get("score", 2.0) * (1.0 + scored_texts / a.score_texts_per_second_cpu)
     transitions = a.transitions_per_run + a.transitions_per_task * n_tasks
     puts = a.s3_puts_per_run + a.s3_puts_per_item * n_items
-    gets = a.s3_gets_per_run + a.s3_gets_per_item * n_items + n_tasks  # + each task's manifest
+    # + the manifest, read once per run by each Lambda container (about one per slot)
+    gets = a.s3_gets_per_run + a.s3_gets_per_item * n_items + min(n_tasks, event.max_concurrency)
     step_functions = transitions / 1000 * prices.step_functions.per_1000_transitions
     lambda_cost = (
         gb_seconds * prices.lambda_.per_gb_second
