@@ -392,3 +392,19 @@ def test_s3_seam_calls_fit_the_backend():
     ):
         assert step in put, step
     assert "key.storage_class in ARCHIVE_STORAGE_CLASSES" in inspect.getsource(S3Response._get_key)
+
+
+def test_lambda_size_error_mirrors_moto():
+    """The in-process Lambda client answers an oversized synchronous payload with moto's own
+    size error (the figure, the measure and the message moto's Lambda responses use), so a
+    hosted target's huge answer fails the same way with or without the trip through moto."""
+    from moto.awslambda.responses import LambdaResponse
+
+    source = inspect.getsource(LambdaResponse.invoke)
+    assert f"sys.getsizeof(payload) > {moto_compat.MAX_SYNC_PAYLOAD}" in source
+    assert moto_compat._TOO_LARGE["errorType"] in source
+    assert moto_compat._TOO_LARGE["errorMessage"] in source
+    client = moto_compat.InProcessLambdaClient(lambda *a: b'"' + b"x" * 6_000_000 + b'"', None)
+    answer = client.invoke(FunctionName="fn", Payload=b"{}", InvocationType="RequestResponse")
+    assert answer["FunctionError"] == "Unhandled"
+    assert json.loads(answer["Payload"].read()) == moto_compat._TOO_LARGE
