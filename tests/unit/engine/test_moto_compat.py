@@ -316,8 +316,9 @@ def test_a_failing_handler_is_still_a_lambda_function_error():
 
 
 def test_other_invoke_parameters_go_through_moto():
-    """Only FunctionName and Payload are answered in-process; anything else (an async
-    InvocationType, a Qualifier) is left to the real client, unchanged."""
+    """Only FunctionName and Payload (with a synchronous InvocationType, as the Lambda target
+    sends) are answered in-process; anything else (an async InvocationType, a Qualifier) is
+    left to the real client, unchanged."""
     calls = []
 
     class Real:
@@ -333,6 +334,9 @@ def test_other_invoke_parameters_go_through_moto():
     direct = client.invoke(FunctionName="fn", Payload=b"{}")
     assert direct["StatusCode"] == 200 and direct["Payload"].read() == b"{}"
     assert "FunctionError" not in direct
+    synchronous = client.invoke(FunctionName="fn", Payload=b"{}", InvocationType="RequestResponse")
+    assert synchronous["Payload"].read() == b"{}"
+    assert len(calls) == 1
 
 
 def test_s3_url_table_is_read_once_per_run(monkeypatch):
