@@ -29,7 +29,9 @@ import state_machines
 from evalrunner import redaction
 from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
 from evalrunner.engine.moto_compat import (
+    InProcessLambdaClient,
     InProcessS3Client,
+    LambdaInvoke,
     embedded_aws,
     install_bounded_retention,
     install_iterative_map_workers,
@@ -38,9 +40,12 @@ from evalrunner.engine.moto_compat import (
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
-from evalrunner.pipeline.context import Runtime
+from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
+from evalrunner.targets.base import Target
+from evalrunner.targets.lambda_function import LambdaTarget, function_name
+from evalrunner.targets.registry import target_class
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -182,8 +187,14 @@ class LocalEngine:
         # One runtime per run: the run's target, judge and hub, built with that session; its
         # storage reaches the embedded S3 directly (issue 18: botocore's trip was most of a
         # case's CPU), while the interpreter and the download below use boto3 as before.
+        # A target Lambda the engine hosts is invoked in-process too (through the same
+        # dispatcher as the state machine's tasks; the dispatcher is made below, from the
+        # handlers this runtime builds, hence the late-bound route).
         s3 = InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
-        functions = self.functions_for(Runtime(session=session, s3_client=s3))
+        targets = self.target_factory(lambda *call: dispatcher.invoke(*call))
+        functions = self.functions_for(
+            Runtime(session=session, s3_client=s3, target_factory=targets)
+        )
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
@@ -232,6 +243,27 @@ class LocalEngine:
         ``runtime``, and the local targets' (which may stand in for a pipeline function)."""
         pipeline = self.pipeline(runtime, log_level=self.log_level)
         return {**pipeline.by_name(), **self.targets}
+
+    def target_factory(self, route: LambdaInvoke) -> TargetFactory:
+        """The run's target factory: a Lambda target whose function this engine hosts (by
+        name, whatever the ARN form or qualifier, as the dispatcher resolves it) invokes it
+        through ``route`` in-process (:class:`InProcessLambdaClient`: the same JSON bytes and
+        error shape as through boto3 and moto's Lambda, without that trip's ~2 ms of CPU a
+        case); every other target, a deployed Lambda included, is built as in the cloud."""
+        hosted = self.function_names
+        client = InProcessLambdaClient(
+            route, lambda: boto3.client("lambda", region_name=REGION), region_name=REGION
+        )
+
+        def build(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
+            if (
+                target_class(spec) is LambdaTarget
+                and function_name(str(spec["lambdaArn"])) in hosted
+            ):
+                return LambdaTarget(spec, session=session, client=client)
+            return default_target(spec, session=session)
+
+        return build
 
     # -- steps ----------------------------------------------------------------------------
     @contextmanager

@@ -21,7 +21,8 @@ What is patched, and why:
   cached versions return the same objects (the URL table read once per run, at its first S3
   call), so behaviour is unchanged and the per-case overhead roughly halves.
 - **The Lambda seam**: where moto's docker-free Lambda backend would return a canned payload,
-  the engine's dispatcher calls the real handler; and the interpreter's own Lambda tasks
+  the engine's dispatcher calls the real handler; and the interpreter's own Lambda tasks, and
+  a Lambda target the engine hosts (given to the run's target factory, not patched in),
   reach the dispatcher directly, without a trip through botocore and moto's HTTP layer
   (issue 18: that trip was CPU time under the GIL that no other case could use).
 - **The S3 seam** (issue 18, in :mod:`evalrunner.engine.moto_s3`, re-exported here and pinned
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -226,35 +228,68 @@ def interpreter_speedups() -> Iterator[None]:
 
 LambdaInvoke = Callable[[str, Any, dict[str, str]], bytes]
 
-#: The ``invoke`` parameters the in-process client answers itself; any other (an
-#: ``InvocationType``, a ``Qualifier``) goes the long way, through moto's Lambda.
-_DIRECT_PARAMETERS = frozenset({"FunctionName", "Payload"})
+#: The ``invoke`` parameters the in-process client answers itself, with a synchronous
+#: ``InvocationType`` (the only one a caller waits on); any other (an asynchronous or dry-run
+#: invocation, a ``Qualifier``) goes the long way, through moto's Lambda.
+_DIRECT_PARAMETERS = frozenset({"FunctionName", "Payload", "InvocationType"})
+_SYNCHRONOUS = "RequestResponse"
+
+#: moto's Lambda answers a synchronous payload bigger than this (``sys.getsizeof`` of the
+#: bytes, as moto measures it) with Lambda's own size error instead; mirrored here so an
+#: oversized answer fails the same way with or without the trip through moto (Lambda's limit
+#: is 6 MB; tests/unit/engine/test_moto_compat.py pins moto's figure and message).
+MAX_SYNC_PAYLOAD = 6_000_000
+_TOO_LARGE = {
+    "errorMessage": "Response payload size exceeded maximum allowed payload size (6291556 bytes).",
+    "errorType": "Function.ResponseSizeTooLarge",
+}
+
+
+@dataclass(frozen=True)
+class ClientMeta:
+    """The part of a botocore client's ``meta`` that callers read (the Lambda target names the
+    region in its error messages)."""
+
+    region_name: str
 
 
 class InProcessLambdaClient:
-    """The Lambda client the interpreter's Lambda tasks get while invocations are routed.
+    """A Lambda client for functions the engine hosts: the interpreter's Lambda tasks get one
+    while invocations are routed, and so does a Lambda *target* the engine hosts (a Python
+    function given to ``evalrunner run`` or the API, the demo, a bench's instant target).
 
-    moto's tasks invoke through a boto3 client: botocore serialises, signs and sends the
-    request, moto's request hook parses it back and its Lambda backend calls the route, and
-    the answer makes the same trip back. All of it runs under the GIL, on the thread of the
-    Map item, for a call that never leaves the process: it was about a fifth of the
-    interpreter's CPU time per case, time during which no other case could make progress.
-    This client calls the route directly and answers with what ``invoke`` returns
-    (``StatusCode``, ``Payload`` as a stream, ``FunctionError`` when the handler failed, from
-    the same header the backend seam sets), so Retry and Catch see what they saw before.
+    Through boto3, such a call is serialised, signed and sent by botocore, parsed back by
+    moto's request hook and answered by its Lambda backend through the route, and the answer
+    makes the same trip back. All of it runs under the GIL, on the thread of the Map item, for
+    a call that never leaves the process: it was about a fifth of the interpreter's CPU time
+    per case, and for a hosted target another 2 ms a case (issue 18), time during which no
+    other case could make progress. This client calls the route directly, with the payload as
+    the JSON bytes Lambda would carry (the handler still gets a freshly parsed event), and
+    answers with what ``invoke`` returns (``StatusCode``, ``Payload`` as a stream,
+    ``FunctionError`` when the handler failed, from the same header the backend seam sets, and
+    moto's size error for an oversized answer), so Retry, Catch and the Lambda target see what
+    they saw before.
     """
 
-    def __init__(self, invoke: LambdaInvoke, fallback: Callable[[], Any]) -> None:
+    def __init__(
+        self, invoke: LambdaInvoke, fallback: Callable[[], Any], *, region_name: str = ""
+    ) -> None:
         self._invoke = invoke
         self._fallback = fallback
+        self.meta = ClientMeta(region_name)
 
     def invoke(self, **parameters: Any) -> dict[str, Any]:
-        if set(parameters) - _DIRECT_PARAMETERS:
+        if set(parameters) - _DIRECT_PARAMETERS or (
+            parameters.get("InvocationType", _SYNCHRONOUS) != _SYNCHRONOUS
+        ):
             return dict(self._fallback().invoke(**parameters))
         payload = parameters.get("Payload") or b""
         body = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
         headers: dict[str, str] = {}
         data = self._invoke(str(parameters["FunctionName"]), body, headers)
+        if sys.getsizeof(data) > MAX_SYNC_PAYLOAD:
+            headers["x-amz-function-error"] = "Unhandled"
+            data = json.dumps(_TOO_LARGE).encode("utf-8")
         response: dict[str, Any] = {
             "StatusCode": 200,
             "ExecutedVersion": "$LATEST",
@@ -385,10 +420,13 @@ def installed_moto_version() -> str:
 
 __all__ = [
     "MAP_WORKER_CLASSES",
+    "MAX_SYNC_PAYLOAD",
     "MOTO_VERSION",
+    "ClientMeta",
     "FinishedThreadsForgotten",
     "InProcessLambdaClient",
     "InProcessS3Client",
+    "LambdaInvoke",
     "ThreadFailure",
     "ThreadFailures",
     "UnrecordedEventManager",

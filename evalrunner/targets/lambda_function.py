@@ -121,14 +121,27 @@ class LambdaTarget(Target):
     deploy_list = "lambda_arns"
     iam = (IamGrant("InvokeTargetFunctions", ("lambda:InvokeFunction",), "{arn}"),)
 
-    def __init__(self, spec: dict[str, Any], *, session: boto3.Session | None = None) -> None:
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        *,
+        session: boto3.Session | None = None,
+        client: Any | None = None,
+    ) -> None:
+        """``client``: the Lambda client to invoke through, when the caller has a better one
+        than boto3's (the local engine's, for a function it hosts in-process: same answers,
+        without botocore and moto's HTTP layer); default: a boto3 client from ``session``."""
         super().__init__(spec)
         self.function = self.options.lambdaArn
         self.question_field = self.options.question_field
         self.timeout = self.options.timeout_seconds
         self.max_bytes = self.options.max_response_bytes
         self.mapping = adapters.ResponseMapping.from_spec(spec)
-        self.client = make_client("lambda", self.options, session=session, arn=self.function)
+        self.client = (
+            client
+            if client is not None
+            else make_client("lambda", self.options, session=session, arn=self.function)
+        )
         self.region = region_from_arn(self.function) or self.client.meta.region_name
 
     @classmethod

@@ -316,8 +316,9 @@ def test_a_failing_handler_is_still_a_lambda_function_error():
 
 
 def test_other_invoke_parameters_go_through_moto():
-    """Only FunctionName and Payload are answered in-process; anything else (an async
-    InvocationType, a Qualifier) is left to the real client, unchanged."""
+    """Only FunctionName and Payload (with a synchronous InvocationType, as the Lambda target
+    sends) are answered in-process; anything else (an async InvocationType, a Qualifier) is
+    left to the real client, unchanged."""
     calls = []
 
     class Real:
@@ -333,6 +334,9 @@ def test_other_invoke_parameters_go_through_moto():
     direct = client.invoke(FunctionName="fn", Payload=b"{}")
     assert direct["StatusCode"] == 200 and direct["Payload"].read() == b"{}"
     assert "FunctionError" not in direct
+    synchronous = client.invoke(FunctionName="fn", Payload=b"{}", InvocationType="RequestResponse")
+    assert synchronous["Payload"].read() == b"{}"
+    assert len(calls) == 1
 
 
 def test_s3_url_table_is_read_once_per_run(monkeypatch):
@@ -392,3 +396,19 @@ def test_s3_seam_calls_fit_the_backend():
     ):
         assert step in put, step
     assert "key.storage_class in ARCHIVE_STORAGE_CLASSES" in inspect.getsource(S3Response._get_key)
+
+
+def test_lambda_size_error_mirrors_moto():
+    """The in-process Lambda client answers an oversized synchronous payload with moto's own
+    size error (the figure, the measure and the message moto's Lambda responses use), so a
+    hosted target's huge answer fails the same way with or without the trip through moto."""
+    from moto.awslambda.responses import LambdaResponse
+
+    source = inspect.getsource(LambdaResponse.invoke)
+    assert f"sys.getsizeof(payload) > {moto_compat.MAX_SYNC_PAYLOAD}" in source
+    assert moto_compat._TOO_LARGE["errorType"] in source
+    assert moto_compat._TOO_LARGE["errorMessage"] in source
+    client = moto_compat.InProcessLambdaClient(lambda *a: b'"' + b"x" * 6_000_000 + b'"', None)
+    answer = client.invoke(FunctionName="fn", Payload=b"{}", InvocationType="RequestResponse")
+    assert answer["FunctionError"] == "Unhandled"
+    assert json.loads(answer["Payload"].read()) == moto_compat._TOO_LARGE
