@@ -37,7 +37,7 @@ class LambdaContext:
     log_stream_name: str = "local"
     #: Lambda's longest timeout, which the watchdog also holds a local function to.
     timeout_s: float = 900.0
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: time.monotonic())
 
     def get_remaining_time_in_millis(self) -> int:
         """Counted from the call, as Lambda counts it: a RunCase task hands the cases it
@@ -74,9 +74,25 @@ class Dispatcher:
                 self.observer(name, event, None, exc)
             response_headers["x-amz-function-error"] = "Unhandled"
             return _error_payload(exc)
+        try:
+            payload = dump_json(result, ascii_only=True).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            # What Lambda's Python runtime answers for a return value it cannot serialise
+            if self.observer:
+                self.observer(name, event, None, exc)
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return dump_json(
+                {
+                    "errorMessage": f"Unable to marshal response: {exc}",
+                    "errorType": "Runtime.MarshalError",
+                    "requestId": "",
+                    "stackTrace": [],
+                },
+                ascii_only=True,
+            ).encode("utf-8")
         if self.observer:
             self.observer(name, event, result, None)
-        return dump_json(result, ascii_only=True).encode("utf-8")
+        return payload
 
 
 def _error_payload(exc: BaseException) -> bytes:
