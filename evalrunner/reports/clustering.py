@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -119,9 +119,25 @@ def group_name(group: Sequence[str], others: Sequence[str], size: int = 3) -> st
     (document frequency in the group × log inverse frequency in the whole set)."""
     inside = Counter(w for t in group for w in set(words(t)))
     everywhere = Counter(w for t in [*group, *others] for w in set(words(t)))
-    total = len(group) + len(others)
+    return _name(inside, len(group), everywhere, len(group) + len(others), size)
+
+
+def group_names(texts: Sequence[str], labels: Sequence[int], size: int = 3) -> dict[int, str]:
+    """Each group's :func:`group_name` against the other texts, by label. Each text's words
+    are found once, not once per group (naming 180 groups of 1,000 questions one by one was
+    a second of an Aggregate)."""
+    sets = [set(words(t)) for t in texts]
+    everywhere = Counter(w for s in sets for w in s)
+    inside: dict[int, Counter[str]] = defaultdict(Counter)
+    for found, label in zip(sets, labels, strict=True):
+        inside[label].update(found)
+    counts = Counter(labels)
+    return {g: _name(inside[g], counts[g], everywhere, len(texts), size) for g in sorted(counts)}
+
+
+def _name(inside: Counter[str], count: int, everywhere: Counter[str], total: int, size: int) -> str:
     ranked = sorted(
         inside,
-        key=lambda w: (-(inside[w] / len(group)) * math.log(1 + total / everywhere[w]), w),
+        key=lambda w: (-(inside[w] / count) * math.log(1 + total / everywhere[w]), w),
     )
     return " · ".join(ranked[:size]) or "(no words)"

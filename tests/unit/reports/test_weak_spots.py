@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.clustering import average_linkage, group_name, tfidf
+from evalrunner.reports.clustering import average_linkage, group_name, group_names, tfidf
 from evalrunner.reports.html import render_report
 from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
 from evalrunner.reports.weakness import (
@@ -132,6 +132,19 @@ def test_average_linkage_merges_as_the_whole_matrix_search_does():
     alike = tfidf([f"How many days for item {i}?" for i in range(300)])
     labels = average_linkage(alike, 0.1)
     assert labels == _reference_average_linkage(alike, 0.1) and set(labels) == {0}
+
+
+def test_group_names_are_each_groups_name_against_the_rest():
+    rng = np.random.default_rng(3)
+    vocab = [f"topic{i}" for i in range(60)] + ["the", "what", "is"]
+    texts = [" ".join(rng.choice(vocab, 6)) for _ in range(200)] + ["", "the what"]
+    labels = average_linkage(tfidf(texts), 0.1)
+    names = group_names(texts, labels)
+    assert len(set(labels)) > 10 and sorted(names) == sorted(set(labels))
+    for label, name in names.items():
+        group = [t for t, g in zip(texts, labels, strict=True) if g == label]
+        others = [t for t, g in zip(texts, labels, strict=True) if g != label]
+        assert name == group_name(group, others)
 
 
 def test_tfidf_rows_are_unit_vectors_and_names_are_distinctive_words():
