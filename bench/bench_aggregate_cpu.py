@@ -11,7 +11,9 @@ the parts are the thread CPU of the names ``evalrunner.pipeline.aggregate`` call
 in place, so the script runs unchanged on an older tree (copy it there) for side by side.
 
 Usage: PYTHONPATH=. python bench/bench_aggregate_cpu.py [N ...] [--repeats R] [--profile FILE]
-(default 2000, 2 repeats; --profile dumps a thread-CPU cProfile of the first pass)
+       [--save DIR]
+(default 2000, 2 repeats; --profile dumps a thread-CPU cProfile of the first pass; --save
+writes the last pass's report files to DIR/N/, to compare two trees' reports byte for byte)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -82,7 +85,9 @@ def _timed(name: str, fn: Callable[..., Any], spent: dict[str, float]) -> Callab
     return wrapper
 
 
-def measure(n: int, repeats: int, profile: str | None) -> list[dict[str, Any]]:
+def measure(
+    n: int, repeats: int, profile: str | None, save: str | None = None
+) -> list[dict[str, Any]]:
     spent: dict[str, float] = defaultdict(float)
     for name in PARTS:
         setattr(aggregate, name, _timed(name, getattr(aggregate, name), spent))
@@ -125,6 +130,12 @@ def measure(n: int, repeats: int, profile: str | None) -> list[dict[str, Any]]:
                     "load_average": round(os.getloadavg()[0], 2),
                 }
             )
+        if save:
+            folder = Path(save) / str(n)
+            folder.mkdir(parents=True, exist_ok=True)
+            for key in summary.reports.model_dump().values():
+                if key and not key.endswith("manifest.json"):
+                    (folder / key.rsplit("/", 1)[-1]).write_bytes(store.get_bytes(key))
     return out
 
 
@@ -133,7 +144,8 @@ if __name__ == "__main__":
     parser.add_argument("sizes", nargs="*", type=int, default=[2000])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--profile", help="write a thread-CPU cProfile of the first pass here")
+    parser.add_argument("--save", help="write the last pass's report files under this folder")
     args = parser.parse_args()
     for size in args.sizes:
-        for row in measure(size, args.repeats, args.profile):
+        for row in measure(size, args.repeats, args.profile, args.save):
             print(json.dumps(row), flush=True)
