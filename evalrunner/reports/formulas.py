@@ -44,8 +44,18 @@ def _first_visible(text: str) -> str:
     return ""
 
 
+#: First characters that settle the question at once: printable ASCII that is no formula
+#: start (NFKC leaves ASCII as it is, and none of it is whitespace or a format character).
+_SAFE_FIRST: Final[frozenset[str]] = frozenset(
+    chr(c) for c in range(0x21, 0x7F) if chr(c) not in FORMULA_STARTS
+)
+
+
 def is_formula_like(text: str) -> bool:
     """Whether a spreadsheet could read ``text`` as a formula (see the module docstring)."""
+    if not text or text[0] in _SAFE_FIRST:
+        # Most cells (ids, words, formatted scores): one set lookup, for every report cell.
+        return False
     if _PLAIN_NUMBER.fullmatch(text):
         return False
     return text.startswith(_ALWAYS_UNSAFE_STARTS) or _first_visible(text) in FORMULA_STARTS

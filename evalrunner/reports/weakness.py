@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evalrunner.reports.clustering import MAX_TEXTS, Embed, average_linkage, group_name, tfidf
+from evalrunner.reports.clustering import MAX_TEXTS, Embed, average_linkage, group_names, tfidf
 from evalrunner.reports.model import CaseRow, Problem, ReportData, WeakSpot
 
 logger = logging.getLogger(__name__)
@@ -119,11 +119,13 @@ def find_weak_spots(
     if vectors is None:
         vectors = tfidf(questions)
     labels = average_linkage(vectors, similarity)
+    groups: dict[int, list[_Case]] = defaultdict(list)
+    for case, label in zip(cases, labels, strict=True):
+        groups[label].append(case)
+    names = group_names(questions, labels)
     spots: list[WeakSpot] = []
-    for label in sorted(set(labels)):
-        group = [c for c, g in zip(cases, labels, strict=True) if g == label]
-        others = [c.question for c, g in zip(cases, labels, strict=True) if g != label]
-        spot = _spot(group_name([c.question for c in group], others), "questions", group, run_rate)
+    for label in sorted(groups):
+        spot = _spot(names[label], "questions", groups[label], run_rate)
         if spot:
             spots.append(spot)
     by_category: dict[str, list[_Case]] = defaultdict(list)

@@ -159,3 +159,28 @@ def test_xlsx_never_stores_a_formula_even_when_written_raw() -> None:
         assert sheets
         for name in sheets:
             assert b"<f>" not in archive.read(name) and b"<f " not in archive.read(name)
+
+
+def _rule_in_full(text: str) -> bool:
+    """The rule with no shortcut for a safe first character (what is_formula_like did for
+    every cell before it learnt one), kept here to compare against."""
+    import re
+    import unicodedata
+
+    if re.fullmatch(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", text, re.ASCII):
+        return False
+    if text.startswith(("\t", "\r")):
+        return True
+    for char in text:
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        return unicodedata.normalize("NFKC", char)[:1] in {"=", "+", "-", "@"}
+    return False
+
+
+def test_the_safe_first_character_shortcut_changes_no_verdict() -> None:
+    firsts = [chr(c) for c in [*range(0x3100), *range(0xFE00, 0xFF80), 0x1D7CE, 0x1F600]]
+    for first in firsts:
+        for rest in ("", "1", "=1", " +x", "\u200b=1", "1e5"):
+            text = first + rest
+            assert is_formula_like(text) == _rule_in_full(text), repr(text)

@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.clustering import average_linkage, group_name, tfidf
+from evalrunner.reports.clustering import average_linkage, group_name, group_names, tfidf
 from evalrunner.reports.html import render_report
 from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
 from evalrunner.reports.weakness import (
@@ -80,6 +80,71 @@ def test_average_linkage_by_hand():
     # then {0,3} with 1: mean of 0.8, 0.8 = 0.8 ≥ 0.7; 2 joins nobody (0.0, 0.6 → 0.2 avg)
     assert average_linkage(v, 0.7) == [0, 0, 1, 0]
     assert average_linkage(v, -1.0) == [0, 0, 0, 0]
+
+
+def _reference_average_linkage(vectors: np.ndarray, min_similarity: float) -> list[int]:
+    """The whole-matrix search average_linkage replaced (each merge scans every pair), kept
+    here to compare against."""
+    n = len(vectors)
+    unit = vectors / np.where(
+        (norms := np.linalg.norm(vectors, axis=1, keepdims=True)) == 0, 1, norms
+    )
+    sim = unit @ unit.T
+    sizes, alive = np.ones(n), np.ones(n, dtype=bool)
+    members: list[list[int]] = [[i] for i in range(n)]
+    np.fill_diagonal(sim, -np.inf)
+    while alive.sum() > 1:
+        masked = np.where(alive[:, None] & alive[None, :], sim, -np.inf)
+        a, b = divmod(int(np.argmax(masked)), n)
+        if masked[a, b] < min_similarity:
+            break
+        a, b = min(a, b), max(a, b)
+        merged = (sim[a] * sizes[a] + sim[b] * sizes[b]) / (sizes[a] + sizes[b])
+        sim[a, :], sim[:, a] = merged, merged
+        sim[a, a] = -np.inf
+        sizes[a] += sizes[b]
+        alive[b] = False
+        members[a] += members[b]
+    labels = [0] * n
+    groups = sorted((sorted(members[i]) for i in range(n) if alive[i]), key=lambda m: m[0])
+    for label, group in enumerate(groups):
+        for i in group:
+            labels[i] = label
+    return labels
+
+
+def test_average_linkage_merges_as_the_whole_matrix_search_does():
+    """Same groups, ties included: small integer vectors (duplicates, zero rows, equal
+    similarities everywhere), random ones, and 300 questions alike but for one word (every
+    pair equally similar: each merge's mean equals the rows' best, which must not be
+    searched again)."""
+    rng = np.random.default_rng(7)
+    for trial in range(600):
+        size = int(rng.integers(1, 40)) if trial % 4 == 0 else int(rng.integers(3, 12))
+        v = rng.integers(0, 3, size=(size, int(rng.integers(1, 5))))
+        for threshold in (-1.0, 0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
+            assert average_linkage(v.astype(float), threshold) == _reference_average_linkage(
+                v.astype(float), threshold
+            )
+    v = rng.normal(size=(200, 16))
+    for threshold in (0.0, 0.2):
+        assert average_linkage(v, threshold) == _reference_average_linkage(v, threshold)
+    alike = tfidf([f"How many days for item {i}?" for i in range(300)])
+    labels = average_linkage(alike, 0.1)
+    assert labels == _reference_average_linkage(alike, 0.1) and set(labels) == {0}
+
+
+def test_group_names_are_each_groups_name_against_the_rest():
+    rng = np.random.default_rng(3)
+    vocab = [f"topic{i}" for i in range(60)] + ["the", "what", "is"]
+    texts = [" ".join(rng.choice(vocab, 6)) for _ in range(200)] + ["", "the what"]
+    labels = average_linkage(tfidf(texts), 0.1)
+    names = group_names(texts, labels)
+    assert len(set(labels)) > 10 and sorted(names) == sorted(set(labels))
+    for label, name in names.items():
+        group = [t for t, g in zip(texts, labels, strict=True) if g == label]
+        others = [t for t, g in zip(texts, labels, strict=True) if g != label]
+        assert name == group_name(group, others)
 
 
 def test_tfidf_rows_are_unit_vectors_and_names_are_distinctive_words():
