@@ -6,14 +6,14 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping
-from functools import cached_property
 from typing import ClassVar
 
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-from rouge_score import rouge_scorer
+from nltk.translate.bleu_score import SmoothingFunction
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.bleu import sentence_bleus
 from evalrunner.evaluators.registry import register
+from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_score
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 10
@@ -32,28 +32,28 @@ class RougeMetric(Evaluator):
         MetricSpec("ROUGE-2", "bigram overlap F1"),
         MetricSpec("ROUGE-L", "longest common subsequence F1", primary=True),
     )
-    _KEYS: ClassVar[dict[str, str]] = {
-        "ROUGE-1": "rouge1",
-        "ROUGE-2": "rouge2",
-        "ROUGE-L": "rougeL",
-    }
-
-    @cached_property
-    def _scorer(self) -> rouge_scorer.RougeScorer:
-        return rouge_scorer.RougeScorer(list(self._KEYS.values()), use_stemmer=True)
+    # rouge-score's definitions, reached faster (evaluators.rouge: memoised stems, a
+    # bit-parallel LCS): the scores are RougeScorer(["rouge1", "rouge2", "rougeL"],
+    # use_stemmer=True)'s to the bit, and only the three reported are computed.
+    _TOKENIZER = StemmingTokenizer()
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
-        result = self._scorer.score(sample.expected_answer, sample.answer)
-        out = {}
-        for metric, key in self._KEYS.items():
-            s = result[key]
-            out[metric] = Scored(
+        target = self._TOKENIZER.tokenize(sample.expected_answer)
+        prediction = self._TOKENIZER.tokenize(sample.answer)
+        result = {
+            "ROUGE-1": ngram_score(target, prediction, 1),
+            "ROUGE-2": ngram_score(target, prediction, 2),
+            "ROUGE-L": lcs_score(target, prediction),
+        }
+        return {
+            metric: Scored(
                 s.fmeasure,
                 f"{metric} F1 {s.fmeasure:.3f} (precision {s.precision:.3f}, "
                 f"recall {s.recall:.3f}) against the expected answer",
             )
-        return out
+            for metric, s in result.items()
+        }
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -89,16 +89,16 @@ class Bleu(Evaluator):
         hypothesis, reference = _words(sample.answer), _words(sample.expected_answer)
         if not hypothesis:
             return {m: Scored(0.0, f"{m} 0.000: the answer has no words") for m in self._WEIGHTS}
-        out = {}
-        for metric, weights in self._WEIGHTS.items():
-            value = sentence_bleu(
-                [reference], hypothesis, weights=weights, smoothing_function=self._SMOOTHING
-            )
-            out[metric] = Scored(
+        # nltk's sentence_bleu for each weight, every n-gram order counted once (evaluators.bleu)
+        weights = list(self._WEIGHTS.values())
+        values = sentence_bleus(reference, hypothesis, weights, self._SMOOTHING)
+        return {
+            metric: Scored(
                 float(value),
                 f"{metric} {value:.3f} ({len(hypothesis)} answer words, {len(reference)} expected)",
             )
-        return out
+            for metric, value in zip(self._WEIGHTS, values, strict=True)
+        }
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
