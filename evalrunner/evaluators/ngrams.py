@@ -1,9 +1,12 @@
-"""Counting a token sequence's n-grams, shared by ROUGE-N and BLEU (evaluators.rouge, .bleu)."""
+"""Counting n-grams and their overlap, shared by ROUGE-N, BLEU and Token F1."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T", bound=Hashable)
 
 
 def ngram_counts(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
@@ -13,8 +16,8 @@ def ngram_counts(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
-def clipped_matches(a: Counter[tuple[str, ...]], b: Counter[tuple[str, ...]]) -> int:
-    """How many n-grams the two counts share, each counted at most as often as it occurs in
-    either: ``sum((a & b).values())`` without Counter's per-key ``__missing__`` call for every
-    n-gram that only one side has (most of them, for 2-grams and beyond)."""
+def clipped_matches(a: Counter[T], b: Counter[T]) -> int:
+    """How many n-grams (or tokens) the two counts share, each counted at most as often as it
+    occurs in either: ``sum((a & b).values())`` without Counter's per-key ``__missing__`` call
+    for every n-gram that only one side has (most of them, for 2-grams and beyond)."""
     return sum(min(a[gram], b[gram]) for gram in a.keys() & b.keys())

@@ -5,6 +5,7 @@ library on the same pairs, and the stem cache that makes ROUGE fast must stay bo
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
@@ -14,7 +15,7 @@ from rouge_score.tokenizers import DefaultTokenizer
 
 from evalrunner.evaluators import Sample, resolve
 from evalrunner.evaluators.bleu import sentence_bleus
-from evalrunner.evaluators.lexical import _words
+from evalrunner.evaluators.lexical import _words, squad_normalize
 from evalrunner.evaluators.rouge import (
     STEM_CACHE_SIZE,
     StemmingTokenizer,
@@ -218,3 +219,31 @@ def test_the_stem_cache_is_bounded_and_stays_correct_when_full() -> None:
         assert rouge_token("word5ing") == stemmer.tokenize("word5ing")[0]
     finally:
         rouge_token.cache_clear()
+
+
+def test_token_f1_and_exact_match_keep_their_squad_definitions() -> None:
+    """Token F1 and Exact match share a normalisation cache and count overlap without
+    Counter's ``&``: on the corpus, both still equal the SQuAD-style definitions written out
+    here (F1 over the normalised tokens' multiset intersection; equality of the normalised
+    texts), whichever of the two evaluators runs first."""
+
+    def f1(answer: str, expected: str) -> float:
+        predicted, gold = squad_normalize(answer).split(), squad_normalize(expected).split()
+        common = sum((Counter(predicted) & Counter(gold)).values())
+        if common == 0:
+            return 0.0
+        precision, recall = common / len(predicted), common / len(gold)
+        return 2 * precision * recall / (precision + recall)
+
+    token_f1, exact = resolve("Token F1")(), resolve("Exact match")()
+    matches = 0
+    for i, (expected, answer) in enumerate(CORPUS + [(e, e.upper() + "!") for e, _ in CORPUS]):
+        if not expected.strip():
+            continue
+        sample = Sample(question="q", expected_answer=expected, answer=answer)
+        first, second = (token_f1, exact) if i % 2 else (exact, token_f1)
+        scores = {r.metric: r.score for e in (first, second) for r in e.evaluate(sample)}
+        same = squad_normalize(answer) == squad_normalize(expected)
+        assert scores == {"Token F1": f1(answer, expected), "Exact match": float(same)}
+        matches += same
+    assert matches > 100
