@@ -114,8 +114,13 @@ def squad_normalize(text: str) -> str:
 
 
 # Token F1 and Exact match both normalise the same two texts of a case, one after the other:
-# the second asks this cache (a few hundred texts, enough for the cases in flight at once).
-_normalized = lru_cache(maxsize=256)(squad_normalize)
+# the second asks this cache (32 texts, enough for the cases in flight at once; texts over
+# 4,096 characters are not kept, so the cache holds at most ~0.5 MiB whatever the answers).
+_normalized_cached = lru_cache(maxsize=32)(squad_normalize)
+
+
+def _normalized(text: str) -> str:
+    return _normalized_cached(text) if len(text) <= 4096 else squad_normalize(text)
 
 
 @register

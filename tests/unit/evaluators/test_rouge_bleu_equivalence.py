@@ -17,6 +17,7 @@ from evalrunner.evaluators import Sample, resolve
 from evalrunner.evaluators.bleu import sentence_bleus
 from evalrunner.evaluators.lexical import _words, squad_normalize
 from evalrunner.evaluators.rouge import (
+    MAX_CACHED_WORD,
     STEM_CACHE_SIZE,
     StemmingTokenizer,
     lcs_length,
@@ -247,3 +248,36 @@ def test_token_f1_and_exact_match_keep_their_squad_definitions() -> None:
         assert scores == {"Token F1": f1(answer, expected), "Exact match": float(same)}
         matches += same
     assert matches > 100
+
+
+def test_long_words_are_tokenized_as_rouge_score_does_but_never_cached() -> None:
+    """A 'word' longer than MAX_CACHED_WORD (a hex digest, a base64 run) is stemmed without
+    entering the cache, so the cache's memory is bounded in bytes too."""
+    library = DefaultTokenizer(use_stemmer=True)
+    long_words = [f"{i:04x}" * 20 + "ing" for i in range(200)] + ["a" * 5000 + "ational"]
+    text = " ".join([*long_words, "running", "generously"])
+    assert all(len(w) > MAX_CACHED_WORD for w in long_words)
+    rouge_token.cache_clear()
+    try:
+        assert StemmingTokenizer().tokenize(text) == library.tokenize(text)
+        assert rouge_token.cache_info().currsize == 2  # running, generously
+    finally:
+        rouge_token.cache_clear()
+
+
+def test_the_normalisation_cache_keeps_few_and_short_texts() -> None:
+    """Token F1 / Exact match's shared cache holds at most 32 texts and never one over 4,096
+    characters, however many and however long the answers are; scores are unchanged."""
+    from evalrunner.evaluators import lexical
+
+    cache = lexical._normalized_cached
+    cache.cache_clear()
+    long_answer = "The answer, " + "word " * 2000
+    assert lexical._normalized(long_answer) == squad_normalize(long_answer)
+    assert cache.cache_info().misses == 0 and cache.cache_info().currsize == 0
+    token_f1 = resolve("Token F1")()
+    for i in range(100):
+        sample = Sample(question="q", expected_answer=f"answer {i}", answer=f"The answer {i}!")
+        assert [r.score for r in token_f1.evaluate(sample)] == [1.0]
+    assert cache.cache_info().maxsize == 32 and cache.cache_info().currsize == 32
+    cache.cache_clear()
