@@ -30,7 +30,7 @@ from rouge_score.tokenize import NON_ALPHANUM_RE, VALID_TOKEN_RE
 from evalrunner.evaluators.ngrams import clipped_matches, ngram_counts
 
 #: Distinct words whose token is remembered. An English suite uses a few thousand; the
-#: bound keeps a run over unbounded text (generated answers, many languages) at a few MiB.
+#: bound keeps a run over unbounded text (generated answers, many languages) at ≤ ~15 MiB.
 STEM_CACHE_SIZE = 50_000
 #: Longer "words" (hex digests, base64 blobs, runs of digits) are stemmed every time, never
 #: cached: they rarely repeat, and the cache's memory stays bounded in bytes, not only in
