@@ -6,14 +6,16 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping
-from functools import cached_property
+from functools import lru_cache
 from typing import ClassVar
 
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-from rouge_score import rouge_scorer
+from nltk.translate.bleu_score import SmoothingFunction
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
+from evalrunner.evaluators.bleu import sentence_bleus
+from evalrunner.evaluators.ngrams import clipped_matches
 from evalrunner.evaluators.registry import register
+from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_score
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 10
@@ -32,28 +34,28 @@ class RougeMetric(Evaluator):
         MetricSpec("ROUGE-2", "bigram overlap F1"),
         MetricSpec("ROUGE-L", "longest common subsequence F1", primary=True),
     )
-    _KEYS: ClassVar[dict[str, str]] = {
-        "ROUGE-1": "rouge1",
-        "ROUGE-2": "rouge2",
-        "ROUGE-L": "rougeL",
-    }
-
-    @cached_property
-    def _scorer(self) -> rouge_scorer.RougeScorer:
-        return rouge_scorer.RougeScorer(list(self._KEYS.values()), use_stemmer=True)
+    # rouge-score's definitions, reached faster (evaluators.rouge: memoised stems, a
+    # bit-parallel LCS): the scores are RougeScorer(["rouge1", "rouge2", "rougeL"],
+    # use_stemmer=True)'s to the bit, and only the three reported are computed.
+    _TOKENIZER = StemmingTokenizer()
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
-        result = self._scorer.score(sample.expected_answer, sample.answer)
-        out = {}
-        for metric, key in self._KEYS.items():
-            s = result[key]
-            out[metric] = Scored(
+        target = self._TOKENIZER.tokenize(sample.expected_answer)
+        prediction = self._TOKENIZER.tokenize(sample.answer)
+        result = {
+            "ROUGE-1": ngram_score(target, prediction, 1),
+            "ROUGE-2": ngram_score(target, prediction, 2),
+            "ROUGE-L": lcs_score(target, prediction),
+        }
+        return {
+            metric: Scored(
                 s.fmeasure,
                 f"{metric} F1 {s.fmeasure:.3f} (precision {s.precision:.3f}, "
                 f"recall {s.recall:.3f}) against the expected answer",
             )
-        return out
+            for metric, s in result.items()
+        }
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -89,16 +91,16 @@ class Bleu(Evaluator):
         hypothesis, reference = _words(sample.answer), _words(sample.expected_answer)
         if not hypothesis:
             return {m: Scored(0.0, f"{m} 0.000: the answer has no words") for m in self._WEIGHTS}
-        out = {}
-        for metric, weights in self._WEIGHTS.items():
-            value = sentence_bleu(
-                [reference], hypothesis, weights=weights, smoothing_function=self._SMOOTHING
-            )
-            out[metric] = Scored(
+        # nltk's sentence_bleu for each weight, every n-gram order counted once (evaluators.bleu)
+        weights = list(self._WEIGHTS.values())
+        values = sentence_bleus(reference, hypothesis, weights, self._SMOOTHING)
+        return {
+            metric: Scored(
                 float(value),
                 f"{metric} {value:.3f} ({len(hypothesis)} answer words, {len(reference)} expected)",
             )
-        return out
+            for metric, value in zip(self._WEIGHTS, values, strict=True)
+        }
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -111,6 +113,16 @@ def squad_normalize(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+# Token F1 and Exact match both normalise the same two texts of a case, one after the other:
+# the second asks this cache (32 texts, enough for the cases in flight at once; texts over
+# 4,096 characters are not kept, so the cache holds at most ~0.5 MiB whatever the answers).
+_normalized_cached = lru_cache(maxsize=32)(squad_normalize)
+
+
+def _normalized(text: str) -> str:
+    return _normalized_cached(text) if len(text) <= 4096 else squad_normalize(text)
+
+
 @register
 class TokenF1(Evaluator):
     name = "Token F1"
@@ -121,9 +133,9 @@ class TokenF1(Evaluator):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
-        predicted = squad_normalize(sample.answer).split()
-        expected = squad_normalize(sample.expected_answer).split()
-        common = sum((Counter(predicted) & Counter(expected)).values())
+        predicted = _normalized(sample.answer).split()
+        expected = _normalized(sample.expected_answer).split()
+        common = clipped_matches(Counter(predicted), Counter(expected))
         if common == 0:
             return {"Token F1": Scored(0.0, "no token of the expected answer is in the answer")}
         precision, recall = common / len(predicted), common / len(expected)
@@ -150,6 +162,6 @@ class ExactMatch(Evaluator):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
-        same = squad_normalize(sample.answer) == squad_normalize(sample.expected_answer)
+        same = _normalized(sample.answer) == _normalized(sample.expected_answer)
         reason = "answer equals the expected answer" if same else "answer differs from expected"
         return {"Exact match": Scored(1.0 if same else 0.0, reason)}
