@@ -13,16 +13,35 @@ out).
 
 from __future__ import annotations
 
+import logging
+import sys
+from typing import Any
+
 from evalrunner.engine.local import PipelineHandlers
 from evalrunner.pipeline.context import Runtime
 from lambdas import aggregate, prepare, run_case, score
 from lambdas._common import logger
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written (a test's capture, a redirect made
+    after the first run), for a handler built once per process."""
+
+    def write(self, text: str) -> Any:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def local_pipeline(runtime: Runtime, *, log_level: str = "WARNING") -> PipelineHandlers:
-    """The four pipeline handlers over ``runtime``; their logs at ``log_level`` (a local
-    run's stdout is the user's, so warnings and errors only by default)."""
+    """The four pipeline handlers over ``runtime``; their logs at ``log_level``, on stderr:
+    a local run's stdout is the user's (``--json`` prints the summary there, for a pipe),
+    so warnings and errors only by default, and never among the output."""
     logger.setLevel(log_level)
+    handler = logger.registered_handler
+    if isinstance(handler, logging.StreamHandler):
+        handler.setStream(_Stderr())
     return PipelineHandlers(
         prepare=prepare.build(runtime),
         run_case=run_case.build(runtime),

@@ -106,12 +106,14 @@ def test_llama_cpp_python_500_on_json_schema_steps_down_once_per_run(
     assert_all_scored(summary)
     # the first requests in flight may all carry json_schema; after the first 500 the run
     # sends json_object with the schema, which this server enforces. Requests already in
-    # flight may reach the one-at-a-time server after the first step-down request, so the
-    # json_schema ones are bounded in number and position, not necessarily all first.
+    # flight may reach the one-at-a-time server after the first step-down request (by how
+    # much depends on how the OS schedules their threads on a loaded machine, so their
+    # position is not bounded), but never more of them than calls in flight: the step-down
+    # holds for the whole run, not per case (that would reject one request per call).
     rejected = [f for f in model.formats if f == "json_schema"]
     assert 1 <= len(rejected) <= 8  # at most the requests in flight (max_concurrency)
+    assert len(model.formats) > 3 * len(rejected)
     last_rejected = max(i for i, f in enumerate(model.formats) if f == "json_schema")
-    assert last_rejected < 2 * 8
     assert set(model.formats[last_rejected + 1 :]) == {"json_object+schema"}
     assert summary["judge"]["retries"] == len(rejected)
 
