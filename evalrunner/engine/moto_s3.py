@@ -149,13 +149,14 @@ def _key_class(account_id: str, region_name: str, bucket_name: str) -> type[Comp
         version_id="null",
         bucket_name=bucket_name,
     )
-    template.dispose()
     shared = {
         name: value
         for name, value in vars(template).items()
         if name not in _PER_KEY_ATTRIBUTES and name != "_value_buffer"
     }
-    return type("CompactKey", (CompactKey,), shared)
+    template.dispose()  # closes its buffer (after the copy above: ``disposed`` is False there)
+    # __module__ named: moto's model metaclass files the class under the module's second part
+    return type("CompactKey", (CompactKey,), {**shared, "__module__": __name__})
 
 
 def _s3_error(exc: ServiceException, operation: str) -> ClientError:
