@@ -26,6 +26,7 @@ from moto.core.exceptions import ServiceException
 from moto.core.utils import utcnow
 from moto.s3 import notifications
 from moto.s3.models import FakeBucket, FakeKey, S3Backend, s3_backends
+from moto.settings import get_s3_default_key_buffer_size
 from moto.utilities.utils import LowercaseDict, md5_hash
 
 #: The parameters the in-process S3 client answers itself, per operation (what RunStore
@@ -171,6 +172,31 @@ def _s3_error(exc: ServiceException, operation: str) -> ClientError:
     )
 
 
+def _new_key(
+    backend: S3Backend, bucket: FakeBucket, name: str, data: bytes, content_type: str | None
+) -> FakeKey:
+    """The key the seam stores: a :class:`CompactKey`, or, for an object larger than moto's
+    key buffer (5 MiB by default; a large run's report.json), moto's own ``FakeKey``, built as
+    ``S3Backend.put_object`` builds it, which keeps such an object in a file on disk."""
+    if len(data) > get_s3_default_key_buffer_size():
+        key = FakeKey(
+            name=name,
+            value=data,
+            account_id=backend.account_id,
+            region_name=backend.region_name,
+            storage="STANDARD",
+            is_versioned=False,
+            version_id="null",
+            bucket_name=bucket.name,
+        )
+        if content_type is not None:
+            key.set_metadata({"Content-Type": content_type})
+        key.set_acl(bucket.acl)
+        return key
+    key_class = _key_class(backend.account_id, backend.region_name, bucket.name)
+    return key_class(name, data, acl=bucket.acl, content_type=content_type)
+
+
 class InProcessS3Client:
     """The S3 client a local run's :class:`~evalrunner.storage.RunStore` gets: ``put_object``,
     ``get_object`` and ``list_objects_v2`` pages go straight to moto's S3 backend.
@@ -243,11 +269,8 @@ class InProcessS3Client:
         if bucket.is_versioned or bucket.encryption:  # moto's own keys, the long way
             return dict(self._boto().put_object(**parameters))
         content_type = parameters.get("ContentType")
-        key = _key_class(backend.account_id, backend.region_name, bucket_name)(
-            key_name,
-            data,
-            acl=bucket.acl,
-            content_type=None if content_type is None else str(content_type),
+        key = _new_key(
+            backend, bucket, key_name, data, None if content_type is None else str(content_type)
         )
         if condition == "*":
             with self._lock:
@@ -259,7 +282,7 @@ class InProcessS3Client:
         return {"ETag": key.etag, "ResponseMetadata": {"HTTPStatusCode": 200}}
 
     @staticmethod
-    def _store(backend: S3Backend, bucket: FakeBucket, key: CompactKey) -> None:
+    def _store(backend: S3Backend, bucket: FakeBucket, key: FakeKey) -> None:
         """What ``S3Backend.put_object`` does with the key it built, in an unversioned
         bucket: the key replaces the name's, and the bucket's notifications are sent."""
         bucket.keys.setlist(key.name, [key])
