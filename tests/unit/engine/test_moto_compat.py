@@ -13,6 +13,7 @@ import re
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import boto3
@@ -364,6 +365,49 @@ def test_s3_url_table_is_read_once_per_run(monkeypatch):
                 s3.put_object(Bucket="compat", Key=f"k{i}", Body=b"x")
             assert s3.get_object(Bucket="compat", Key="k19")["Body"].read() == b"x"
         assert reloads == ["moto.s3.urls"]
+
+
+def test_the_definition_is_parsed_once_per_run(monkeypatch):
+    """moto parses a definition when the state machine is created (and throws the result
+    away) and again when an execution starts; within a run the execution takes the first
+    parse. The run still executes it, a second execution parses afresh, and the original
+    parser is back afterwards."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.backend import execution_worker
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    # the two callers moto 5.2.5 has, each through the class attribute patched
+    for caller in (
+        StepFunctionsParserBackend._validate_definition,
+        execution_worker.ExecutionWorker._get_evaluation_entrypoint,
+    ):
+        assert "AmazonStateLanguageParser.parse(" in inspect.getsource(caller)
+    original = AmazonStateLanguageParser.__dict__["parse"]
+    parsed = []
+
+    def counting(definition):
+        parsed.append(definition)
+        return original.__func__(definition)
+
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counting))
+    definition = json.dumps(
+        {"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": {"ok": 1}, "End": True}}}
+    )
+    with moto_compat.embedded_aws(), moto_compat.interpreter_speedups():
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = sfn.create_state_machine(
+            name="once", definition=definition, roleArn="arn:aws:iam::123456789012:role/r"
+        )["stateMachineArn"]
+        outputs = []
+        for name in ("first", "second"):
+            run = sfn.start_execution(stateMachineArn=arn, name=name)["executionArn"]
+            while (found := sfn.describe_execution(executionArn=run))["status"] == "RUNNING":
+                time.sleep(0.01)
+            outputs.append(json.loads(found["output"]))
+        assert AmazonStateLanguageParser.__dict__["parse"].__func__ is not counting
+    assert outputs == [{"ok": 1}, {"ok": 1}]
+    assert parsed == [definition, definition]  # three parses asked for, two made
+    assert AmazonStateLanguageParser.__dict__["parse"].__func__ is counting  # put back
 
 
 def test_s3_seam_calls_fit_the_backend():
