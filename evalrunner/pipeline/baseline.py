@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evalrunner.errors import StorageError
 from evalrunner.reports.model import ReportData
-from evalrunner.reports.publish import complete_summaries, read_verified
+from evalrunner.reports.publish import complete_summaries, read_verified, run_order
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 
 
@@ -40,9 +40,7 @@ def find_baseline(
         earlier = [
             s for s in sets if s.summary.suite == suite and s.summary.started_at <= started_at
         ]
-        chosen = sorted(
-            earlier, key=lambda s: (s.summary.started_at, s.summary.run_id), reverse=True
-        )
+        chosen = sorted(earlier, key=lambda s: run_order(s.summary), reverse=True)
     for found in chosen:  # the latest first; one whose report does not check is skipped
         data = read_verified(store, found.manifest, found.summary.reports.report)
         if data is not None:

@@ -26,6 +26,7 @@ from evalrunner.reports.publish import (
     local_complete_sets,
     local_verified,
     read_summary,
+    run_order,
 )
 from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import REPORTS_PREFIX, RunStore
@@ -86,7 +87,7 @@ def build_history(
     target: str, summaries: Iterable[RunSummary], now: datetime | None = None
 ) -> History:
     """The history of ``target`` from its runs' summaries (any order)."""
-    ordered = sorted(summaries, key=lambda s: (s.started_at, s.run_id))
+    ordered = sorted(summaries, key=run_order)
     metrics: dict[str, HistoryMetric] = {}
     runs = []
     for s in ordered:

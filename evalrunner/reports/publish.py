@@ -89,6 +89,18 @@ def candidate_prefixes(target: str, now: datetime) -> Iterator[str]:
         yield f"{stamp}-{n}-"
 
 
+def run_order(summary: RunSummary) -> tuple[str, int, str]:
+    """How runs of one target sort, oldest first: by start (to the second), then by the order
+    they claimed their report prefixes in that second (``<stamp>-`` first, then
+    ``<stamp>-2-`` ...: claims are made at the start, in turn), then by id. Two runs a second
+    apart are common now that a small local run takes about a second; their ids' random
+    suffixes do not say which came first."""
+    name = summary.reports.manifest[: -len(MANIFEST_NAME)].rsplit("/", 1)[-1]
+    parts = name.rstrip("-").split("-")
+    claim = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
+    return summary.started_at, claim, summary.run_id
+
+
 def claim_report_prefix(store: RunStore, target: str, now: datetime, run_id: str) -> str:
     """Claim a free report prefix for ``run_id`` in the bucket (and in every local folder
     registered with :func:`claiming_in`) and return it."""

@@ -304,3 +304,29 @@ def test_the_manifest_hashes_the_bytes_stored_after_redaction(store):  # noqa: F
     stored = store.get_bytes(key)
     assert b"sk-live" not in stored
     assert verified(manifest, key, stored)
+
+
+def test_runs_of_one_second_sort_in_the_order_they_claimed_their_prefixes():
+    """Two local runs a second apart are common; their ids' random suffixes must not decide
+    which is older: the history and the baseline follow the claims (``<stamp>-`` first)."""
+    from evalrunner.reports.history import build_history
+    from evalrunner.reports.publish import run_order
+    from tests.support.summaries import report_keys, run_summary
+
+    stamp = "test-reports/prod-rag/261122-100000-"
+    first = run_summary(run_id="261122-100000-ffffff", reports=report_keys(stamp).model_dump())
+    second = run_summary(
+        run_id="261122-100000-000000", reports=report_keys(f"{stamp}2-").model_dump()
+    )
+    third = run_summary(
+        run_id="261122-100000-888888", reports=report_keys(f"{stamp}10-").model_dump()
+    )
+    later = run_summary(
+        run_id="261122-100001-000000",
+        started_at="2026-11-22T10:00:01+00:00",
+        reports=report_keys("test-reports/prod-rag/261122-100001-").model_dump(),
+    )
+    shuffled = [later, third, first, second]
+    assert sorted(shuffled, key=run_order) == [first, second, third, later]
+    history = build_history("prod-rag", shuffled)
+    assert [r.run_id for r in history.runs] == [s.run_id for s in (first, second, third, later)]
