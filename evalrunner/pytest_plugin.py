@@ -140,12 +140,17 @@ class CaseItem(pytest.Item):
             *(g.metric for g in data.gates),
             *self.parent.spec.get("thresholds", {}),
         }
-        rows = [r for r in data.rows if r.case_id == self.case_id]
+        # a conversation's item is its own row (the conversation metrics) and its turns'
+        rows = [
+            r for r in data.rows if r.case_id == self.case_id or r.conversation_id == self.case_id
+        ]
         failures: list[str] = []
         unscored: list[str] = []
         scored = 0
         for row in rows:
-            at = f" (iteration {row.iteration})" if data.iterations > 1 else ""
+            where = [f"turn {row.turn}"] if row.turn is not None else []
+            where += [f"iteration {row.iteration}"] if data.iterations > 1 else []
+            at = f" ({', '.join(where)})" if where else ""
             if row.status != "ok":
                 failures.append(f"{row.status}{at}: {row.error or 'no answer'}")
                 continue

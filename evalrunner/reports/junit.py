@@ -50,6 +50,10 @@ def run_suite(data: ReportData, summary: RunSummary) -> ET.Element:
     metrics = gated_metrics(data)
     for row in data.rows:
         for info in metrics:
+            if row.conversation_id is not None and row.result(info.metric) is None:
+                # A conversation's own row carries its conversation metrics and each turn its
+                # per-turn ones: the others do not apply there (they are not "not evaluated").
+                continue
             case = _case_element(row, info, classname, data.iterations)
             suite.append(case)
             counts["tests"] += 1

@@ -172,3 +172,44 @@ def test_assert_case_with_the_configured_judge(pytester, judge_stub, tmp_path):
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_judge_metric PASSED*"])
     assert judge_stub.requests
+
+
+CONVERSATIONS = """conversation_id,question,condition
+name,My name is Ana.,
+name,What is my name?,Ana
+city,I live in Paris.,
+city,Where do I live?,Paris
+"""
+
+CHAT = """
+def answer(question, conversation):
+    said = " ".join(t.get("content", "") for t in conversation if t.get("role") == "user")
+    if question == "What is my name?":
+        return "Your name is Ana." if "Ana" in said else "I do not know."
+    if question == "Where do I live?":
+        return "I do not know."  # forgets cities
+    return "Noted."
+"""
+
+
+def test_a_conversation_is_one_item_that_fails_on_its_failing_turn(pytester, tmp_path):
+    """One item per conversation: it passes when every turn (and the conversation metrics)
+    passed, and a failing turn fails it, named in the message."""
+    pytester.makefile(".csv", chats=CONVERSATIONS)
+    pytester.makepyfile(chat_bot_plugin_test=CHAT)
+    spec = {
+        "suite": "chats.csv",
+        "target": "chat_bot_plugin_test:answer",
+        "metrics": ["Text matching"],
+    }
+    (pytester.path / "chats.evalrunner.json").write_text(json.dumps(spec), encoding="utf-8")
+
+    result = run_pytest(
+        pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "chats.evalrunner.json"
+    )
+
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*chats.evalrunner.json::name PASSED*", "*chats.evalrunner.json::city FAILED*"]
+    )
+    result.stdout.fnmatch_lines(["*case city failed:*", "*(turn 2)*"])

@@ -246,3 +246,51 @@ def test_passing_run_says_passed_and_has_no_gate_table():
     assert text.startswith("## evalrunner: ✅ PASSED: prod-rag on test-suites/hr.xlsx\n")
     assert "### Gates" not in text and "### Regression" not in text
     assert "| ROUGE-L | 0.9 |" in text
+
+
+def test_junit_gives_a_conversation_its_metrics_and_each_turn_its_own():
+    """A conversation's row carries the conversation metrics and its turns the per-turn ones:
+    JUnit lists each where it applies, with no "not evaluated" skips for the others."""
+    metrics = [
+        MetricInfo(
+            metric="Knowledge retention",
+            evaluator="Knowledge retention",
+            primary=True,
+            threshold=1.0,
+            higher_is_better=True,
+        ),
+        MetricInfo(
+            metric="ROUGE-L", evaluator="Rouge", primary=True, threshold=0.5, higher_is_better=True
+        ),
+    ]
+    turn = {"conversation_id": "city", "iteration": 1, "status": "ok"}
+    rows = [
+        CaseRow(
+            case_id="city",
+            question="I live in Paris. / Where do I live?",
+            results=[result("Knowledge retention", score=0.5, success=False)],
+            **turn,
+        ),
+        CaseRow(
+            case_id="city#1",
+            question="I live in Paris.",
+            turn=1,
+            results=[result("ROUGE-L", score=0.9, success=True)],
+            **turn,
+        ),
+        CaseRow(
+            case_id="city#2",
+            question="Where do I live?",
+            turn=2,
+            results=[result("ROUGE-L", score=0.1, success=False)],
+            **turn,
+        ),
+    ]
+    data = report_data().model_copy(update={"metrics": metrics, "rows": rows, "gates": []})
+    suite = ET.fromstring(junit_xml([(data, run_summary())])).find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert list(cases) == ["city · Knowledge retention", "city#1 · ROUGE-L", "city#2 · ROUGE-L"]
+    assert cases["city · Knowledge retention"].find("failure") is not None
+    assert cases["city#2 · ROUGE-L"].find("failure") is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "2", "0")
