@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -37,3 +38,20 @@ def judge_stub() -> Iterator[JudgeStub]:
     Its default responder answers "{}"; set ``judge_stub.responder`` to script replies."""
     with JudgeStub() as stub:
         yield stub
+
+
+@pytest.fixture
+def moto_invokes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every invocation that reaches moto's Lambda responses (the HTTP layer boto3 talks to
+    inside the mock), by the function name in its path: what an in-process call must avoid."""
+    from moto.awslambda.responses import LambdaResponse
+
+    seen: list[str] = []
+    original = LambdaResponse.invoke
+
+    def counted(self: LambdaResponse) -> Any:
+        seen.append(self.path)
+        return original(self)
+
+    monkeypatch.setattr(LambdaResponse, "invoke", counted)
+    return seen

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from moto.awslambda.responses import LambdaResponse
 
 import evalrunner
 from evalrunner.engine import LocalEngine
@@ -18,19 +17,6 @@ from lambdas.local import local_pipeline
 from .conftest import SUITE_CSV, echo_target, read_csv
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def moto_invokes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    original = LambdaResponse.invoke
-
-    def counted(self: LambdaResponse) -> Any:
-        seen.append(self.path)
-        return original(self)
-
-    monkeypatch.setattr(LambdaResponse, "invoke", counted)
-    return seen
 
 
 def test_an_engine_run_invokes_its_hosted_target_in_process(

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto.awslambda.responses import LambdaResponse
 
 from evalrunner.engine import LocalEngine
 from evalrunner.engine.dispatch import Dispatcher, dispatching
@@ -67,21 +66,6 @@ HOSTED = {
     "no-answer": no_answer,
     "oversized": oversized,
 }
-
-
-@pytest.fixture
-def moto_invokes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every invocation that reaches moto's Lambda responses (the HTTP layer boto3 talks to
-    inside the mock), by the function name in its path."""
-    seen: list[str] = []
-    original = LambdaResponse.invoke
-
-    def counted(self: LambdaResponse) -> Any:
-        seen.append(self.path)
-        return original(self)
-
-    monkeypatch.setattr(LambdaResponse, "invoke", counted)
-    return seen
 
 
 @pytest.fixture

@@ -1,0 +1,85 @@
+"""The RunCase handler takes a batch (the Map's items since issue 18) and still takes one
+manifest item, the shape an execution started by the definition before batches sends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from evalrunner.pipeline import prepare
+from evalrunner.pipeline.context import Runtime
+from evalrunner.storage import RunStore
+from evalrunner.targets.base import Target, TargetResponse
+from lambdas import run_case
+
+SUITE = b"id,question,expected_answer\na,Q one?,alpha\nb,Q two?,beta\n"
+
+
+class Echo(Target):
+    kind = "lambdaArn"
+
+    @property
+    def name(self) -> str:
+        return "echo"
+
+    def invoke(self, case):
+        return TargetResponse(answer="alpha")
+
+
+def context() -> SimpleNamespace:
+    return SimpleNamespace(
+        function_name="evalrunner-run-case",
+        function_version="$LATEST",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:evalrunner-run-case",
+        memory_limit_in_mb=1024,
+        aws_request_id="r-1",
+        get_remaining_time_in_millis=lambda: 900_000,
+    )
+
+
+@pytest.fixture
+def handler_and_store():
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="runner-bucket")
+        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
+        store = RunStore("runner-bucket", client=client)
+        prepare.prepare_run(
+            {
+                "key": "test-suites/s.csv",
+                "iterations": 1,
+                "target": {"lambdaArn": "fn"},
+                "metrics": ["Exact match"],
+                "run_id": "rh",
+            },
+            store,
+            now=datetime(2026, 11, 24, tzinfo=UTC),
+        )
+        runtime = Runtime(s3_client=client, target_factory=lambda spec, *, session: Echo(spec))
+        yield run_case.build(runtime), store
+
+
+def test_a_batch_event_runs_its_cases(handler_and_store):
+    handler, store = handler_and_store
+    event = {"run_id": "rh", "bucket": "runner-bucket", "item": {"first": 0, "count": 2}}
+    assert handler(event, context()) == {"done": 2, "errors": 0, "remaining": None}
+    assert len(store.list_keys(store.records_prefix("rh"))) == 2
+
+
+def test_one_manifest_item_is_still_run_and_recorded(handler_and_store):
+    handler, store = handler_and_store
+    first, second = store.get_json(store.manifest_key("rh"))
+    event = {"run_id": "rh", "bucket": "runner-bucket", "item": first}
+    assert handler(event, context()) == {"item_id": first["item_id"], "status": "ok"}
+    failure = {"Error": "States.Timeout", "Cause": "timed out"}
+    reply = handler({**event, "item": second, "failure": failure}, context())
+    assert reply["status"] == "task_failed" and "States.Timeout" in reply["error"]
+    statuses = {
+        store.get_json(k)["case_id"]: store.get_json(k)["status"]
+        for k in store.list_keys(store.records_prefix("rh"))
+    }
+    assert statuses == {"a": "ok", "b": "task_failed"}
