@@ -169,10 +169,10 @@ class LocalEngine:
                 if name == PIPELINE_FUNCTIONS["PrepareFunctionArn"] and result:
                     progress.total, progress.phase = int(result.get("item_count", 0)), "cases"
                     run_ids.append(str(result.get("run_id")))
-                elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"] and exc is None:
-                    done, errors = task_counts(ev, result)
-                    progress.done += done
-                    progress.errors += errors
+                elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"] and isinstance(result, dict):
+                    # a task, or its Catch path, says how many cases it finished
+                    progress.done += int(result.get("done", 0))
+                    progress.errors += int(result.get("errors", 0))
                 elif name == PIPELINE_FUNCTIONS["ScoreFunctionArn"]:
                     progress.phase = "aggregating"
                 elif name == PIPELINE_FUNCTIONS["AggregateFunctionArn"]:
@@ -472,15 +472,6 @@ class LocalEngine:
             files.append(path)
         _download_history(summary.target, out_dir)  # not part of the set: after its manifest
         return files
-
-
-def task_counts(event: Mapping[str, Any], result: Any) -> tuple[int, int]:
-    """Cases a RunCase task finished, and how many of them are errors: a batch's task says
-    (its Catch path too); a one-item task (the shape before batches) is one case."""
-    if isinstance(result, Mapping) and "done" in result:
-        return int(result["done"]), int(result.get("errors", 0))
-    failed = "failure" in event or not isinstance(result, Mapping)
-    return 1, int(failed or result.get("status") != "ok")
 
 
 def _output_pending(description: Mapping[str, Any]) -> bool:
