@@ -37,6 +37,12 @@ from evalrunner.engine.moto_compat import (
     install_iterative_map_workers,
     interpreter_speedups,
 )
+from evalrunner.engine.moto_services import (
+    InProcessStepFunctions,
+    create_bucket,
+    create_function,
+    create_role,
+)
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
@@ -190,7 +196,7 @@ class LocalEngine:
         # A target Lambda the engine hosts is invoked in-process too (through the same
         # dispatcher as the state machine's tasks; the dispatcher is made below, from the
         # handlers this runtime builds, hence the late-bound route).
-        s3 = InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
+        s3 = embedded_s3()
         targets = self.target_factory(lambda *call: dispatcher.invoke(*call))
         functions = self.functions_for(
             Runtime(session=session, s3_client=s3, target_factory=targets)
@@ -209,7 +215,7 @@ class LocalEngine:
             self.seed_reports(out_dir, event.get("target", {}))
             if resume:
                 self.seed_records(out_dir, resume)
-            sfn = boto3.client("stepfunctions", region_name=REGION)
+            sfn = embedded_stepfunctions()
             arn = sfn.start_execution(
                 stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
                 input=json.dumps(event),
@@ -286,25 +292,28 @@ class LocalEngine:
                     os.environ[key] = value
 
     def deploy(self, suite: bytes, key: str) -> str:
-        """Create the bucket, functions and state machine inside an active embedded AWS."""
-        s3 = boto3.client("s3", region_name=REGION)
-        s3.create_bucket(Bucket=BUCKET)
-        s3.put_object(Bucket=BUCKET, Key=key, Body=suite)
-        iam = boto3.client("iam", region_name=REGION)
-        role = iam.create_role(
-            RoleName="evalrunner-local",
-            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}),
-        )["Role"]["Arn"]
-        lam = boto3.client("lambda", region_name=REGION)
+        """Create the bucket, functions and state machine inside an active embedded AWS
+        (straight into moto's backends: :mod:`evalrunner.engine.moto_services`)."""
+        create_bucket(BUCKET, account=ACCOUNT, region=REGION)
+        embedded_s3().put_object(Bucket=BUCKET, Key=key, Body=suite)
+        role = create_role(
+            "evalrunner-local",
+            account=ACCOUNT,
+            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": []}),
+        )
         code = _placeholder_zip()
         for name in sorted(self.function_names):
-            lam.create_function(
-                FunctionName=name,
-                Runtime="python3.12",
-                Role=role,
-                Handler="index.handler",
-                Code={"ZipFile": code},
-                Timeout=900,
+            create_function(
+                {
+                    "FunctionName": name,
+                    "Runtime": "python3.12",
+                    "Role": role,
+                    "Handler": "index.handler",
+                    "Code": {"ZipFile": code},
+                    "Timeout": 900,
+                },
+                account=ACCOUNT,
+                region=REGION,
             )
         values = {
             placeholder: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
@@ -318,7 +327,7 @@ class LocalEngine:
             f"arn:aws:batch:{REGION}:{ACCOUNT}:job-definition/evalrunner-local-score:1"
         )
         definition = state_machines.substitute(state_machines.test_runner_asl(), values)
-        boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+        embedded_stepfunctions().create_state_machine(
             name="evalrunner-test-runner", definition=definition, roleArn=role
         )
         return definition
@@ -342,7 +351,7 @@ class LocalEngine:
             folder = out_dir / "test-reports" / target_name(target)
         except Exception:  # an invalid target fails in Prepare with a proper message
             return 0
-        s3 = boto3.client("s3", region_name=REGION)
+        s3 = embedded_s3()
         count = 0
         for _, manifest_path, manifest in local_complete_sets(folder):
             base = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
@@ -390,7 +399,7 @@ class LocalEngine:
                 f"--resume {run_id}: no saved run in {folder}; resume from the --out folder "
                 "the stopped run wrote to"
             )
-        s3 = boto3.client("s3", region_name=REGION)
+        s3 = embedded_s3()
         count = 0
         for path in sorted(folder.glob("cases/*.json")):
             key = f"runs/{run_id}/cases/{path.name}"
@@ -481,10 +490,20 @@ def _output_pending(description: Mapping[str, Any]) -> bool:
     return description.get("status") == "SUCCEEDED" and "output" not in description
 
 
+def embedded_s3() -> InProcessS3Client:
+    """An S3 client on the embedded bucket's backend (inside the run's mock): the engine's
+    own puts and gets take no trip through botocore; anything else falls back to boto3."""
+    return InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
+
+
+def embedded_stepfunctions() -> InProcessStepFunctions:
+    """The embedded Step Functions (inside the run's mock), as a boto3-shaped client."""
+    return InProcessStepFunctions(account=ACCOUNT, region=REGION)
+
+
 def _embedded_object(key: str) -> bytes:
     """An object of the embedded run bucket (inside the run's mock)."""
-    s3 = boto3.client("s3", region_name=REGION)
-    return bytes(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    return bytes(embedded_s3().get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def _download_history(target: str, out_dir: Path) -> list[Path]:

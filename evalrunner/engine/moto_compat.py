@@ -33,9 +33,11 @@ What is patched, and why:
   by the same test): the run's own storage (every handler's ``RunStore``) reaches
   moto's S3 backend directly (:class:`InProcessS3Client`), without botocore serialising each
   put and get and moto's HTTP layer parsing it back: about 85% of run_case's CPU per case was
-  that trip. Objects land in the same backend, so a boto3 client against the mock (the
-  interpreter's ItemReader and ResultWriter, the engine's report download) sees them as if
-  they had been put through it, and the other way round.
+  that trip. The interpreter's ItemReader (the Map's read of the batches file) gets the same
+  client. Objects land in the same backend, so a boto3 client against the mock sees them as
+  if they had been put through it, and the other way round. The engine's own control plane
+  (deploy, start, poll, download) reaches the backends directly too
+  (:mod:`evalrunner.engine.moto_services`): a local run makes no botocore request at all.
 - **The embedded AWS and the way out of it**: ``embedded_aws`` is moto's ``mock_aws`` with the
   interpreter executing definitions and Lambda without Docker; ``detach_request_hook`` removes
   moto's botocore hook from one session, so a real AWS target is called for real.
@@ -67,9 +69,12 @@ import boto3
 import moto
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
-from moto.core.models import botocore_stubber
+from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
 from moto.s3.models import S3Backend
 from moto.stepfunctions.parser import utils as parser_utils
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval import (
+    resource_eval_s3 as item_reader_s3,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import (
     distributed_iteration_component as distributed_map,
 )
@@ -198,6 +203,7 @@ def interpreter_speedups() -> Iterator[None]:
     with _patch_lock:
         original_parse: Callable[[str], Any] = getattr(json_path, _PARSE)
         original_client: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
+        reader_client: Callable[..., Any] = getattr(item_reader_s3, _CLIENT_FOR)
         cached_parse = functools.lru_cache(maxsize=4096)(original_parse)
         clients: dict[tuple[str, str], Any] = {}
         clients_lock = threading.Lock()
@@ -210,6 +216,19 @@ def interpreter_speedups() -> Iterator[None]:
                         region=region, service=service, state_credentials=state_credentials
                     )
                 return clients[key]
+
+        def reader_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+            """The ItemReader's S3 client: the in-process one (its ``get_object`` of the
+            batches file goes straight to the backend; anything else through boto3). moto's
+            own ignores ``state_credentials`` and signs as the default account."""
+            if service != "s3" or not botocore_stubber.enabled:
+                return reader_client(
+                    region=region, service=service, state_credentials=state_credentials
+                )
+            return InProcessS3Client(
+                lambda: reader_client(region=region, service=service),
+                account_id=DEFAULT_ACCOUNT_ID,
+            )
 
         original_urls: property = S3Backend.__dict__[_URL_MODULE]
         urls_module: list[Any] = []
@@ -238,6 +257,7 @@ def interpreter_speedups() -> Iterator[None]:
 
         setattr(json_path, _PARSE, cached_parse)
         setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
+        setattr(item_reader_s3, _CLIENT_FOR, reader_client_for)
         setattr(S3Backend, _URL_MODULE, property(url_module))
         setattr(AmazonStateLanguageParser, _ASL_PARSE, staticmethod(parse_once))
     try:
@@ -246,6 +266,7 @@ def interpreter_speedups() -> Iterator[None]:
         with _patch_lock:
             setattr(json_path, _PARSE, original_parse)
             setattr(lambda_eval_utils, _CLIENT_FOR, original_client)
+            setattr(item_reader_s3, _CLIENT_FOR, reader_client)
             setattr(S3Backend, _URL_MODULE, original_urls)
             setattr(AmazonStateLanguageParser, _ASL_PARSE, original_asl)
 

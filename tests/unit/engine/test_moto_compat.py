@@ -142,7 +142,7 @@ def test_thread_failures_keep_interpreter_threads_only():
 
 
 def test_only_this_module_imports_moto():
-    """One place to re-read on a moto upgrade (moto_compat and its S3 half, moto_s3, which it
+    """One place to re-read on a moto upgrade (moto_compat, its S3 half moto_s3, which it
     re-exports and this file pins): the rest of the package goes through them."""
     package = ROOT / "evalrunner"
     importers = [
@@ -153,6 +153,7 @@ def test_only_this_module_imports_moto():
     assert sorted(importers) == [
         "evalrunner/engine/moto_compat.py",
         "evalrunner/engine/moto_s3.py",
+        "evalrunner/engine/moto_services.py",
     ]
 
 
@@ -162,6 +163,9 @@ def test_patched_names_exist_and_are_put_back():
     inside the block and be the original again after it."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
     from moto.s3.models import S3Backend
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval import (
+        resource_eval_s3 as item_reader_s3,
+    )
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
         lambda_eval_utils,
     )
@@ -170,6 +174,7 @@ def test_patched_names_exist_and_are_put_back():
     seams = [
         (json_path, "parse"),
         (lambda_eval_utils, "boto_client_for"),
+        (item_reader_s3, "boto_client_for"),
         (LambdaSimpleBackend, "invoke"),
         (S3Backend, "_url_module"),
     ]
@@ -178,6 +183,7 @@ def test_patched_names_exist_and_are_put_back():
     # patch reaches it
     assert "parse(" in inspect.getsource(json_path)
     assert "boto_client_for(" in inspect.getsource(lambda_eval_utils)
+    assert "boto_client_for(" in inspect.getsource(item_reader_s3)
     assert "self._url_module" in inspect.getsource(S3Backend.__mro__[1])  # BaseBackend.urls
     with (
         moto_compat.interpreter_speedups(),
