@@ -19,7 +19,8 @@ What is patched, and why:
   execution starts; the second parse of the same text now takes the first's unused result
   (a third parses afresh). About 0.3 s of a run's start-up, more on a loaded machine.
 - **Three caches** (JSONPath parsing, boto3 clients for Lambda tasks, S3's URL table): moto
-  rebuilds a yacc JSONPath parser per path and a boto3 client per task, and its S3 backend
+  rebuilds a yacc JSONPath parser per path (and per Task's ``ResultPath``) and a boto3 client
+  per task, and its S3 backend
   re-imports ``moto.s3.urls`` (``importlib.reload``: the .pyc read from disk and executed)
   twice per S3 request, so that a change of custom endpoints in the environment is seen; the
   cached versions return the same objects (the URL table read once per run, at its first S3
@@ -72,6 +73,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
 from moto.s3.models import S3Backend
 from moto.stepfunctions.parser import utils as parser_utils
+from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval import (
     resource_eval_s3 as item_reader_s3,
 )
@@ -113,6 +115,7 @@ _LOOPING = "_evalrunner_pool_looping"
 _ORIGINAL = "__evalrunner_original__"
 _EVAL_POOL = "_eval_pool"
 _PARSE = "parse"  # json_path.parse, moto's import of jsonpath_ng.ext.parse
+# (and result_path.parse, its import of jsonpath_ng.parse)
 _CLIENT_FOR = "boto_client_for"  # lambda_eval_utils' import of utils.boto_client's
 _INVOKE = "invoke"  # LambdaSimpleBackend.invoke
 _THREADS = "TMP_THREADS"  # moto.stepfunctions.parser.utils' list, imported by name elsewhere
@@ -205,6 +208,8 @@ def interpreter_speedups() -> Iterator[None]:
         original_client: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
         reader_client: Callable[..., Any] = getattr(item_reader_s3, _CLIENT_FOR)
         cached_parse = functools.lru_cache(maxsize=4096)(original_parse)
+        original_result_parse: Callable[[str], Any] = getattr(result_path, _PARSE)
+        cached_result_parse = functools.lru_cache(maxsize=4096)(original_result_parse)
         clients: dict[tuple[str, str], Any] = {}
         clients_lock = threading.Lock()
 
@@ -256,6 +261,7 @@ def interpreter_speedups() -> Iterator[None]:
             return parsed
 
         setattr(json_path, _PARSE, cached_parse)
+        setattr(result_path, _PARSE, cached_result_parse)
         setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
         setattr(item_reader_s3, _CLIENT_FOR, reader_client_for)
         setattr(S3Backend, _URL_MODULE, property(url_module))
@@ -265,6 +271,7 @@ def interpreter_speedups() -> Iterator[None]:
     finally:
         with _patch_lock:
             setattr(json_path, _PARSE, original_parse)
+            setattr(result_path, _PARSE, original_result_parse)
             setattr(lambda_eval_utils, _CLIENT_FOR, original_client)
             setattr(item_reader_s3, _CLIENT_FOR, reader_client)
             setattr(S3Backend, _URL_MODULE, original_urls)

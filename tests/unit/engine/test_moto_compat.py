@@ -163,6 +163,7 @@ def test_patched_names_exist_and_are_put_back():
     inside the block and be the original again after it."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
     from moto.s3.models import S3Backend
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval import (
         resource_eval_s3 as item_reader_s3,
     )
@@ -173,6 +174,7 @@ def test_patched_names_exist_and_are_put_back():
 
     seams = [
         (json_path, "parse"),
+        (result_path, "parse"),
         (lambda_eval_utils, "boto_client_for"),
         (item_reader_s3, "boto_client_for"),
         (LambdaSimpleBackend, "invoke"),
@@ -182,6 +184,7 @@ def test_patched_names_exist_and_are_put_back():
     # each is read by the module's own code as a global (or called as a method), so the
     # patch reaches it
     assert "parse(" in inspect.getsource(json_path)
+    assert "parse(self.result_path_src)" in inspect.getsource(result_path)
     assert "boto_client_for(" in inspect.getsource(lambda_eval_utils)
     assert "boto_client_for(" in inspect.getsource(item_reader_s3)
     assert "self._url_module" in inspect.getsource(S3Backend.__mro__[1])  # BaseBackend.urls
@@ -192,6 +195,7 @@ def test_patched_names_exist_and_are_put_back():
         during = [getattr(owner, name) for owner, name in seams]
         assert all(now is not then for now, then in zip(during, before, strict=True))
         assert json_path.parse("$.a") is json_path.parse("$.a")  # the cache answers
+        assert result_path.parse("$.result") is result_path.parse("$.result")
     assert [getattr(owner, name) for owner, name in seams] == before
 
 
