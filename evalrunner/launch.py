@@ -5,10 +5,11 @@ CLI's run, with the same checks, judge cache and engine, and an engine is built 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from evalrunner.user_cache import user_cache_dir
 
 if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `import evalrunner`
     from evalrunner.engine.dispatch import Handler
@@ -18,9 +19,7 @@ if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `impor
 def judge_cache_dir() -> Path:
     """Where local runs keep judge replies, so an unchanged case costs nothing next time
     (the embedded bucket disappears with the run)."""
-
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evalrunner" / "judge"
+    return user_cache_dir("judge")
 
 
 def with_judge_cache(event: dict[str, Any]) -> dict[str, Any]:

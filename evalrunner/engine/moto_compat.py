@@ -14,10 +14,11 @@ What is patched, and why:
   trampoline turns it into a loop without copying moto's bodies: the patched method runs the
   original, and a nested call only records its arguments for the loop to run next.
   The upstream report is ``docs/upstream/moto-map-worker-recursion.md``.
-- **The definition is parsed once per run, not twice**: moto's ANTLR parser reads it when the
-  state machine is created (to validate it; the result is thrown away) and again when the
-  execution starts; the second parse of the same text now takes the first's unused result
-  (a third parses afresh). About 0.3 s of a run's start-up, more on a loaded machine.
+- **The definition is parsed once per user and moto version, not twice per run**: moto's
+  ANTLR parser reads it when the state machine is created (to validate it; the result is
+  thrown away) and again when the execution starts; each call now gets a fresh copy of a
+  program parsed once and kept in memory and in the user's cache folder
+  (:mod:`evalrunner.engine.definition_cache`). About 0.1–0.3 s of a run's start-up.
 - **Three caches** (JSONPath parsing, boto3 clients for Lambda tasks, S3's URL table): moto
   rebuilds a yacc JSONPath parser per path (and per Task's ``ResultPath``) and a boto3 client
   per task, and its S3 backend
@@ -64,6 +65,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -94,6 +96,7 @@ from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 
+from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.moto_s3 import InProcessS3Client
 
 MOTO_VERSION = "5.2.5"
@@ -123,6 +126,19 @@ _EVENT_MANAGER = "EventManager"  # distributed_iteration_component's import of i
 _URL_MODULE = "_url_module"  # S3Backend's property: moto.s3.urls, reloaded on every read
 _ASL_PARSE = "parse"  # AmazonStateLanguageParser.parse, a staticmethod
 _patch_lock = threading.Lock()
+_definition_caches: dict[Path | None, DefinitionCache] = {}
+_caches_lock = threading.Lock()
+
+
+def definition_cache(parser: Callable[[str], Any], folder: Path | None) -> DefinitionCache:
+    """The process's cache of parsed definitions kept in ``folder`` (one per folder, so a
+    run after the first in a process parses nothing)."""
+    with _caches_lock:
+        cache = _definition_caches.get(folder)
+        if cache is None:
+            cache = DefinitionCache(parser, version=MOTO_VERSION, folder=folder)
+            _definition_caches[folder] = cache
+        return cache
 
 
 def _iterative(original: Callable[..., None]) -> Callable[..., None]:
@@ -200,9 +216,10 @@ def install_bounded_retention() -> None:
 
 
 @contextmanager
-def interpreter_speedups() -> Iterator[None]:
-    """The JSONPath, boto3-client and S3 URL caches and the one parse of the definition, for
-    the duration of one run."""
+def interpreter_speedups(definitions: Path | None = None) -> Iterator[None]:
+    """The JSONPath, boto3-client and S3 URL caches for the duration of one run, and the
+    parsed definitions of the process (kept in ``definitions`` too, if given, for the next
+    process: :mod:`evalrunner.engine.definition_cache`)."""
     with _patch_lock:
         original_parse: Callable[[str], Any] = getattr(json_path, _PARSE)
         original_client: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
@@ -246,26 +263,14 @@ def interpreter_speedups() -> Iterator[None]:
                 return urls_module[0]
 
         original_asl: staticmethod[[str], Any] = AmazonStateLanguageParser.__dict__[_ASL_PARSE]
-        unused: dict[str, Any] = {}
-        unused_lock = threading.Lock()
-
-        def parse_once(definition: str) -> Any:
-            """The create-time parse's result for the execution's parse of the same text."""
-            with unused_lock:
-                held = unused.pop(definition, None)
-            if held is not None:
-                return held
-            parsed = original_asl.__func__(definition)
-            with unused_lock:
-                unused[definition] = parsed
-            return parsed
+        parsed = definition_cache(original_asl.__func__, definitions)
 
         setattr(json_path, _PARSE, cached_parse)
         setattr(result_path, _PARSE, cached_result_parse)
         setattr(lambda_eval_utils, _CLIENT_FOR, client_for)
         setattr(item_reader_s3, _CLIENT_FOR, reader_client_for)
         setattr(S3Backend, _URL_MODULE, property(url_module))
-        setattr(AmazonStateLanguageParser, _ASL_PARSE, staticmethod(parse_once))
+        setattr(AmazonStateLanguageParser, _ASL_PARSE, staticmethod(parsed.parse))
     try:
         yield
     finally:

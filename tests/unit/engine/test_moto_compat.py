@@ -377,23 +377,24 @@ def test_s3_url_table_is_read_once_per_run(monkeypatch):
         assert reloads == ["moto.s3.urls"]
 
 
-def test_the_definition_is_parsed_once_per_run(monkeypatch):
+def test_the_definition_is_parsed_once_per_process(monkeypatch, tmp_path):
     """moto parses a definition when the state machine is created (and throws the result
-    away) and again when an execution starts; within a run the execution takes the first
-    parse. The run still executes it, a second execution parses afresh, and the original
-    parser is back afterwards."""
+    away) and again when each execution starts; with the speedups on, the parser runs once
+    and every caller gets its own copy of the program; executions still run it, and the
+    original parser is back afterwards."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend import execution_worker
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
-    # the two callers moto 5.2.5 has, each through the class attribute patched
-    for caller in (
-        StepFunctionsParserBackend._validate_definition,
-        execution_worker.ExecutionWorker._get_evaluation_entrypoint,
-    ):
-        assert "AmazonStateLanguageParser.parse(" in inspect.getsource(caller)
+    # the two callers moto 5.2.5 has, each through the class attribute patched; each uses
+    # the program only (the cache answers None for the parse tree)
+    assert "AmazonStateLanguageParser.parse(" in inspect.getsource(
+        StepFunctionsParserBackend._validate_definition
+    )
+    entry = inspect.getsource(execution_worker.ExecutionWorker._get_evaluation_entrypoint)
+    assert "AmazonStateLanguageParser.parse(" in entry and entry.rstrip().endswith(")[0]")
     original = AmazonStateLanguageParser.__dict__["parse"]
-    parsed = []
+    parsed, programs = [], []
 
     def counting(definition):
         parsed.append(definition)
@@ -403,7 +404,15 @@ def test_the_definition_is_parsed_once_per_run(monkeypatch):
     definition = json.dumps(
         {"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": {"ok": 1}, "End": True}}}
     )
-    with moto_compat.embedded_aws(), moto_compat.interpreter_speedups():
+    with moto_compat.embedded_aws(), moto_compat.interpreter_speedups(tmp_path / "defs"):
+        cached = AmazonStateLanguageParser.__dict__["parse"].__func__
+        assert cached is not counting
+
+        def spying(text):
+            programs.append(cached(text)[0])
+            return programs[-1], None
+
+        monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(spying))
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
         arn = sfn.create_state_machine(
             name="once", definition=definition, roleArn="arn:aws:iam::123456789012:role/r"
@@ -414,9 +423,10 @@ def test_the_definition_is_parsed_once_per_run(monkeypatch):
             while (found := sfn.describe_execution(executionArn=run))["status"] == "RUNNING":
                 time.sleep(0.01)
             outputs.append(json.loads(found["output"]))
-        assert AmazonStateLanguageParser.__dict__["parse"].__func__ is not counting
+        monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(cached))
     assert outputs == [{"ok": 1}, {"ok": 1}]
-    assert parsed == [definition, definition]  # three parses asked for, two made
+    assert parsed == [definition]  # three parses asked for, one made
+    assert len(programs) == 3 and len({id(p) for p in programs}) == 3  # each its own copy
     assert AmazonStateLanguageParser.__dict__["parse"].__func__ is counting  # put back
 
 
