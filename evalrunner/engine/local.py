@@ -46,6 +46,7 @@ from evalrunner.engine.moto_services import (
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
 from evalrunner.errors import EngineStalled, ExecutionFailed
+from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
@@ -210,6 +211,7 @@ class LocalEngine:
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
         with (
+            older_objects_frozen(),
             self.embedded_aws(),
             interpreter_speedups(self.definitions),
             dispatching(dispatcher),

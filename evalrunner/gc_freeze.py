@@ -1,0 +1,46 @@
+"""Keeping a run's long-lived objects out of CPython's cyclic collector while it runs.
+
+A run allocates many short-lived objects per case, and the allocations trigger CPython's
+cyclic collector; every so often a full collection walks every object of the process: the
+imported libraries (moto, botocore, pandas and scikit-learn through nltk, ...) and, in a
+local run, the embedded engine and S3 with the whole run. None of those becomes garbage
+during the run, yet at 2,000 cases the walks were ~0.6 s of a 3.8 s run (issue 18).
+``gc.freeze`` is the standard library's way to set long-lived objects aside; ``gc.unfreeze``
+puts them back in the oldest generation afterwards, so a long-lived Python process (a
+notebook) is left as it was. Garbage made inside the block is still collected.
+
+Blocks nest (the local engine freezes what exists when a run starts, and Aggregate, inside
+it, what the run has built by then); only the outermost thaws. A process that froze objects
+itself (a server after its imports) or turned the collector off is left alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_depth = 0  # blocks of ours open now (any thread)
+
+
+@contextmanager
+def older_objects_frozen() -> Iterator[None]:
+    """Collect only the garbage made inside the block (see the module's docstring)."""
+    global _depth
+    with _lock:
+        ours = gc.isenabled() and (_depth > 0 or not gc.get_freeze_count())
+        if ours:
+            _depth += 1
+            gc.freeze()
+    if not ours:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                gc.unfreeze()
