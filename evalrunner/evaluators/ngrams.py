@@ -9,11 +9,13 @@ from typing import TypeVar
 T = TypeVar("T", bound=Hashable)
 
 
-def ngrams_up_to(tokens: Sequence[str], orders: int) -> list[tuple[str, ...]]:
+def ngrams_up_to(tokens: Sequence[str], orders: int) -> list[str | tuple[str, ...]]:
     """Every run of ``n`` consecutive tokens for n = 1 .. ``orders`` (none of an order longer
-    than ``tokens``): ``zip`` over shifted slices gives the same tuples as rouge-score's
-    ``_create_ngrams`` and nltk's ``ngrams`` at a fraction of their per-n-gram cost."""
-    grams: list[tuple[str, ...]] = list(zip(tokens, strict=False))
+    than ``tokens``): the 1-grams are the tokens themselves, the others ``n``-tuples (``zip``
+    over shifted slices: the same n-grams as rouge-score's ``_create_ngrams`` and nltk's
+    ``ngrams`` at a fraction of their per-n-gram cost). A token never equals a tuple, so no
+    two orders share a key."""
+    grams: list[str | tuple[str, ...]] = list(tokens)
     for n in range(2, orders + 1):
         grams += zip(*[tokens[i:] for i in range(n)], strict=False)
     return grams
@@ -23,10 +25,10 @@ def clipped_matches_by_order(a: Sequence[str], b: Sequence[str], orders: int) ->
     """For n = 1 .. ``orders``: how many n-grams of ``a`` and ``b`` match, each counted at
     most as often as it occurs in either (``sum((Counter(a_n) & Counter(b_n)).values())``).
 
-    Every order of one side is counted in one Counter (an n-gram is an n-tuple, so orders
-    never share a key, and the order of a shared key is its length): two Counters for all
-    orders instead of two per order, whose construction was most of ROUGE-N's and BLEU's
-    cost on short texts (issue 18). The smaller side's keys are looked up in the other's."""
+    Every order of one side is counted in one Counter (:func:`ngrams_up_to`; the order of a
+    shared key is 1 for a token, else its length): two Counters for all orders instead of
+    two per order, whose construction was most of ROUGE-N's and BLEU's cost on short texts
+    (issue 18). The smaller side's keys are looked up in the other's."""
     a_counts, b_counts = Counter(ngrams_up_to(a, orders)), Counter(ngrams_up_to(b, orders))
     if len(a_counts) > len(b_counts):
         a_counts, b_counts = b_counts, a_counts
@@ -34,7 +36,7 @@ def clipped_matches_by_order(a: Sequence[str], b: Sequence[str], orders: int) ->
     for gram, count in a_counts.items():
         other = b_counts.get(gram)
         if other is not None:
-            clipped[len(gram)] += min(count, other)
+            clipped[1 if isinstance(gram, str) else len(gram)] += min(count, other)
     return clipped[1:]
 
 
