@@ -4,8 +4,8 @@ evaluation steps.
 Options (``evaluator_options["GEval"]``): ``criteria`` and/or ``evaluation_steps``,
 ``scale`` (5 or 10). With criteria only, the judge writes the evaluation steps once per run
 (kept on the evaluator, which serves every case of its run, and per judge client and
-criteria; the judge's response cache makes the same prompt free on later runs). Each case is scored on
-1..scale. When the judge returns log-probabilities for the score token, the score is the
+criteria; the judge's response cache makes the same prompt free on later runs). Each case is
+scored on 1..scale. When the judge returns log-probabilities for the score token, the score is the
 probability-weighted mean of the score tokens, normalised over the valid score tokens only
 (P(4) = 0.6, P(5) = 0.4 → 4.4); otherwise the integer. Metric ``GEval`` =
 (s − 1) / (scale − 1), threshold 0.5.
