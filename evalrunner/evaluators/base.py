@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -251,10 +252,11 @@ class Evaluator(ABC):
         correctness with ``judged: true``). A run without a judge warns about these."""
         return cls.requires is Requirement.JUDGE
 
-    @property
+    @cached_property
     def asks_judge(self) -> bool:
         """Whether this evaluator, as built for the run, asks the judge (see
-        :meth:`uses_judge`): a case's judge usage is recorded when any of its does."""
+        :meth:`uses_judge`): a case's judge usage is recorded when any of its does. Its
+        options are set when it is built, so this is worked out once, not once per case."""
         return self.uses_judge(self.options.model_dump())
 
     @classmethod

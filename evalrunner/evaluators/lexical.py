@@ -15,7 +15,7 @@ from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Sco
 from evalrunner.evaluators.bleu import sentence_bleus
 from evalrunner.evaluators.ngrams import clipped_matches
 from evalrunner.evaluators.registry import register
-from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_score
+from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_scores
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 10
@@ -43,11 +43,8 @@ class RougeMetric(Evaluator):
         assert sample.answer is not None and sample.expected_answer is not None
         target = self._TOKENIZER.tokenize(sample.expected_answer)
         prediction = self._TOKENIZER.tokenize(sample.answer)
-        result = {
-            "ROUGE-1": ngram_score(target, prediction, 1),
-            "ROUGE-2": ngram_score(target, prediction, 2),
-            "ROUGE-L": lcs_score(target, prediction),
-        }
+        rouge_1, rouge_2 = ngram_scores(target, prediction, 2)
+        result = {"ROUGE-1": rouge_1, "ROUGE-2": rouge_2, "ROUGE-L": lcs_score(target, prediction)}
         return {
             metric: Scored(
                 s.fmeasure,

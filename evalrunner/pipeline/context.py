@@ -106,6 +106,7 @@ class RunContext:
         self._hub: ModelHub | None = None
         self._recorded: set[str] | None = None
         self._manifest: list[dict[str, Any]] | None = None
+        self._evaluators: dict[frozenset[Requirement], list[Evaluator]] = {}
 
     @classmethod
     def load(
@@ -208,14 +209,27 @@ class RunContext:
 
     def evaluators(self, requirements: Iterable[Requirement]) -> list[Evaluator]:
         """The run's evaluators that run where ``requirements`` are met, each built with what
-        it needs from this context."""
-        wanted = set(requirements)
-        config = self.config
-        return [
-            cls.for_run(config.thresholds, config.evaluator_options.get(cls.name), self)
-            for cls in (resolve(name) for name in config.metrics)
-            if cls.requires in wanted
-        ]
+        it needs from this context.
+
+        Built once per context and requirement set, then shared by every case of the run in
+        this process, on any thread: an evaluator holds its run-wide settings (thresholds,
+        options, the judge or hub it was given) and nothing of a case. Resolving the names,
+        validating the options and building the list again for each case was ~3% of a
+        case's CPU (issue 18)."""
+        wanted = frozenset(requirements)
+        with self._lock:
+            built = self._evaluators.get(wanted)
+        if built is None:
+            # Built outside the lock: for_run reads self.judge / self.models, which take it.
+            config = self.config
+            made = [
+                cls.for_run(config.thresholds, config.evaluator_options.get(cls.name), self)
+                for cls in (resolve(name) for name in config.metrics)
+                if cls.requires in wanted
+            ]
+            with self._lock:  # a racing first case may have built them too: keep one list
+                built = self._evaluators.setdefault(wanted, made)
+        return list(built)
 
 
 class Runtime:

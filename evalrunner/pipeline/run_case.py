@@ -127,6 +127,8 @@ def sanitized_response(response: TargetResponse) -> tuple[TargetResponse, list[s
     data = response.model_dump()
     notes: list[str] = []
     for name, value in data.items():
+        if not value or not isinstance(value, str | list | dict):
+            continue  # no text in it (None, a number, an empty list): nothing to clean
         cleaned, found = sanitize_value(value)
         if found:
             data[name] = cleaned

@@ -3,9 +3,9 @@ evaluation steps.
 
 Options (``evaluator_options["GEval"]``): ``criteria`` and/or ``evaluation_steps``,
 ``scale`` (5 or 10). With criteria only, the judge writes the evaluation steps once per run
-(kept per judge client and criteria, since the pipeline builds evaluators per case; the
-judge's response cache makes the same prompt free on later runs). Each case is scored on
-1..scale. When the judge returns log-probabilities for the score token, the score is the
+(kept on the evaluator, which serves every case of its run, and per judge client and
+criteria; the judge's response cache makes the same prompt free on later runs). Each case is
+scored on 1..scale. When the judge returns log-probabilities for the score token, the score is the
 probability-weighted mean of the score tokens, normalised over the valid score tokens only
 (P(4) = 0.6, P(5) = 0.4 → 4.4); otherwise the integer. Metric ``GEval`` =
 (s − 1) / (scale − 1), threshold 0.5.
@@ -197,9 +197,9 @@ class GEval(JudgeEvaluator):
     def evaluation_steps(self) -> list[str]:
         """The given steps, or the ones the judge writes from the criteria: once per run.
 
-        Written steps are kept on this evaluator and, since the pipeline builds evaluators
-        per case, also per judge (the run's judge client is shared by all cases of a
-        process) and criteria; concurrent cases wait for the first writer. A failed attempt
+        Written steps are kept on this evaluator (a run context builds it once for all its
+        cases) and also per judge client and criteria, so any other evaluator built on the
+        same judge finds them; concurrent cases wait for the first writer. A failed attempt
         is not kept: the next case tries again. The judge's response cache makes the same
         prompt free on later runs and in other processes."""
         steps = self._steps

@@ -203,6 +203,45 @@ def test_sentence_bleus_takes_any_weights_as_nltk_does(weights) -> None:
         ]
 
 
+@pytest.mark.parametrize(
+    "smoothing",
+    [
+        SmoothingFunction(epsilon=0.5).method1,
+        SmoothingFunction(epsilon=0).method1,
+        SmoothingFunction().method0,
+        SmoothingFunction().method2,
+        SmoothingFunction().method4,
+        SmoothingFunction().method3,
+    ],
+    ids=["method1-epsilon-0.5", "method1-epsilon-0", "method0", "method2", "method4", "method3"],
+)
+@pytest.mark.filterwarnings("ignore:\\nThe hypothesis contains 0 counts:UserWarning")
+def test_sentence_bleus_takes_any_smoothing_as_nltk_does(smoothing) -> None:
+    """Method 1 is computed on the integer counts (any epsilon, 0 included: a zero precision
+    then drops out of the sum as in nltk); any other smoothing gets nltk's Fractions."""
+    weights = list(BLEU_WEIGHTS.values())
+    for reference_text, hypothesis_text in CORPUS[:120]:
+        reference, hypothesis = reference_text.split(), hypothesis_text.split()
+        assert sentence_bleus(reference, hypothesis, weights, smoothing) == [
+            sentence_bleu([reference], hypothesis, weights=w, smoothing_function=smoothing)
+            for w in weights
+        ], (reference_text, hypothesis_text)
+
+
+def test_numbers_are_their_own_tokens_as_rouge_score_stems_them() -> None:
+    """The tokenizer keeps a number without stemming it: rouge-score's stemmer leaves every
+    number as it is (all of 0 .. 199,999, and longer ones), alone or among words."""
+    stemmer = DefaultTokenizer(use_stemmer=True)
+    rng = random.Random(18)
+    numbers = [str(i) for i in range(200_000)]
+    numbers += ["".join(rng.choices("0123456789", k=rng.randint(6, 80))) for _ in range(2_000)]
+    for start in range(0, len(numbers), 500):
+        text = " ".join(numbers[start : start + 500])
+        assert StemmingTokenizer().tokenize(text) == stemmer.tokenize(text) == text.split()
+    mixed = "paid 1999 dollars in 2024, 3.5 days, 1,000 items, v2 x86_64 0042 rates"
+    assert StemmingTokenizer().tokenize(mixed) == stemmer.tokenize(mixed)
+
+
 def test_the_stem_cache_is_bounded_and_stays_correct_when_full() -> None:
     """Filled past its size with distinct words, the cache holds STEM_CACHE_SIZE entries and
     no more, and a word evicted long ago is stemmed again to the same token."""

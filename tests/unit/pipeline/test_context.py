@@ -119,6 +119,31 @@ def test_evaluators_receive_the_runs_judge_and_hub_when_built(store):
     assert len(modelled) == 2 and len(hubs) == 1 and all(e.hub is hubs[0] for e in modelled)
 
 
+def test_a_runs_evaluators_are_built_once_and_serve_every_case(store, monkeypatch):
+    """Resolved and built at the first case, then the same instances for every later case
+    of the run (the list itself a fresh copy each time); another requirement set is built
+    apart."""
+    prepare_run(store, "r1", metrics=["Exact match", "Token F1"], iterations=3)
+    context = RunContext.load(store, "r1", target_factory=echo)
+    built = []
+    original = run_case.Evaluator.for_run.__func__
+
+    def counting(cls, thresholds, options, services):
+        built.append(cls.name)
+        return original(cls, thresholds, options, services)
+
+    monkeypatch.setattr(run_case.Evaluator, "for_run", classmethod(counting))
+    items = store.get_json(store.manifest_key("r1"))
+    for item in items:
+        assert run_case.run_case(context, item)["status"] == "ok"
+    assert len(items) == 6 and built == ["Exact match", "Token F1"]
+    first, again = context.evaluators(run_case.PER_CASE), context.evaluators(run_case.PER_CASE)
+    assert first is not again and all(a is b for a, b in zip(first, again, strict=True))
+    assert context.evaluators([]) == [] and len(built) == 2
+    record = store.get_json(store.record_key("r1", items[-1]["item_id"]))
+    assert [r["metric"] for r in record["results"]] == ["Exact match", "Token F1"]
+
+
 def test_a_run_without_a_judge_builds_none_and_its_judge_metrics_say_why(store):
     prepare_run(store, "r1", metrics=["Faithfulness"])
     context = RunContext.load(store, "r1")
