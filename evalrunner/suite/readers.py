@@ -34,7 +34,7 @@ from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner.errors import SuiteError
-from evalrunner.sanitize import sanitize_value
+from evalrunner.sanitize import is_clean, sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.cells import (
     CellError,
@@ -189,28 +189,22 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
         # An empty cell means "retrieved nothing" only when the answer was computed too.
         if not contexts and answer is None:
             contexts = None
+    case_id = parsed("id", parse_text) or f"case-{index + 1:04d}"
+    # A column the row does not have is the field's default: parsing None gives the same.
+    fields = {
+        name: parsed(column, parse)
+        for name, column, parse in _FIELDS + (_LOGGED_FIELDS if answer is not None else ())
+        if values.get(column) is not None
+    }
     try:
         return TestCase(
             index=index,
-            case_id=parsed("id", parse_text) or f"case-{index + 1:04d}",
+            case_id=case_id,
             row=row.row,
             question=question,
-            expected_answer=parsed("expected_answer", parse_text),
-            expected_contexts=parsed("expected_contexts", parse_list),
-            expected_intent=parsed("expected_intent", parse_text),
-            expected_tool=parsed("expected_tool", parse_text),
-            expected_documents=parsed("expected_documents", parse_list),
-            expected_tools=parsed("expected_tools", parse_list),
-            expected_steps=parsed("expected_steps", parse_steps),
-            expected_data=parsed("expected_data", parse_text),
-            condition=parsed("condition", parse_condition),
-            categories=parsed("categories", parse_categories),
-            conversation=parsed("conversation", parse_conversation),
-            conversation_id=parsed("conversation_id", parse_text),
-            turn=parsed("turn", parse_turn_number),
             answer=answer,
             contexts=contexts,
-            **_logged(parsed, answer is not None),
+            **fields,
             metadata=metadata,
             notes=notes,
         )
@@ -223,24 +217,43 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
         ) from None
 
 
-def _logged(
-    parsed: Callable[[str, Callable[[object], Any]], Any], answered: bool
-) -> dict[str, Any]:
-    """What else the system logged beside its answer (``*_by_system`` columns); only read
-    with a logged answer, since a case without one is sent to the target."""
-    if not answered:
-        return {}
-    return {
-        "documents": parsed("retrieved_documents", parse_list) or None,
-        "intent": parsed("actual_intent", parse_text),
-        "tool": parsed("actual_tool", parse_text),
-        "data": parsed("retrieved_data", parse_text),
-    }
+def _parse_logged_list(value: object) -> list[str] | None:
+    """A logged list (retrieved documents): an empty cell is "not logged", not "none"."""
+    return parse_list(value) or None
+
+
+#: The TestCase fields read from one cell each: (field, column, how the cell is read), in
+#: the order the cells are checked, so the first bad one is the error a user sees.
+_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
+    ("expected_answer", "expected_answer", parse_text),
+    ("expected_contexts", "expected_contexts", parse_list),
+    ("expected_intent", "expected_intent", parse_text),
+    ("expected_tool", "expected_tool", parse_text),
+    ("expected_documents", "expected_documents", parse_list),
+    ("expected_tools", "expected_tools", parse_list),
+    ("expected_steps", "expected_steps", parse_steps),
+    ("expected_data", "expected_data", parse_text),
+    ("condition", "condition", parse_condition),
+    ("categories", "categories", parse_categories),
+    ("conversation", "conversation", parse_conversation),
+    ("conversation_id", "conversation_id", parse_text),
+    ("turn", "turn", parse_turn_number),
+)
+#: What else the system logged beside its answer (``*_by_system`` columns); only read with
+#: a logged answer, since a case without one is sent to the target.
+_LOGGED_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
+    ("documents", "retrieved_documents", _parse_logged_list),
+    ("intent", "actual_intent", parse_text),
+    ("tool", "actual_tool", parse_text),
+    ("data", "retrieved_data", parse_text),
+)
 
 
 def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """The row's cells and metadata, cleaned once here for every format (see
     :mod:`evalrunner.sanitize`), and a note per column that had characters replaced."""
+    if is_clean(row.values) and is_clean(row.metadata):  # nearly every row: nothing to copy
+        return row.values, row.metadata, []
     notes: list[str] = []
     cleaned: list[dict[str, Any]] = []
     for cells in (row.values, row.metadata):
@@ -274,6 +287,8 @@ def _tabular_rows(
         )
     header_number, header = found
     hmap = map_headers(list(header), source=source, sheet=sheet, row=header_number)
+    # The column letters, looked up once per column rather than once per cell.
+    letters = {canonical: get_column_letter(pos + 1) for canonical, pos in hmap.columns.items()}
     rows: list[Row] = []
     for number, record in iterator:
         if _is_blank(record):
@@ -283,7 +298,7 @@ def _tabular_rows(
         labels: dict[str, str] = {}
         for canonical, pos in hmap.columns.items():
             values[canonical] = record[pos] if pos < len(record) else None
-            cells[canonical] = f"{get_column_letter(pos + 1)}{number}"
+            cells[canonical] = f"{letters[canonical]}{number}"
             labels[canonical] = hmap.labels[pos]
         metadata: dict[str, Any] = {}
         for pos, name in hmap.extras.items():
