@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalrunner.errors import SuiteError
 from evalrunner.estimate.compute import estimate_run
 from evalrunner.estimate.model import RunEstimate
-from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb import misinformation
@@ -106,21 +106,38 @@ def applicable_defaults(
     """The default evaluators that have something to score in this suite, plus any the
     event configured through evaluator_options (configuring one is asking for it)."""
     parts = [part for case in suite.cases for part in scored_parts(case)]
+    samples: dict[int, Sample] = {}  # built once, on first need: any() stops at the first
+
+    def applies(cls: type[Evaluator], i: int) -> bool:
+        if i not in samples:
+            samples[i] = sample_of(parts[i])
+        return cls.applies_to(samples[i])
+
     kept = [
         n
         for n in names
         if n in configured
-        or any(resolve(n).applies_to(sample_of(p)) for p in parts if scores(resolve(n), p))
+        or any(applies(resolve(n), i) for i, p in enumerate(parts) if scores(resolve(n), p))
     ]
     return kept or names
 
 
 def check_cases(suite: Suite, event: RunEvent) -> None:
     """Let each selected evaluator refuse cases it could never score (all at once)."""
+    # Only evaluators with a check of their own can refuse a case: the others are not asked,
+    # so a run of them builds no sample for it.
+    checking = [
+        cls
+        for cls in (resolve(name) for name in event.metrics)
+        if cls.check_case.__func__ is not Evaluator.check_case.__func__  # type: ignore[attr-defined]
+    ]
+    if not checking:
+        return
+    parts = _checked_parts(suite)
     problems: list[str] = []
-    for cls in (resolve(name) for name in event.metrics):
-        for case in (p for c in suite.cases for p in scored_parts(c) if scores(cls, p)):
-            for problem in cls.check_case(sample_of(case)):
+    for cls in checking:
+        for case, sample in ((p, s) for p, s in parts if scores(cls, p)):
+            for problem in cls.check_case(sample):
                 row = f"row {case.row}" if case.row is not None else f"case {case.index + 1}"
                 problems.append(f"{row} (id {case.case_id}), {cls.name}: {problem}")
     if problems:
@@ -129,6 +146,12 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
         raise SuiteError(
             f"{len(problems)} case(s) cannot be evaluated:\n{shown}{more}", source=suite.source
         )
+
+
+def _checked_parts(suite: Suite) -> list[tuple[TestCase, Sample]]:
+    """What evaluators score of each suite case, each with its sample: built once for every
+    evaluator that checks cases (it was once per evaluator and part)."""
+    return [(part, sample_of(part)) for case in suite.cases for part in scored_parts(case)]
 
 
 def check_perturbations(suite: Suite, event: RunEvent) -> None:
