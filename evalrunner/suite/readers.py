@@ -34,7 +34,7 @@ from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner.errors import SuiteError
-from evalrunner.sanitize import is_clean, sanitize_value
+from evalrunner.sanitize import Sanitized, is_clean, sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.cells import (
     CellError,
@@ -168,16 +168,23 @@ def _place(row: Row) -> str:
 
 
 def _build_case(row: Row, index: int, source: str) -> TestCase:
-    values, metadata, notes = _sanitized_cells(row)
+    values, metadata, found = _sanitized_cells(row)
 
     def fail(column: str, message: str) -> SuiteError:
         return row.error(column, message, source)
 
     def parsed(column: str, parse: Callable[[object], Any]) -> Any:
         try:
-            return parse(values.get(column))
+            value = parse(values.get(column))
         except CellError as exc:
             raise fail(column, str(exc)) from None
+        # A JSON cell is clean text until it is parsed: its escapes ("\ud800", "\u0000")
+        # decode to what sanitising replaces, so what the parser built is cleaned too. (Text
+        # the parser returns is part of the cell's text, which was cleaned already.)
+        if isinstance(value, list) and not is_clean(value):
+            value, seen = sanitize_value(value)
+            found.setdefault(column, Sanitized()).add(seen)
+        return value
 
     question = parsed("question", parse_text)
     if question is None:
@@ -206,7 +213,10 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
             contexts=contexts,
             **fields,
             metadata=metadata,
-            notes=notes,
+            notes=[
+                seen.describe(f"suite {_place(row)}, column {row.labels.get(column, column)}")
+                for column, seen in found.items()
+            ],
         )
     except ValidationError as exc:  # the parsers should make this unreachable
         problems = "; ".join(
@@ -249,23 +259,22 @@ _LOGGED_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
 )
 
 
-def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], dict[str, Sanitized]]:
     """The row's cells and metadata, cleaned once here for every format (see
-    :mod:`evalrunner.sanitize`), and a note per column that had characters replaced."""
+    :mod:`evalrunner.sanitize`), and what was replaced in each column that had any."""
+    found: dict[str, Sanitized] = {}
     if is_clean(row.values) and is_clean(row.metadata):  # nearly every row: nothing to copy
-        return row.values, row.metadata, []
-    notes: list[str] = []
+        return row.values, row.metadata, found
     cleaned: list[dict[str, Any]] = []
     for cells in (row.values, row.metadata):
         out: dict[str, Any] = {}
         for column, value in cells.items():
-            (key, value), found = sanitize_value((column, value))
+            (key, value), seen = sanitize_value((column, value))
             out[key] = value
-            if found:
-                label = row.labels.get(column, column)
-                notes.append(found.describe(f"suite {_place(row)}, column {label}"))
+            if seen:
+                found[column] = seen
         cleaned.append(out)
-    return cleaned[0], cleaned[1], notes
+    return cleaned[0], cleaned[1], found
 
 
 def _is_blank(values: Iterable[object]) -> bool:
