@@ -69,13 +69,21 @@ def sanitize_text(text: str) -> tuple[str, Sanitized]:
 def is_clean(value: Any) -> bool:
     """Whether a JSON-like value (keys included) holds nothing :func:`sanitize_value` would
     replace: one regex scan per string, nothing allocated. Nearly every cell and answer is
-    clean, so callers ask this first and only copy what is not."""
+    clean, so callers ask this first and only copy what is not. (Loops rather than
+    ``all()`` over a generator, and a tuple of types rather than ``list | tuple``: this runs
+    for every cell and every answer field, and those cost a third of its time.)"""
     if isinstance(value, str):
         return _SUSPECT.search(value) is None
-    if isinstance(value, list | tuple):
-        return all(is_clean(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if not is_clean(item):
+                return False
+        return True
     if isinstance(value, dict):
-        return all(is_clean(k) and is_clean(v) for k, v in value.items())
+        for key, item in value.items():
+            if not (is_clean(key) and is_clean(item)):
+                return False
+        return True
     return True
 
 
