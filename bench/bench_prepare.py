@@ -165,7 +165,9 @@ def measure(
             spent.clear()
             collector.spent.clear()
             run_id = f"r{attempt}"
-            profiler = cProfile.Profile(time.thread_time) if profile and attempt == 0 else None
+            profiler = (
+                cProfile.Profile(time.thread_time) if profile and attempt == repeats - 1 else None
+            )
             cpu = time.thread_time()
             if profiler:
                 profiler.enable()
@@ -210,7 +212,7 @@ if __name__ == "__main__":
     parser.add_argument("sizes", nargs="*", type=int, default=[2000])
     parser.add_argument("--suite", choices=sorted(SUITES), default="logged")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--profile", help="write a thread-CPU cProfile of the first run here")
+    parser.add_argument("--profile", help="write a thread-CPU cProfile of the last run here")
     parser.add_argument("--save", help="write the last run's manifest, batches and config here")
     args = parser.parse_args()
     for size in args.sizes:
