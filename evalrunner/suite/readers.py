@@ -23,6 +23,7 @@ Formats:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -117,7 +118,7 @@ def _build_cases(rows: Sequence[Row], source: str) -> list[TestCase]:
     seen: dict[str, Row] = {}
     for index, row in enumerate(rows):
         _legacy_turns(row, source)
-        if _is_blank([row.values.get("turns")]):
+        if _blank(row.values.get("turns")):
             case = _build_case(row, index, source)
         else:
             case = conversation_from_cell(row, index, source, _build_case)
@@ -147,9 +148,9 @@ def _legacy_turns(row: Row, source: str) -> None:
     earlier-turns form ``turns`` stood for before it named scripted turns: read it as the
     conversation column, as it always was."""
     value = row.values.get("turns")
-    if _is_blank([value]) or not is_prior_turns(value):
+    if _blank(value) or not is_prior_turns(value):
         return
-    if not _is_blank([row.values.get("conversation")]):
+    if not _blank(row.values.get("conversation")):
         raise SuiteError(
             "both the conversation and the turns cell hold earlier turns; keep one",
             source=source,
@@ -200,8 +201,8 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
     # A column the row does not have is the field's default: parsing None gives the same.
     fields = {
         name: parsed(column, parse)
-        for name, column, parse in _FIELDS + (_LOGGED_FIELDS if answer is not None else ())
-        if values.get(column) is not None
+        for name, column, parse in _fields_for(tuple(values), answer is not None)
+        if values[column] is not None
     }
     try:
         return TestCase(
@@ -225,6 +226,17 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
         raise SuiteError(
             f"invalid test case: {problems}", source=source, sheet=row.sheet, row=row.row
         ) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _fields_for(
+    columns: tuple[str, ...], answered: bool
+) -> tuple[tuple[str, str, Callable[[object], Any]], ...]:
+    """The fields of :data:`_FIELDS` (and :data:`_LOGGED_FIELDS` for a case ``answered``)
+    whose column is among ``columns``: the rows of one table share their columns, so this
+    is worked out once per table rather than once per row and field."""
+    specs = _FIELDS + (_LOGGED_FIELDS if answered else ())
+    return tuple(spec for spec in specs if spec[1] in columns)
 
 
 def _parse_logged_list(value: object) -> list[str] | None:
@@ -277,8 +289,12 @@ def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], dict[str
     return cleaned[0], cleaned[1], found
 
 
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def _is_blank(values: Iterable[object]) -> bool:
-    return all(v is None or (isinstance(v, str) and not v.strip()) for v in values)
+    return all(_blank(v) for v in values)
 
 
 def _tabular_rows(
@@ -320,7 +336,7 @@ def _tabular_rows(
             metadata[key] = metadata_value(record[pos] if pos < len(record) else None)
         # Values under no header are kept rather than silently dropped.
         for pos, value in enumerate(record):
-            if pos not in hmap.labels and not _is_blank([value]):
+            if pos not in hmap.labels and not _blank(value):
                 metadata[f"column {get_column_letter(pos + 1)}"] = metadata_value(value)
         rows.append(
             Row(
@@ -373,7 +389,7 @@ def _read_xlsx(data: bytes, source: str) -> list[Row]:
                 data, sheet, source=source, header_row=number
             )
             return _tabular_rows(records, source=source, sheet=sheet.title)
-        shown = ", ".join(f"'{str(c).strip()}'" for c in cells if not _is_blank([c]))
+        shown = ", ".join(f"'{str(c).strip()}'" for c in cells if not _blank(c))
         looked.append(f"'{sheet.title}' (row {number}: {_truncate(shown, 120)})")
     raise SuiteError(
         "no sheet has a question column; looked at the first non-empty row of "
