@@ -16,7 +16,7 @@ side by side. ``--save DIR`` writes the last run's manifest, batches and run con
 compare two trees' outputs byte for byte.
 
 Usage: PYTHONPATH=. python bench/bench_prepare.py [N ...] [--suite logged|wide]
-       [--repeats R] [--profile FILE] [--save DIR]
+       [--default-metrics] [--repeats R] [--profile FILE] [--save DIR]
 """
 
 from __future__ import annotations
@@ -145,7 +145,12 @@ def responses(n: int) -> list[TargetResponse]:
 
 
 def measure(
-    n: int, suite: str, repeats: int, profile: str | None, save: str | None
+    n: int,
+    suite: str,
+    repeats: int,
+    profile: str | None,
+    save: str | None,
+    default_metrics: bool = False,
 ) -> list[dict[str, Any]]:
     spent: dict[str, float] = defaultdict(float)
     for name in PARTS:
@@ -163,7 +168,8 @@ def measure(
         )
         store = RunStore(BUCKET, client=s3)
         event: dict[str, Any] = {"iterations": 1, "target": {"logged": "bench"}}
-        event["metrics"] = METRICS
+        if not default_metrics:  # else the event names none: Prepare picks those that apply
+            event["metrics"] = METRICS
         prepare.prepare_run({**event, "key": f"test-suites/warm-{name}", "run_id": "w"}, store)
         for attempt in range(repeats):
             spent.clear()
@@ -202,6 +208,7 @@ def measure(
                 {
                     "cases": n,
                     "suite": suite,
+                    "metrics": "default" if default_metrics else METRICS,
                     "profiled": profiler is not None,
                     "prepare_cpu_s": round(cpu, 3),
                     "parts_s": {k: round(spent[k], 3) for k in PARTS},
@@ -228,7 +235,15 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", help="write a thread-CPU cProfile of the last run here")
     parser.add_argument("--save", help="write the last run's manifest, batches and config here")
+    parser.add_argument(
+        "--default-metrics",
+        action="store_true",
+        help="name no metrics: Prepare chooses the default ones that apply and checks cases",
+    )
     args = parser.parse_args()
     for size in args.sizes:
-        for row in measure(size, args.suite, args.repeats, args.profile, args.save):
+        rows = measure(
+            size, args.suite, args.repeats, args.profile, args.save, args.default_metrics
+        )
+        for row in rows:
             print(json.dumps(row), flush=True)
