@@ -105,21 +105,24 @@ def applicable_defaults(
 ) -> list[str]:
     """The default evaluators that have something to score in this suite, plus any the
     event configured through evaluator_options (configuring one is asking for it)."""
-    parts = [part for case in suite.cases for part in scored_parts(case)]
-    samples: dict[int, Sample] = {}  # built once, on first need: any() stops at the first
-
-    def applies(cls: type[Evaluator], i: int) -> bool:
-        if i not in samples:
-            samples[i] = sample_of(parts[i])
-        return cls.applies_to(samples[i])
-
-    kept = [
-        n
-        for n in names
-        if n in configured
-        or any(applies(resolve(n), i) for i, p in enumerate(parts) if scores(resolve(n), p))
-    ]
-    return kept or names
+    kept = {n for n in names if n in configured}
+    undecided = [n for n in names if n not in kept]
+    # Part by part, each part's sample built once and dropped after it (not kept for the
+    # whole suite), until every evaluator has found a part it applies to.
+    for part in (p for case in suite.cases for p in scored_parts(case)):
+        if not undecided:
+            break
+        sample: Sample | None = None
+        for name in list(undecided):
+            cls = resolve(name)
+            if not scores(cls, part):
+                continue
+            if sample is None:
+                sample = sample_of(part)
+            if cls.applies_to(sample):
+                kept.add(name)
+                undecided.remove(name)
+    return [n for n in names if n in kept] or names
 
 
 def check_cases(suite: Suite, event: RunEvent) -> None:
@@ -131,27 +134,26 @@ def check_cases(suite: Suite, event: RunEvent) -> None:
         for cls in (resolve(name) for name in event.metrics)
         if cls.check_case.__func__ is not Evaluator.check_case.__func__  # type: ignore[attr-defined]
     ]
-    if not checking:
-        return
-    parts = _checked_parts(suite)
-    problems: list[str] = []
-    for cls in checking:
-        for case, sample in ((p, s) for p, s in parts if scores(cls, p)):
+    # Part by part, each part's sample built once for every evaluator and dropped after it;
+    # the problems are listed evaluator by evaluator, as they always were.
+    found: list[list[str]] = [[] for _ in checking]
+    for case in (p for c in suite.cases for p in scored_parts(c)) if checking else ():
+        sample: Sample | None = None
+        for cls, problems in zip(checking, found, strict=True):
+            if not scores(cls, case):
+                continue
+            if sample is None:
+                sample = sample_of(case)
             for problem in cls.check_case(sample):
                 row = f"row {case.row}" if case.row is not None else f"case {case.index + 1}"
                 problems.append(f"{row} (id {case.case_id}), {cls.name}: {problem}")
+    problems = [p for per_evaluator in found for p in per_evaluator]
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:50])
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
         raise SuiteError(
             f"{len(problems)} case(s) cannot be evaluated:\n{shown}{more}", source=suite.source
         )
-
-
-def _checked_parts(suite: Suite) -> list[tuple[TestCase, Sample]]:
-    """What evaluators score of each suite case, each with its sample: built once for every
-    evaluator that checks cases (it was once per evaluator and part)."""
-    return [(part, sample_of(part)) for case in suite.cases for part in scored_parts(case)]
 
 
 def check_perturbations(suite: Suite, event: RunEvent) -> None:
