@@ -107,14 +107,14 @@ def applicable_defaults(
     event configured through evaluator_options (configuring one is asking for it)."""
     kept = {n for n in names if n in configured}
     undecided = [n for n in names if n not in kept]
+    classes = {n: resolve(n) for n in undecided}  # looked up once, not once per part
     # Part by part, each part's sample built once and dropped after it (not kept for the
     # whole suite), until every evaluator has found a part it applies to.
     for part in (p for case in suite.cases for p in scored_parts(case)):
         if not undecided:
             break
         sample: Sample | None = None
-        for name in list(undecided):
-            cls = resolve(name)
+        for name, cls in [(n, classes[n]) for n in undecided]:
             if not scores(cls, part):
                 continue
             if sample is None:
