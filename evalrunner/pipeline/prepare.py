@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalrunner.errors import SuiteError
 from evalrunner.estimate.compute import estimate_run
 from evalrunner.estimate.model import RunEstimate
-from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, parse_event
 from evalrunner.perturb import misinformation
@@ -105,24 +105,49 @@ def applicable_defaults(
 ) -> list[str]:
     """The default evaluators that have something to score in this suite, plus any the
     event configured through evaluator_options (configuring one is asking for it)."""
-    parts = [part for case in suite.cases for part in scored_parts(case)]
-    kept = [
-        n
-        for n in names
-        if n in configured
-        or any(resolve(n).applies_to(sample_of(p)) for p in parts if scores(resolve(n), p))
-    ]
-    return kept or names
+    kept = {n for n in names if n in configured}
+    undecided = [n for n in names if n not in kept]
+    classes = {n: resolve(n) for n in undecided}  # looked up once, not once per part
+    # Part by part, each part's sample built once and dropped after it (not kept for the
+    # whole suite), until every evaluator has found a part it applies to.
+    for part in (p for case in suite.cases for p in scored_parts(case)):
+        if not undecided:
+            break
+        sample: Sample | None = None
+        for name, cls in [(n, classes[n]) for n in undecided]:
+            if not scores(cls, part):
+                continue
+            if sample is None:
+                sample = sample_of(part)
+            if cls.applies_to(sample):
+                kept.add(name)
+                undecided.remove(name)
+    return [n for n in names if n in kept] or names
 
 
 def check_cases(suite: Suite, event: RunEvent) -> None:
     """Let each selected evaluator refuse cases it could never score (all at once)."""
-    problems: list[str] = []
-    for cls in (resolve(name) for name in event.metrics):
-        for case in (p for c in suite.cases for p in scored_parts(c) if scores(cls, p)):
-            for problem in cls.check_case(sample_of(case)):
+    # Only evaluators with a check of their own can refuse a case: the others are not asked,
+    # so a run of them builds no sample for it.
+    checking = [
+        cls
+        for cls in (resolve(name) for name in event.metrics)
+        if cls.check_case.__func__ is not Evaluator.check_case.__func__  # type: ignore[attr-defined]
+    ]
+    # Part by part, each part's sample built once for every evaluator and dropped after it;
+    # the problems are listed evaluator by evaluator, as they always were.
+    found: list[list[str]] = [[] for _ in checking]
+    for case in (p for c in suite.cases for p in scored_parts(c)) if checking else ():
+        sample: Sample | None = None
+        for cls, problems in zip(checking, found, strict=True):
+            if not scores(cls, case):
+                continue
+            if sample is None:
+                sample = sample_of(case)
+            for problem in cls.check_case(sample):
                 row = f"row {case.row}" if case.row is not None else f"case {case.index + 1}"
                 problems.append(f"{row} (id {case.case_id}), {cls.name}: {problem}")
+    problems = [p for per_evaluator in found for p in per_evaluator]
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:50])
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""

@@ -62,14 +62,17 @@ def parse_text(value: object) -> str | None:
     Integral floats lose their ``.0`` because spreadsheet apps store every number as a float
     and an id typed as ``7`` must not become ``"7.0"``.
     """
-    if _is_empty(value):
+    if isinstance(value, str):  # nearly every cell: stripped once here, not once per check
+        text = value.strip()
+        return None if not text or text.casefold() in NOT_GIVEN else text
+    if value is None:
         return None
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, int | float | str):
-        return str(value).strip()
+    if isinstance(value, int | float):
+        return str(value)
     if isinstance(value, _dt.datetime | _dt.date | _dt.time):
         return value.isoformat()
     raise CellError(f"expected text, got {type(value).__name__} {_short(value)}")

@@ -107,7 +107,7 @@ class TestCase(BaseModel):
     @model_validator(mode="after")
     def _turns_are_flat(self) -> TestCase:
         """A turn is one exchange: it cannot hold a conversation of its own."""
-        if any(t.turns for t in self.turns):
+        if self.turns and any(t.turns for t in self.turns):
             raise ValueError("a turn of a conversation cannot have turns of its own")
         return self
 

@@ -23,6 +23,7 @@ Formats:
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -34,7 +35,7 @@ from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner.errors import SuiteError
-from evalrunner.sanitize import sanitize_value
+from evalrunner.sanitize import Sanitized, is_clean, sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.cells import (
     CellError,
@@ -117,7 +118,7 @@ def _build_cases(rows: Sequence[Row], source: str) -> list[TestCase]:
     seen: dict[str, Row] = {}
     for index, row in enumerate(rows):
         _legacy_turns(row, source)
-        if _is_blank([row.values.get("turns")]):
+        if _blank(row.values.get("turns")):
             case = _build_case(row, index, source)
         else:
             case = conversation_from_cell(row, index, source, _build_case)
@@ -147,9 +148,9 @@ def _legacy_turns(row: Row, source: str) -> None:
     earlier-turns form ``turns`` stood for before it named scripted turns: read it as the
     conversation column, as it always was."""
     value = row.values.get("turns")
-    if _is_blank([value]) or not is_prior_turns(value):
+    if _blank(value) or not is_prior_turns(value):
         return
-    if not _is_blank([row.values.get("conversation")]):
+    if not _blank(row.values.get("conversation")):
         raise SuiteError(
             "both the conversation and the turns cell hold earlier turns; keep one",
             source=source,
@@ -168,16 +169,23 @@ def _place(row: Row) -> str:
 
 
 def _build_case(row: Row, index: int, source: str) -> TestCase:
-    values, metadata, notes = _sanitized_cells(row)
+    values, metadata, found = _sanitized_cells(row)
 
     def fail(column: str, message: str) -> SuiteError:
         return row.error(column, message, source)
 
     def parsed(column: str, parse: Callable[[object], Any]) -> Any:
         try:
-            return parse(values.get(column))
+            value = parse(values.get(column))
         except CellError as exc:
             raise fail(column, str(exc)) from None
+        # A JSON cell is clean text until it is parsed: its escapes ("\ud800", "\u0000")
+        # decode to what sanitising replaces, so what the parser built is cleaned too. (Text
+        # the parser returns is part of the cell's text, which was cleaned already.)
+        if isinstance(value, list) and not is_clean(value):
+            value, seen = sanitize_value(value)
+            found.setdefault(column, Sanitized()).add(seen)
+        return value
 
     question = parsed("question", parse_text)
     if question is None:
@@ -189,30 +197,27 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
         # An empty cell means "retrieved nothing" only when the answer was computed too.
         if not contexts and answer is None:
             contexts = None
+    case_id = parsed("id", parse_text) or f"case-{index + 1:04d}"
+    # A column the row does not have is the field's default: parsing None gives the same.
+    fields = {
+        name: parsed(column, parse)
+        for name, column, parse in _fields_for(tuple(values), answer is not None)
+        if values[column] is not None
+    }
     try:
         return TestCase(
             index=index,
-            case_id=parsed("id", parse_text) or f"case-{index + 1:04d}",
+            case_id=case_id,
             row=row.row,
             question=question,
-            expected_answer=parsed("expected_answer", parse_text),
-            expected_contexts=parsed("expected_contexts", parse_list),
-            expected_intent=parsed("expected_intent", parse_text),
-            expected_tool=parsed("expected_tool", parse_text),
-            expected_documents=parsed("expected_documents", parse_list),
-            expected_tools=parsed("expected_tools", parse_list),
-            expected_steps=parsed("expected_steps", parse_steps),
-            expected_data=parsed("expected_data", parse_text),
-            condition=parsed("condition", parse_condition),
-            categories=parsed("categories", parse_categories),
-            conversation=parsed("conversation", parse_conversation),
-            conversation_id=parsed("conversation_id", parse_text),
-            turn=parsed("turn", parse_turn_number),
             answer=answer,
             contexts=contexts,
-            **_logged(parsed, answer is not None),
+            **fields,
             metadata=metadata,
-            notes=notes,
+            notes=[
+                seen.describe(f"suite {_place(row)}, column {row.labels.get(column, column)}")
+                for column, seen in found.items()
+            ],
         )
     except ValidationError as exc:  # the parsers should make this unreachable
         problems = "; ".join(
@@ -223,46 +228,84 @@ def _build_case(row: Row, index: int, source: str) -> TestCase:
         ) from None
 
 
-def _logged(
-    parsed: Callable[[str, Callable[[object], Any]], Any], answered: bool
-) -> dict[str, Any]:
-    """What else the system logged beside its answer (``*_by_system`` columns); only read
-    with a logged answer, since a case without one is sent to the target."""
-    if not answered:
-        return {}
-    return {
-        "documents": parsed("retrieved_documents", parse_list) or None,
-        "intent": parsed("actual_intent", parse_text),
-        "tool": parsed("actual_tool", parse_text),
-        "data": parsed("retrieved_data", parse_text),
-    }
+@functools.lru_cache(maxsize=256)
+def _fields_for(
+    columns: tuple[str, ...], answered: bool
+) -> tuple[tuple[str, str, Callable[[object], Any]], ...]:
+    """The fields of :data:`_FIELDS` (and :data:`_LOGGED_FIELDS` for a case ``answered``)
+    whose column is among ``columns``: the rows of one table share their columns, so this
+    is worked out once per table rather than once per row and field."""
+    specs = _FIELDS + (_LOGGED_FIELDS if answered else ())
+    return tuple(spec for spec in specs if spec[1] in columns)
 
 
-def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def _parse_logged_list(value: object) -> list[str] | None:
+    """A logged list (retrieved documents): an empty cell is "not logged", not "none"."""
+    return parse_list(value) or None
+
+
+#: The TestCase fields read from one cell each: (field, column, how the cell is read), in
+#: the order the cells are checked, so the first bad one is the error a user sees.
+_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
+    ("expected_answer", "expected_answer", parse_text),
+    ("expected_contexts", "expected_contexts", parse_list),
+    ("expected_intent", "expected_intent", parse_text),
+    ("expected_tool", "expected_tool", parse_text),
+    ("expected_documents", "expected_documents", parse_list),
+    ("expected_tools", "expected_tools", parse_list),
+    ("expected_steps", "expected_steps", parse_steps),
+    ("expected_data", "expected_data", parse_text),
+    ("condition", "condition", parse_condition),
+    ("categories", "categories", parse_categories),
+    ("conversation", "conversation", parse_conversation),
+    ("conversation_id", "conversation_id", parse_text),
+    ("turn", "turn", parse_turn_number),
+)
+#: What else the system logged beside its answer (``*_by_system`` columns); only read with
+#: a logged answer, since a case without one is sent to the target.
+_LOGGED_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
+    ("documents", "retrieved_documents", _parse_logged_list),
+    ("intent", "actual_intent", parse_text),
+    ("tool", "actual_tool", parse_text),
+    ("data", "retrieved_data", parse_text),
+)
+
+
+def _sanitized_cells(row: Row) -> tuple[dict[str, Any], dict[str, Any], dict[str, Sanitized]]:
     """The row's cells and metadata, cleaned once here for every format (see
-    :mod:`evalrunner.sanitize`), and a note per column that had characters replaced."""
-    notes: list[str] = []
+    :mod:`evalrunner.sanitize`), and what was replaced in each column that had any."""
+    found: dict[str, Sanitized] = {}
+    if row.clean or (is_clean(row.values) and is_clean(row.metadata)):  # nothing to copy
+        return row.values, row.metadata, found
     cleaned: list[dict[str, Any]] = []
     for cells in (row.values, row.metadata):
         out: dict[str, Any] = {}
         for column, value in cells.items():
-            (key, value), found = sanitize_value((column, value))
+            (key, value), seen = sanitize_value((column, value))
             out[key] = value
-            if found:
-                label = row.labels.get(column, column)
-                notes.append(found.describe(f"suite {_place(row)}, column {label}"))
+            if seen:
+                found[column] = seen
         cleaned.append(out)
-    return cleaned[0], cleaned[1], notes
+    return cleaned[0], cleaned[1], found
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _is_blank(values: Iterable[object]) -> bool:
-    return all(v is None or (isinstance(v, str) and not v.strip()) for v in values)
+    return all(_blank(v) for v in values)
 
 
 def _tabular_rows(
-    records: Iterable[tuple[int, Sequence[object]]], *, source: str, sheet: str | None
+    records: Iterable[tuple[int, Sequence[object]]],
+    *,
+    source: str,
+    sheet: str | None,
+    clean: bool = False,
 ) -> list[Row]:
-    """Rows of a spreadsheet-like table: first non-blank record is the header."""
+    """Rows of a spreadsheet-like table: first non-blank record is the header. ``clean``:
+    the records were cut from text known to hold nothing to sanitise (see ``Row.clean``)."""
     iterator = iter(records)
     # next() on the generator stops at the header, leaving `iterator` on the first data row.
     found = next(((n, r) for n, r in iterator if not _is_blank(r)), None)
@@ -274,6 +317,8 @@ def _tabular_rows(
         )
     header_number, header = found
     hmap = map_headers(list(header), source=source, sheet=sheet, row=header_number)
+    # The column letters, looked up once per column rather than once per cell.
+    letters = {canonical: get_column_letter(pos + 1) for canonical, pos in hmap.columns.items()}
     rows: list[Row] = []
     for number, record in iterator:
         if _is_blank(record):
@@ -283,7 +328,7 @@ def _tabular_rows(
         labels: dict[str, str] = {}
         for canonical, pos in hmap.columns.items():
             values[canonical] = record[pos] if pos < len(record) else None
-            cells[canonical] = f"{get_column_letter(pos + 1)}{number}"
+            cells[canonical] = f"{letters[canonical]}{number}"
             labels[canonical] = hmap.labels[pos]
         metadata: dict[str, Any] = {}
         for pos, name in hmap.extras.items():
@@ -291,7 +336,7 @@ def _tabular_rows(
             metadata[key] = metadata_value(record[pos] if pos < len(record) else None)
         # Values under no header are kept rather than silently dropped.
         for pos, value in enumerate(record):
-            if pos not in hmap.labels and not _is_blank([value]):
+            if pos not in hmap.labels and not _blank(value):
                 metadata[f"column {get_column_letter(pos + 1)}"] = metadata_value(value)
         rows.append(
             Row(
@@ -301,6 +346,7 @@ def _tabular_rows(
                 cells=cells,
                 metadata=metadata,
                 sheet=sheet,
+                clean=clean,
             )
         )
     if not rows:
@@ -343,7 +389,7 @@ def _read_xlsx(data: bytes, source: str) -> list[Row]:
                 data, sheet, source=source, header_row=number
             )
             return _tabular_rows(records, source=source, sheet=sheet.title)
-        shown = ", ".join(f"'{str(c).strip()}'" for c in cells if not _is_blank([c]))
+        shown = ", ".join(f"'{str(c).strip()}'" for c in cells if not _blank(c))
         looked.append(f"'{sheet.title}' (row {number}: {_truncate(shown, 120)})")
     raise SuiteError(
         "no sheet has a question column; looked at the first non-empty row of "
@@ -403,4 +449,6 @@ def _read_csv(data: bytes, source: str) -> list[Row]:
             line=start_line,
             header=next((r for _, r in records if not _is_blank(r)), None),
         ) from None
-    return _tabular_rows(records, source=source, sheet=None)
+    # Every cell is a piece of this text: one scan of it spares one per cell and key (an
+    # xlsx or JSON suite has no such text: openpyxl and json decode escapes in each cell).
+    return _tabular_rows(records, source=source, sheet=None, clean=is_clean(text))

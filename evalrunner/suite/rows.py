@@ -21,6 +21,9 @@ class Row:
     metadata: dict[str, Any] = field(default_factory=dict)
     sheet: str | None = None
     where: str | None = None  # JSON path such as "tests[0].test_cases[2]"
+    #: Every value and key of the row is known to hold nothing to sanitise: its reader
+    #: scanned the text they were cut from whole (CSV), so no cell is scanned again.
+    clean: bool = False
 
     def error(self, column: str, message: str, source: str) -> SuiteError:
         """The error for one of this row's cells, naming the row, the column as its header

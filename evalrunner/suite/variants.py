@@ -27,8 +27,11 @@ def link_variants(
     from evalrunner.perturb.registry import KINDS
 
     def cell(i: int, column: str) -> str | None:
+        value = cells[i].get(column)
+        if value is None:  # nearly every row: no variant_of cell
+            return None
         try:
-            return parse_text(sanitize_value(cells[i].get(column))[0])
+            return parse_text(sanitize_value(value)[0])
         except CellError as exc:
             raise error(i, column, str(exc)) from None
 

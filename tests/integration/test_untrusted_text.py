@@ -136,3 +136,30 @@ def test_a_trickling_target_is_recorded_as_a_timeout_and_an_oversized_one_refuse
     (row,) = reports_are_valid(out)
     assert row["status"] == "target_error"
     assert "larger than max_response_bytes=1,048,576 bytes" in row["error"]
+
+
+def test_escapes_in_a_json_cell_of_a_csv_suite_are_replaced_once_parsed(tmp_path):
+    """A list cell written as a JSON array is clean text until it is parsed: its
+    ``\\ud800`` and ``\\u0000`` escapes become a lone surrogate and a NUL only then, so they
+    are cleaned after parsing too (the manifest could not be written: the run crashed)."""
+    suite = tmp_path / "s.csv"
+    contexts = '"[""Leave is 25 days."", ""Sick\\ud800 leave\\u0000 is 10 days.""]"'
+    conversation = '"[{""role"": ""user"", ""content"": ""Hi\\udfff""}]"'
+    suite.write_text(
+        "id,question,expected_answer,actual_answer,retrieved_contexts,conversation\n"
+        f"q1,How many leave days?,25 days,25 days,{contexts},{conversation}\n"
+        "q2,How many sick days?,10 days,10 days,[],\n",
+        encoding="utf-8",
+    )
+    code, out, output = start(tmp_path, suite, {"logged": "hr"})
+    assert code == 0, output
+    rows = reports_are_valid(out)
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    notes = rows[0]["notes"]
+    assert "column retrieved_contexts: 1 control character, 1 lone surrogate" in notes
+    assert "column conversation: 1 lone surrogate" in notes
+    assert rows[0]["sanitized"] == "true" and rows[1]["sanitized"] == "false"
+    assert json.loads(rows[0]["contexts"]) == [
+        "Leave is 25 days.",
+        "Sick\ufffd leave\ufffd is 10 days.",
+    ]

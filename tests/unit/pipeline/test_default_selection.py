@@ -136,3 +136,29 @@ def test_a_judge_without_metrics_adds_the_five_rag_judge_metrics():
     # and a suite without retrieval ground truth still keeps those that apply
     names = applicable_defaults(read_suite(PLAIN, "s.csv"), with_judge)
     assert "Faithfulness" in names and "Contextual Recall" in names
+
+
+def test_every_bad_case_is_listed_evaluator_by_evaluator_in_row_order(store):
+    """Prepare asks each checking evaluator about every case (one sample per case, shared):
+    the problems come evaluator by evaluator, rows in order, and an evaluator without a
+    check of its own (ROUGE) refuses nothing."""
+    suite = (
+        b"id,question,condition,json_schema\n"
+        b'a,Q1?,"(""x""","{""type"": "\n'
+        b'b,Q2?,"""fine""","{""type"": ""object""}"\n'
+        b'c,Q3?,"""y"" AND (","{""type"": "\n'
+    )
+    store.put_bytes("test-suites/c.csv", suite, "text/csv")
+    event = {"key": "test-suites/c.csv", "iterations": 1, "target": {"lambdaArn": "f"}}
+    with pytest.raises(SuiteError) as info:
+        prepare_run({**event, "metrics": ["JSON schema", "Rouge Metric", "Text matching"]}, store)
+    lines = [line.strip() for line in str(info.value).splitlines() if line.strip().startswith("-")]
+    assert [line.split(":")[0] for line in lines] == [
+        "- row 2 (id a), JSON schema",
+        "- row 4 (id c), JSON schema",
+        "- row 2 (id a), Text matching",
+        "- row 4 (id c), Text matching",
+    ]
+    assert "4 case(s) cannot be evaluated" in str(info.value)
+    out = prepare_run({**event, "metrics": ["Rouge Metric"], "run_id": "r"}, store)
+    assert out.item_count == 3

@@ -328,3 +328,17 @@ def test_llm_dataset_inputs_and_missing_inputs() -> None:
     assert suite.cases[0].answer == "A" and suite.cases[0].contexts is None
     with pytest.raises(SuiteError, match="no 'inputs' list"):
         read_suite(as_json({"inputs": "nope"}), "d.json")
+
+
+def test_a_json_cell_is_cleaned_before_and_after_parsing_with_one_note_per_column() -> None:
+    """A raw control character and an escaped one (``\\u0000``, a NUL only once the JSON is
+    parsed) in one list cell: both replaced, counted together in the column's one note."""
+    cell = '"[""a\x01b"", ""c\\u0000d""]"'
+    data = f"question,expected_contexts,owner\nq?,{cell},x\x02\n".encode()
+    case = read_suite(data, "s.csv").cases[0]
+    assert case.expected_contexts == ["a\ufffdb", "c\ufffdd"]
+    assert case.metadata == {"owner": "x\ufffd"}
+    assert case.notes == [
+        "suite row 2, column expected_contexts: 2 control characters replaced by U+FFFD",
+        "suite row 2, column owner: 1 control character replaced by U+FFFD",
+    ]
