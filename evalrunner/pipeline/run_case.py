@@ -18,7 +18,13 @@ from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
 from evalrunner.redaction import redact, redact_value
 from evalrunner.run import CaseRecord, ManifestBatch, ManifestItem
-from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS, cap_text, sanitize_text, sanitize_value
+from evalrunner.sanitize import (
+    DEFAULT_MAX_TEXT_CHARS,
+    cap_text,
+    is_clean,
+    sanitize_text,
+    sanitize_value,
+)
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets.base import Target, TargetResponse
@@ -125,6 +131,8 @@ def sanitized_response(response: TargetResponse) -> tuple[TargetResponse, list[s
     field that had characters replaced. Every answer passes here, a target's or a
     precomputed test-lab one, so the record can always be stored and reported."""
     data = response.model_dump()
+    if is_clean(data):  # nearly every answer: one scan of its text, nothing copied
+        return response, []
     notes: list[str] = []
     for name, value in data.items():
         if not value or not isinstance(value, str | list | dict):
