@@ -11,6 +11,7 @@ from evalrunner.pipeline.score import iter_records
 from evalrunner.reports import xlsx
 from evalrunner.reports.formulas import neutralise
 from evalrunner.reports.model import CaseRow, MetricInfo
+from evalrunner.reports.problems import find_problems
 from evalrunner.reports.stats import _result_of, column_results
 from evalrunner.reports.xlsx import EXCEL_CELL_LIMIT, safe_text, truncate
 from tests.unit.pipeline.test_aggregate_streaming import CountingStore, answered, items
@@ -87,3 +88,35 @@ def test_records_read_in_uneven_shares_come_back_in_manifest_order() -> None:
         i.item_id if i.case.index % 7 else None for i in run
     ]
     assert store.reads == 45
+
+
+def test_evaluator_errors_read_each_rows_results_once_with_the_same_findings() -> None:
+    """One evaluator, two metrics: a row whose first metric failed to parse and whose second
+    errored counts in both problems (with the second's reason); the first error of a row is
+    the one quoted; rows of another evaluator and scored rows count apart."""
+    from tests.unit.reports.test_report_analysis import R1, ROUGE, TOX, of_type, report, res, row
+
+    rows = [
+        row(
+            "a",
+            res(ROUGE, status="error", reason="parsing failure: no JSON"),
+            res(R1, status="error", reason="boom: first"),
+        ),
+        row(
+            "b",
+            res(ROUGE, status="error", reason="boom: second"),
+            res(R1, status="error", reason="other: later"),
+        ),
+        row("c", res(ROUGE, 0.9), res(R1, 0.9), res(TOX, status="error", reason="tox down")),
+        *[row(f"ok{i}", res(ROUGE, 0.9), res(R1, 0.9)) for i in range(5)],
+    ]
+    problems = find_problems(report(rows, metrics=[ROUGE, R1, TOX]))
+    errors = of_type(problems, "evaluator_errors")
+    assert [(p.metric, p.affected_cases) for p in errors] == [
+        ("ROUGE-L", ["a", "b"]),
+        ("Toxicity", ["c"]),
+    ]
+    assert "errored on 2 of 8 answers" in errors[0].description
+    assert errors[0].description.endswith("most common (2): boom: first")
+    parsing = of_type(problems, "parsing_failures")
+    assert [(p.metric, p.affected_cases) for p in parsing] == [("ROUGE-L", ["a"])]
