@@ -103,31 +103,35 @@ class RowWriter:
         format, anything else as it is; None is an empty cell."""
         self._row += 1
         r = self._row
-        ids, letters, formats = self._ids, self._letters, self._number_formats
+        ids, letters, formats, clean = self._ids, self._letters, self._number_formats, self._clean
         parts = [f'<row r="{r}">']
+        append = parts.append
         for column, value in enumerate(values):
-            numbered = (
-                value is not None and not isinstance(value, str) and formats[column] is not None
-            )
+            # the type decides the cell's shape and whether it takes the number style
+            numbered = False
+            if value is None:
+                body = ' t="n" />'
+            elif isinstance(value, str):
+                value = clean(value)
+                if value:
+                    stripped = value.strip()
+                    space = ' xml:space="preserve"' if stripped and stripped != value else ""
+                    body = f' t="inlineStr"><is><t{space}>{escape(value)}</t></is></c>'
+                else:
+                    body = ' t="inlineStr" />'
+            elif formats[column] is not None:
+                numbered = True
+                text = number_text(float(value))
+                body = f' t="n"><v>{text}</v></c>' if text else ' t="n"><v /></c>'
+            elif isinstance(value, bool):
+                body = f' t="b"><v>{int(value)}</v></c>'
+            else:
+                text = number_text(value)
+                body = f' t="n"><v>{text}</v></c>' if text else ' t="n"><v /></c>'
             style = ids.get((column, numbered))
             if style is None:
                 style = self._style(column, numbered)
-            ref = f'<c r="{letters[column]}{r}"{style}'
-            if value is None:
-                parts.append(f'{ref} t="n" />')
-            elif isinstance(value, str):
-                value = self._clean(value)
-                if not value:
-                    parts.append(f'{ref} t="inlineStr" />')
-                    continue
-                stripped = value.strip()
-                space = ' xml:space="preserve"' if stripped and stripped != value else ""
-                parts.append(f'{ref} t="inlineStr"><is><t{space}>{escape(value)}</t></is></c>')
-            elif isinstance(value, bool) and not numbered:
-                parts.append(f'{ref} t="b"><v>{int(value)}</v></c>')
-            else:
-                text = number_text(float(value) if numbered else value)
-                parts.append(f'{ref} t="n"><v>{text}</v></c>' if text else f'{ref} t="n"><v /></c>')
+            append(f'<c r="{letters[column]}{r}"{style}{body}')
         parts.append("</row>")
         self.file.write("".join(parts).encode("utf-8"))
 
