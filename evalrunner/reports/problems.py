@@ -429,8 +429,10 @@ def _spreads(data: ReportData, metric: str) -> dict[str, float]:
 
 
 def _is_parsing_failure(reason: str) -> bool:
-    text = reason.strip().lower()
-    return text.removeprefix("error:").strip().startswith("parsing failure")
+    text = reason.lower()
+    if "parsing failure" not in text:  # most reasons: settled without trimming them
+        return False
+    return text.strip().removeprefix("error:").strip().startswith("parsing failure")
 
 
 def _judge_missing(data: ReportData) -> list[Problem]:
