@@ -120,3 +120,11 @@ def test_evaluator_errors_read_each_rows_results_once_with_the_same_findings() -
     assert errors[0].description.endswith("most common (2): boom: first")
     parsing = of_type(problems, "parsing_failures")
     assert [(p.metric, p.affected_cases) for p in parsing] == [("ROUGE-L", ["a"])]
+
+
+def test_a_rows_cells_are_neutralised_as_one_by_one() -> None:
+    from evalrunner.reports.formulas import neutralise_all
+
+    cells = [*HOSTILE, "=1+1", "+1", "@SUM", "-inf", "-0.5000", "nan", "true", "'quoted"]
+    assert neutralise_all(cells) == [neutralise(c) for c in cells]
+    assert neutralise_all(["=cmd", "ok", ""]) == ["'=cmd", "ok", ""]
