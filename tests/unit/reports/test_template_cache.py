@@ -70,3 +70,15 @@ def test_a_cache_that_cannot_be_written_costs_a_compile_not_the_page(
     html._environment()  # the cache is set up on a folder that then goes away
     shutil.rmtree(folder)
     assert "<!DOCTYPE html>" in html.render_report(make_report())
+
+
+def test_a_folder_others_can_write_to_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # compiled templates are code: never read from here
+    monkeypatch.setenv(html.TEMPLATE_CACHE_ENV, str(shared))
+    assert html._bytecode_cache() is None
+    shared.chmod(0o700)
+    assert html._bytecode_cache() is not None
