@@ -13,14 +13,19 @@ from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
 _NAMED = 5
 
 
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*")  # not the 1 of "f1"
+_DETAIL = re.compile(r"[:(;]")
+
+
 def normalize_reason(reason: str) -> str:
     """The group key of a failure reason: lowercase, quoted text and numbers blanked (not digits
     inside a name such as "F1" or "ROUGE-2"), cut at the first ':', '(' or ';' (what follows
     is usually the case-specific detail)."""
     text = reason.lower()
-    text = re.sub(r"'[^']*'|\"[^\"]*\"", "…", text)
-    text = re.sub(r"(?<![\w-])\d+(?:[.,]\d+)*", "#", text)  # not the 1 of "f1"
-    text = re.split(r"[:(;]", text, maxsplit=1)[0]
+    text = _QUOTED.sub("…", text)
+    text = _NUMBER.sub("#", text)
+    text = _DETAIL.split(text, maxsplit=1)[0]
     return " ".join(text.split())[:80] or reason[:80]
 
 

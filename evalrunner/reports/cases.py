@@ -90,8 +90,14 @@ def aggregate(rows: Sequence[CaseRow], primary: Sequence[MetricInfo]) -> list[Ca
             case = cases[row.case_id] = Case(row.case_id, len(cases))
         case.rows.append(row)
         case.errored = case.errored or row.status != "ok"
+        cells = case.cells
         for result in row.results:
-            case.cells.setdefault(key(result), Cell()).results.append(result)
+            # not setdefault: its default, a new Cell, would be built for every result
+            metric = key(result)
+            cell = cells.get(metric)
+            if cell is None:
+                cell = cells[metric] = Cell()
+            cell.results.append(result)
     direction = {key(m): m.higher_is_better for m in primary}
     for case in cases.values():
         case.rows.sort(key=lambda r: r.iteration)

@@ -15,7 +15,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 
-from evalrunner.reports.formulas import neutralise
+from evalrunner.reports.formulas import neutralise, neutralise_all
 
 __all__ = ["neutralise", "to_csv"]
 
@@ -30,8 +30,8 @@ def to_csv(header: Sequence[str], rows: Iterable[Sequence[str]]) -> bytes:
     # A lone surrogate (JSON can carry one from a model) must not cost the whole report.
     text = io.TextIOWrapper(buf, encoding="utf-8-sig", errors="replace", newline="")
     writer = csv.writer(text, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
-    writer.writerow([neutralise(h) for h in header])
+    writer.writerow(neutralise_all(header))
     for row in rows:
-        writer.writerow([neutralise(c) for c in row])
+        writer.writerow(neutralise_all(row))
     text.flush()
     return buf.getvalue()

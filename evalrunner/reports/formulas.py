@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Final
 
 #: Characters that start a formula (or a DDE call) in some spreadsheet, after NFKC folding.
@@ -66,3 +67,13 @@ def neutralise(text: str) -> str:
     otherwise unchanged. Only text is ever passed here: typed numbers in the workbook stay
     numbers, and the CSV's formatted numbers are plain decimals the rule leaves alone."""
     return "'" + text if is_formula_like(text) else text
+
+
+def neutralise_all(cells: Iterable[str]) -> list[str]:
+    """:func:`neutralise` of each cell of a table row. The cells that settle at once (the
+    first test of :func:`is_formula_like`) are passed over here without a call for each:
+    the CSV files send every cell of the run through the rule (~74,000 at 2,000 cases)."""
+    return [
+        cell if cell and cell[0] in _SAFE_FIRST else ("'" + cell if is_formula_like(cell) else cell)
+        for cell in cells
+    ]

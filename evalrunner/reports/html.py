@@ -16,7 +16,9 @@ the hash of the very text inlined), so a forgotten escape still could not run an
 script or handler.
 
 Template sources are compacted when loaded (see :class:`_Compact`), so the templates can be
-laid out readably while the page stays as small as before.
+laid out readably while the page stays as small as before. Compiled templates are kept in
+Jinja's bytecode cache on disk (see :func:`_bytecode_cache`), so a fresh process (a CLI run,
+a cold Lambda container after the first) does not compile them again.
 
 Section order of the run report, most decisive first: verdict, regression against the
 baseline, gates, problems and insights, metrics (pass rate against threshold), score
@@ -28,12 +30,24 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
+import os
 import re
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+import jinja2
+from jinja2 import (
+    BytecodeCache,
+    Environment,
+    FileSystemBytecodeCache,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
+from jinja2.bccache import Bucket
 from jinja2.ext import Extension
 from markupsafe import Markup
 
@@ -91,10 +105,68 @@ def _static(name: str) -> str:
     return resources.files("evalrunner.reports").joinpath("static", name).read_text("utf-8")
 
 
+#: Where compiled templates are kept: a folder, or ``off``. Unset: Jinja's own per-user
+#: folder under the temporary directory (created private, and refused unless it is).
+TEMPLATE_CACHE_ENV = "EVALRUNNER_TEMPLATE_CACHE"
+
+
+class _TemplateCache(FileSystemBytecodeCache):
+    """Jinja's file cache of compiled templates, keyed also by how this module compiles them.
+
+    Jinja checks each template's source, but not the environment that compiled it: the
+    compaction above, autoescaping and ``finalize`` are part of the compiled code, so the key
+    holds a hash of this file and Jinja's version, and an edit here never reads old code.
+    A cache that cannot be written costs a compile, never the report."""
+
+    def __init__(self, directory: str | None, fingerprint: str) -> None:
+        super().__init__(directory)
+        self._fingerprint = fingerprint
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return super().get_cache_key(f"{self._fingerprint}|{name}", filename)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError as exc:
+            logging.getLogger(__name__).debug("compiled template not cached: %s", exc)
+
+
+def _private(folder: str) -> bool:
+    """Whether only this user can write to ``folder``: compiled templates are code, so one
+    read from a folder others can write to would run what they put there. (Jinja checks its
+    own default folder the same way.)"""
+    if not hasattr(os, "getuid"):
+        return True  # Windows: a user's folders are private by their ACLs
+    info = os.stat(folder)
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
+def _bytecode_cache() -> BytecodeCache | None:
+    """The cache of compiled templates (see :data:`TEMPLATE_CACHE_ENV`), or None when it is
+    turned off or no safe folder can be had. Compiling the report's templates is some 0.25 s
+    of CPU, a fifth of a 2,000-case Aggregate in a fresh process; reading them back is 5 ms."""
+    setting = os.environ.get(TEMPLATE_CACHE_ENV, "").strip()
+    if setting.lower() in ("off", "0", "false", "no"):
+        return None
+    try:
+        here = Path(__file__).read_bytes()
+        fingerprint = hashlib.sha256(here + jinja2.__version__.encode()).hexdigest()[:16]
+        if setting:
+            os.makedirs(setting, mode=0o700, exist_ok=True)
+            if not _private(setting):
+                return None
+        return _TemplateCache(setting or None, fingerprint)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Jinja found no safe folder
+        logging.getLogger(__name__).debug("templates compiled without a cache: %s", exc)
+        return None
+
+
 @cache
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("evalrunner.reports", "templates"),
+        bytecode_cache=_bytecode_cache(),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         finalize=_finalize,

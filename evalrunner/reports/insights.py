@@ -183,25 +183,20 @@ def _failure_reasons(data: ReportData) -> list[Insight]:
     for info in _primary(data):
         reasons: list[str] = []
         cases: dict[str, list[str]] = {}
+        examples: dict[str, str] = {}  # each key's first reason, in row order
         for row in data.rows:
             res = row.result(info.metric)
             if res is not None and res.status == "scored" and not res.success:
                 key = normalize_reason(res.reason)
                 reasons.append(key)
                 cases.setdefault(key, []).append(row.case_id)
+                examples.setdefault(key, res.reason)
         if not reasons:
             continue
         key, count = Counter(reasons).most_common(1)[0]  # first seen on ties
         if count < 2:
             continue
-        example = next(
-            res.reason
-            for row in data.rows
-            if (res := row.result(info.metric)) is not None
-            and res.status == "scored"
-            and not res.success
-            and normalize_reason(res.reason) == key
-        )
+        example = examples[key]
         out.append(
             Insight(
                 type="common_failure_reason",

@@ -330,26 +330,30 @@ def _regression(data: ReportData) -> list[Problem]:
 def _evaluator_errors(data: ReportData) -> list[Problem]:
     answered = [r for r in data.rows if r.status == "ok"]
     evaluators: dict[str, list[CaseRow]] = {}
+    # Each row's results by evaluator, in one pass over them (per evaluator, each row's
+    # parsing failure and first other error: each result's reason is read once).
+    errored_of: dict[str, list[tuple[CaseRow, str]]] = {}
+    parsing_of: dict[str, list[CaseRow]] = {}
     for row in answered:
-        for name in dict.fromkeys(res.evaluator for res in row.results):
+        seen: dict[str, tuple[bool, str | None]] = {}
+        for res in row.results:
+            parsing, error = seen.get(res.evaluator, (False, None))
+            failed_to_parse = _is_parsing_failure(res.reason)
+            if error is None and res.status == "error" and not failed_to_parse:
+                error = res.reason
+            seen[res.evaluator] = (parsing or failed_to_parse, error)
+        for name, (parsing, error) in seen.items():
             evaluators.setdefault(name, []).append(row)
+            if parsing:
+                parsing_of.setdefault(name, []).append(row)
+            if error is not None:
+                errored_of.setdefault(name, []).append((row, error))
     primary = {m.evaluator: m.metric for m in reversed(data.metrics)}
     primary.update({m.evaluator: m.metric for m in reversed(data.metrics) if m.primary})
     out = []
     for name, rows in evaluators.items():
-        errored: list[tuple[CaseRow, str]] = []
-        parsing: list[CaseRow] = []
-        for row in rows:
-            mine = [res for res in row.results if res.evaluator == name]
-            if any(_is_parsing_failure(res.reason) for res in mine):
-                parsing.append(row)
-            errs = [
-                res.reason
-                for res in mine
-                if res.status == "error" and not _is_parsing_failure(res.reason)
-            ]
-            if errs:
-                errored.append((row, errs[0]))
+        errored = errored_of.get(name, [])
+        parsing_rows = parsing_of.get(name, [])
         metric = primary.get(name)
         if errored:
             common, count = _most_common(reason for _, reason in errored)
@@ -376,17 +380,18 @@ def _evaluator_errors(data: ReportData) -> list[Problem]:
                     suggested_action=action,
                 )
             )
-        rate = len(parsing) / len(rows)
+        rate = len(parsing_rows) / len(rows)
         if rate > PARSING_FAILURE_RATE:
-            cases = _cases(parsing)
+            cases = _cases(parsing_rows)
             out.append(
                 Problem(
                     severity="high" if rate > PARSING_FAILURE_HIGH else "medium",
                     type="parsing_failures",
                     metric=metric,
                     description=(
-                        f"The judge's answer for {name} could not be parsed on {len(parsing)} of "
-                        f"{len(rows)} answers ({rate:.0%}; more than 5% is a problem)."
+                        f"The judge's answer for {name} could not be parsed on "
+                        f"{len(parsing_rows)} of {len(rows)} answers ({rate:.0%}; more than 5% "
+                        "is a problem)."
                     ),
                     affected_cases=cases,
                     suggested_action=(
@@ -424,8 +429,10 @@ def _spreads(data: ReportData, metric: str) -> dict[str, float]:
 
 
 def _is_parsing_failure(reason: str) -> bool:
-    text = reason.strip().lower()
-    return text.removeprefix("error:").strip().startswith("parsing failure")
+    text = reason.lower()
+    if "parsing failure" not in text:  # most reasons: settled without trimming them
+        return False
+    return text.strip().removeprefix("error:").strip().startswith("parsing failure")
 
 
 def _judge_missing(data: ReportData) -> list[Problem]:

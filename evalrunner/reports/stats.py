@@ -235,6 +235,16 @@ def _result_of(row: CaseRow, info: MetricInfo) -> MetricResult | None:
     )
 
 
+def column_results(row: CaseRow, metrics: Sequence[MetricInfo]) -> list[MetricResult | None]:
+    """:func:`_result_of` for every metric column at once, from one pass over the row's
+    results (the first of a column's results wins, as there): a table that reads each of a
+    row's columns, and the statistics of every metric, look each result up once."""
+    found: dict[tuple[str, str], MetricResult] = {}
+    for result in row.results:
+        found.setdefault((result.evaluator, result.metric), result)
+    return [found.get((info.evaluator, info.metric)) for info in metrics]
+
+
 def _scores(results: Sequence[MetricResult]) -> list[float]:
     return [r.score for r in results if r.status == "scored" and r.score is not None]
 
@@ -249,12 +259,12 @@ def _p10(values: Sequence[float]) -> float:
     return statistics.quantiles(values, n=10, method="inclusive")[0]
 
 
-def _instability(rows: Sequence[CaseRow], info: MetricInfo) -> float | None:
+def _instability(rows: Sequence[CaseRow], column: Sequence[MetricResult | None]) -> float | None:
     """Mean over cases of the spread (max − min) of the case's scores across iterations, over
-    cases with at least two scored iterations: how far a rerun of the same case can move."""
+    cases with at least two scored iterations: how far a rerun of the same case can move.
+    ``column`` holds each row's result for the metric."""
     by_case: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        result = _result_of(row, info)
+    for row, result in zip(rows, column, strict=True):
         if result is not None and result.status == "scored" and result.score is not None:
             by_case[row.case_id].append(result.score)
     spreads = [max(v) - min(v) for v in by_case.values() if len(v) >= 2]
@@ -264,7 +274,17 @@ def _instability(rows: Sequence[CaseRow], info: MetricInfo) -> float | None:
 def _stats(
     rows: Sequence[CaseRow], info: MetricInfo, iteration: int | None, instability: float | None
 ) -> MetricStats:
-    results = [r for r in (_result_of(row, info) for row in rows) if r is not None]
+    return _column_stats([_result_of(row, info) for row in rows], info, iteration, instability)
+
+
+def _column_stats(
+    column: Sequence[MetricResult | None],
+    info: MetricInfo,
+    iteration: int | None,
+    instability: float | None,
+) -> MetricStats:
+    """The statistics of one metric over its results (None: the row has none)."""
+    results = [r for r in column if r is not None]
     values = _scores(results)
     scored = [r for r in results if r.status == "scored" and r.score is not None]
     errored = sum(1 for r in results if r.status == "error")
@@ -305,14 +325,21 @@ def compute_stats(
     """
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
-    out = [
-        _stats(rows, info, None, _instability(rows, info) if iterations > 1 else None)
-        for info in metrics
-    ]
+    table = [column_results(row, metrics) for row in rows]
+    out = []
+    for i, info in enumerate(metrics):
+        column = [cells[i] for cells in table]
+        instability = _instability(rows, column) if iterations > 1 else None
+        out.append(_column_stats(column, info, None, instability))
     if iterations > 1:
         for iteration in range(1, iterations + 1):
-            subset = [row for row in rows if row.iteration == iteration]
-            out += [_stats(subset, info, iteration, None) for info in metrics]
+            subset = [
+                cells for row, cells in zip(rows, table, strict=True) if row.iteration == iteration
+            ]
+            out += [
+                _column_stats([cells[i] for cells in subset], info, iteration, None)
+                for i, info in enumerate(metrics)
+            ]
     return out
 
 
@@ -413,8 +440,7 @@ def detail_cells(
     if conversations:
         turn: Cell = WHOLE_CONVERSATION if row.is_conversation else row.turn
         cells += [row.conversation_id, turn]
-    for info in metrics:
-        result = _result_of(row, info)
+    for result in column_results(row, metrics):
         if result is None:
             cells += [None, None, NOT_EVALUATED]
         else:

@@ -56,6 +56,9 @@ from evalrunner.reports.xlsx_rows import RowWriter, splice
 EXCEL_CELL_LIMIT = 32_767
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+#: Whatever :func:`safe_text` removes or replaces (openpyxl's illegal characters, unpaired
+#: surrogates): one search settles the many cells that hold none.
+_UNCLEAN = re.compile(f"{ILLEGAL_CHARACTERS_RE.pattern}|{_SURROGATES.pattern}")
 _NUMBER_FORMATS: dict[ColumnKind, str] = {"latency": "0.0", "number": "0.0000"}
 
 # Excel's own "Good" and "Bad" cell styles, which users already read as pass and fail.
@@ -83,7 +86,8 @@ def truncate(text: str, limit: int = EXCEL_CELL_LIMIT) -> str:
     """``text`` cut to fit Excel's cell limit, ending with a marker that says so and how long
     the text was (details.csv keeps it whole). Excel counts UTF-16 code units, so a character
     outside the Basic Multilingual Plane (an emoji) counts twice."""
-    if _utf16_len(text) <= limit:
+    # A character is at most two UTF-16 code units: most cells fit without being encoded.
+    if len(text) <= limit // 2 or _utf16_len(text) <= limit:
         return text
     marker = f" … [truncated: {len(text):,} characters; full text in details.csv]"
     keep = limit - _utf16_len(marker)
@@ -97,8 +101,9 @@ def safe_text(text: str) -> str:
     hold (control characters, unpaired surrogates from a model's JSON), within the cell limit.
     Neutralising comes after cleaning, so stripping a control character cannot bring a
     formula character to the front."""
-    cleaned = _SURROGATES.sub("\ufffd", ILLEGAL_CHARACTERS_RE.sub("", text))
-    return truncate(neutralise(cleaned))
+    if _UNCLEAN.search(text) is not None:
+        text = _SURROGATES.sub("\ufffd", ILLEGAL_CHARACTERS_RE.sub("", text))
+    return truncate(neutralise(text))
 
 
 def _header_cell(sheet: WriteOnlyWorksheet, name: str) -> WriteOnlyCell:
@@ -109,22 +114,6 @@ def _header_cell(sheet: WriteOnlyWorksheet, name: str) -> WriteOnlyCell:
     cell.font = _HEADER_FONT
     cell.fill = _HEADER_FILL
     return cell
-
-
-def _body_cells(
-    values: Sequence[Cell], kinds: Sequence[ColumnKind]
-) -> list[tuple[str | float | int | bool | None, bool]]:
-    """A row's cells as they are stored, each with whether it takes its column's number
-    format: text made safe (:func:`safe_text`), numbers of a number column as floats."""
-    cells: list[tuple[str | float | int | bool | None, bool]] = []
-    for value, kind in zip(values, kinds, strict=True):
-        if isinstance(value, str):
-            cells.append((safe_text(value), False))
-        elif value is not None and kind in _NUMBER_FORMATS:
-            cells.append((float(value), True))
-        else:
-            cells.append((value, False))
-    return cells
 
 
 def _fill_sheet(
@@ -152,10 +141,13 @@ def _fill_sheet(
     sheet.freeze_panes = "B2"
     sheet.append([_header_cell(sheet, name) for name in header])
     writer = RowWriter(
-        sheet, [_WRAP if w else _TOP for w in wrap], [_NUMBER_FORMATS.get(k) for k in kinds]
+        sheet,
+        [_WRAP if w else _TOP for w in wrap],
+        [_NUMBER_FORMATS.get(k) for k in kinds],
+        safe_text,
     )
     for values in chain(sample, rows):
-        writer.row(_body_cells(values, kinds))
+        writer.row(values)
     last = get_column_letter(len(header))
     sheet.auto_filter.ref = f"A1:{last}{max(writer.count + 1, 2)}"
     return writer

@@ -26,7 +26,7 @@ import math
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 from openpyxl.cell import WriteOnlyCell
@@ -52,7 +52,7 @@ def escape(text: str) -> str:
 
 def number_text(value: float | int) -> str:
     """openpyxl's ``safe_string`` of a number (NaN and infinities have no text)."""
-    if math.isnan(value) or math.isinf(value):
+    if not math.isfinite(value):
         return ""
     return f"{value:.16g}"
 
@@ -63,18 +63,21 @@ class RowWriter:
     Each column has an alignment and, for a number column, a number format that its numbers
     take. A column's style is built and registered with the workbook on its first use, and
     only then, so the workbook's style lists (alignments, number formats, cell styles) come
-    out in the same order, with the same ids, as when openpyxl styles each cell."""
+    out in the same order, with the same ids, as when openpyxl styles each cell. Text goes
+    through ``clean`` (the workbook's rule for what a cell may hold) on its way in."""
 
     def __init__(
         self,
         sheet: WriteOnlyWorksheet,
         alignments: Sequence[Alignment],
         number_formats: Sequence[str | None],
+        clean: Callable[[str], str],
     ) -> None:
         self._sheet = sheet
         self._letters = [get_column_letter(c) for c in range(1, len(alignments) + 1)]
         self._alignments = list(alignments)
         self._number_formats = list(number_formats)
+        self._clean = clean
         self._ids: dict[tuple[int, bool], str] = {}
         self._row = 1
         self.file: IO[bytes] = tempfile.TemporaryFile()
@@ -94,28 +97,41 @@ class RowWriter:
             self._ids[key] = attribute
         return attribute
 
-    def row(self, cells: Sequence[tuple[str | float | int | bool | None, bool]]) -> None:
-        """One row: each cell's value (strings already made safe) and whether it takes its
-        column's number style."""
+    def row(self, values: Sequence[str | float | int | bool | None]) -> None:
+        """One row of cells as the reports make them: text is made safe with ``clean``, a
+        value of a number column (a boolean too) is stored as a float in the column's number
+        format, anything else as it is; None is an empty cell."""
         self._row += 1
         r = self._row
+        ids, letters, formats, clean = self._ids, self._letters, self._number_formats, self._clean
         parts = [f'<row r="{r}">']
-        for column, (value, numbered) in enumerate(cells):
-            ref = f'<c r="{self._letters[column]}{r}"{self._style(column, numbered)}'
+        append = parts.append
+        for column, value in enumerate(values):
+            # the type decides the cell's shape and whether it takes the number style
+            numbered = False
             if value is None:
-                parts.append(f'{ref} t="n" />')
+                body = ' t="n" />'
             elif isinstance(value, str):
-                if not value:
-                    parts.append(f'{ref} t="inlineStr" />')
-                    continue
-                stripped = value.strip()
-                space = ' xml:space="preserve"' if stripped and stripped != value else ""
-                parts.append(f'{ref} t="inlineStr"><is><t{space}>{escape(value)}</t></is></c>')
+                value = clean(value)
+                if value:
+                    stripped = value.strip()
+                    space = ' xml:space="preserve"' if stripped and stripped != value else ""
+                    body = f' t="inlineStr"><is><t{space}>{escape(value)}</t></is></c>'
+                else:
+                    body = ' t="inlineStr" />'
+            elif formats[column] is not None:
+                numbered = True
+                text = number_text(float(value))
+                body = f' t="n"><v>{text}</v></c>' if text else ' t="n"><v /></c>'
             elif isinstance(value, bool):
-                parts.append(f'{ref} t="b"><v>{int(value)}</v></c>')
+                body = f' t="b"><v>{int(value)}</v></c>'
             else:
                 text = number_text(value)
-                parts.append(f'{ref} t="n"><v>{text}</v></c>' if text else f'{ref} t="n"><v /></c>')
+                body = f' t="n"><v>{text}</v></c>' if text else ' t="n"><v /></c>'
+            style = ids.get((column, numbered))
+            if style is None:
+                style = self._style(column, numbered)
+            append(f'<c r="{letters[column]}{r}"{style}{body}')
         parts.append("</row>")
         self.file.write("".join(parts).encode("utf-8"))
 
