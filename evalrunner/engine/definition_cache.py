@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 import sys
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from evalrunner.user_cache import is_private
 
 #: Definitions held in memory per process (a test session deploys a few different ones).
 _MEMORY_LIMIT = 32
@@ -76,11 +77,11 @@ class DefinitionCache:
 
     # -- the user's cache folder --------------------------------------------------------------
     def _read(self, key: str) -> bytes | None:
-        if self._folder is None or not _private(self._folder):
+        if self._folder is None or not is_private(self._folder):
             return None
         path = self._folder / f"{key}.pickle"
         try:
-            if not _private(path):
+            if not is_private(path):
                 return None
             blob = path.read_bytes()
         except OSError:
@@ -94,7 +95,7 @@ class DefinitionCache:
             return
         try:
             self._folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not _private(self._folder):
+            if not is_private(self._folder):
                 return
             handle, temporary = tempfile.mkstemp(dir=self._folder, suffix=".tmp")
             try:
@@ -106,15 +107,3 @@ class DefinitionCache:
                 raise
         except OSError:  # a read-only home, a full disk: the next run parses again
             return
-
-
-def _private(path: Path) -> bool:
-    """``path`` exists, belongs to this user and nobody else may write to it."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    getuid = getattr(os, "getuid", None)
-    if getuid is not None and info.st_uid != getuid():
-        return False
-    return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

@@ -9,10 +9,8 @@ without a record are reported as failed tasks, so no case is ever silently missi
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +19,7 @@ from evalrunner.errors import EvalRunnerError
 from evalrunner.estimate.model import ActualFigures
 from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
+from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import applicable, flatten
@@ -251,29 +250,6 @@ def fold_records(
     return out
 
 
-@contextmanager
-def _older_objects_frozen() -> Iterator[None]:
-    """Collect only the garbage made inside the block.
-
-    Aggregate makes a few objects per case that live to the end (the report rows, their
-    results) and many that die young; the allocations trigger CPython's cyclic collector
-    and, every so often, a full collection that walks every object of the process: the
-    imported libraries and, in a local run, the embedded engine and S3 with the whole run.
-    At 2,000 cases those walks were a quarter of Aggregate's CPU, and none of those objects
-    becomes garbage here. ``gc.freeze`` (the standard library's way to keep long-lived
-    objects out of collections) sets them aside for the block; ``gc.unfreeze`` puts them
-    back in the oldest generation. Left alone when the process froze objects itself (a
-    server that froze after its imports must keep them frozen) or turned the collector off."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def aggregate_run(
     context: RunContext,
     *,
@@ -283,7 +259,9 @@ def aggregate_run(
 ) -> RunSummary:
     """Merge, aggregate, compare, write the report set (the manifest last) and return the
     summary; ``summary.json`` holds the same."""
-    with _older_objects_frozen():
+    # Aggregate's allocations set off full collections that walked every imported object and,
+    # locally, the engine with the whole run: a quarter of its CPU at 2,000 cases (issue 18).
+    with older_objects_frozen():
         return _aggregate(context, map_failure=map_failure, score_failure=score_failure, now=now)
 
 

@@ -62,6 +62,7 @@ from evalrunner.reports.report_view import (
     report_context,
 )
 from evalrunner.reports.run_figures import scalar_text
+from evalrunner.user_cache import is_private
 
 if TYPE_CHECKING:
     from evalrunner.calibrate.agreement import Calibration
@@ -132,16 +133,6 @@ class _TemplateCache(FileSystemBytecodeCache):
             logging.getLogger(__name__).debug("compiled template not cached: %s", exc)
 
 
-def _private(folder: str) -> bool:
-    """Whether only this user can write to ``folder``: compiled templates are code, so one
-    read from a folder others can write to would run what they put there. (Jinja checks its
-    own default folder the same way.)"""
-    if not hasattr(os, "getuid"):
-        return True  # Windows: a user's folders are private by their ACLs
-    info = os.stat(folder)
-    return info.st_uid == os.getuid() and not info.st_mode & 0o022
-
-
 def _bytecode_cache() -> BytecodeCache | None:
     """The cache of compiled templates (see :data:`TEMPLATE_CACHE_ENV`), or None when it is
     turned off or no safe folder can be had. Compiling the report's templates is some 0.25 s
@@ -154,7 +145,7 @@ def _bytecode_cache() -> BytecodeCache | None:
         fingerprint = hashlib.sha256(here + jinja2.__version__.encode()).hexdigest()[:16]
         if setting:
             os.makedirs(setting, mode=0o700, exist_ok=True)
-            if not _private(setting):
+            if not is_private(setting):
                 return None
         return _TemplateCache(setting or None, fingerprint)
     except (OSError, RuntimeError) as exc:  # RuntimeError: Jinja found no safe folder
