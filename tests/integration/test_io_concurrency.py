@@ -158,10 +158,10 @@ def test_cli_max_concurrency_is_the_calls_in_flight(tmp_path):
 
 def test_a_runs_storage_skips_botocore_and_moto_http(tmp_path, monkeypatch):
     """Issue 18: the handlers' record writes and reads reach the embedded S3 directly, not
-    through botocore and moto's S3 responses (most of a case's CPU). Counted at moto's HTTP
-    layer: no record is put or read there, yet every case has its record in the report, and
-    the reports the handlers wrote through the seam are what the engine downloads through
-    boto3 (which does pass there: the counter sees it)."""
+    through botocore and moto's S3 responses (most of a case's CPU), and so do the engine's
+    upload of the suite and download of the reports. Counted at moto's HTTP layer: nothing
+    passes there, yet every case has its record in the report and every report file was
+    downloaded whole."""
     from moto.s3.responses import S3Response
 
     seen: list[tuple[str, str]] = []
@@ -178,7 +178,6 @@ def test_a_runs_storage_skips_botocore_and_moto_http(tmp_path, monkeypatch):
     assert result.summary.items == 12
     details = read_csv(next(p for p in result.files if p.name.endswith("details.csv")))
     assert sorted(row["case_id"] for row in details) == sorted(f"c{i}" for i in range(12))
-    assert not [key for op, key in seen if op == "put_object" and key.startswith("runs/")]
-    assert not [key for _, key in seen if "/cases/" in key]  # records: never via HTTP
-    downloaded = {key.rsplit("/", 1)[-1] for op, key in seen if op == "get_object"}
-    assert {p.name for p in result.files} <= downloaded
+    assert seen == []  # no S3 request through moto's HTTP layer, records or reports
+    assert all(path.stat().st_size > 0 for path in result.files)
+    assert any(path.name.endswith("report.html") for path in result.files)
