@@ -82,3 +82,25 @@ def test_a_local_run_runs_frozen_and_thaws(tmp_path: Path) -> None:
     )
     assert seen and all(count > 0 for count in seen)
     assert gc.get_freeze_count() == 0
+
+
+def test_full_collections_are_paused_inside_and_the_thresholds_put_back() -> None:
+    before = gc.get_threshold()
+    with older_objects_frozen():
+        young, middle, full = gc.get_threshold()
+        assert (young, middle) == before[:2] and full > 1000 * before[2]
+        with older_objects_frozen():  # nested: still paused
+            assert gc.get_threshold()[2] == full
+        assert gc.get_threshold()[2] == full
+        cycle: list[object] = []
+        cycle.append(cycle)  # young cycles are still collected
+        del cycle
+        assert gc.collect(1) >= 1
+    assert gc.get_threshold() == before
+
+
+def test_the_thresholds_of_a_process_that_froze_itself_are_not_touched() -> None:
+    gc.freeze()
+    before = gc.get_threshold()
+    with older_objects_frozen():
+        assert gc.get_threshold() == before
