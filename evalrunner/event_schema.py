@@ -89,7 +89,7 @@ class EventSpec(SpecModel):
         description="Test cases (x iterations) one Map task runs, one after another. Each task "
         "costs a Lambda invoke and state transitions whatever it holds, so large runs are "
         "cheaper and faster with many; default: chosen from the run's size (1 until there are "
-        "8 cases per concurrent task, at most 25). A task near Lambda's time limit hands the "
+        "8 cases per concurrent task, at most 100). A task near Lambda's time limit hands the "
         "cases it has not started to a new task.",
     )
     tolerated_failure_percentage: float = Field(

@@ -82,7 +82,9 @@ def statuses(store) -> dict[str, str]:
         (12, 10, 1),  # small runs keep one case per task
         (159, 10, 1),
         (160, 10, 2),  # 8 tasks per concurrent slot: 160 / 80
-        (2000, 10, 25),  # capped
+        (2000, 10, 25),  # 8 tasks per slot
+        (10_000, 10, 100),  # capped
+        (50_000, 10, 100),
         (500, 50, 1),  # an I/O-bound run keeps its 50 calls in flight
         (100_000, 1000, 12),
     ],
