@@ -85,6 +85,13 @@ class RunStore:
         except StorageError:
             return None
 
+    def get_bytes_or_none(self, key: str) -> bytes | None:
+        """The object's bytes, or None where there is none (for a model to parse itself)."""
+        try:
+            return self.get_bytes(key)
+        except StorageError:
+            return None
+
     def put_bytes(self, key: str, data: bytes, content_type: str, *, redact: bool = True) -> bytes:
         """Every object the run writes goes through here, so text is redacted here: no
         secret the process has read reaches a record, a report or the summary. Only the

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Iterator
-from typing import Any
 
 from evalrunner.evaluators import resolve
 from evalrunner.pipeline import aggregate
@@ -46,10 +45,10 @@ class CountingStore:
     def record_key(run_id: str, item_id: str) -> str:
         return item_id
 
-    def get_json_or_none(self, key: str) -> Any:
+    def get_bytes_or_none(self, key: str) -> bytes | None:
         self.reads += 1
         record = self.records.get(key)
-        return record.model_dump(mode="json") if record else None
+        return record.model_dump_json().encode() if record else None
 
 
 def test_records_are_read_a_chunk_at_a_time_in_manifest_order() -> None:
@@ -116,3 +115,32 @@ def test_cases_are_kept_for_an_evaluator_with_run_level_figures() -> None:
     evaluators = [resolve("Exact match")(), resolve("Answer classification")()]
     folded = aggregate.fold_records(((i, answered(i)) for i in run), {}, evaluators, None)
     assert [i.item_id for i, _ in folded.summary_cases] == [i.item_id for i in run]
+
+
+def test_a_record_parsed_by_pydantic_is_the_record_json_gives() -> None:
+    """iter_records lets pydantic parse a record's bytes: the same record as json.loads and
+    validating the dict, for what records carry (any Unicode, U+FFFD where text was cleaned,
+    floats as Python writes them, big integers)."""
+    import json
+
+    from evalrunner.evaluators.base import MetricResult
+    from evalrunner.jsonout import dump_json
+
+    (item,) = items(1)
+    record = answered(item)
+    record.response = TargetResponse(
+        answer='Ünïcode 🎉 \ufffd tab\tand\nlines "quoted" \\ 𝔘',
+        contexts=["中文", "", "x" * 5000],
+        data='{"n": 9223372036854775808, "deep": [{"a": [null, true, 1.5e300]}]}',
+        latency_ms=1e-05,
+        input_tokens=2**40,
+        cost=-0.0,
+    )
+    record.judge_usage = {"calls": 2**53 + 1, "input_tokens": 10, "output_tokens": 2}
+    record.results = [
+        MetricResult(
+            evaluator="e", metric="m", status="scored", score=1e-05, threshold=0.5, reason="ok ✓"
+        )
+    ]
+    raw = dump_json(record.model_dump(mode="json")).encode("utf-8")
+    assert CaseRecord.model_validate_json(raw) == CaseRecord.model_validate(json.loads(raw))
