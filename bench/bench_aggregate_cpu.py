@@ -24,12 +24,12 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import boto3
+from _timing import timed  # bench/ is on sys.path when run as a script
 from moto import mock_aws
 
 import evalrunner.pipeline.aggregate as aggregate
@@ -74,23 +74,12 @@ def instant(spec: Any, *, session: Any = None) -> Target:
     return Instant(spec)
 
 
-def _timed(name: str, fn: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            spent[name] += time.thread_time() - start
-
-    return wrapper
-
-
 def measure(
     n: int, repeats: int, profile: str | None, save: str | None = None
 ) -> list[dict[str, Any]]:
     spent: dict[str, float] = defaultdict(float)
     for name in PARTS:
-        setattr(aggregate, name, _timed(name, getattr(aggregate, name), spent))
+        setattr(aggregate, name, timed(name, getattr(aggregate, name), spent))
     out = []
     with mock_aws():
         boto = boto3.client("s3", region_name="us-east-1")

@@ -36,6 +36,7 @@ from typing import Any
 
 import boto3
 import openpyxl
+from _timing import timed  # bench/ is on sys.path when run as a script
 from moto import mock_aws
 
 import evalrunner.pipeline.prepare as prepare
@@ -121,17 +122,6 @@ class GcClock:
             self.spent[info["generation"]] += time.thread_time() - self._start
 
 
-def _timed(name: str, fn: Callable[..., Any], spent: dict[str, float]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            spent[name] += time.thread_time() - start
-
-    return wrapper
-
-
 def responses(n: int) -> list[TargetResponse]:
     """What the instant target of bench_engine answers, N times: clean text, the common case."""
     return [
@@ -154,7 +144,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     spent: dict[str, float] = defaultdict(float)
     for name in PARTS:
-        setattr(prepare, name, _timed(name, getattr(prepare, name), spent))
+        setattr(prepare, name, timed(name, getattr(prepare, name), spent))
     name, data = SUITES[suite](n)
     collector = GcClock()
     out = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +31,17 @@ def _no_operator_defaults(
     monkeypatch.setenv("EVALRUNNER_CONFIG", str(empty))
     monkeypatch.delenv("EVALRUNNER_JUDGE", raising=False)
     monkeypatch.delenv("EVALRUNNER_DEFAULT_METRICS", raising=False)
+
+
+@pytest.fixture
+def thawed_collector() -> Iterator[None]:
+    """The collector as a test of gc freezing leaves it: nothing frozen, enabled, defaults."""
+    thresholds = gc.get_threshold()
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+    gc.enable()
+    gc.set_threshold(*thresholds)
 
 
 @pytest.fixture

@@ -4,20 +4,13 @@ them back after, nests, and leaves a process that froze objects itself as it was
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from evalrunner.gc_freeze import older_objects_frozen
 
-
-@pytest.fixture(autouse=True)
-def _thawed() -> Iterator[None]:
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-    gc.enable()
+pytestmark = pytest.mark.usefixtures("thawed_collector")
 
 
 def test_older_objects_are_frozen_inside_and_thawed_after() -> None:

@@ -6,19 +6,12 @@ quarter of its CPU); inside a local run, it adds what the run built to what the 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
 
 from evalrunner.pipeline import aggregate
 
-
-@pytest.fixture(autouse=True)
-def _thawed() -> Iterator[None]:
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-    gc.enable()
+pytestmark = pytest.mark.usefixtures("thawed_collector")
 
 
 def test_aggregate_runs_with_older_objects_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
