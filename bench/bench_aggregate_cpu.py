@@ -30,6 +30,7 @@ from typing import Any
 
 import boto3
 from _timing import timed  # bench/ is on sys.path when run as a script
+from bench_engine import suite_csv
 from moto import mock_aws
 
 import evalrunner.pipeline.aggregate as aggregate
@@ -84,9 +85,7 @@ def measure(
     with mock_aws():
         boto = boto3.client("s3", region_name="us-east-1")
         boto.create_bucket(Bucket=BUCKET)
-        lines = ["id,question,expected_answer"]
-        lines += [f"c{i},How many days for item {i}?,Item {i} gets 42 days." for i in range(n)]
-        boto.put_object(Bucket=BUCKET, Key="test-suites/s.csv", Body="\n".join(lines).encode())
+        boto.put_object(Bucket=BUCKET, Key="test-suites/s.csv", Body=suite_csv(n))
         s3 = InProcessS3Client(
             lambda: boto3.client("s3", region_name="us-east-1"), account_id="123456789012"
         )

@@ -80,10 +80,8 @@ class RunStore:
         return json.loads(self.get_bytes(key))
 
     def get_json_or_none(self, key: str) -> Any | None:
-        try:
-            return self.get_json(key)
-        except StorageError:
-            return None
+        raw = self.get_bytes_or_none(key)
+        return None if raw is None else json.loads(raw)
 
     def get_bytes_or_none(self, key: str) -> bytes | None:
         """The object's bytes, or None where there is none (for a model to parse itself)."""

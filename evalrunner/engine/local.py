@@ -56,10 +56,10 @@ from evalrunner.targets.registry import target_class
 from evalrunner.user_cache import user_cache_dir
 
 REGION = "us-east-1"
-#: How often a run whose Aggregate has returned is polled until its execution ends.
-_FINISHING_POLL_SECONDS = 0.005
 ACCOUNT = "123456789012"
 BUCKET = "evalrunner-local"
+#: How often a run whose Aggregate has returned is polled until its execution ends.
+_FINISHING_POLL_SECONDS = 0.005
 
 #: Functions the state machine calls, by the placeholder that names them.
 PIPELINE_FUNCTIONS = {

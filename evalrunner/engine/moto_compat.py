@@ -130,7 +130,7 @@ _definition_caches: dict[Path | None, DefinitionCache] = {}
 _caches_lock = threading.Lock()
 
 
-def definition_cache(parser: Callable[[str], Any], folder: Path | None) -> DefinitionCache:
+def parsed_definitions(parser: Callable[[str], Any], folder: Path | None) -> DefinitionCache:
     """The process's cache of parsed definitions kept in ``folder`` (one per folder, so a
     run after the first in a process parses nothing)."""
     with _caches_lock:
@@ -263,7 +263,7 @@ def interpreter_speedups(definitions: Path | None = None) -> Iterator[None]:
                 return urls_module[0]
 
         original_asl: staticmethod[[str], Any] = AmazonStateLanguageParser.__dict__[_ASL_PARSE]
-        parsed = definition_cache(original_asl.__func__, definitions)
+        parsed = parsed_definitions(original_asl.__func__, definitions)
 
         setattr(json_path, _PARSE, cached_parse)
         setattr(result_path, _PARSE, cached_result_parse)

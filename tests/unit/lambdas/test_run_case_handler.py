@@ -6,15 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.pipeline import prepare
 from evalrunner.pipeline.context import Runtime
-from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
 from lambdas import run_case
+from tests.support.suite_bucket import suite_store
 
 SUITE = b"id,question,expected_answer\na,Q one?,alpha\nb,Q two?,beta\n"
 
@@ -43,11 +41,7 @@ def context() -> SimpleNamespace:
 
 @pytest.fixture
 def handler_and_store():
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
-        store = RunStore("runner-bucket", client=client)
+    with suite_store(SUITE) as store:
         prepare.prepare_run(
             {
                 "key": "test-suites/s.csv",
@@ -59,7 +53,7 @@ def handler_and_store():
             store,
             now=datetime(2026, 11, 24, tzinfo=UTC),
         )
-        runtime = Runtime(s3_client=client, target_factory=lambda spec, *, session: Echo(spec))
+        runtime = Runtime(s3_client=store.s3, target_factory=lambda spec, *, session: Echo(spec))
         yield run_case.build(runtime), store
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.cli.running import perturbation_arg
 from evalrunner.errors import EventError, SuiteError
@@ -14,6 +12,7 @@ from evalrunner.event import parse_event
 from evalrunner.perturb import PerturbationSpec, perturb_text, resolve
 from evalrunner.pipeline import prepare
 from evalrunner.storage import RunStore
+from tests.support.suite_bucket import suite_store
 
 SUITE = (
     b"id,question,expected_answer\n"
@@ -72,11 +71,8 @@ def test_cli_perturb_argument() -> None:
 
 @pytest.fixture
 def store():
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
-        yield RunStore("runner-bucket", client=client)
+    with suite_store(SUITE) as store:
+        yield store
 
 
 def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> None:

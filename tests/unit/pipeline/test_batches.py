@@ -7,16 +7,14 @@ import itertools
 from datetime import UTC, datetime
 from typing import ClassVar
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.errors import EventError
 from evalrunner.pipeline import batching, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestBatch
-from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
+from tests.support.suite_bucket import suite_store
 
 NOW = datetime(2026, 11, 24, 5, 0, 0, tzinfo=UTC)
 CASES = 10
@@ -45,12 +43,9 @@ def echo(spec, *, session=None):
 
 @pytest.fixture
 def store():
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
+    with suite_store(SUITE) as store:
         Echo.questions = []
-        yield RunStore("runner-bucket", client=client)
+        yield store
 
 
 def prepared(store, **event):

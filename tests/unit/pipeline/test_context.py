@@ -7,9 +7,7 @@ import ast
 from datetime import UTC, datetime
 from pathlib import Path
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.evaluators import resolve
 from evalrunner.evaluators.judge_base import JudgeEvaluator
@@ -20,6 +18,7 @@ from evalrunner.pipeline.context import RunContext, Runtime
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.fake_judge import FakeJudge
+from tests.support.suite_bucket import suite_store
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 SUITE = b"question,expected_answer\nQ one?,alpha\nQ two?,beta\n"
@@ -43,11 +42,8 @@ def echo(spec, *, session=None):
 
 @pytest.fixture
 def store():
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        s3.create_bucket(Bucket="ctx-bucket")
-        s3.put_object(Bucket="ctx-bucket", Key="test-suites/s.csv", Body=SUITE)
-        yield RunStore("ctx-bucket", client=s3)
+    with suite_store(SUITE, bucket="ctx-bucket") as store:
+        yield store
 
 
 def prepare_run(store: RunStore, run_id: str, **event) -> None:

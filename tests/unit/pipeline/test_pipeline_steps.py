@@ -9,9 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import ClassVar
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.errors import SuiteError
 from evalrunner.evaluators import (
@@ -27,8 +25,8 @@ from evalrunner.pipeline import aggregate, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
-from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
+from tests.support.suite_bucket import suite_store
 from tests.support.summaries import metric, run_summary
 
 NOW = datetime(2026, 11, 22, 9, 30, 5, tzinfo=UTC)
@@ -58,12 +56,9 @@ def counting(spec, *, session=None):
 
 @pytest.fixture
 def store(monkeypatch):
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
+    with suite_store(SUITE) as store:
         CountingTarget.calls = 0
-        yield RunStore("runner-bucket", client=client)
+        yield store
 
 
 def prepared(store, **event):

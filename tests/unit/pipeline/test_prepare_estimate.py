@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.pipeline import prepare
 from evalrunner.storage import RunStore
+from tests.support.suite_bucket import suite_store
 
 NOW = datetime(2026, 11, 22, 9, 30, 5, tzinfo=UTC)
 SUITE = (
@@ -30,11 +29,8 @@ EVENT = {
 
 @pytest.fixture
 def store() -> Iterator[RunStore]:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
-        yield RunStore("runner-bucket", client=client)
+    with suite_store(SUITE) as store:
+        yield store
 
 
 def test_run_json_carries_the_estimate(store: RunStore) -> None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import ClassVar
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from evalrunner.errors import EventError
 from evalrunner.evaluators import Input, MetricSpec, Sample, Scored, registry
@@ -16,9 +14,9 @@ from evalrunner.evaluators.base import Evaluator, Requirement
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import capped_sample
-from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
+from tests.support.suite_bucket import suite_store
 
 SUITE = b"id,question,expected_answer\na,Q one?,alpha\n"
 HUGE = "word " * 60_000  # 300,000 characters
@@ -57,12 +55,9 @@ class LengthSpy(Evaluator):
 @pytest.fixture
 def store(monkeypatch):
     registry.register(LengthSpy)
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="runner-bucket")
-        client.put_object(Bucket="runner-bucket", Key="test-suites/s.csv", Body=SUITE)
+    with suite_store(SUITE) as store:
         LengthSpy.seen.clear()
-        yield RunStore("runner-bucket", client=client)
+        yield store
     registry._REGISTRY.pop(LengthSpy.name)
     registry._LOOKUP.pop(registry._key(LengthSpy.name))
 
