@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from evalrunner.judge.base import (
 )
 from evalrunner.judge.cache import CachedReply, ResponseCache, SingleFlight, cache_key
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.judge.prompts import RESERVED_TAGS
 from evalrunner.judge.reply_format import (
     looks_like_schema,
     repair_messages,
@@ -47,10 +49,6 @@ from evalrunner.retry import (
 log = logging.getLogger("evalrunner.judge")
 
 T = TypeVar("T", bound=BaseModel)
-
-#: How many '{' positions to try before giving up on finding an object in prose.
-_MAX_OBJECT_STARTS = 64
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -83,40 +81,133 @@ class InvalidReply(ValueError):
 
 
 # -- parsing ----------------------------------------------------------------------------------
-def extract_json(text: str) -> Any:
-    """The JSON object in ``text``: the whole text, a ```json fence, or the first balanced
-    object inside prose. Raises InvalidReply."""
+def top_level_values(text: str) -> list[tuple[str, Any]]:
+    """Every complete top-level JSON object or array in ``text``, in order, as (source text,
+    value): the whole text when it is one, else each value found by scanning, skipping past
+    the end of each one found (a value nested inside another is part of it, not a value of its
+    own). Values inside a ```json fence are found like any other."""
     stripped = text.strip()
-    if not stripped:
-        raise InvalidReply("the reply was empty")
     try:
-        value = json.loads(stripped)
-    except ValueError:
+        whole = json.loads(stripped)
+    except (ValueError, RecursionError):
         pass
     else:
-        if isinstance(value, dict):
-            return value
-    for match in _FENCE.finditer(stripped):
-        try:
-            value = json.loads(match.group(1).strip())
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
+        # The whole reply is one JSON value: the judge's own structure (what structured
+        # output gives); a string inside it that looks like JSON is just a string.
+        return [(stripped, whole)] if isinstance(whole, dict | list) else []
     decoder = json.JSONDecoder()
-    start = stripped.find("{")
-    tries = 0
-    while start != -1 and tries < _MAX_OBJECT_STARTS:
-        tries += 1
+    found: list[tuple[str, Any]] = []
+    match = _VALUE_START.search(stripped)
+    while match is not None:
+        start = match.start()
         try:
-            value, _ = decoder.raw_decode(stripped, start)
-        except ValueError:
-            pass
-        else:
-            if isinstance(value, dict):
-                return value
-        start = stripped.find("{", start + 1)
-    raise InvalidReply("no JSON object found in the reply")
+            value, end = decoder.raw_decode(stripped, start)
+        except (ValueError, RecursionError):
+            match = _VALUE_START.search(stripped, start + 1)
+            continue
+        found.append((stripped[start:end], value))
+        match = _VALUE_START.search(stripped, end)
+    return found
+
+
+_VALUE_START = re.compile(r"[\[{]")
+#: A line that opens or closes one of the prompt's data blocks (prompts.tagged / wrapped put
+#: each tag on a line of its own; the same tag inside untrusted text has been neutralised).
+_BLOCK_LINE = re.compile(
+    r"^<(/?)("
+    + "|".join(sorted(map(re.escape, RESERVED_TAGS), key=len, reverse=True))
+    + r')(?: id="\d+")?>$'
+)
+#: A placeholder of the prompt's example or reply instructions, as a JSON string: "<reason>".
+_PLACEHOLDER = re.compile(r'"(<[^<>"\n]{1,80}>)"')
+#: A sentence of the instructions that a string of the reply may not contain whole.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+#: Shorter sentences are too common to tell a quote from a coincidence.
+MIN_QUOTED_SENTENCE = 24
+_SPACE = re.compile(r"\s+")
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub("", text)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+class PromptEvidence:
+    """What a judge reply must not be made of, from the prompt it answers: the untrusted data
+    (the tagged blocks: answers, contexts, questions, a quoted earlier reply), the placeholders
+    of the reply example and instructions, and the instruction sentences.
+
+    A reply that quotes the text under judgement before its verdict holds JSON the *answer*
+    wrote (``{"score": 5}``); a small model may write the example's placeholders back
+    (``{"statements": ["<statement>"]}``) or quote the instructions as statements. Neither is
+    the judge's verdict.
+    """
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        instructions: list[str] = []
+        data: list[str] = []
+        for message in messages:
+            depth = 0
+            for line in message.content.split("\n"):
+                tag = _BLOCK_LINE.match(line.strip())
+                if tag is not None and not tag.group(1):
+                    depth += 1
+                elif tag is not None and depth > 0:
+                    depth -= 1
+                else:
+                    (data if depth > 0 else instructions).append(line)
+        told = "\n".join(instructions)
+        self._data = _squash("\n".join(data))
+        data_plain = _plain("\n".join(data))
+        self.placeholders = frozenset(_PLACEHOLDER.findall(told))
+        self.sentences = tuple(
+            s
+            for s in (_plain(part) for part in _SENTENCE_END.split(told))
+            if len(s) >= MIN_QUOTED_SENTENCE and s not in data_plain
+        )
+
+    def quoted(self, source: str) -> bool:
+        """Whether the JSON ``source`` is a copy of JSON in the untrusted data (white space
+        aside): text the prompt quoted, not the judge's own verdict."""
+        squashed = _squash(source)
+        return bool(self._data) and len(squashed) > 2 and squashed in self._data
+
+    def echo(self, value: Any) -> str | None:
+        """Why ``value`` repeats the prompt instead of answering it, or None."""
+        for leaf in _strings(value):
+            text = leaf.strip()
+            if text in self.placeholders:
+                return (
+                    f"it repeats the placeholder {text!r} of the prompt's example instead of "
+                    "giving a value of its own"
+                )
+            plain = _plain(text)
+            if len(plain) >= MIN_QUOTED_SENTENCE:
+                for sentence in self.sentences:
+                    if sentence in plain:
+                        return (
+                            "it quotes the prompt's instructions "
+                            f"({sentence[:60]!r}) instead of answering them"
+                        )
+        return None
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value (keys aside), depth first."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
 
 
 def _validation_summary(exc: ValidationError, limit: int = 5) -> str:
@@ -130,17 +221,51 @@ def _validation_summary(exc: ValidationError, limit: int = 5) -> str:
     return "; ".join(parts)
 
 
-def parse_reply(text: str, schema: type[T]) -> T:
-    """``text`` as a validated ``schema`` instance. Raises InvalidReply."""
-    value = extract_json(text)
-    try:
-        return schema.model_validate(value)
-    except ValidationError as exc:
-        if looks_like_schema(value):  # what small models do when shown a schema document
-            raise InvalidReply(
-                "it is a JSON Schema document, not an answer: give the values themselves"
-            ) from exc
-        raise InvalidReply(f"it does not match the schema ({_validation_summary(exc)})") from exc
+def parse_reply(text: str, schema: type[T], prompt: PromptEvidence | None = None) -> T:
+    """The judge's verdict in ``text`` as a validated ``schema`` instance. Raises InvalidReply.
+
+    The verdict is the reply's LAST complete top-level JSON value that validates as
+    ``schema`` and is not a copy of JSON in the prompt's untrusted data (``prompt``): a judge
+    that quotes the answer before its verdict quotes any JSON the answer planted, and the
+    verdict comes after. A verdict made of the prompt's placeholders or quoting its
+    instructions is refused, never taken for an answer."""
+    evidence = prompt if prompt is not None else PromptEvidence()
+    if not text.strip():
+        raise InvalidReply("the reply was empty")
+    values = top_level_values(text)
+    if not values:
+        raise InvalidReply("no JSON object found in the reply")
+    first_error: InvalidReply | None = None
+    copied = 0
+    for source, value in reversed(values):
+        try:
+            parsed = schema.model_validate(value)
+        except ValidationError as exc:
+            if first_error is None:
+                first_error = _invalid(value, exc)
+            continue
+        if evidence.quoted(source):
+            copied += 1
+            continue
+        echo = evidence.echo(value)
+        if echo is not None:
+            raise InvalidReply(echo)
+        return parsed
+    if copied:
+        raise InvalidReply(
+            "its only JSON that matches the reply format is copied from the text being "
+            "judged, not a verdict of the judge's own"
+        )
+    assert first_error is not None
+    raise first_error
+
+
+def _invalid(value: Any, exc: ValidationError) -> InvalidReply:
+    if looks_like_schema(value):  # what small models do when shown a schema document
+        return InvalidReply(
+            "it is a JSON Schema document, not an answer: give the values themselves"
+        )
+    return InvalidReply(f"it does not match the schema ({_validation_summary(exc)})")
 
 
 @dataclass
@@ -197,11 +322,12 @@ class _BaseJudge(Judge):
     ) -> JudgeReply[T]:
         messages = [m if isinstance(m, Message) else Message.model_validate(m) for m in messages]
         usage = JudgeUsage()
+        evidence = PromptEvidence(with_reply_format(messages, schema))
         try:
-            answer = self._answer(messages, schema, purpose, logprobs, usage)
+            answer = self._answer(messages, schema, purpose, logprobs, usage, evidence)
             try:
                 # A fresh instance per ask, even when the text was shared or cached.
-                value = parse_reply(answer.text, schema)
+                value = parse_reply(answer.text, schema, evidence)
             # Only when two schema classes share name and JSON schema but validate differently.
             except InvalidReply as exc:  # pragma: no cover
                 usage.parse_failures += 1
@@ -223,6 +349,7 @@ class _BaseJudge(Judge):
         purpose: str,
         logprobs: bool,
         usage: JudgeUsage,
+        evidence: PromptEvidence,
     ) -> _Answer:
         """The validated reply text: from the cache, from an identical ask in flight, or
         from the judge. Fills ``usage``."""
@@ -236,7 +363,7 @@ class _BaseJudge(Judge):
             usage.cached += 1
             return _Answer(shared.text, shared.top_logprobs, cached=True)
         try:
-            answer = self._lead(key, messages, schema, purpose, logprobs, usage)
+            answer = self._lead(key, messages, schema, purpose, logprobs, usage, evidence)
         except BaseException as exc:
             if isinstance(exc, JudgeError):
                 with self._lock:
@@ -268,12 +395,13 @@ class _BaseJudge(Judge):
         purpose: str,
         logprobs: bool,
         usage: JudgeUsage,
+        evidence: PromptEvidence,
     ) -> _Answer:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 try:
-                    parse_reply(hit.text, schema)
+                    parse_reply(hit.text, schema, evidence)
                 except InvalidReply:
                     self.cache.forget(key)  # e.g. written by an older parser: ask again
                 else:
@@ -283,7 +411,7 @@ class _BaseJudge(Judge):
             failed = self._failed.get(key)
         if failed is not None:
             raise self._again(failed, usage, remembered=True)
-        answer = self._fresh(messages, schema, purpose, logprobs, usage)
+        answer = self._fresh(messages, schema, purpose, logprobs, usage, evidence)
         if self.cache is not None:
             self.cache.put(
                 key,
@@ -304,6 +432,7 @@ class _BaseJudge(Judge):
         purpose: str,
         logprobs: bool,
         usage: JudgeUsage,
+        evidence: PromptEvidence,
     ) -> _Answer:
         """Ask; on output that does not validate, ask once more with a repair prompt that
         quotes the reply and what is wrong with it (with the whole ``max_tokens`` when the
@@ -312,7 +441,7 @@ class _BaseJudge(Judge):
         budget = reply_budget(schema, prompt, self.max_tokens)
         first = self._call(JudgeRequest(prompt, schema, budget, logprobs), purpose, usage)
         try:
-            parse_reply(first.text, schema)
+            parse_reply(first.text, schema, evidence)
         except InvalidReply as problem:
             error = str(problem)
             if first.truncated:
@@ -324,7 +453,7 @@ class _BaseJudge(Judge):
             repair = repair_messages(prompt, first.text, error, schema)
             second = self._call(JudgeRequest(repair, schema, budget, logprobs), purpose, usage)
             try:
-                parse_reply(second.text, schema)
+                parse_reply(second.text, schema, evidence)
             except InvalidReply as again:
                 usage.parse_failures += 1
                 cut = (

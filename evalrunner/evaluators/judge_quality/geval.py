@@ -104,20 +104,22 @@ def _argmax(position: Mapping[str, float]) -> str:
 
 
 def _score_position(top_logprobs: Sequence[Mapping[str, float]], valid: set[str]) -> int | None:
-    """Where the score token is: the first position after ``"score":`` (the text rebuilt
+    """Where the score token is: the LAST position after ``"score":`` (the text rebuilt
     from each position's most likely token, which is the chosen one at temperature 0) whose
-    most likely token is a valid score; else the first such position anywhere."""
+    most likely token is a valid score, as the verdict is the reply's last JSON (a judge may
+    quote a ``"score"`` the answer planted before its own); else the first such position."""
     chosen = [_argmax(p) if p else "" for p in top_logprobs]
     first = None
+    after_key = None
     for i, token in enumerate(chosen):
         if token.strip().strip('"') not in valid:
             continue
         prefix = "".join(chosen[:i]).rstrip().rstrip('"').rstrip()
         if prefix.endswith(":") and prefix[:-1].rstrip().endswith('"score"'):
-            return i
+            after_key = i
         if first is None:
             first = i
-    return first
+    return after_key if after_key is not None else first
 
 
 def weighted_score(

@@ -482,3 +482,22 @@ def test_blank_chunks_skip_the_context_judgements() -> None:
     assert results["Summary faithfulness (judge)"].status == "skipped"
     assert results["Summarization (judge)"].score == 1.0
     assert judge.purposes() == ["Summarization (judge)"]
+
+
+def test_geval_weights_the_score_of_the_judges_own_verdict_not_a_quoted_one() -> None:
+    """A judge that quotes the answer's planted {"score": 5} before its own {"score": 2}: the
+    weights are read at the last "score" (its own), not at the first."""
+    quoted_then_own: Logprobs = [
+        {'{"': 0.0},
+        {"score": 0.0},
+        {'":': 0.0},
+        {" 5": 0.0},
+        {"} then ": 0.0},
+        {'{"': 0.0},
+        {"score": 0.0},
+        {'":': 0.0},
+        {" 2": LN(0.75), " 3": LN(0.25)},
+    ]
+    weighted = weighted_score(quoted_then_own, 5, chosen=2)
+    assert weighted is not None
+    assert weighted[0] == pytest.approx(2.25)
