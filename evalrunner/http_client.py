@@ -39,6 +39,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util import Timeout
 
+from evalrunner import redaction
 from evalrunner.errors import TargetError, TargetTimeout
 from evalrunner.retry import RetryClock, RetryPolicy, is_retryable_status, parse_retry_after
 
@@ -222,6 +223,7 @@ class JsonHttpClient:
         self, method: str, url: str, payload: Any, headers: dict[str, str], what: str
     ) -> HttpResult:
         """One logical call (retries included); ``what`` names it in errors, without secrets."""
+        redaction.register_body(payload)  # credentials in the body are masked by value
         body = json.dumps(payload).encode("utf-8")
         clock = self.policy.start()
         attempt = 0
@@ -262,6 +264,10 @@ class JsonHttpClient:
         Raises TargetTimeout or a retryable TargetError when the exchange failed, and
         ResponseTooLarge (not retryable) past the cap. ``attempt`` numbers it in errors.
         """
+        # Everything sent that may be a credential is masked by value in every output, whatever
+        # the header or parameter is called: here, the one door every request goes through.
+        redaction.register_headers(headers)
+        redaction.register_url(url)
         all_headers = {"Content-Type": "application/json", "Accept": "application/json"}
         all_headers.update(headers)
         with _Watchdog(seconds) as watchdog:

@@ -2,11 +2,15 @@
 
 Two complementary nets, both applied at a few chokepoints rather than at every call site:
 
-- **By value.** Every secret the runner reads (see :mod:`evalrunner.secrets`) and every
-  credential-looking value an event carries (a sensitive header, a URL's password, an
-  ``api_key=`` query parameter) is *registered* in a process-wide set. :func:`redact` replaces
-  each registered value with ``***`` wherever it appears: in an answer that echoes a header,
-  in an error body, in a traceback. The chokepoints are :class:`~evalrunner.storage.RunStore`
+- **By value.** Every secret the runner reads (see :mod:`evalrunner.secrets`) and every value
+  it sends to a target or judge that may be a credential, whatever it is called (every header
+  value but the plain ones such as ``Content-Type``, every query parameter value, a URL's user
+  info, body values under credential-like keys: :class:`~evalrunner.http_client.JsonHttpClient`
+  registers them on every request) is *registered* in a process-wide set. :func:`redact`
+  replaces each registered value with ``***`` wherever it appears, in any case and in the
+  spellings an echoing server may use (escaped, base64, a Basic credential decoded): in an
+  answer that echoes a header, in an error body, in a traceback. A value shorter than
+  WORD_SAFE_LENGTH is masked only where it stands as a word of its own. The chokepoints are :class:`~evalrunner.storage.RunStore`
   (every object the run writes), :class:`~evalrunner.errors.EvalRunnerError` (every message
   shown to a user) and the log record factory installed by :func:`install_log_redaction`.
 - **By name.** :func:`mask_config` shows a configuration (the event's target, headers, URLs)
@@ -18,11 +22,14 @@ This module has no dependency inside evalrunner, so the error hierarchy and stor
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import json
 import logging
 import re
 import threading
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -30,6 +37,27 @@ MASK = "***"
 #: Values shorter than this are not registered: masking "1" or "on" everywhere would wreck
 #: the reports and protect nothing (such a value is not a secret).
 MIN_SECRET_LENGTH = 4
+#: Values (and spellings) at least this long are masked wherever they appear; shorter ones
+#: only where they stand as a word of their own, so masking stays small.
+WORD_SAFE_LENGTH = 8
+#: Headers the runner sends whose values describe the request and carry no credential; every
+#: other header's value is masked by value, whatever the header is called.
+PLAIN_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "cache-control",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "user-agent",
+    }
+)
+#: Short values that are words of every report (a CSV's ``true``), not credentials: a header
+#: or query value like these is not registered (a secret read as one is, whatever it is).
+_PLAIN_VALUE = re.compile(r"^(?:true|false|null|none|yes|no|-?\d+(?:\.\d+)?)$", re.I)
 
 #: A header (or any mapping key) whose value is a credential.
 SENSITIVE_NAME = re.compile(
@@ -63,22 +91,44 @@ _values: set[str] = set()
 _pattern: re.Pattern[str] | None = None
 
 
+def _forms(value: str) -> set[str]:
+    """The spellings of ``value`` that a report, a log or an echoing server may hold: as is,
+    JSON-, HTML- and URL-escaped, and base64 (standard and URL-safe, padded or not): a target
+    that echoes a credential it decoded or encoded. A different case is matched too (the
+    pattern ignores case)."""
+    forms = {value, value.strip(), json.dumps(value)[1:-1], html.escape(value), quote(value)}
+    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    raw = value.encode("utf-8")
+    for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+        text = encoded.decode("ascii")
+        forms.update({text, text.rstrip("=")})
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def _alternative(form: str) -> str:
+    """A form as a pattern alternative: anywhere when it is long, only as a word of its own
+    when shorter than WORD_SAFE_LENGTH (a short value is not masked inside ordinary words,
+    nor inside a file name or a path: "json" stays in "summary.json")."""
+    escaped = re.escape(form)
+    if len(form) >= WORD_SAFE_LENGTH:
+        return escaped
+    return rf"(?<![\w./-]){escaped}(?![\w/-]|\.\w)"
+
+
 def register(value: str | None) -> None:
-    """Add ``value`` to the set redacted everywhere in this process (short values ignored)."""
+    """Add ``value`` to the set redacted everywhere in this process (short values ignored),
+    in every spelling of :func:`_forms`."""
     global _pattern
     if not value or len(value) < MIN_SECRET_LENGTH:
         return
-    # The forms it takes once written: as is, JSON-escaped, HTML-escaped, URL-encoded.
-    forms = {value, value.strip(), json.dumps(value)[1:-1], html.escape(value), quote(value)}
-    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
-    forms = {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+    forms = _forms(value)
     with _lock:
         if forms <= _values:
             return
         _values.update(forms)
         # Longest first, so a secret that contains another is masked whole.
         alternatives = sorted(_values, key=len, reverse=True)
-        _pattern = re.compile("|".join(re.escape(v) for v in alternatives))
+        _pattern = re.compile("|".join(_alternative(v) for v in alternatives), re.IGNORECASE)
     install_log_redaction()
 
 
@@ -150,33 +200,74 @@ def mask_url(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The credential parts of a URL: user info and sensitive query values."""
+    """The credential parts of a URL: user info and the value of every query parameter,
+    whatever it is called (``access_key=`` is as secret as ``api_key=``)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return []
     found = [v for v in (parts.username, parts.password) if v]
-    found += [
-        v
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        if k.lower() in SENSITIVE_QUERY and v
-    ]
+    found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True) if v]
     return found
+
+
+def _register_sent(value: str) -> None:
+    """Register a value the runner sends (header, query, body): short plain words and
+    numbers excepted (masking every ``true`` of a report would protect nothing)."""
+    if len(value) < WORD_SAFE_LENGTH and _PLAIN_VALUE.match(value.strip()):
+        return
+    register(value)
 
 
 def register_url(url: str) -> None:
     """Register the credential parts of ``url`` so an echo of them is masked too."""
     for value in url_secrets(url):
-        register(value)
+        _register_sent(value)
 
 
-def register_headers(headers: dict[str, str]) -> None:
-    """Register the values of sensitive headers (``Authorization``, ``X-Functions-Key``...)."""
+def register_headers(headers: Mapping[str, str]) -> None:
+    """Register the value of every header sent (but the plain ones: ``Content-Type``...),
+    whatever it is called (``X-Pass``, ``X-Api``), with the credential of an auth scheme
+    alone (``Bearer TOKEN``: TOKEN) and a Basic credential decoded (``user:pass``, ``user``
+    and ``pass``), since a target may echo any of them."""
     for name, value in headers.items():
-        if SENSITIVE_NAME.search(str(name)) and isinstance(value, str):
-            register(value)
-            if " " in value:  # "Bearer TOKEN": the token alone may be echoed
-                register(value.split(" ", 1)[1])
+        if not isinstance(value, str) or str(name).strip().lower() in PLAIN_HEADERS:
+            continue
+        _register_sent(value)
+        scheme, _, credential = value.strip().partition(" ")
+        if not credential.strip():
+            continue
+        _register_sent(credential.strip())
+        if scheme.lower() == "basic":
+            for part in _basic_parts(credential.strip()):
+                _register_sent(part)
+
+
+def _basic_parts(credential: str) -> list[str]:
+    """``base64("user:pass")`` → ``["user:pass", "user", "pass"]`` (nothing if not base64)."""
+    try:
+        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4), validate=True)
+        text = decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return []
+    user, _, password = text.partition(":")
+    return [p for p in (text, user, password) if p]
+
+
+def register_body(payload: Any) -> None:
+    """Register credentials in a JSON body the runner sends: the string values of keys named
+    like a credential (``api_key``, ``password``, ``token``), at any depth."""
+    stack = [payload]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, str) and SENSITIVE_NAME.search(str(key)):
+                    _register_sent(value)
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def register_event(event: Any) -> None:

@@ -1,17 +1,23 @@
-"""No secret reaches the output folder or the logs (issue 11, item 4), end to end through the
-embedded engine: a loopback target echoes every request header and its query string, in its
-answers and in a 500 error body, and every file written (xlsx unzipped) is searched."""
+"""No secret reaches the output folder or the logs (issue 11, item 4; issue 27, item 4), end to
+end through the embedded engine: a loopback target echoes every request header and its query
+string (and then every credential in every spelling: other cases, base64, the decoded Basic
+credential), in its answers and in a 500 error body, and every file written (xlsx unzipped),
+stdout, stderr and the logs are searched."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
+from typer.testing import CliRunner
 
+from evalrunner.cli import app
 from evalrunner.engine import LocalEngine
 from lambdas.local import local_pipeline
 from tests.support.loopback_http import Loopback, Reply, Seen
@@ -121,3 +127,104 @@ def test_no_secret_in_any_output_file_or_log(
     _, _, manifest = sets[0]
     for key in manifest["files"]:
         assert local_verified(out, manifest, key) is not None, key
+
+
+# -- issue 27, item 4: by value, whatever the name, in every spelling --------------------------
+
+BASIC_USER, BASIC_PASSWORD = "basic-user-31", "basic-pw-2222-zz"
+#: Sent under names no by-name rule knows, in the URL and in the Authorization header.
+SENT = {
+    "x_pass": "pass-77aa99-Qx",
+    "x_api": "api-88bb00-Rw",
+    "access_key": "acc-55cc11-Tv",
+    "url_user": "qa-user-8080",
+    "url_password": "url-pass-7777",
+    "basic_user": BASIC_USER,
+    "basic_password": BASIC_PASSWORD,
+    "short": "plan",  # shorter than 8: masked as a word of its own, never inside a word
+}
+BASIC = "Basic " + base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode()
+
+
+def spellings(value: str) -> list[str]:
+    """What an echoing target may send back of a credential: as is, in other cases, base64
+    (standard, URL-safe, unpadded) and URL-encoded."""
+    raw = value.encode()
+    encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    return [
+        value,
+        value.upper(),
+        value.swapcase(),
+        *encoded,
+        *(e.rstrip("=") for e in encoded),
+        quote(value, safe=""),
+    ]
+
+
+def echo_every_spelling(seen: Seen) -> Reply:
+    """Echoes every credential it received (header values, query values, the decoded Basic
+    credential) in every spelling; the BROKEN question gets the same in a 500 body."""
+    query = parse_qsl(urlsplit(seen.path).query)
+    received = [v for k, v in seen.headers.items() if k.lower().startswith("x-")]
+    received += [v for _, v in query]
+    scheme, _, credential = seen.headers.get("Authorization", "").partition(" ")
+    if scheme == "Basic":
+        decoded = base64.b64decode(credential).decode()
+        received += [decoded, *decoded.split(":", 1)]
+    echo = " | ".join(s for value in received for s in spellings(value))
+    text = f"An explanation of the planet's plan: {echo}"
+    if "BROKEN" in seen.json().get("question", ""):
+        return Reply(500, {"error": f"bad request, you sent {echo}"})
+    return Reply(200, {"answer": text, "contexts": [echo]})
+
+
+def test_every_credential_sent_is_masked_in_every_spelling_whatever_its_name(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("EVALRUNNER_SECRET_BASIC", BASIC)
+    suite = tmp_path / "leaks.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    with Loopback(responder=echo_every_spelling) as server:
+        event = {
+            "key": "test-suites/leaks.csv",
+            "iterations": 1,
+            "target": {
+                "url": (
+                    f"http://{SENT['url_user']}:{SENT['url_password']}@127.0.0.1:{server.port}"
+                    f"/ask?access_key={SENT['access_key']}&lang=en"
+                ),
+                "max_retries": 0,
+                "headers": {"X-Pass": SENT["x_pass"], "X-Api": SENT["x_api"], "X-Short": "plan"},
+                "headers_from_env": {"Authorization": "EVALRUNNER_SECRET_BASIC"},
+            },
+            "metrics": ["Rouge Metric", "Exact match"],
+        }
+        event_path = tmp_path / "event.json"
+        event_path.write_text(json.dumps(event), encoding="utf-8")
+        with caplog.at_level(logging.DEBUG):
+            result = CliRunner().invoke(
+                app,
+                ["start", "--event", str(event_path), "--suite", str(suite), "--out", str(out)],
+                catch_exceptions=False,
+            )
+        (first, *_) = server.requests
+    # the target got every credential (the test would prove nothing otherwise)
+    assert first.headers["X-Pass"] == SENT["x_pass"] and first.headers["Authorization"] == BASIC
+    assert f"access_key={SENT['access_key']}" in first.path
+    texts = every_text(out)
+    assert any("details.xlsx!xl/" in name for name in texts)
+    joined = "\n".join(texts.values())
+    assert "An explanation of the planet's ***: ***" in joined  # echoed, and masked
+    assert "bad request, you sent ***" in joined
+
+    places = {**texts, "logs": caplog.text, "stdout": result.stdout, "stderr": result.stderr}
+    for name, value in SENT.items():
+        for spelling in spellings(value) if name != "short" else []:
+            leaks = [where for where, text in places.items() if spelling.lower() in text.lower()]
+            assert not leaks, f"{name} as {spelling!r} leaked into {leaks}"
+    # a short value is masked where it stands alone, and nowhere inside a word
+    assert " plan " not in joined and "| plan |" not in joined
+    assert "explanation" in joined and "planet" in joined

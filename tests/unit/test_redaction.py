@@ -3,6 +3,7 @@ registered secret in errors, logs and whatever the run store writes."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 
@@ -107,3 +108,75 @@ def test_the_run_store_redacts_outputs_but_keeps_inputs_exact() -> None:
     assert store.get_json("runs/r/cases/c.json") == {"answer": "your key is ***"}
     assert store.get_bytes("test-reports/t/report.html") == b"<p>***</p>"
     assert store.get_json("runs/r/run.json") == {"headers": {"X": "sk-live-abcdef"}}
+
+
+# -- issue 27, item 4: by value, whatever the name, in every spelling --------------------------
+
+
+def test_every_header_value_is_registered_whatever_the_header_is_called() -> None:
+    redaction.register_headers(
+        {"X-Pass": "hunter2-xyz", "X-Api": "k-2f9a8b7c", "Content-Type": "application/json"}
+    )
+    text = "got hunter2-xyz and k-2f9a8b7c as application/json"
+    assert redaction.redact(text) == "got *** and *** as application/json"
+
+
+def test_every_query_value_and_the_user_info_are_registered() -> None:
+    redaction.register_url("https://bob-the-user:pw-123456@h/x?access_key=AK-9988776655&lang=en")
+    text = "bob-the-user pw-123456 AK-9988776655 lang=en"
+    assert redaction.redact(text) == "*** *** *** lang=en"
+
+
+def test_credentials_in_a_body_are_registered_by_key() -> None:
+    redaction.register_body({"question": "hi", "auth": {"client_secret": "cs-00112233"}})
+    assert redaction.redact("echo cs-00112233, hi") == "echo ***, hi"
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "s3cr3t-Value-42",
+        "S3CR3T-VALUE-42",
+        "s3Cr3T-vAlUe-42",
+        base64.b64encode(b"s3cr3t-Value-42").decode(),
+        base64.urlsafe_b64encode(b"s3cr3t-Value-42").decode().rstrip("="),
+    ],
+)
+def test_other_cases_and_base64_of_a_secret_are_masked(spelling: str) -> None:
+    redaction.register("s3cr3t-Value-42")
+    assert redaction.redact(f"echo: {spelling}.") == "echo: ***."
+
+
+def test_a_basic_credential_is_masked_decoded_and_in_parts() -> None:
+    credential = base64.b64encode(b"svc-account:pa55-w0rd-9").decode()
+    redaction.register_headers({"Authorization": f"Basic {credential}"})
+    for echoed in (credential, "svc-account:pa55-w0rd-9", "svc-account", "pa55-w0rd-9"):
+        assert redaction.redact(f"[{echoed}]") == "[***]", echoed
+
+
+def test_a_short_value_is_masked_only_as_a_word_of_its_own() -> None:
+    redaction.register_headers({"X-Pin": "plan"})
+    text = "The plan: an explanation of planets, in plan.json, PLAN and plan."
+    assert redaction.redact(text) == (
+        "The ***: an explanation of planets, in plan.json, *** and ***."
+    )
+
+
+def test_plain_short_values_sent_are_not_taken_for_secrets() -> None:
+    redaction.register_headers({"X-Debug": "true", "X-Timeout": "3000"})
+    redaction.register_url("https://h/x?stream=false&n=12")
+    assert redaction.registered() == frozenset()
+    text = "success true, 3000 ms, false, 12"
+    assert redaction.redact(text) == text
+
+
+def test_what_the_http_client_sends_is_masked_whatever_it_is_called() -> None:
+    from evalrunner.http_client import JsonHttpClient
+    from evalrunner.retry import RetryPolicy
+    from tests.support.loopback_http import Loopback
+
+    with Loopback() as server:
+        client = JsonHttpClient(RetryPolicy(max_retries=0, timeout=5.0))
+        url = f"http://127.0.0.1:{server.port}/x?access_key=qk-31415926"
+        client.send("POST", url, {"q": "hi"}, {"X-Anything": "hv-27182818"}, "test call")
+    assert redaction.redact("QK-31415926 hv-27182818") == "*** ***"
