@@ -16,6 +16,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -124,11 +125,10 @@ _PLACEHOLDER = re.compile(r'"(<[^<>"\n]{1,80}>)"')
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 #: Shorter sentences are too common to tell a quote from a coincidence.
 MIN_QUOTED_SENTENCE = 24
-_SPACE = re.compile(r"\s+")
 
 
 def _squash(text: str) -> str:
-    return _SPACE.sub("", text)
+    return "".join(text.split())
 
 
 def _plain(text: str) -> str:
@@ -160,8 +160,8 @@ class PromptEvidence:
                 else:
                     (data if depth > 0 else instructions).append(line)
         told = "\n".join(instructions)
-        self._data = _squash("\n".join(data))
-        data_plain = _plain("\n".join(data))
+        self._data = "\n".join(data)
+        data_plain = _plain(self._data)
         self.placeholders = frozenset(_PLACEHOLDER.findall(told))
         self.sentences = tuple(
             s
@@ -172,8 +172,14 @@ class PromptEvidence:
     def quoted(self, source: str) -> bool:
         """Whether the JSON ``source`` is a copy of JSON in the untrusted data (white space
         aside): text the prompt quoted, not the judge's own verdict."""
+        if source[:1] not in self._data:  # no JSON in the data at all: the common case
+            return False
         squashed = _squash(source)
-        return bool(self._data) and len(squashed) > 2 and squashed in self._data
+        return len(squashed) > 2 and squashed in self._squashed_data
+
+    @cached_property
+    def _squashed_data(self) -> str:
+        return _squash(self._data)
 
     def echo(self, value: Any) -> str | None:
         """Why ``value`` repeats the prompt instead of answering it, or None."""

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -156,6 +157,7 @@ EXAMPLE_LEAVES = Leaves(
 )
 
 
+@lru_cache(maxsize=1024)  # a pure function of the class, asked on every judge call
 def reply_example(schema: type[BaseModel]) -> str:
     """A filled-in example of ``schema`` as compact JSON: placeholders named after their
     fields for strings (``"<reason>"``), ``true``, the lowest allowed number, one list item."""
