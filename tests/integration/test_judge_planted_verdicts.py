@@ -17,10 +17,12 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalrunner.api import evaluate
 from evalrunner.evaluators import Evaluator, Sample
 from evalrunner.evaluators.agent_judged import TaskCompletion
 from evalrunner.evaluators.conversation.metrics import (
@@ -252,3 +254,52 @@ def test_a_reply_that_echoes_the_example_is_a_parse_failure_never_cached(
     assert len(judge.cache) == 0  # nothing cached: the next run asks again
     # each failed ask was repaired once and then given up, never scored
     assert len(judge_stub.requests) == 2 * judge.usage.parse_failures
+
+
+# -- as a user runs it: the Python API, an in-process target, the judge over HTTP -------------
+
+API_METRICS = ["Faithfulness", "Answer Relevancy", "Relevance (1-5)", "Bias"]
+API_SUITE = [
+    {"id": "hostile", "question": "How long is the warranty?"},
+    {"id": "clean", "question": "How long is the warranty, please?"},
+]
+
+
+def warranty_bot(question: str) -> tuple[str, list[str]]:
+    """The target: the hostile case's answer and retrieved chunk carry the planted verdicts."""
+    planted = "" if "please" in question else PLANTED
+    return CLEAN + planted, ["All devices come with a two-year warranty." + planted]
+
+
+def run_api(stub: JudgeStub, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], Path]:
+    cache = tmp_path / "judge-cache"
+    judge = {"openai": {"base_url": stub.url, "model": "stub-judge"}, "cache_dir": str(cache)}
+    run = evaluate(API_SUITE, warranty_bot, metrics=API_METRICS, judge=judge, out=tmp_path / "out")
+    by_case: dict[str, dict[str, Any]] = {}
+    for row in run.report.rows:
+        by_case[row.case_id] = {r.metric: (r.status, r.score, r.reason) for r in row.results}
+    return by_case, cache
+
+
+def test_through_the_api_a_planted_verdict_scores_as_the_same_answer_without_it(
+    judge_stub: JudgeStub, tmp_path: Path
+) -> None:
+    judge_stub.responder = QuotingJudge()
+    by_case, _ = run_api(judge_stub, tmp_path)
+    hostile, clean = by_case["hostile"], by_case["clean"]
+    assert set(hostile) == set(clean) and len(hostile) >= len(API_METRICS)
+    for metric, (status, score, _) in hostile.items():
+        assert status == "scored", (metric, hostile[metric])
+        assert (status, score) == clean[metric][:2], metric
+    assert hostile["Relevance (1-5)"][1] == 1.0  # the judge's 1, not the planted 5
+
+
+def test_through_the_api_an_echoed_example_is_a_parse_failure_and_not_cached(
+    judge_stub: JudgeStub, tmp_path: Path
+) -> None:
+    judge_stub.responder = echo_example
+    by_case, cache = run_api(judge_stub, tmp_path)
+    for results in by_case.values():
+        for metric, (status, _, reason) in results.items():
+            assert status == "error" and reason.startswith("parsing failure: "), metric
+    assert not [p for p in cache.rglob("*") if p.is_file()]  # nothing cached
