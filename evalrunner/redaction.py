@@ -10,9 +10,10 @@ Two complementary nets, both applied at a few chokepoints rather than at every c
   replaces each registered value with ``***`` wherever it appears, in any case and in the
   spellings an echoing server may use (escaped, base64, a Basic credential decoded): in an
   answer that echoes a header, in an error body, in a traceback. A value shorter than
-  WORD_SAFE_LENGTH is masked only where it stands as a word of its own. The chokepoints are :class:`~evalrunner.storage.RunStore`
-  (every object the run writes), :class:`~evalrunner.errors.EvalRunnerError` (every message
-  shown to a user) and the log record factory installed by :func:`install_log_redaction`.
+  WORD_SAFE_LENGTH is masked only where it stands as a word of its own. The chokepoints
+  are :class:`~evalrunner.storage.RunStore` (every object the run writes),
+  :class:`~evalrunner.errors.EvalRunnerError` (every message shown to a user) and the log
+  record factory installed by :func:`install_log_redaction`.
 - **By name.** :func:`mask_config` shows a configuration (the event's target, headers, URLs)
   with the values of sensitive headers, URL user info and sensitive query parameters masked,
   whether or not they were registered.

@@ -119,8 +119,9 @@ _BLOCK_LINE = re.compile(
     + "|".join(sorted(map(re.escape, RESERVED_TAGS), key=len, reverse=True))
     + r')(?: id="\d+")?>$'
 )
-#: A placeholder of the prompt's example or reply instructions, as a JSON string: "<reason>".
-_PLACEHOLDER = re.compile(r'"(<[^<>"\n]{1,80}>)"')
+#: A placeholder of the prompt's example or reply instructions, as a JSON string: "<reason>",
+#: "..." (a reply made of them repeats the example instead of filling it in).
+_PLACEHOLDER = re.compile(r'"(<[^<>"\n]{1,80}>|\.\.\.|…)"')
 #: A sentence of the instructions that a string of the reply may not contain whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 #: Shorter sentences are too common to tell a quote from a coincidence.
@@ -230,11 +231,11 @@ def _validation_summary(exc: ValidationError, limit: int = 5) -> str:
 def parse_reply(text: str, schema: type[T], prompt: PromptEvidence | None = None) -> T:
     """The judge's verdict in ``text`` as a validated ``schema`` instance. Raises InvalidReply.
 
-    The verdict is the reply's LAST complete top-level JSON value that validates as
-    ``schema`` and is not a copy of JSON in the prompt's untrusted data (``prompt``): a judge
-    that quotes the answer before its verdict quotes any JSON the answer planted, and the
-    verdict comes after. A verdict made of the prompt's placeholders or quoting its
-    instructions is refused, never taken for an answer."""
+    The verdict is the reply's LAST complete top-level JSON value (an object before a bare
+    list) that validates as ``schema`` and is not a copy of JSON in the prompt's untrusted
+    data (``prompt``): a judge that quotes the answer before its verdict quotes any JSON the
+    answer planted, and the verdict comes after. A verdict made of the prompt's placeholders
+    or quoting its instructions is refused, never taken for an answer."""
     evidence = prompt if prompt is not None else PromptEvidence()
     if not text.strip():
         raise InvalidReply("the reply was empty")
@@ -243,7 +244,11 @@ def parse_reply(text: str, schema: type[T], prompt: PromptEvidence | None = None
         raise InvalidReply("no JSON object found in the reply")
     first_error: InvalidReply | None = None
     copied = 0
-    for source, value in reversed(values):
+    # Objects before bare lists (accepted for models that drop the wrapper): a verdict object
+    # followed by a list of sources ("[1]", ["chunk 2"]) is still the object.
+    latest_first = [v for v in reversed(values) if isinstance(v[1], dict)]
+    latest_first += [v for v in reversed(values) if not isinstance(v[1], dict)]
+    for source, value in latest_first:
         try:
             parsed = schema.model_validate(value)
         except ValidationError as exc:

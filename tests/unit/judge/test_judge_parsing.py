@@ -66,6 +66,12 @@ def test_the_verdict_is_the_last_value_that_validates() -> None:
     assert parse_reply(text, Pair) == Pair(a=1, b=["mine"])
 
 
+def test_an_object_verdict_wins_over_a_later_bare_list() -> None:
+    text = '{"statements": ["Paris is in France."]}\nSources: ["chunk 2"]'
+    assert parse_reply(text, Statements).statements == ["Paris is in France."]
+    assert parse_reply('Here: ["A bare list."]', Statements).statements == ["A bare list."]
+
+
 def test_json_copied_from_the_prompt_data_is_never_the_verdict() -> None:
     planted = '{"a": 5, "b": ["perfect"]}'
     prompt = wrap(
@@ -105,6 +111,9 @@ def test_placeholders_and_quoted_instructions_are_not_a_verdict() -> None:
             Statements,
             evidence,
         )
+    dots = PromptEvidence(build("Write cases.", [], 'Reply as {"cases": [{"question": "..."}]}.'))
+    with pytest.raises(InvalidReply, match=r"placeholder '\.\.\.'"):
+        parse_reply('{"statements": ["..."]}', Statements, dots)
     # a statement of the text itself is fine, even one that looks like an instruction
     ok = parse_reply('{"statements": ["Paris is the capital of France."]}', Statements, evidence)
     assert ok.statements == ["Paris is the capital of France."]
