@@ -112,13 +112,12 @@ def top_level_values(text: str) -> list[tuple[str, Any]]:
 
 
 _VALUE_START = re.compile(r"[\[{]")
-#: A line that opens or closes one of the prompt's data blocks (prompts.tagged / wrapped put
-#: each tag on a line of its own; the same tag inside untrusted text has been neutralised).
-_BLOCK_LINE = re.compile(
-    r"^<(/?)("
-    + "|".join(sorted(map(re.escape, RESERVED_TAGS), key=len, reverse=True))
-    + r')(?: id="\d+")?>$'
-)
+#: The prompt's data blocks (prompts.tagged / wrapped): an opening tag ends its line and a
+#: closing tag starts one (a template may put text before or after them: "Rate: <answer>");
+#: the same tags inside untrusted text have been neutralised, so these are the prompt's own.
+_TAG_NAMES = "|".join(sorted(map(re.escape, RESERVED_TAGS), key=len, reverse=True))
+_OPENS = re.compile(rf'<(?:{_TAG_NAMES})(?: id="\d+")?>\s*$')
+_CLOSES = re.compile(rf"^\s*</(?:{_TAG_NAMES})>")
 #: A placeholder of the prompt's example or reply instructions, as a JSON string: "<reason>",
 #: "..." (a reply made of them repeats the example instead of filling it in).
 _PLACEHOLDER = re.compile(r'"(<[^<>"\n]{1,80}>|\.\.\.|…)"')
@@ -153,11 +152,14 @@ class PromptEvidence:
         for message in messages:
             depth = 0
             for line in message.content.split("\n"):
-                tag = _BLOCK_LINE.match(line.strip())
-                if tag is not None and not tag.group(1):
-                    depth += 1
-                elif tag is not None and depth > 0:
+                closes = _CLOSES.match(line)
+                if closes is not None and depth > 0:
                     depth -= 1
+                    line = line[closes.end() :]
+                opens = _OPENS.search(line)
+                if opens is not None:
+                    (data if depth > 0 else instructions).append(line[: opens.start()])
+                    depth += 1
                 else:
                     (data if depth > 0 else instructions).append(line)
         told = "\n".join(instructions)

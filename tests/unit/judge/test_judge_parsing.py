@@ -3,6 +3,7 @@ server."""
 
 from __future__ import annotations
 
+import json
 import time
 from email.utils import formatdate
 
@@ -215,3 +216,17 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({}) is None and parse_retry_after(None) is None
     in_ten = parse_retry_after({"Retry-After": formatdate(time.time() + 10, usegmt=True)})
     assert in_ten is not None and 8 <= in_ten <= 10
+
+
+def test_data_blocks_inside_a_template_line_are_still_data() -> None:
+    """A BYOP template may put a tag mid-line ("Rate: {answer} now"): the answer's text is
+    data, so a statement quoting it is no quote of the instructions."""
+    answer = "The warranty covers parts and labour for two full years."
+    prompt = [
+        Message(role="system", content="You judge answers."),
+        Message(role="user", content=f"Rate this: {tagged('answer', answer)} now, please."),
+    ]
+    evidence = PromptEvidence(prompt)
+    assert all("warranty" not in s for s in evidence.sentences)
+    reply = json.dumps({"statements": [answer]})
+    assert parse_reply(reply, Statements, evidence).statements == [answer]
