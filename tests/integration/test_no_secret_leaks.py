@@ -10,8 +10,9 @@ import base64
 import json
 import logging
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 from evalrunner.cli import app
 from evalrunner.engine import LocalEngine
 from lambdas.local import local_pipeline
+from tests.support.judge_stub import JudgeStub
 from tests.support.loopback_http import Loopback, Reply, Seen
 
 pytestmark = pytest.mark.slow
@@ -142,6 +144,8 @@ SENT = {
     "basic_user": BASIC_USER,
     "basic_password": BASIC_PASSWORD,
     "short": "plan",  # shorter than 8: masked as a word of its own, never inside a word
+    "judge_key": "jk-6a5b4c3d2e1f",
+    "judge_query": "jq-0f9e8d7c",
 }
 BASIC = "Basic " + base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode()
 
@@ -178,12 +182,27 @@ def echo_every_spelling(seen: Seen) -> Reply:
     return Reply(200, {"answer": text, "contexts": [echo]})
 
 
+def judge_echoing_its_credentials(stub: JudgeStub) -> Callable[..., Any]:
+    """A judge that writes the key it got (under a header of its own name) and the query
+    value of its URL back into its reason, in every spelling: reasons reach every report."""
+
+    def responder(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        key = stub.requests[-1].headers["X-Judge-Pass"]
+        echo = " | ".join(s for v in (key, SENT["judge_query"]) for s in spellings(v))
+        return {"reason": f"I was called with {echo}", "score": 3}
+
+    return responder
+
+
 def test_every_credential_sent_is_masked_in_every_spelling_whatever_its_name(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    judge_stub: JudgeStub,
 ) -> None:
     monkeypatch.setenv("EVALRUNNER_SECRET_BASIC", BASIC)
+    monkeypatch.setenv("EVALRUNNER_SECRET_JUDGE", SENT["judge_key"])
+    judge_stub.responder = judge_echoing_its_credentials(judge_stub)
     suite = tmp_path / "leaks.csv"
     suite.write_text(SUITE, encoding="utf-8")
     out = tmp_path / "out"
@@ -200,7 +219,16 @@ def test_every_credential_sent_is_masked_in_every_spelling_whatever_its_name(
                 "headers": {"X-Pass": SENT["x_pass"], "X-Api": SENT["x_api"], "X-Short": "plan"},
                 "headers_from_env": {"Authorization": "EVALRUNNER_SECRET_BASIC"},
             },
-            "metrics": ["Rouge Metric", "Exact match"],
+            "metrics": ["Rouge Metric", "Exact match", "Relevance (1-5)"],
+            "judge": {
+                "openai": {
+                    "base_url": f"{judge_stub.url}?access_key={SENT['judge_query']}",
+                    "model": "stub-judge",
+                    "api_key_env": "EVALRUNNER_SECRET_JUDGE",
+                    "api_key_header": "X-Judge-Pass",
+                },
+                "cache": False,
+            },
         }
         event_path = tmp_path / "event.json"
         event_path.write_text(json.dumps(event), encoding="utf-8")
@@ -219,6 +247,8 @@ def test_every_credential_sent_is_masked_in_every_spelling_whatever_its_name(
     joined = "\n".join(texts.values())
     assert "An explanation of the planet's ***: ***" in joined  # echoed, and masked
     assert "bad request, you sent ***" in joined
+    assert judge_stub.requests[0].headers["X-Judge-Pass"] == SENT["judge_key"]
+    assert "I was called with ***" in joined  # the judge's reason is in the reports, masked
 
     places = {**texts, "logs": caplog.text, "stdout": result.stdout, "stderr": result.stderr}
     for name, value in SENT.items():
