@@ -64,6 +64,9 @@ _PLAIN_VALUE = re.compile(r"^(?:true|false|null|none|yes|no|-?\d+(?:\.\d+)?)$", 
 SENSITIVE_NAME = re.compile(
     r"key|token|secret|auth|signature|password|passwd|cookie|credential|session", re.I
 )
+#: A body key whose string value is a credential. Narrower than SENSITIVE_NAME: a body also
+#: carries a conversation's ``sessionId``, which changes per conversation and is no secret.
+BODY_CREDENTIAL = re.compile(r"key|token|secret|password|passwd|credential|auth", re.I)
 #: Query parameters that carry credentials (matched case-insensitively, whole name).
 SENSITIVE_QUERY = frozenset(
     {
@@ -306,13 +309,13 @@ def _basic_parts(credential: str) -> list[str]:
 
 def register_body(payload: Any) -> None:
     """Register credentials in a JSON body the runner sends: the string values of keys named
-    like a credential (``api_key``, ``password``, ``token``), at any depth."""
+    like a credential (``api_key``, ``password``, ``token``; BODY_CREDENTIAL), at any depth."""
     stack = [payload]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                if isinstance(value, str) and SENSITIVE_NAME.search(str(key)):
+                if isinstance(value, str) and BODY_CREDENTIAL.search(str(key)):
                     _register_sent(value)
                 elif isinstance(value, dict | list):
                     stack.append(value)

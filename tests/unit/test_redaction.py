@@ -180,3 +180,8 @@ def test_what_the_http_client_sends_is_masked_whatever_it_is_called() -> None:
         url = f"http://127.0.0.1:{server.port}/x?access_key=qk-31415926"
         client.send("POST", url, {"q": "hi"}, {"X-Anything": "hv-27182818"}, "test call")
     assert redaction.redact("QK-31415926 hv-27182818") == "*** ***"
+
+
+def test_a_conversation_session_id_in_a_body_is_no_credential() -> None:
+    redaction.register_body({"question": "hi", "sessionId": "conv-0001-abcdef", "max_tokens": 9})
+    assert redaction.registered() == frozenset()
