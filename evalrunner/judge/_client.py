@@ -185,8 +185,10 @@ class PromptEvidence:
         return _squash(self._data)
 
     def echo(self, value: Any) -> str | None:
-        """Why ``value`` repeats the prompt instead of answering it, or None."""
-        for leaf in _strings(value):
+        """Why ``value`` repeats the prompt instead of answering it, or None. A reason may
+        restate the rubric (it is shown, never judged or scored); any other string may not
+        quote an instruction sentence."""
+        for key, leaf in _strings(value):
             text = leaf.strip()
             if text in self.placeholders:
                 return (
@@ -194,7 +196,7 @@ class PromptEvidence:
                     "giving a value of its own"
                 )
             plain = _plain(text)
-            if len(plain) >= MIN_QUOTED_SENTENCE:
+            if key not in _EXPLANATIONS and len(plain) >= MIN_QUOTED_SENTENCE:
                 for sentence in self.sentences:
                     if sentence in plain:
                         return (
@@ -204,18 +206,22 @@ class PromptEvidence:
         return None
 
 
-def _strings(value: Any) -> list[str]:
-    """Every string in a JSON value (keys aside), depth first."""
-    out: list[str] = []
-    stack = [value]
+#: Reply fields that explain a verdict: they may restate the rubric.
+_EXPLANATIONS = frozenset({"reason", "reasons", "explanation"})
+
+
+def _strings(value: Any) -> list[tuple[str, str]]:
+    """Every string in a JSON value with the key it is under ("" in a top-level list)."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", value)]
     while stack:
-        node = stack.pop()
+        key, node = stack.pop()
         if isinstance(node, str):
-            out.append(node)
+            out.append((key, node))
         elif isinstance(node, dict):
-            stack.extend(node.values())
+            stack.extend((str(k), v) for k, v in node.items())
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((key, v) for v in node)
     return out
 
 

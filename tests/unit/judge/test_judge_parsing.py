@@ -12,7 +12,13 @@ from pydantic import BaseModel
 
 from evalrunner.judge import Message
 from evalrunner.judge._client import InvalidReply, PromptEvidence, parse_reply, top_level_values
-from evalrunner.judge.extract import JudgedTexts, StatementChecks, Statements, counted
+from evalrunner.judge.extract import (
+    JudgedStatement,
+    JudgedTexts,
+    StatementChecks,
+    Statements,
+    counted,
+)
 from evalrunner.judge.prompts import STATEMENT_RULES, build, tagged
 from evalrunner.judge.reply_format import (
     BUDGET_FLOOR,
@@ -216,6 +222,23 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({}) is None and parse_retry_after(None) is None
     in_ten = parse_retry_after({"Retry-After": formatdate(time.time() + 10, usegmt=True)})
     assert in_ten is not None and 8 <= in_ten <= 10
+
+
+def test_a_reason_may_restate_the_rubric_but_a_statement_may_not_quote_it() -> None:
+    rubric = "Verdict true means the statement is supported by the context."
+    evidence = PromptEvidence(build(rubric, [tagged("text", "Paris.")], "Reply as JSON."))
+    verdict = parse_reply(
+        json.dumps({"reason": rubric, "statement": "Paris.", "verdict": True}),
+        JudgedStatement,
+        evidence,
+    )
+    assert verdict.reason == rubric
+    with pytest.raises(InvalidReply, match="quotes the prompt's instructions"):
+        parse_reply(
+            json.dumps({"reason": "ok", "statement": rubric, "verdict": True}),
+            JudgedStatement,
+            evidence,
+        )
 
 
 def test_data_blocks_inside_a_template_line_are_still_data() -> None:
