@@ -25,9 +25,11 @@ from evalrunner.cli.common import (
     EXIT_GATE,
     EXIT_INPUT,
     EXIT_NO_ANSWER,
+    EXIT_PREFLIGHT,
     EXIT_RUN,
     FailOnRegression,
     JudgeOption,
+    NoPreflight,
     _fail,
     _json_arg,
     _pairs,
@@ -38,7 +40,8 @@ from evalrunner.cli.common import (
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
-from evalrunner.launch import check_suite, local_event, run_local
+from evalrunner.launch import check_suite, local_event, preflight_local, run_local
+from evalrunner.preflight import PreflightFailed
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.local import RunResult
@@ -85,9 +88,17 @@ def _execute_local(
     *,
     stall_timeout: float | None = None,
     resume: str | None = None,
+    preflight: bool = True,
 ) -> RunResult:
     if quiet:
-        return run_local(event, suite, out_dir, stall_timeout=stall_timeout, resume=resume)
+        return run_local(
+            event,
+            suite,
+            out_dir,
+            stall_timeout=stall_timeout,
+            resume=resume,
+            preflight=preflight,
+        )
     bar, task = _progress_bar()
     with bar:
 
@@ -101,7 +112,13 @@ def _execute_local(
             )
 
         return run_local(
-            event, suite, out_dir, on_progress=update, stall_timeout=stall_timeout, resume=resume
+            event,
+            suite,
+            out_dir,
+            on_progress=update,
+            stall_timeout=stall_timeout,
+            resume=resume,
+            preflight=preflight,
         )
 
 
@@ -293,6 +310,7 @@ def run(
     ] = None,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     stack = ExitStack()
@@ -332,6 +350,9 @@ def run(
 
                 warn_about_defaults(parse_event(event))
             events.append((event, suite_path))
+        if not no_preflight:  # every target answers before the first run starts
+            for event, suite_path in events:
+                preflight_local(event, suite_path)
         results = [
             _execute_local(
                 ev,
@@ -340,9 +361,12 @@ def run(
                 quiet or as_json,
                 stall_timeout=stall_timeout,
                 resume=resume,
+                preflight=False,
             )
             for ev, suite_path in events
         ]
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
@@ -375,6 +399,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
     from evalrunner.demo.handler import DEGRADED_ENV
@@ -400,6 +425,7 @@ def demo(
             perturb=perturb,
             junit_xml=junit_xml,
             markdown=markdown,
+            no_preflight=no_preflight,
         )
     finally:
         if previous is None:
@@ -431,6 +457,7 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
@@ -466,7 +493,11 @@ def start(
                 )
         else:
             local_suite = suite or _find_local_suite(event["key"], event_file.parent)
-            result = _execute_local(event, local_suite, out_dir, as_json)
+            result = _execute_local(
+                event, local_suite, out_dir, as_json, preflight=not no_preflight
+            )
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
