@@ -83,4 +83,6 @@ def calibrate(
             suggested,
         )
     out.print(table)
-    out.print(f"wrote {out_dir / 'calibration.html'} and {out_dir / 'thresholds.json'}")
+    out.print(
+        f"wrote {out_dir / 'calibration.html'} and {out_dir / 'thresholds.json'}", markup=False
+    )

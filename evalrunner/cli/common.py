@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as Bar
 
@@ -35,7 +36,11 @@ DEFAULT_OUT = Path("evalrunner-out")
 
 
 def _fail(exc: EvalRunnerError, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
+    """Print the error whole (its fix comes last, so nothing is cut) and exit ``code``.
+
+    Every message is escaped for Rich here: ``pip install 'evalrunner[models]'`` or a
+    ``[high]`` in a message is text, never markup that would swallow it."""
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

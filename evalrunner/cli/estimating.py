@@ -61,7 +61,7 @@ def _print(estimate: RunEstimate) -> None:
     out.print(table)
     out.print(f"Prices as of {estimate.prices_as_of} (evalrunner/estimate/prices.json).")
     for note in estimate.notes:
-        out.print(f"- {note}")
+        out.print(f"- {note}", markup=False)
 
 
 def estimate(

@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from evalrunner.cli.ci_reports import (
     JunitOption,
@@ -127,35 +131,7 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
     if as_json:  # the execution's output, as the state machine returned it
         out.print_json(dump_json(result.output))
         return _exit_code(summary, fail_on_regression)
-    title = f"{summary.target} — {summary.suite} ({summary.items} runs of {summary.cases} cases)"
-    table = Table(title=title)
-    columns = (
-        "Metric",
-        "Evaluator",
-        "Average",
-        "Pass rate",
-        "Threshold",
-        "Count",
-        "Skipped",
-        "Errored",
-    )
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
-    for m in summary.metrics:
-        avg = "—" if m.average is None else f"{m.average:.3f}"
-        rate = "—" if m.pass_rate is None else f"{m.pass_rate:.0%}"
-        name = f"[bold]{m.metric}[/]" if m.primary else m.metric
-        table.add_row(
-            name,
-            m.evaluator,
-            avg,
-            rate,
-            f"{m.threshold:.2f}",
-            str(m.count),
-            str(m.skipped),
-            str(m.errored),
-        )
-    out.print(table)
+    out.print(metrics_view(summary, out.width))
     if summary.items and not summary.answered_runs():
         out.print(
             "[bold red]no target call succeeded[/]: nothing was measured (exit code 4); "
@@ -167,18 +143,77 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
             f"{summary.task_failures} failed tasks (see details.csv)[/]"
         )
     for failure in summary.step_failures:
-        out.print(f"[yellow]step failure: {failure}[/]")
+        out.print(f"[yellow]step failure: {escape(failure)}[/]")
     for gate in summary.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         avg = "—" if gate.average is None else f"{gate.average:.3f}"
         op = ">=" if gate.higher_is_better else "<="
-        out.print(f"gate {gate.gate} {op} {gate.threshold}: {avg} {mark}")
+        out.print(f"gate {escape(gate.gate)} {op} {gate.threshold}: {avg} {mark}")
     _print_findings(summary)
     out.print("reports:")
     for path in result.files:
-        out.print(f"  {path}")
+        out.print(f"  {path}", markup=False, highlight=False)
     out.print(f"finished in {result.seconds:.1f} s")
     return _exit_code(summary, fail_on_regression)
+
+
+#: The metric table's columns; at widths where they do not fit unbroken, each metric is two
+#: lines instead (:func:`metrics_view`).
+COLUMNS = (
+    "Metric",
+    "Evaluator",
+    "Average",
+    "Pass rate",
+    "Threshold",
+    "Count",
+    "Skipped",
+    "Errored",
+)
+
+
+def metrics_view(summary: RunSummary, width: int) -> RenderableType:
+    """The metrics of a run for a terminal ``width`` columns wide: a table when every column
+    fits unbroken, else stacked, one metric per two lines (an 80-column terminal, a CI log
+    with no TTY): a metric's name is never broken or cut to ``Evalua…``."""
+    title = f"{summary.target} — {summary.suite} ({summary.items} runs of {summary.cases} cases)"
+    rows = [
+        (
+            m,
+            "—" if m.average is None else f"{m.average:.3f}",
+            "—" if m.pass_rate is None else f"{m.pass_rate:.0%}",
+        )
+        for m in summary.metrics
+    ]
+    table = Table(title=Text(title), title_justify="left")
+    for col in COLUMNS:
+        right = col not in ("Metric", "Evaluator")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for m, avg, rate in rows:
+        table.add_row(
+            Text(m.metric, style="bold" if m.primary else ""),
+            Text(m.evaluator),
+            avg,
+            rate,
+            f"{m.threshold:.2f}",
+            str(m.count),
+            str(m.skipped),
+            str(m.errored),
+        )
+    if Measurement.get(out, out.options.update_width(10_000), table).maximum <= width:
+        return table
+    lines = [Text(title, style="bold")]
+    for m, avg, rate in rows:
+        name = Text(m.metric, style="bold" if m.primary else "")
+        if m.evaluator != m.metric:
+            name.append(f" ({m.evaluator})", style="")
+        lines.append(name)
+        lines.append(
+            Text(
+                f"  average {avg} · pass rate {rate} (threshold {m.threshold:.2f}) · "
+                f"{m.count} scored, {m.skipped} skipped, {m.errored} errored"
+            )
+        )
+    return Group(*lines)
 
 
 def _print_findings(summary: RunSummary) -> None:
@@ -187,7 +222,7 @@ def _print_findings(summary: RunSummary) -> None:
         colour = {"regression": "red", "improvement": "green"}.get(regression.verdict, "white")
         out.print(
             f"[bold {colour}]{regression.verdict}[/] against run "
-            f"{regression.baseline_run_id} ({regression.baseline_started_at})"
+            f"{escape(regression.baseline_run_id)} ({regression.baseline_started_at})"
         )
         for reason in regression.reasons:
             out.print(f"  - {reason}", highlight=False, markup=False)
