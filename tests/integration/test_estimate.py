@@ -86,7 +86,9 @@ def estimate_and_run(
     assert judge_stub.requests == []  # the estimate calls no judge
     ran = runner.invoke(
         app,
-        ["demo", "--out", str(tmp_path / "out"), "--json", "--judge", judge, *_metrics()],
+        # no pre-flight: the run's judge calls are compared with every request on the wire
+        ["demo", "--out", str(tmp_path / "out"), "--json", "--judge", judge, *_metrics()]
+        + ["--no-preflight"],
         catch_exceptions=False,
     )
     assert ran.exit_code in (0, 1), ran.output  # 1: a gate failed, not a crash
