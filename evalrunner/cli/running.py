@@ -209,8 +209,9 @@ def metrics_view(summary: RunSummary, width: int) -> RenderableType:
         lines.append(name)
         lines.append(
             Text(
-                f"  average {avg} · pass rate {rate} (threshold {m.threshold:.2f}) · "
-                f"{m.count} scored, {m.skipped} skipped, {m.errored} errored"
+                f"  average {avg} · pass rate {rate} ({'≥' if m.higher_is_better else '≤'} "
+                f"{m.threshold:.2f}) · {m.count} scored, {m.skipped} skipped, "
+                f"{m.errored} errored"
             )
         )
     return Group(*lines)
