@@ -548,7 +548,7 @@ def _ci_reports(
 ) -> None:
     for path in write_ci_reports(results, junit=junit, markdown=markdown):
         if not quiet:
-            out.print(f"CI report: {path}", highlight=False)
+            out.print(f"CI report: {path}", highlight=False, markup=False)
 
 
 def _find_local_suite(key: str, event_dir: Path) -> Path:
