@@ -123,7 +123,7 @@ def list_metrics() -> None:
 
     table = Table(title="evaluators")
     for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a model's long name wraps, never "…"
     for name, cls in available().items():
         primary = cls.primary_metric()
         metrics = [primary, *[m for m in cls.metrics if m is not primary]]
