@@ -3,6 +3,8 @@ with the long names and many columns real runs have."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from evalrunner.reports.history import History, HistoryMetric, HistoryRun
 from evalrunner.reports.html import render_history, render_leaderboard, render_report
 from evalrunner.reports.leaderboard import build_leaderboard
@@ -11,6 +13,11 @@ from tests.integration.test_report_browser import METRICS, synthetic_report
 
 def report_page() -> str:
     return render_report(synthetic_report(40))
+
+
+def day(i: int) -> datetime:
+    """The start of the history's ``i``-th run: one a day at 09:00 UTC from 10 November."""
+    return datetime(2026, 11, 10, 9, 0, tzinfo=UTC) + timedelta(days=i)
 
 
 def history_page(runs: int = 12) -> str:
@@ -30,10 +37,10 @@ def history_page(runs: int = 12) -> str:
         metrics=metrics,
         runs=[
             HistoryRun(
-                run_id=f"2611{10 + i:02d}-090000-a1b2c3",
-                started_at=f"2026-11-{10 + i:02d}T09:00:00+00:00",
+                run_id=f"{day(i):%y%m%d}-090000-a1b2c3",
+                started_at=day(i).isoformat(),
                 suite="test-suites/hr-policy-regression.xlsx",
-                report=f"2611{10 + i:02d}-090000-report.html",
+                report=f"{day(i):%y%m%d}-090000-report.html",
                 items=240,
                 answered=238 - i % 3,
                 gates_passed=i % 4 != 3,
