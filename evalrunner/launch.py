@@ -54,11 +54,15 @@ def preflight_local(
 ) -> None:
     """The pre-flight of a local run (:mod:`evalrunner.preflight`): the CLI calls it for
     every target before the first run starts, :func:`run_local` unless told not to."""
-    from evalrunner.engine.local import local_target_functions
     from evalrunner.preflight import preflight
 
     settled, cases = settled_suite(suite, event)
-    preflight(settled, cases, hosted={*local_target_functions(), *(functions or {})})
+    hosted = set(functions or {})
+    if settled.target_kind == "lambdaArn":  # only then: the engine's import (moto) is slow
+        from evalrunner.engine.local import local_target_functions
+
+        hosted |= set(local_target_functions())
+    preflight(settled, cases, hosted=hosted)
 
 
 def local_event(
