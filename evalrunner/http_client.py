@@ -20,11 +20,13 @@ Retry sleeps without regard to any overall budget. So the retry loop is ours:
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http.client import RemoteDisconnected
 from typing import Any
 
 import urllib3
@@ -56,6 +58,48 @@ def snippet(text: str | bytes | None, limit: int = 300) -> str:
         text = text.decode("utf-8", errors="replace")
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+#: Library reprs that must never reach a user: ``<... object at 0x7f...>`` and urllib3's
+#: ``HTTPConnectionPool(host='h', port=80)`` / ``_WatchedHTTPConnection(host=..., port=...)``.
+_REPRS = re.compile(r"<[^<>]*\bobject at 0x[0-9a-fA-F]+>:?\s*|\b_?\w+\((?:host|pool)=[^()]*\):?\s*")
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc``, then what it wraps (cause, context, exceptions among its args), outermost
+    first, each once."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo.extend(a for a in current.args if isinstance(a, BaseException))
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return seen
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Why a connection failed, in words a user can act on: what the operating system said
+    (refused, unknown host, reset, unreachable), never a library's class name or repr."""
+    for cause in _causes(exc):
+        if isinstance(cause, RemoteDisconnected):
+            return "the server closed the connection without answering"
+        if isinstance(cause, socket.gaierror):
+            return "the host name could not be resolved (check its spelling and your DNS)"
+        if isinstance(cause, ConnectionRefusedError):
+            return "the connection was refused: nothing is listening at that host and port"
+        if isinstance(cause, ConnectionResetError):
+            return "the server reset the connection"
+        if isinstance(cause, ConnectionAbortedError | BrokenPipeError):
+            return "the server closed the connection"
+    for cause in _causes(exc):
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[:1].lower() + cause.strerror[1:]
+    texts = [_REPRS.sub("", str(c)).strip(" .:") for c in _causes(exc)]
+    words = [t for t in texts if t and not t.startswith(("(", "<"))]
+    return words[-1] if words else "the connection failed"
 
 
 class ResponseTooLarge(TargetError):
@@ -353,15 +397,20 @@ class JsonHttpClient:
         # Checked first: urllib3 makes NewConnectionError a subclass of ConnectTimeoutError.
         if isinstance(reason, NewConnectionError):
             return TargetError(
-                f"{what}: could not connect{attempts}: {reason}. Check the URL and "
-                "that the service is running and reachable from where evalrunner runs.",
+                f"{what}: could not connect{attempts}: {describe_failure(reason)}. Check the "
+                "URL and that the service is running and reachable from where evalrunner runs.",
                 retryable=True,
             )
         if isinstance(reason, ConnectTimeoutError):
             return self._timeout(what, attempt)
         if isinstance(reason, ProtocolError):
-            return TargetError(f"{what}: the connection broke{attempts}: {reason}", retryable=True)
-        return TargetError(f"{what}: request failed{attempts}: {reason}", retryable=True)
+            return TargetError(
+                f"{what}: the connection broke{attempts}: {describe_failure(reason)}",
+                retryable=True,
+            )
+        return TargetError(
+            f"{what}: request failed{attempts}: {describe_failure(reason)}", retryable=True
+        )
 
 
 def status_error(result: HttpResult, what: str, *, auth_hint: str = "") -> TargetError:

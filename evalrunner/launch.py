@@ -14,6 +14,8 @@ from evalrunner.user_cache import user_cache_dir
 if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `import evalrunner`
     from evalrunner.engine.dispatch import Handler
     from evalrunner.engine.local import Progress, RunResult
+    from evalrunner.event import RunEvent
+    from evalrunner.suite.model import Suite
 
 
 def judge_cache_dir() -> Path:
@@ -33,11 +35,34 @@ def with_judge_cache(event: dict[str, Any]) -> dict[str, Any]:
 def check_suite(path: Path, event: dict[str, Any]) -> None:
     """Check the suite here first, as Prepare will, so bad input fails before anything is
     started or written."""
+    settled_suite(path, event)
+
+
+def settled_suite(path: Path, event: dict[str, Any]) -> tuple[RunEvent, Suite]:
+    """The event as it will run on the suite at ``path`` (see ``prepare.settle``), and the
+    suite: raises, naming the fix, on bad input."""
     from evalrunner.event import parse_event
     from evalrunner.pipeline.prepare import settle
     from evalrunner.suite.readers import read_suite_file
 
-    settle(parse_event(event), read_suite_file(path))
+    suite = read_suite_file(path)
+    return settle(parse_event(event), suite), suite
+
+
+def preflight_local(
+    event: dict[str, Any], suite: Path, *, functions: Mapping[str, Handler] | None = None
+) -> None:
+    """The pre-flight of a local run (:mod:`evalrunner.preflight`): the CLI calls it for
+    every target before the first run starts, :func:`run_local` unless told not to."""
+    from evalrunner.preflight import preflight
+
+    settled, cases = settled_suite(suite, event)
+    hosted = set(functions or {})
+    if settled.target_kind == "lambdaArn":  # only then: the engine's import (moto) is slow
+        from evalrunner.engine.local import local_target_functions
+
+        hosted |= set(local_target_functions())
+    preflight(settled, cases, hosted=hosted)
 
 
 def local_event(
@@ -87,20 +112,34 @@ def run_local(
     stall_timeout: float | None = None,
     resume: str | None = None,
     functions: Mapping[str, Handler] | None = None,
+    preflight: bool = True,
 ) -> RunResult:
     """Run ``event`` over ``suite`` in the embedded engine and copy its reports to ``out_dir``.
 
     ``functions``: extra Lambda functions the engine hosts, by name (a Python callable given
-    as the target runs as ``{"lambdaArn": NAME}``, like the demo assistant)."""
+    as the target runs as ``{"lambdaArn": NAME}``, like the demo assistant). ``preflight``:
+    first probe the target and the judge once (:mod:`evalrunner.preflight`), so a dead
+    endpoint, a refused key or an unmappable response stops the run before anything is
+    spent (:class:`~evalrunner.preflight.PreflightFailed`)."""
     from evalrunner.engine.local import LocalEngine
     from lambdas.local import local_pipeline  # here the engine is composed with the handlers
 
     event = with_judge_cache(event)
     check_suite(suite, event)
+    if preflight:
+        preflight_local(event, suite, functions=functions)
     engine = LocalEngine(
         pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
     )
     return engine.run(event, suite=suite, out_dir=out_dir, on_progress=on_progress, resume=resume)
 
 
-__all__ = ["check_suite", "judge_cache_dir", "local_event", "run_local", "with_judge_cache"]
+__all__ = [
+    "check_suite",
+    "judge_cache_dir",
+    "local_event",
+    "preflight_local",
+    "run_local",
+    "settled_suite",
+    "with_judge_cache",
+]

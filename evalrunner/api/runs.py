@@ -42,6 +42,7 @@ def evaluate(
     max_text_chars: int | None = None,
     suite_name: str = "python-suite",
     on_progress: Callable[[Progress], None] | None = None,
+    preflight: bool = True,
 ) -> EvalRun:
     """Run ``suite`` against ``target`` in the embedded engine, exactly as ``evalrunner run``
     does, and return the finished run.
@@ -56,7 +57,10 @@ def evaluate(
     as Python rows is reported under (``<suite_name>.json``).
 
     Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
-    names the row, column or field and the fix, before anything runs."""
+    names the row, column or field and the fix, before anything runs. ``preflight``: first
+    call the target (and the judge, when a metric uses it) once; a dead endpoint, a refused
+    key or an answer that cannot be read raises
+    :class:`~evalrunner.preflight.PreflightFailed` before any case runs."""
     from evalrunner.cli.common import check_out_dir
 
     out_dir = Path(out)
@@ -79,7 +83,14 @@ def evaluate(
             evaluator_options=dict(evaluator_options) if evaluator_options else None,
             max_text_chars=max_text_chars,
         )
-        result = run_local(event, path, out_dir, on_progress=on_progress, functions=functions)
+        result = run_local(
+            event,
+            path,
+            out_dir,
+            on_progress=on_progress,
+            functions=functions,
+            preflight=preflight,
+        )
     return EvalRun(result)
 
 

@@ -1,6 +1,7 @@
 """The ``evalrunner`` command. Exit codes: 0 success, 1 a gate failed (or a regression with
 --fail-on-regression), 2 bad input (nothing started), 3 the run itself failed, 4 the run
-finished but no target call succeeded (nothing was measured).
+finished but no target call succeeded (nothing was measured), 5 the pre-flight failed (the
+target or judge could not be used; nothing was run or spent).
 
 The commands live in modules named for what they do (:mod:`.running`, :mod:`.leaderboards`,
 :mod:`.inputs`); they are registered here, in the order ``--help`` lists them."""
@@ -12,6 +13,7 @@ from evalrunner.cli.common import (
     EXIT_GATE,
     EXIT_INPUT,
     EXIT_NO_ANSWER,
+    EXIT_PREFLIGHT,
     EXIT_RUN,
     _pairs,
     app,
@@ -29,6 +31,7 @@ __all__ = [
     "EXIT_GATE",
     "EXIT_INPUT",
     "EXIT_NO_ANSWER",
+    "EXIT_PREFLIGHT",
     "EXIT_RUN",
     "_pairs",
     "app",

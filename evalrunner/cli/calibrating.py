@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from evalrunner.cli.common import EXIT_INPUT, _fail, check_out_dir, out
@@ -74,13 +75,15 @@ def calibrate(
             else (m.note or "—")
         )
         table.add_row(
-            m.metric,
+            escape(m.metric),
             str(m.compared),
             pct(m.accuracy),
             score(m.kappa),
             f"{pct(m.failure_precision)} / {pct(m.failure_recall)}",
             score(m.threshold),
-            suggested,
+            escape(suggested),
         )
     out.print(table)
-    out.print(f"wrote {out_dir / 'calibration.html'} and {out_dir / 'thresholds.json'}")
+    out.print(
+        f"wrote {out_dir / 'calibration.html'} and {out_dir / 'thresholds.json'}", markup=False
+    )

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as Bar
 
@@ -21,17 +22,25 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions. "
     "Exit codes: 0 ok; 1 a gate failed (or a regression with --fail-on-regression); 2 bad "
-    "input, nothing started; 3 the run itself failed; 4 no target call succeeded.",
+    "input, nothing started; 3 the run itself failed; 4 no target call succeeded; 5 pre-flight "
+    "failed: the target or judge is unreachable, refused the key or answered in a shape that "
+    "cannot be read, nothing spent.",
 )
 out = Console()
 err = Console(stderr=True)
 
 EXIT_GATE, EXIT_INPUT, EXIT_RUN, EXIT_NO_ANSWER = 1, 2, 3, 4
+#: Pre-flight failed (evalrunner.preflight): nothing was run or spent.
+EXIT_PREFLIGHT = 5
 DEFAULT_OUT = Path("evalrunner-out")
 
 
 def _fail(exc: EvalRunnerError, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc.message}", highlight=False, soft_wrap=True)
+    """Print the error whole (its fix comes last, so nothing is cut) and exit ``code``.
+
+    Every message is escaped for Rich here: ``pip install 'evalrunner[models]'`` or a
+    ``[high]`` in a message is text, never markup that would swallow it."""
+    err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -104,6 +113,16 @@ JudgeOption = Annotated[
         help="The LLM judge for judge metrics, as JSON or a file: "
         '{"openai": {"base_url": "...", "model": "..."}} or {"bedrock": {"model_id": "..."}}. '
         "Without it, judge metrics are skipped with a reason."
+    ),
+]
+
+NoPreflight = Annotated[
+    bool,
+    typer.Option(
+        "--no-preflight",
+        help="Skip the pre-flight: one call to the target and, when judge metrics run, one to "
+        "the judge before the suite, which stop a run whose endpoint is down, whose key is "
+        "refused or whose response cannot be read (exit 5, nothing spent).",
     ),
 ]
 

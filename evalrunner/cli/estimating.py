@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from evalrunner.cli.common import EXIT_INPUT, JudgeOption, _fail, _json_arg, out
@@ -47,7 +48,7 @@ def _print(estimate: RunEstimate) -> None:
     table.add_row("Map tasks (child executions)", str(estimate.aws.map_child_executions))
     judge = estimate.judge
     if judge is not None:
-        table.add_row("judge model", judge.model or "(none configured)")
+        table.add_row("judge model", escape(judge.model or "(none configured)"))
         table.add_row("judge calls", f"{judge.calls:,}")
         table.add_row("judge input tokens", f"{judge.input_tokens:,}")
         table.add_row("judge output tokens", f"{judge.output_tokens:,}")
@@ -61,7 +62,7 @@ def _print(estimate: RunEstimate) -> None:
     out.print(table)
     out.print(f"Prices as of {estimate.prices_as_of} (evalrunner/estimate/prices.json).")
     for note in estimate.notes:
-        out.print(f"- {note}")
+        out.print(f"- {note}", markup=False)
 
 
 def estimate(

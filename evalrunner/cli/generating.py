@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 
 from evalrunner.cli.common import EXIT_INPUT, EXIT_RUN, JudgeOption, _fail, _json_arg, err, out
 from evalrunner.errors import ConfigError, EvalRunnerError
@@ -53,7 +54,7 @@ def _embedder() -> tuple[Any, str]:
     try:
         return tool_encoder(name).embed, name
     except ModelUnavailable as exc:
-        return None, f"none ({exc.message[:200]})"
+        return None, f"none ({exc.message})"
 
 
 def generate(
@@ -102,7 +103,8 @@ def generate(
     if not rows:
         err.print(
             "[bold red]error:[/] no case passed validation (rejected: "
-            f"{json.dumps(report.rejected_by_reason)}; failed asks: {len(report.failed_asks)})"
+            f"{escape(json.dumps(report.rejected_by_reason))}; failed asks: "
+            f"{len(report.failed_asks)})"
         )
         raise typer.Exit(EXIT_RUN)
     out_file.parent.mkdir(parents=True, exist_ok=True)
@@ -111,17 +113,23 @@ def generate(
     sidecar.write_text(report.model_dump_json(indent=2) + "\n", "utf-8")
     out.print(
         f"{report.documents} documents, {report.chunks} chunks, {len(report.topics)} topics "
-        f"({report.topic_method}; embedding model: {model})"
+        f"({report.topic_method}; embedding model: {model})",
+        markup=False,
     )
     out.print(
-        f"kept {report.kept} of {report.drafted} drafted cases: {json.dumps(report.kept_by_kind)}"
+        f"kept {report.kept} of {report.drafted} drafted cases: {json.dumps(report.kept_by_kind)}",
+        markup=False,
     )
-    out.print(f"rejected ({report.validation_method}): {json.dumps(report.rejected_by_reason)}")
+    out.print(
+        f"rejected ({report.validation_method}): {json.dumps(report.rejected_by_reason)}",
+        markup=False,
+    )
     for line in report.failed_asks + report.skipped_asks:
-        out.print(f"  note: {line}")
+        out.print(f"  note: {line}", markup=False)
     j = report.judge
     out.print(
         f"judge {report.judge_model}: {j['calls']} calls ({j['cached']} cached), "
-        f"{j['input_tokens']} input + {j['output_tokens']} output tokens"
+        f"{j['input_tokens']} input + {j['output_tokens']} output tokens",
+        markup=False,
     )
-    out.print(f"wrote {out_file} and {sidecar}")
+    out.print(f"wrote {out_file} and {sidecar}", markup=False)

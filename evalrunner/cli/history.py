@@ -60,7 +60,7 @@ def history(
         out.print_json(text)
         return
     for path in where:
-        out.print(path, highlight=False)
+        out.print(path, highlight=False, markup=False)
 
 
 __all__ = ["history"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from evalrunner.cli.common import EXIT_INPUT, _fail, _json_arg, err, out
@@ -30,7 +31,7 @@ def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")
         raise _fail(exc, EXIT_INPUT) from None
     out.print(
         f"[green]valid[/]: {parsed.target_kind} target, {parsed.iterations} iteration(s), "
-        f"metrics: {', '.join(parsed.metrics)}",
+        f"metrics: {escape(', '.join(parsed.metrics))}",
         highlight=False,
     )
     warn_about_defaults(parsed)
@@ -45,14 +46,26 @@ def warn_about_defaults(parsed: RunEvent) -> None:
     unjudged = judge_metrics_without_judge(parsed)
     if unjudged:
         err.print(
-            f"[yellow]warning[/]: {', '.join(unjudged)} need an LLM judge and none is "
+            f"[yellow]warning[/]: {escape(', '.join(unjudged))} need an LLM judge and none is "
             f"configured (event 'judge', cdk.json 'judge' deployed, {ENV_JUDGE} or the config "
             "file locally): every case would be skipped for these metrics",
             highlight=False,
             markup=True,
         )
-    for line in left_out_by_default(parsed):
-        err.print(f"[dim]left out of the default metrics[/]: {line}", highlight=False)
+    left_out = left_out_by_default(parsed)
+    if left_out:
+        err.print(f"[dim]{escape(left_out_line(left_out))}[/]", highlight=False)
+
+
+def left_out_line(left_out: list[str]) -> str:
+    """What a run that named no metric left out, as one line: a count, why, and where to
+    look (``evalrunner metrics``), instead of one line per metric before every run.
+    ``left_out``: ``"<metric>: <why>"`` per metric, as ``left_out_by_default`` gives them."""
+    judge = sum("no judge is configured" in line for line in left_out)
+    reasons = [f"{judge} need --judge"] if judge else []
+    if len(left_out) > judge:
+        reasons.append(f"{len(left_out) - judge} need --metric")
+    return f"{len(left_out)} metrics not run ({', '.join(reasons)}); see 'evalrunner metrics'"
 
 
 def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:
@@ -60,7 +73,7 @@ def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "
     from evalrunner.event import event_schema
 
     if name != "event":
-        err.print(f"[red]error:[/] unknown schema {name!r}; available: event")
+        err.print(f"[red]error:[/] unknown schema {escape(repr(name))}; available: event")
         raise typer.Exit(EXIT_INPUT)
     sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
 
@@ -72,10 +85,13 @@ def template(
     from evalrunner.suite.template import write_template
 
     if path.suffix.lower() != ".xlsx":
-        err.print(f"[red]error:[/] {path}: the template is an .xlsx file; name it e.g. suite.xlsx")
+        err.print(
+            f"[red]error:[/] {escape(str(path))}: the template is an .xlsx file; name it e.g. "
+            "suite.xlsx"
+        )
         raise typer.Exit(EXIT_INPUT)
     write_template(path)
-    out.print(f"wrote {path}")
+    out.print(f"wrote {path}", markup=False)
 
 
 def list_perturbations() -> None:
@@ -107,7 +123,7 @@ def list_metrics() -> None:
 
     table = Table(title="evaluators")
     for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a model's long name wraps, never "…"
     for name, cls in available().items():
         primary = cls.primary_metric()
         metrics = [primary, *[m for m in cls.metrics if m is not primary]]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from evalrunner.cli.common import DEFAULT_OUT, EXIT_INPUT, _fail, check_out_dir, out
@@ -96,14 +97,15 @@ def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -
             text = "—" if value is None else f"{value:.3f}"
             best = board.best_per_metric.get(info.metric) == entry.target
             cells.append(f"[bold green]{text}[/]" if best else text)
-        table.add_row(info.metric, *cells)
+        table.add_row(escape(info.metric), *cells)
     out.print(table)
     if board.difficult_cases:
         hardest = board.difficult_cases[0]
         out.print(
-            f"most difficult case: {hardest.case_id} (failed by {', '.join(hardest.failed_by)})"
+            f"most difficult case: {hardest.case_id} (failed by {', '.join(hardest.failed_by)})",
+            markup=False,
         )
     for label, name in (("fastest", board.fastest), ("costliest", board.costliest)):
         if name:
-            out.print(f"{label}: {name}")
-    out.print(f"leaderboard: {html_path}")
+            out.print(f"{label}: {name}", markup=False)
+    out.print(f"leaderboard: {html_path}", markup=False)

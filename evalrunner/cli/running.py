@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from evalrunner.cli.ci_reports import (
     JunitOption,
@@ -25,9 +29,11 @@ from evalrunner.cli.common import (
     EXIT_GATE,
     EXIT_INPUT,
     EXIT_NO_ANSWER,
+    EXIT_PREFLIGHT,
     EXIT_RUN,
     FailOnRegression,
     JudgeOption,
+    NoPreflight,
     _fail,
     _json_arg,
     _pairs,
@@ -38,7 +44,8 @@ from evalrunner.cli.common import (
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
-from evalrunner.launch import check_suite, local_event, run_local
+from evalrunner.launch import check_suite, local_event, preflight_local, run_local
+from evalrunner.preflight import PreflightFailed
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.local import RunResult
@@ -85,9 +92,17 @@ def _execute_local(
     *,
     stall_timeout: float | None = None,
     resume: str | None = None,
+    preflight: bool = True,
 ) -> RunResult:
     if quiet:
-        return run_local(event, suite, out_dir, stall_timeout=stall_timeout, resume=resume)
+        return run_local(
+            event,
+            suite,
+            out_dir,
+            stall_timeout=stall_timeout,
+            resume=resume,
+            preflight=preflight,
+        )
     bar, task = _progress_bar()
     with bar:
 
@@ -101,7 +116,13 @@ def _execute_local(
             )
 
         return run_local(
-            event, suite, out_dir, on_progress=update, stall_timeout=stall_timeout, resume=resume
+            event,
+            suite,
+            out_dir,
+            on_progress=update,
+            stall_timeout=stall_timeout,
+            resume=resume,
+            preflight=preflight,
         )
 
 
@@ -110,35 +131,7 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
     if as_json:  # the execution's output, as the state machine returned it
         out.print_json(dump_json(result.output))
         return _exit_code(summary, fail_on_regression)
-    title = f"{summary.target} — {summary.suite} ({summary.items} runs of {summary.cases} cases)"
-    table = Table(title=title)
-    columns = (
-        "Metric",
-        "Evaluator",
-        "Average",
-        "Pass rate",
-        "Threshold",
-        "Count",
-        "Skipped",
-        "Errored",
-    )
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("Metric", "Evaluator") else "right")
-    for m in summary.metrics:
-        avg = "—" if m.average is None else f"{m.average:.3f}"
-        rate = "—" if m.pass_rate is None else f"{m.pass_rate:.0%}"
-        name = f"[bold]{m.metric}[/]" if m.primary else m.metric
-        table.add_row(
-            name,
-            m.evaluator,
-            avg,
-            rate,
-            f"{m.threshold:.2f}",
-            str(m.count),
-            str(m.skipped),
-            str(m.errored),
-        )
-    out.print(table)
+    out.print(metrics_view(summary, out.width))
     if summary.items and not summary.answered_runs():
         out.print(
             "[bold red]no target call succeeded[/]: nothing was measured (exit code 4); "
@@ -150,18 +143,78 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
             f"{summary.task_failures} failed tasks (see details.csv)[/]"
         )
     for failure in summary.step_failures:
-        out.print(f"[yellow]step failure: {failure}[/]")
+        out.print(f"[yellow]step failure: {escape(failure)}[/]")
     for gate in summary.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         avg = "—" if gate.average is None else f"{gate.average:.3f}"
         op = ">=" if gate.higher_is_better else "<="
-        out.print(f"gate {gate.gate} {op} {gate.threshold}: {avg} {mark}")
+        out.print(f"gate {escape(gate.gate)} {op} {gate.threshold}: {avg} {mark}")
     _print_findings(summary)
     out.print("reports:")
     for path in result.files:
-        out.print(f"  {path}")
+        out.print(f"  {path}", markup=False, highlight=False)
     out.print(f"finished in {result.seconds:.1f} s")
     return _exit_code(summary, fail_on_regression)
+
+
+#: The metric table's columns; at widths where they do not fit unbroken, each metric is two
+#: lines instead (:func:`metrics_view`).
+COLUMNS = (
+    "Metric",
+    "Evaluator",
+    "Average",
+    "Pass rate",
+    "Threshold",
+    "Count",
+    "Skipped",
+    "Errored",
+)
+
+
+def metrics_view(summary: RunSummary, width: int) -> RenderableType:
+    """The metrics of a run for a terminal ``width`` columns wide: a table when every column
+    fits unbroken, else stacked, one metric per two lines (an 80-column terminal, a CI log
+    with no TTY): a metric's name is never broken or cut to ``Evalua…``."""
+    title = f"{summary.target} — {summary.suite} ({summary.items} runs of {summary.cases} cases)"
+    rows = [
+        (
+            m,
+            "—" if m.average is None else f"{m.average:.3f}",
+            "—" if m.pass_rate is None else f"{m.pass_rate:.0%}",
+        )
+        for m in summary.metrics
+    ]
+    table = Table(title=Text(title), title_justify="left")
+    for col in COLUMNS:
+        right = col not in ("Metric", "Evaluator")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for m, avg, rate in rows:
+        table.add_row(
+            Text(m.metric, style="bold" if m.primary else ""),
+            Text(m.evaluator),
+            avg,
+            rate,
+            f"{m.threshold:.2f}",
+            str(m.count),
+            str(m.skipped),
+            str(m.errored),
+        )
+    if Measurement.get(out, out.options.update_width(10_000), table).maximum <= width:
+        return table
+    lines = [Text(title, style="bold")]
+    for m, avg, rate in rows:
+        name = Text(m.metric, style="bold" if m.primary else "")
+        if m.evaluator != m.metric:
+            name.append(f" ({m.evaluator})", style="")
+        lines.append(name)
+        lines.append(
+            Text(
+                f"  average {avg} · pass rate {rate} ({'≥' if m.higher_is_better else '≤'} "
+                f"{m.threshold:.2f}) · {m.count} scored, {m.skipped} skipped, "
+                f"{m.errored} errored"
+            )
+        )
+    return Group(*lines)
 
 
 def _print_findings(summary: RunSummary) -> None:
@@ -170,7 +223,7 @@ def _print_findings(summary: RunSummary) -> None:
         colour = {"regression": "red", "improvement": "green"}.get(regression.verdict, "white")
         out.print(
             f"[bold {colour}]{regression.verdict}[/] against run "
-            f"{regression.baseline_run_id} ({regression.baseline_started_at})"
+            f"{escape(regression.baseline_run_id)} ({regression.baseline_started_at})"
         )
         for reason in regression.reasons:
             out.print(f"  - {reason}", highlight=False, markup=False)
@@ -293,6 +346,7 @@ def run(
     ] = None,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     stack = ExitStack()
@@ -332,6 +386,9 @@ def run(
 
                 warn_about_defaults(parse_event(event))
             events.append((event, suite_path))
+        if not no_preflight:  # every target answers before the first run starts
+            for event, suite_path in events:
+                preflight_local(event, suite_path)
         results = [
             _execute_local(
                 ev,
@@ -340,9 +397,12 @@ def run(
                 quiet or as_json,
                 stall_timeout=stall_timeout,
                 resume=resume,
+                preflight=False,
             )
             for ev, suite_path in events
         ]
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
@@ -375,6 +435,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Evaluate the bundled HR-policy assistant on test_suites/demo-hr.xlsx."""
     from evalrunner.demo.handler import DEGRADED_ENV
@@ -400,6 +461,7 @@ def demo(
             perturb=perturb,
             junit_xml=junit_xml,
             markdown=markdown,
+            no_preflight=no_preflight,
         )
     finally:
         if previous is None:
@@ -431,6 +493,7 @@ def start(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
+    no_preflight: NoPreflight = False,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
@@ -466,7 +529,11 @@ def start(
                 )
         else:
             local_suite = suite or _find_local_suite(event["key"], event_file.parent)
-            result = _execute_local(event, local_suite, out_dir, as_json)
+            result = _execute_local(
+                event, local_suite, out_dir, as_json, preflight=not no_preflight
+            )
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
@@ -481,7 +548,7 @@ def _ci_reports(
 ) -> None:
     for path in write_ci_reports(results, junit=junit, markdown=markdown):
         if not quiet:
-            out.print(f"CI report: {path}", highlight=False)
+            out.print(f"CI report: {path}", highlight=False, markup=False)
 
 
 def _find_local_suite(key: str, event_dir: Path) -> Path:

@@ -128,7 +128,7 @@ def generate(
                 purpose=f"generate {kind.name}",
             )
         except JudgeError as exc:
-            failed.append(f"{kind.name} for {topic!r}: {exc.message[:300]}")
+            failed.append(f"{kind.name} for {topic!r}: {exc.message}")
             return
         candidates.extend(_candidates(kind, topic, reply.value, shown, n))
 

@@ -34,6 +34,7 @@ from botocore.exceptions import (
 )
 
 from evalrunner.errors import ConfigError
+from evalrunner.http_client import describe_failure
 from evalrunner.judge._client import Completion, JudgeRequest, _BaseJudge
 from evalrunner.judge.base import JudgeError, Message
 from evalrunner.judge.cache import ResponseCache
@@ -161,7 +162,9 @@ class BedrockJudge(_BaseJudge):
             except (EndpointConnectionError, ConnectionClosedError) as exc:
                 raise TransientError(f"could not connect: {exc}") from exc
             except urllib3.exceptions.ProtocolError as exc:
-                raise TransientError(f"the connection broke mid-response: {exc}") from exc
+                raise TransientError(
+                    f"the connection broke mid-response: {describe_failure(exc)}"
+                ) from exc
             except NoCredentialsError as exc:
                 raise JudgeError(
                     f"{self.endpoint}: no AWS credentials found. Configure credentials "

@@ -67,3 +67,18 @@ def _names(cases: Sequence[str]) -> str:
 def _clip(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: An error message is kept whole up to this many characters: evalrunner's own messages end
+#: with their fix, and the excerpts of bodies they quote are already short.
+ERROR_CHARS = 2000
+
+
+def _whole_error(text: str, limit: int = ERROR_CHARS) -> str:
+    """An error message on one line and whole, so its fix (which comes last) is never cut
+    off; one longer than ``limit`` loses its middle, never its end."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    half = (limit - 40) // 2
+    return f"{text[:half]} … ({len(text) - 2 * half} characters left out) … {text[-half:]}"

@@ -453,16 +453,29 @@ class TrendPoint:
     href: str
     #: the run was a regression on this metric
     regressed: bool = False
+    #: the run's label under the x axis, one or two short lines (its start day and time)
+    label: tuple[str, ...] = ()
+
+
+#: A trend chart is drawn at least this wide (px), so a page's content width is filled on
+#: a desktop (the svg then stretches a little, never much) and the run labels never crowd;
+#: a narrower window scrolls it sideways at this size rather than shrinking its text.
+TREND_MIN_WIDTH = 960.0
 
 
 def trend(metric: str, points: Sequence[TrendPoint], info: MetricInfo) -> Chart:
     """A metric's average over runs (oldest left): a line through the scored runs, the
     threshold dashed, each run a dot linking to its report, coloured by whether its average
-    meets the threshold, and a regression marked with ▼ above its dot."""
+    meets the threshold, and a regression marked with ▼ above its dot. The x axis names
+    each run (:attr:`TrendPoint.label`)."""
     step = 56.0
-    left, right, top, bottom = 44.0, 20.0, 18.0, 22.0
-    width = max(320.0, left + right + step * max(len(points) - 1, 1))
-    height = 170.0
+    left, right, top = 44.0, 20.0, 18.0
+    lines = max((len(p.label) for p in points), default=0)
+    bottom = 16.0 + 13.0 * lines
+    width = max(TREND_MIN_WIDTH, left + right + step * max(len(points) - 1, 1))
+    if len(points) > 1:
+        step = (width - left - right) / (len(points) - 1)
+    height = 148.0 + bottom
     plot_h = height - top - bottom
     lo, hi = scale_range([p.value for p in points if p.value is not None], [info.threshold])
 
@@ -497,4 +510,10 @@ def trend(metric: str, points: Sequence[TrendPoint], info: MetricInfo) -> Chart:
                      fill=palette.FAIL)
             )  # fmt: skip
         chart.shapes.append(Group(tuple(shapes), title=p.title, href=p.href))
+    axis_y = height - bottom + 14.0
+    for i, p in enumerate(points):
+        chart.shapes += [
+            Text(x(i), axis_y + 13.0 * n, line, anchor="middle", cls="axis run", title=p.title)
+            for n, line in enumerate(p.label)
+        ]
     return chart

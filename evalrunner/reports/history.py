@@ -146,6 +146,7 @@ def history_context(history: History) -> dict[str, Any]:
                 + (" · regression" if m.metric in r.worse_metrics else ""),
                 href=r.report,
                 regressed=m.metric in r.worse_metrics,
+                label=run_label(r),
             )
             for r in history.runs
         ]
@@ -156,6 +157,17 @@ def history_context(history: History) -> dict[str, Any]:
         "runs": list(reversed(history.runs)),
         "regressions": sum(r.regressed for r in history.runs),
     }
+
+
+def run_label(run: HistoryRun) -> tuple[str, ...]:
+    """A run's label on a trend's x axis: the day and time it started (``11-26``,
+    ``09:00``, UTC), short enough for a run every 56 px; its id when the start cannot be
+    read."""
+    try:
+        started = datetime.fromisoformat(run.started_at).astimezone(UTC)
+    except ValueError:
+        return (run.run_id[:8],)
+    return (started.strftime("%m-%d"), started.strftime("%H:%M"))
 
 
 def _number(value: float | None) -> str:

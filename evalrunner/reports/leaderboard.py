@@ -120,12 +120,16 @@ def _entry(run: ReportData, metrics: list[str], prefix: str) -> LeaderboardEntry
         if r.input_tokens is not None or r.output_tokens is not None
     ]
     costs = [r.cost for r in run.rows if r.cost is not None]
+    primary = [m.metric for m in run.metrics if m.primary]
+    rates = [p for m in primary if m in stats and (p := stats[m].pass_rate) is not None]
     return LeaderboardEntry(
         target=run.target,
         run_id=run.run_id,
         report_prefix=prefix,
         averages={m: stats[m].average if m in stats else None for m in metrics},
         pass_rates={m: stats[m].pass_rate if m in stats else None for m in metrics},
+        pass_rate=sum(rates) / len(rates) if rates else None,
+        gates_passed=all(g.passed for g in run.gates) if run.gates else None,
         latency_median_ms=float(np.median(latencies)) if latencies else None,
         latency_p95_ms=float(np.percentile(latencies, 95)) if latencies else None,
         total_tokens=sum(tokens) if tokens else None,

@@ -320,6 +320,11 @@ class LeaderboardEntry(BaseModel):
     report_prefix: str
     averages: dict[str, float | None]  # metric -> average score
     pass_rates: dict[str, float | None]  # metric -> pass rate
+    #: mean pass rate of the run's primary metrics, as the history page gives it (None:
+    #: none was scored)
+    pass_rate: float | None = None
+    #: whether every fail_under gate of the run passed (None: the run had no gate)
+    gates_passed: bool | None = None
     latency_median_ms: float | None = None
     latency_p95_ms: float | None = None
     total_tokens: int | None = None

@@ -42,11 +42,11 @@ import re
 
 from evalrunner.reports._analysis_common import (
     _cases,
-    _clip,
     _failing_cases,
     _most_common,
     _names,
     _primary,
+    _whole_error,
 )
 from evalrunner.reports.categories import missed_planted_failures
 from evalrunner.reports.model import (
@@ -180,7 +180,7 @@ def _target_failures(data: ReportData) -> list[Problem]:
                 type="target_errors",
                 description=(
                     f"{len(errors)} of {total} target calls ({len(errors) / total:.0%}) failed; "
-                    f"most common error ({count}): {_clip(common)}"
+                    f"most common error ({count}): {_whole_error(common)}"
                 ),
                 affected_cases=cases,
                 suggested_action=(
@@ -198,7 +198,7 @@ def _target_failures(data: ReportData) -> list[Problem]:
                 type="task_failures",
                 description=(
                     f"{len(tasks)} of {total} case tasks ({len(tasks) / total:.0%}) failed "
-                    f"before recording a result; most common ({count}): {_clip(common)}"
+                    f"before recording a result; most common ({count}): {_whole_error(common)}"
                 ),
                 affected_cases=cases,
                 suggested_action=(
@@ -374,7 +374,7 @@ def _evaluator_errors(data: ReportData) -> list[Problem]:
                     description=(
                         f"{name} errored on {len(errored)} of {len(rows)} answers "
                         f"({len(errored) / len(rows):.0%}); most common ({count}): "
-                        f"{_clip(common)}"
+                        f"{_whole_error(common)}"
                     ),
                     affected_cases=cases,
                     suggested_action=action,

@@ -27,6 +27,7 @@ from botocore.exceptions import (
 )
 
 from evalrunner.errors import ConfigError, TargetError, TargetTimeout
+from evalrunner.http_client import describe_failure
 from evalrunner.retry import AWS_THROTTLING_CODES
 from evalrunner.targets.spec import TargetSpec
 
@@ -165,7 +166,8 @@ def aws_errors(
         ) from exc
     except urllib3.exceptions.ProtocolError as exc:
         raise TargetError(
-            f"{what}: the connection broke mid-response ({exc}).", retryable=True
+            f"{what}: the connection broke mid-response ({describe_failure(exc)}).",
+            retryable=True,
         ) from exc
     except NoCredentialsError as exc:
         raise TargetError(

@@ -57,8 +57,9 @@ def run(tmp_path: Path, target: dict, out: Path, *extra: str):
 
 
 def test_a_run_where_every_target_call_failed_exits_4(tmp_path):
+    # a target that dies once the run is under way (the pre-flight would stop a dead one: 5)
     target = {"url": f"http://127.0.0.1:{closed_port()}/ask", "max_retries": 0}
-    result = run(tmp_path, target, tmp_path / "out")
+    result = run(tmp_path, target, tmp_path / "out", "--no-preflight")
     assert result.exit_code == EXIT_NO_ANSWER == 4, result.output
     assert "no target call succeeded" in result.stdout
     # the reports are still written, every case with its error
@@ -67,7 +68,15 @@ def test_a_run_where_every_target_call_failed_exits_4(tmp_path):
 
 def test_no_answer_wins_over_a_failed_gate(tmp_path):
     target = {"url": f"http://127.0.0.1:{closed_port()}/ask", "max_retries": 0}
-    result = run(tmp_path, target, tmp_path / "out", "--fail-under", "Token F1=0.5", "--json")
+    result = run(
+        tmp_path,
+        target,
+        tmp_path / "out",
+        "--fail-under",
+        "Token F1=0.5",
+        "--json",
+        "--no-preflight",
+    )
     assert result.exit_code == 4, result.output
     summary = json.loads(result.stdout)
     assert summary["answered"] == 0 and summary["target_errors"] == 2
@@ -77,7 +86,7 @@ def test_a_run_with_answers_still_exits_0(tmp_path):
     with answering_server() as server:
         result = run(tmp_path, {"url": f"{server.url}/ask"}, tmp_path / "o")
     assert result.exit_code == 0, result.output
-    assert len(server.requests) == 2
+    assert len(server.requests) == 1 + 2  # the pre-flight probe, then the two cases
 
 
 @pytest.mark.parametrize("inside", [False, True])

@@ -80,8 +80,10 @@ def test_a_chat_target_with_memory_passes_and_a_forgetting_turn_fails_by_name(
                 "--out", str(out), "--quiet",
             ],
         )  # fmt: skip
-        requests = [r.json() for r in chat.requests]
+        probe, *requests = [r.json() for r in chat.requests]
     assert result.exit_code in (0, 1), result.output
+    # the pre-flight probe is a plain question, in no conversation's session
+    assert "session_id" not in probe and "conversation" not in probe
     # every turn of a conversation carried the same session id and the actual history
     by_session: dict[str, list[dict[str, Any]]] = {}
     for r in requests:

@@ -65,6 +65,9 @@ def _judge(stub: JudgeStub, tmp_path: Path) -> str:
     )
 
 
+NO_PREFLIGHT = ("--no-preflight",)
+
+
 def _metrics() -> list[str]:
     return [arg for metric in FIVE for arg in ("--metric", metric)]
 
@@ -86,7 +89,17 @@ def estimate_and_run(
     assert judge_stub.requests == []  # the estimate calls no judge
     ran = runner.invoke(
         app,
-        ["demo", "--out", str(tmp_path / "out"), "--json", "--judge", judge, *_metrics()],
+        # no pre-flight: the run's judge calls are compared with every request on the wire
+        [
+            "demo",
+            "--out",
+            str(tmp_path / "out"),
+            "--json",
+            "--judge",
+            judge,
+            *_metrics(),
+            *NO_PREFLIGHT,
+        ],
         catch_exceptions=False,
     )
     assert ran.exit_code in (0, 1), ran.output  # 1: a gate failed, not a crash

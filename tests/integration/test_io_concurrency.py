@@ -147,6 +147,7 @@ def test_cli_max_concurrency_is_the_calls_in_flight(tmp_path):
                 "--out",
                 str(tmp_path / "out"),
                 "--quiet",
+                "--no-preflight",  # the target answers only once 5 calls are in flight
             ],
             catch_exceptions=False,
         )

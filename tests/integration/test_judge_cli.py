@@ -77,11 +77,13 @@ def test_faithfulness_with_an_openai_compatible_judge(tmp_path, judge_stub):
     # statements + verdicts per case; identical prompts (same statements, same context) are
     # answered once and served from the cache the second time
     assert judge["cases"] == 2 and judge["calls"] + judge["cached"] == 4
-    assert len(judge_stub.requests) == judge["calls"]
+    # one more request than the run's calls: the pre-flight probe, uncached and not billed
+    assert len(judge_stub.requests) == judge["calls"] + 1
+    assert "ok" in judge_stub.requests[0].prompt
     sent = len(judge_stub.requests)
-    # a re-run of unchanged cases is served from the cache: no new request
+    # a re-run of unchanged cases is served from the cache: no new request but the probe
     again = run(tmp_path, "--judge", judge_arg(judge_stub, tmp_path))
-    assert again.exit_code == 0 and len(judge_stub.requests) == sent
+    assert again.exit_code == 0 and len(judge_stub.requests) == sent + 1
     assert json.loads(again.stdout)["judge"]["cached"] == 4
 
 

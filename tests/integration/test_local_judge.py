@@ -39,7 +39,9 @@ def demo(tmp_path: Path, stub: JudgeStub, **judge: Any) -> dict[str, Any]:
         "max_retries": 0,
         **judge,
     }
+    # no pre-flight: these tests hold the run's judge accounting to every request on the wire
     args = ["demo", "--out", str(tmp_path / "out"), "--json", "--judge", json.dumps(settings)]
+    args += ["--no-preflight"]
     for metric in FIVE:
         args += ["--metric", metric]
     result = runner.invoke(app, args, catch_exceptions=False)

@@ -70,6 +70,7 @@ def run(tmp_path: Path, target: dict[str, Any], *extra: str):
     suite.write_text(SUITE, encoding="utf-8")
     args = ["run", "--suite", str(suite), "--target", json.dumps(target)]
     args += ["--metric", "Token F1", "--out", str(tmp_path / "out"), "--json", *extra]
+    args += ["--no-preflight"]  # the scripted judge answers the run's prompts only
     return runner.invoke(app, args, catch_exceptions=False)
 
 

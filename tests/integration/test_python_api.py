@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 from pathlib import Path
 
 import pandas as pd
@@ -228,3 +229,24 @@ def test_start_aws_refuses_a_bad_event_before_calling_aws(tmp_path):
             out=tmp_path / "out",
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dead_target_stops_evaluate_before_the_suite_unless_preflight_is_off(tmp_path):
+    from evalrunner.preflight import PreflightFailed
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    rows = [
+        {"question": "Say hi", "expected_answer": "hi"},
+        {"question": "Again", "expected_answer": "hi"},
+    ]
+    target = {"url": f"http://127.0.0.1:{port}/ask", "max_retries": 0}
+    with pytest.raises(PreflightFailed) as info:
+        evalrunner.evaluate(suite=rows, target=target, metrics=["Exact match"], out=tmp_path)
+    assert info.value.what == "target" and "nothing is listening" in info.value.message
+    assert not list(tmp_path.rglob("*summary.json"))  # nothing ran
+    run = evalrunner.evaluate(
+        suite=rows, target=target, metrics=["Exact match"], out=tmp_path, preflight=False
+    )
+    assert run.summary.items == 2 and run.summary.answered == 0 and not run.passed

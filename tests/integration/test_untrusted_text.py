@@ -28,9 +28,9 @@ def start(tmp_path: Path, suite: Path, target: dict, **extra) -> tuple[int, Path
     path = tmp_path / "event.json"
     path.write_text(json.dumps(event), encoding="utf-8")
     out = tmp_path / "out"
-    result = runner.invoke(
-        app, ["start", "--event", str(path), "--out", str(out), "--json"], catch_exceptions=False
-    )
+    # no pre-flight: these hostile targets are to be recorded case by case, not refused
+    args = ["start", "--event", str(path), "--out", str(out), "--json", "--no-preflight"]
+    result = runner.invoke(app, args, catch_exceptions=False)
     return result.exit_code, out, result.output
 
 

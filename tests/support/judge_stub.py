@@ -152,6 +152,9 @@ class JudgeStub:
         self._stopping = threading.Event()
         #: One request at a time, start to finish (see the module docstring).
         self.serial = False
+        #: When set, a request without ``Authorization: Bearer <key>`` is answered 401, as
+        #: OpenAI answers a missing or wrong key (recorded like any other request).
+        self.required_key: str | None = None
         self._slot = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -323,6 +326,13 @@ class JudgeStub:
                     self._send(400, b'{"error": {"message": "body is not JSON"}}', {})
                     return
                 stub._record(StubRequest(path, dict(self.headers.items()), body))
+                key = stub.required_key
+                if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+                    message = "You didn't provide an API key, or it is not valid."
+                    error = {"message": message, "type": "invalid_request_error", "code": 401}
+                    self._send(401, json.dumps({"error": error}).encode(), {})
+                    stub._finish()
+                    return
                 try:
                     with stub._slot if stub.serial else contextlib.nullcontext():
                         reply = stub._answer(body)

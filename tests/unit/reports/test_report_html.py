@@ -748,8 +748,16 @@ def test_leaderboard_highlights_best_per_metric() -> None:
     tree = dom(render_leaderboard(leaderboard()))
     table = tree.find("table", class_="leaderboard")
     heads = [th.get_text() for th in table.find("thead").find_all("th")]
-    assert heads[:4] == ["Target", "● ↑ Faithfulness", "● ↓ Toxicity", "↑ ROUGE-L"]
-    assert heads[4:] == ["Latency median", "Latency p95", "Tokens", "Cost", "Errors"]
+    # pass rate and gates come right after the target, so a phone shows them (issue 28)
+    assert heads[:6] == [
+        "Target",
+        "Pass rate",
+        "Gates",
+        "● ↑ Faithfulness",
+        "● ↓ Toxicity",
+        "↑ ROUGE-L",
+    ]
+    assert heads[6:] == ["Latency median", "Latency p95", "Tokens", "Cost", "Errors"]
     best = {}
     for tr in table.find("tbody").find_all("tr"):
         target = tr.find("strong").get_text()
@@ -759,8 +767,9 @@ def test_leaderboard_highlights_best_per_metric() -> None:
     assert best == {"● ↑ Faithfulness": "bot-b", "● ↓ Toxicity": "bot-b"}
     rows = table.find("tbody").find_all("tr")
     b_cells = [td.get_text() for td in rows[1].find_all("td")]
-    assert b_cells[1].startswith("★ 0.9") and "80% pass" in b_cells[1]
-    assert b_cells[4:] == ["400 ms", "900 ms", "—", "$0.2000", "0"]
+    assert b_cells[2] == "—"  # no gate in these runs
+    assert b_cells[3].startswith("★ 0.9") and "80% pass" in b_cells[3]
+    assert b_cells[6:] == ["400 ms", "900 ms", "—", "$0.2000", "0"]
     cards = tree.find("div", class_="cards").get_text()
     assert "Fastestbot-b" in cards and "Costliestbot-a" in cards
     best_section = tree.find("section", id="best")

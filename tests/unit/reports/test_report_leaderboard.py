@@ -220,3 +220,16 @@ def test_runs_of_different_suites_or_the_same_target_are_refused():
         build_leaderboard(runs, created_at="now")
     with pytest.raises(ValueError, match="at least one run"):
         build_leaderboard([], created_at="now")
+
+
+def test_entries_carry_the_mean_primary_pass_rate_and_the_gates():
+    from evalrunner.reports.model import Gate
+
+    alpha, beta, gamma = three_targets()
+    gate = Gate(metric="ROUGE-L", gate="ROUGE-L", threshold=0.5, average=0.43, passed=False)
+    beta = beta.model_copy(update={"gates": [gate]})
+    entries = build_leaderboard([alpha, beta, gamma], created_at="2026-11-22T11:00:00").entries
+    assert entries[0].pass_rate == pytest.approx((2 / 3 + 1.0) / 2)
+    assert entries[1].pass_rate == pytest.approx((1 / 3 + 2 / 3) / 2)
+    # no gate: None (shown "—"), not a pass
+    assert [e.gates_passed for e in entries] == [None, False, None]

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from evalrunner.errors import ConfigError, TargetError
-from evalrunner.targets.adapters import ResponseMapping, bedrock_references, normalise
+from evalrunner.targets.adapters import (
+    ResponseMapping,
+    bedrock_references,
+    normalise,
+    suggest_answer_path,
+)
 
 
 def test_plain_dict_needs_no_configuration() -> None:
@@ -224,7 +229,9 @@ def test_mapping_that_selects_nothing_names_the_keys() -> None:
     with pytest.raises(TargetError) as info:
         normalise({"reply": "x", "meta": {}}, {"answer_path": "data.reply"})
     assert "answer_path" in info.value.message
-    assert "'meta'" in info.value.message and "'reply'" in info.value.message
+    assert '"meta"' in info.value.message and '"reply"' in info.value.message
+    # the fix is written in full, from the response's own keys
+    assert info.value.message.endswith('probably "answer_path": "reply".')
 
 
 def test_invalid_jmespath_is_a_config_error() -> None:
@@ -236,8 +243,24 @@ def test_no_answer_lists_keys_and_suggests_answer_path() -> None:
     with pytest.raises(TargetError) as info:
         normalise({"reply_text": "x", "debug": True}, source="POST http://h/x")
     message = info.value.message
-    assert "'debug'" in message and "'reply_text'" in message
-    assert "answer_path" in message and "POST http://h/x" in message
+    assert '"debug"' in message and '"reply_text"' in message
+    assert "POST http://h/x" in message
+    assert message.endswith('probably "answer_path": "reply_text".')
+
+
+def test_the_suggested_answer_path_is_the_answer_like_text_deep_in_the_response() -> None:
+    payload = {
+        "request_id": "a-long-request-identifier-0123456789",
+        "result_set": {"items": [{"reply": "Paris", "lang": "en"}]},
+    }
+    with pytest.raises(TargetError) as info:
+        normalise(payload)
+    assert 'probably "answer_path": "result_set.items[0].reply"' in info.value.message
+    # ... and it works when set as written
+    assert normalise(payload, {"answer_path": "result_set.items[0].reply"}).answer == "Paris"
+    # odd keys are quoted as JMESPath wants them
+    assert suggest_answer_path({"the reply": {"x-y": "ok"}}) == '"the reply"."x-y"'
+    assert suggest_answer_path({"n": 1, "flag": True}) is None
 
 
 @pytest.mark.parametrize("payload", [None, b"null", "", {"statusCode": 200, "body": ""}])

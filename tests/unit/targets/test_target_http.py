@@ -146,8 +146,22 @@ def test_unreachable_endpoint(loopback: Any, make_case: Callable[..., Any]) -> N
     url = loopback.url
     loopback.close()
     target = HttpTarget({"url": url + "/ask", "max_retries": 0})
-    with pytest.raises(TargetError, match="could not connect"):
+    with pytest.raises(TargetError, match="could not connect") as info:
         target.invoke(make_case())
+    message = info.value.message
+    # in words, whole, and with no library class name or repr in it
+    assert "the connection was refused: nothing is listening at that host and port" in message
+    assert "Connection" not in message.replace("the connection", "")
+    assert "(host=" not in message and "object at 0x" not in message
+    assert message.endswith("reachable from where evalrunner runs.")
+
+
+def test_an_unknown_host_is_said_in_words(loopback: Any, make_case: Callable[..., Any]) -> None:
+    target = HttpTarget({"url": "http://no-such-host.invalid/ask", "max_retries": 0})
+    with pytest.raises(TargetError) as info:
+        target.invoke(make_case())
+    assert "the host name could not be resolved" in info.value.message
+    assert "(host=" not in info.value.message and "Errno" not in info.value.message
 
 
 def test_concurrent_calls_share_one_target(loopback: Any, make_case: Callable[..., Any]) -> None:
