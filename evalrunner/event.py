@@ -265,6 +265,9 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         raise EventError(pydantic_problems(exc)) from exc
 
     target = raw["target"]
+    concurrency, requested_concurrency = _capped_concurrency(
+        raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
+    )
     return RunEvent(
         key=raw["key"],
         iterations=raw["iterations"],
@@ -277,7 +280,8 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         evaluator_options=resolved_options,
         baseline=raw.get("baseline"),
         judge=judge if isinstance(judge, dict) else None,
-        **_capped_concurrency(raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)),
+        max_concurrency=concurrency,
+        max_concurrency_requested=requested_concurrency,
         cases_per_task=raw.get("cases_per_task"),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
@@ -304,11 +308,12 @@ def concurrency_cap() -> int | None:
     return cap if cap >= 1 else None
 
 
-def _capped_concurrency(requested: int) -> dict[str, int | None]:
+def _capped_concurrency(requested: int) -> tuple[int, int | None]:
+    """(max_concurrency to run with, what the event asked for when it was capped)."""
     cap = concurrency_cap()
     if cap is not None and requested > cap:
-        return {"max_concurrency": cap, "max_concurrency_requested": requested}
-    return {"max_concurrency": requested}
+        return cap, requested
+    return requested, None
 
 
 def concurrency_notice(event: RunEvent) -> str | None:
