@@ -30,7 +30,13 @@ import pytest
 from evalrunner.models.locate import dir_name
 
 REPO = Path(__file__).resolve().parents[2]
-UID = GID = 1000  # gpu_tasks/Dockerfile: useradd --uid 1000 evalrunner
+#: The image's user (gpu_tasks/Dockerfile: useradd --uid 1000 evalrunner). A test run as
+#: root starts the entrypoint as that uid; run as anyone else, it is already not root and
+#: starts it as itself (the model tree and home are read-only to it either way).
+UID = GID = 1000 if os.geteuid() == 0 else os.geteuid()
+AS_USER: dict[str, object] = (
+    {"user": UID, "group": GID, "extra_groups": []} if os.geteuid() == 0 else {}
+)
 BAKED = "evalrunner-test/tiny-encoder"  # a hub-style name, found in EVALRUNNER_MODELS_DIR
 
 DRIVER = textwrap.dedent(
@@ -121,8 +127,7 @@ def _venv(folder: Path) -> Path:
         try:
             probe = subprocess.run(
                 [str(candidate), "-c", "import sys; print(sys.version_info[:2])"],
-                user=UID, group=GID, extra_groups=[], capture_output=True, text=True,
-                timeout=60, cwd="/",
+                **AS_USER, capture_output=True, text=True, timeout=60, cwd="/",
             )  # fmt: skip
         except OSError:  # not executable by uid 1000
             continue
@@ -162,9 +167,7 @@ def _run(layout: dict[str, Path], home: Path) -> subprocess.CompletedProcess[str
         [str(layout["python"]), str(layout["base"] / "driver.py"), BAKED],
         cwd=REPO,
         env=env,
-        user=UID,
-        group=GID,
-        extra_groups=[],
+        **AS_USER,
         capture_output=True,
         text=True,
         timeout=300,
@@ -172,7 +175,7 @@ def _run(layout: dict[str, Path], home: Path) -> subprocess.CompletedProcess[str
 
 
 def test_the_entrypoint_scores_as_uid_1000_over_a_read_only_model_cache(image_layout):
-    assert os.geteuid() == 0, "the test starts the entrypoint as uid 1000: it must run as root"
+    assert UID != 0
     before = _tree(image_layout["models"])
     home_before = _tree(image_layout["home"])
     done = _run(image_layout, image_layout["home"])
