@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck check bench install lambda-package chromium
+.PHONY: demo test lint typecheck check bench install lambda-package chromium cdk-synth asl-check
 
 # The demo needs only the core install; the tests also need the dev tools, the CDK and the
 # model code (torch==2.13.0 is pinned: pip takes the CPU build, not a multi-GB CUDA one).
@@ -28,8 +28,13 @@ chromium:
 	@command -v chromium >/dev/null || { echo "installing Debian's chromium (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The deployment's Node toolchain, pinned in package.json / package-lock.json (Node 22): the
+# CDK CLI and asl-validator (tests/infra/test_checks.py runs it on the synthesised definition).
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
 # The README's test command, and what .ci/run calls: the linter, the type checker, the tests.
-test: install chromium lint typecheck
+test: install chromium node_modules/.package-lock.json lint typecheck
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 lint: install
@@ -50,3 +55,12 @@ bench: install
 # x86_64, no Docker): cdk synth / cdk deploy need it (README, "Deploy").
 lambda-package: install
 	$(BIN)/python -m infra.lambda_package build/lambda-deps
+
+# cdk synth through the pinned CLI (never a floating npx aws-cdk@2); offline.
+cdk-synth: install node_modules/.package-lock.json
+	npx cdk synth --quiet
+
+# The state machine as CloudFormation holds it (placeholders substituted), checked by the
+# pinned asl-validator.
+asl-check: install node_modules/.package-lock.json
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/infra/test_checks.py -k asl_validator

@@ -9,10 +9,11 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import posixpath
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,6 +32,11 @@ SUITE_PREFIX = "test-suites/"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
 
 DEFAULT_MAX_CONCURRENCY = 10
+#: The deployment's reserved concurrency of the case runner (cdk.json
+#: ``case_runner_reserved_concurrency``, set on the functions by the stack): an event's
+#: ``max_concurrency`` above it is capped to it. More tasks at once than the function may run
+#: would only be throttled (TooManyRequestsException) and retried.
+ENV_CONCURRENCY_CAP = "EVALRUNNER_MAX_CONCURRENCY"
 DEFAULT_TOLERATED_FAILURE_PERCENTAGE = 100.0
 
 
@@ -54,9 +60,14 @@ class RunEvent(BaseModel):
     baseline: str | None = None
     judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    #: What the event asked for when it was more than the deployment allows (then
+    #: ``max_concurrency`` is the cap): :func:`concurrency_notice` says so.
+    max_concurrency_requested: int | None = None
     #: None: Prepare chooses from the run's size (see :mod:`evalrunner.pipeline.batching`).
     cases_per_task: int | None = None
     tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
+    #: "cpu": never the GPU Batch job, the Score Lambda scores in-process.
+    scoring: Literal["auto", "cpu"] = "auto"
     run_id: str | None = None
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     #: Resolved (intensity and name filled in); empty: no robustness run.
@@ -254,6 +265,9 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         raise EventError(pydantic_problems(exc)) from exc
 
     target = raw["target"]
+    concurrency, requested_concurrency = _capped_concurrency(
+        raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
+    )
     return RunEvent(
         key=raw["key"],
         iterations=raw["iterations"],
@@ -266,14 +280,51 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         evaluator_options=resolved_options,
         baseline=raw.get("baseline"),
         judge=judge if isinstance(judge, dict) else None,
-        max_concurrency=raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY),
+        max_concurrency=concurrency,
+        max_concurrency_requested=requested_concurrency,
         cases_per_task=raw.get("cases_per_task"),
         tolerated_failure_percentage=raw.get(
             "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
         ),
+        scoring=raw.get("scoring", "auto"),
         run_id=raw.get("run_id"),
         max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
         perturbations=perturbations,
+    )
+
+
+def concurrency_cap() -> int | None:
+    """The deployment's cap on ``max_concurrency`` (:data:`ENV_CONCURRENCY_CAP`), or None."""
+    value = os.environ.get(ENV_CONCURRENCY_CAP, "").strip()
+    if not value:
+        return None
+    try:
+        cap = int(value)
+    except ValueError:
+        raise ConfigError(
+            f"{ENV_CONCURRENCY_CAP}={value!r} is not a whole number (it is the case runner's "
+            "reserved concurrency, cdk.json case_runner_reserved_concurrency)"
+        ) from None
+    return cap if cap >= 1 else None
+
+
+def _capped_concurrency(requested: int) -> tuple[int, int | None]:
+    """(max_concurrency to run with, what the event asked for when it was capped)."""
+    cap = concurrency_cap()
+    if cap is not None and requested > cap:
+        return cap, requested
+    return requested, None
+
+
+def concurrency_notice(event: RunEvent) -> str | None:
+    """Why the run uses fewer concurrent tasks than its event asked for, or None."""
+    if event.max_concurrency_requested is None:
+        return None
+    return (
+        f"max_concurrency {event.max_concurrency_requested} is capped to "
+        f"{event.max_concurrency}, the case runner's reserved concurrency "
+        "(cdk.json case_runner_reserved_concurrency): more tasks at once would only be "
+        "throttled. Raise the reservation there and redeploy to run more cases at once."
     )
 
 

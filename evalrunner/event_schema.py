@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
@@ -91,6 +91,12 @@ class EventSpec(SpecModel):
         "cheaper and faster with many; default: chosen from the run's size (1 until there are "
         "8 cases per concurrent task, at most 100). A task near Lambda's time limit hands the "
         "cases it has not started to a new task.",
+    )
+    scoring: Literal["auto", "cpu"] = Field(
+        default="auto",
+        description='Where model metrics are scored: "auto" (a deployment with GPU scoring '
+        'sends large runs to its AWS Batch job) or "cpu" (always the Score Lambda, in-process; '
+        "use it when the account has no GPU instance quota).",
     )
     tolerated_failure_percentage: float = Field(
         default=100,

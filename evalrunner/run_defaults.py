@@ -33,9 +33,12 @@ ENV_DEFAULT_METRICS = "EVALRUNNER_DEFAULT_METRICS"
 ENV_CONFIG = "EVALRUNNER_CONFIG"
 DEFAULT_CONFIG_FILE = Path("~/.config/evalrunner/config.json")
 
-#: The seed runner's judge: Claude on Bedrock through the Converse API (cdk.json's default).
+#: The default judge: Claude on Bedrock through the Converse API (cdk.json's default), as the
+#: seed runner judged. Claude Sonnet 4.5 through the US cross-region inference profile: the
+#: seed's Claude 3.5 Sonnet (20240620) reached end of life on Bedrock
+#: (:mod:`evalrunner.judge.lifecycle`); outside the US use its eu./jp./au./global. profile.
 DEFAULT_BEDROCK_JUDGE: dict[str, Any] = {
-    "bedrock": {"model_id": "anthropic.claude-3-5-sonnet-20240620-v1:0"}
+    "bedrock": {"model_id": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
 }
 #: What the seed runner evaluated when no metric was named (cdk.json's default): Rouge, BERT
 #: Score, Bias and Toxicity on every answer; the five RAG judge metrics, which skip a case

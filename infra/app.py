@@ -1,7 +1,7 @@
 """The CDK app: ``cdk.json`` runs ``.venv/bin/python -m infra.app``.
 
-    npx aws-cdk@2 synth                       # offline: no credentials, no Docker, no network
-    npx aws-cdk@2 deploy -c evalrunner='{...}'  # the whole config as JSON, or edit cdk.json
+    npx cdk synth                       # the CLI pinned in package.json (npm ci); offline
+    npx cdk deploy -c evalrunner='{...}'  # the whole config as JSON, or edit cdk.json
 
 The configuration is the ``evalrunner`` context value (see ``infra/config.py``); the stack
 name is the ``stack_name`` context value (default ``Evalrunner``). cdk-nag's AwsSolutions

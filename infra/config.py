@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalrunner import run_defaults
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
+from evalrunner.judge.lifecycle import legacy_judge_warning
 from evalrunner.network import NetworkPolicy
 from evalrunner.secrets import SECRET_ARN, SecretPolicy, event_problems
 from evalrunner.targets.registry import target_class
@@ -134,6 +135,18 @@ class BatchScoring(_Model):
     memory_mib: int = Field(default=15_000, ge=512)
     gpus: int = Field(default=1, ge=1)
     timeout_minutes: int = Field(default=120, ge=1)
+    #: How long a job may wait RUNNABLE at the head of the queue before Batch cancels it
+    #: (JobStateTimeLimitActions; Batch accepts 10 minutes to 24 hours). A new account's
+    #: G-instance quota is usually 0: without this limit the job waits, and the run with it.
+    queue_timeout_minutes: int = Field(default=30, ge=10, le=1440)
+    #: Attempts of one scoring job (the job definition retries a reclaimed Spot instance once).
+    attempts: int = Field(default=2, ge=1, le=10)
+
+    def step_timeout_seconds(self) -> int:
+        """ScoreOnBatch's TimeoutSeconds: every attempt may wait its queue limit and run its
+        job timeout, plus ten minutes for Batch to report the outcome. The run never waits
+        longer than this on the GPU job (the ASL's TimeoutSecondsPath)."""
+        return self.attempts * (self.queue_timeout_minutes + self.timeout_minutes) * 60 + 600
 
     @field_validator("instance_types")
     @classmethod
@@ -233,6 +246,22 @@ class RunnerConfig(_Model):
     judge: dict[str, Any] | None = Field(
         default_factory=lambda: dict(run_defaults.DEFAULT_BEDROCK_JUDGE)
     )
+    #: Synth fails for a Bedrock judge (the default judge, a schedule's) on the shipped
+    #: Legacy/End-of-Life table (evalrunner/judge/bedrock_lifecycle.json); true overrides it.
+    allow_legacy_judge: bool = False
+    #: The regions a cross-region inference profile judge may route to (its foundation model
+    #: is granted in each). Default: the profile's geography as AWS documents it
+    #: (infra.parts.functions.PROFILE_REGIONS); the stack's own region is always included.
+    judge_profile_regions: list[str] | None = None
+    #: AWS Marketplace product ids of third-party judge models: the roles that judge may
+    #: subscribe to exactly these on first use (aws-marketplace:Subscribe, as Bedrock's
+    #: model-access page documents). Empty: subscribe once in the Bedrock console instead.
+    marketplace_product_ids: list[str] = Field(default_factory=list)
+    #: Reserved concurrency of the case runner (RunCase): other functions of the account keep
+    #: the rest, and an event's max_concurrency is capped to it. null: no reservation (and no
+    #: cap). The account's concurrency quota must exceed it by at least 10 (Lambda keeps 10
+    #: unreserved).
+    case_runner_reserved_concurrency: int | None = Field(default=50, ge=1, le=1000)
     #: What a run that names no metric evaluates besides the cheap CPU checks.
     default_metrics: list[str] = Field(
         default_factory=lambda: list(run_defaults.SEED_DEFAULT_METRICS)
@@ -275,6 +304,25 @@ class RunnerConfig(_Model):
         """The Bedrock model (id or ARN) of the default judge, or None."""
         bedrock = (self.judge or {}).get("bedrock")
         return str(bedrock["model_id"]) if isinstance(bedrock, dict) else None
+
+    @field_validator("judge_profile_regions")
+    @classmethod
+    def _profile_regions(cls, values: list[str] | None) -> list[str] | None:
+        for value in values or []:
+            if not re.fullmatch(_REGION, value):
+                raise ValueError(f"{value!r} is not an AWS region like us-east-1")
+        return values
+
+    @field_validator("marketplace_product_ids")
+    @classmethod
+    def _product_ids(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", value) or value == "*":
+                raise ValueError(
+                    f"{value!r} is not an AWS Marketplace product id (the model's product id "
+                    "from Bedrock's model-access page; wildcards are not accepted)"
+                )
+        return values
 
     @field_validator("secrets")
     @classmethod
@@ -327,6 +375,17 @@ class RunnerConfig(_Model):
         if self.judge is not None:
             judge = event_problems({"judge": self.judge}, self.secret_policy())
             problems.extend(f"judge: {p}" for p in judge)
+        if not self.allow_legacy_judge:
+            judges = [("judge", self.judge)] + [
+                (f"schedules[{i}] ({s.name!r}): event.judge", s.event.get("judge"))
+                for i, s in enumerate(self.schedules)
+            ]
+            for where, judge_config in judges:
+                message = legacy_judge_warning(judge_config)
+                if message:
+                    problems.append(
+                        f"{where}: {message} (or set allow_legacy_judge: true to deploy anyway)"
+                    )
         defaults = self.upload_defaults
         if defaults.target is not None:
             try:

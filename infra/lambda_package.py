@@ -26,7 +26,11 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON_VERSION = "3.12"
-PLATFORM = "manylinux2014_x86_64"
+#: The wheel platforms the python3.12 runtime runs (Amazon Linux 2023, glibc 2.34): pip
+#: takes a wheel built for any of them (each also admits the older manylinux_2_x tags), so
+#: a pin published only as manylinux_2_28 (or _2_34) installs instead of failing the
+#: wheels-only install or silently falling back to an older release.
+PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux2014_x86_64")
 #: Written into the layer directory; synth compares it with the current requirements.
 MANIFEST = "requirements.txt"
 
@@ -61,6 +65,19 @@ def layer_problem(directory: Path, requirements: list[str] | None = None) -> str
     return None
 
 
+def platform_args() -> list[str]:
+    """pip's options that select wheels for the Lambda runtime, not for this machine."""
+    platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
+    return [
+        *platforms,
+        "--implementation",
+        "cp",
+        "--python-version",
+        PYTHON_VERSION,
+        "--only-binary=:all:",
+    ]
+
+
 def build(directory: Path, *, python: str = sys.executable) -> Path:
     """Install the requirements into ``directory/python`` (the layer layout)."""
     requirements = lambda_requirements()
@@ -82,13 +99,7 @@ def build(directory: Path, *, python: str = sys.executable) -> Path:
                 "--quiet",
                 "--target",
                 str(target),
-                "--platform",
-                PLATFORM,
-                "--implementation",
-                "cp",
-                "--python-version",
-                PYTHON_VERSION,
-                "--only-binary=:all:",
+                *platform_args(),
                 "--find-links",
                 wheelhouse,
                 *requirements,

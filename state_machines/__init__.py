@@ -13,6 +13,8 @@ PLACEHOLDERS = (
     # Score: the GPU Batch job for runs of at least BatchScoringMinItems items, when enabled.
     "BatchScoringEnabled",
     "BatchScoringMinItems",
+    # How long ScoreOnBatch waits for the job (queue limit + job timeout, per attempt).
+    "BatchScoringTimeoutSeconds",
     "BatchJobQueueArn",
     "BatchJobDefinitionArn",
 )

@@ -40,7 +40,12 @@ def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")
 def warn_about_defaults(parsed: RunEvent) -> None:
     """Say, before a run, which judge metrics would be skipped for want of a judge and what
     a run that named no metric left out of the default set: never a silent skip."""
-    from evalrunner.event import judge_metrics_without_judge, left_out_by_default
+    from evalrunner.event import (
+        concurrency_notice,
+        judge_metrics_without_judge,
+        left_out_by_default,
+    )
+    from evalrunner.judge.lifecycle import legacy_judge_warning
     from evalrunner.run_defaults import ENV_JUDGE
 
     unjudged = judge_metrics_without_judge(parsed)
@@ -52,6 +57,9 @@ def warn_about_defaults(parsed: RunEvent) -> None:
             highlight=False,
             markup=True,
         )
+    for notice in (legacy_judge_warning(parsed.judge), concurrency_notice(parsed)):
+        if notice:
+            err.print(f"[yellow]warning[/]: {escape(notice)}", highlight=False)
     left_out = left_out_by_default(parsed)
     if left_out:
         err.print(f"[dim]{escape(left_out_line(left_out))}[/]", highlight=False)

@@ -334,6 +334,7 @@ class LocalEngine:
         values["ChildExecutionType"] = "STANDARD"  # EXPRESS children are not parsed locally
         values["BatchScoringEnabled"] = "false"  # local runs score in-process (Score Lambda)
         values["BatchScoringMinItems"] = "0"
+        values["BatchScoringTimeoutSeconds"] = "3600"  # never reached: no Batch locally
         values["BatchJobQueueArn"] = f"arn:aws:batch:{REGION}:{ACCOUNT}:job-queue/evalrunner-local"
         values["BatchJobDefinitionArn"] = (
             f"arn:aws:batch:{REGION}:{ACCOUNT}:job-definition/evalrunner-local-score:1"

@@ -176,8 +176,10 @@ def estimate_run(
         elif token_prices is None:
             notes.append(f"prices.json lists no token prices for judge model {model!r}")
 
-    gpu_metrics = sum(1 for c in classes if c.requires is Requirement.GPU_BATCH)
-    scored_texts = n_items * gpu_metrics * TEXTS_PER_MODEL_METRIC
+    model_metrics = sum(1 for c in classes if c.requires is Requirement.GPU_BATCH)
+    scored_texts = n_items * model_metrics * TEXTS_PER_MODEL_METRIC
+    # "scoring": "cpu" keeps the run on the Score Lambda (the event's choice, issue 29)
+    gpu_metrics = model_metrics if event.scoring != "cpu" else 0
     gpu_minutes = (
         scored_texts / a.gpu_texts_per_second / 60 + a.gpu_job_overhead_minutes
         if gpu_metrics

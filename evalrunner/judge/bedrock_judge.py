@@ -17,6 +17,7 @@ no backoff sleeps while holding a concurrency slot (the module docstring of
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import boto3
@@ -72,6 +73,37 @@ def converse_messages(messages: list[Message]) -> tuple[list[dict[str, str]], li
         else:
             turns.append({"role": m.role, "content": [{"text": text}]})
     return system, turns
+
+
+#: What Bedrock's refusal says when the account has not subscribed to a third-party model
+#: (first use goes through AWS Marketplace) or has not sent Anthropic's use-case form.
+_MARKETPLACE = re.compile(r"aws-marketplace|marketplace subscription", re.IGNORECASE)
+_USE_CASE_FORM = re.compile(r"use case details|use case form", re.IGNORECASE)
+
+
+def access_hint(model: str, message: str) -> str:
+    """How to fix a refused Bedrock call, from what the refusal says. A model's first use in
+    an account subscribes to it through AWS Marketplace with the caller's permissions;
+    Anthropic's models also need the account's one-time use-case form."""
+    if _MARKETPLACE.search(message):
+        return (
+            f"The first call to {model} in this account subscribes to it through AWS "
+            "Marketplace, and the caller may not: open the model once in the Bedrock console "
+            "(Model catalog, then the playground) with an identity allowed "
+            "aws-marketplace:Subscribe and aws-marketplace:ViewSubscriptions, or deploy with "
+            "cdk.json marketplace_product_ids set to the model's product id; the subscription "
+            "takes up to 15 minutes, then rerun"
+        )
+    if _USE_CASE_FORM.search(message):
+        return (
+            "Anthropic's models need the account's use-case details once: submit the form in "
+            "the Bedrock console (Model catalog, the model, then the playground), then rerun"
+        )
+    return (
+        f"Grant bedrock:InvokeModel on {model} to the role that runs evalrunner (for an "
+        "inference profile: the profile and the foundation model in each region it routes "
+        "to), and make sure the account may use the model (Bedrock console, Model catalog)"
+    )
 
 
 class BedrockJudge(_BaseJudge):
@@ -220,10 +252,7 @@ class BedrockJudge(_BaseJudge):
                 retry_after=parse_retry_after(meta.get("HTTPHeaders")),
             )
         if code.startswith("AccessDenied") or code in {"UnauthorizedOperation", "Forbidden"}:
-            hint = (
-                f"Grant bedrock:InvokeModel on {self.model} to the role that runs evalrunner, "
-                "and enable access to the model in the Bedrock console"
-            )
+            hint = access_hint(self.model, message)
             return JudgeError(f"{self.endpoint} was refused ({code}): {message}. {hint}.")
         if code == "ResourceNotFoundException":
             return JudgeError(

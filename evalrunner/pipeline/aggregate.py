@@ -10,6 +10,7 @@ without a record are reported as failed tasks, so no case is ever silently missi
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -365,7 +366,7 @@ def _aggregate(
         data.weak_spots, data.weak_spots_method = find_weak_spots(data, *question_embedder(used))
         problems = sorted(problems + weakness_problems(data.weak_spots), key=problem_order)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
-    problems[lead:lead] = model_problems(scored.notices)
+    problems[lead:lead] = model_problems(scored.notices) + score_step_problems(score_failure)
     data.problems = problems + ([baseline_problem] if baseline_problem else [])
     data.insights = find_insights(data)
 
@@ -465,6 +466,49 @@ def load_scores(store: RunStore, run_id: str) -> ScoresFile:
     out: Aggregate then reports the model metrics as not scored)."""
     raw = store.get_json_or_none(store.scores_key(run_id))
     return ScoresFile.model_validate(raw) if raw else ScoresFile()
+
+
+#: What a Batch job that never started says (JobStateTimeLimitActions' reasons, the RUNNABLE
+#: state), or the state machine's own timeout of ScoreOnBatch.
+_JOB_NEVER_RAN = re.compile(
+    r"States\.Timeout|RUNNABLE|CAPACITY:|MISCONFIGURATION:|INSUFFICIENT_INSTANCE_CAPACITY"
+)
+
+
+def score_step_problems(score_failure: Any) -> list[Problem]:
+    """One high problem when the Score step failed (the GPU Batch job or the Score Lambda):
+    the model metrics were not scored, why, and how to fix it. A job that never ran is
+    nearly always a GPU quota of 0 (new accounts) or no capacity for its instance types."""
+    why = _failure_text(score_failure)
+    if why is None:
+        return []
+    if _JOB_NEVER_RAN.search(why):
+        description = (
+            "Model metrics were not scored: the GPU scoring job on AWS Batch did not run "
+            f"(it waited RUNNABLE until its time limit, or the step timed out): {why}"
+        )
+        action = (
+            "request a quota for GPU instances: Service Quotas, Amazon EC2, 'Running "
+            "On-Demand G and VT instances' (vCPUs; 'All G and VT Spot Instance Requests' "
+            "with batch_scoring.spot) of at least the job's vCPUs, in the stack's region; or "
+            'set "scoring": "cpu" in the event to score in the Score Lambda (no GPU); or '
+            "deploy with batch_scoring.enabled false"
+        )
+    else:
+        description = f"Model metrics were not scored: the Score step failed: {why}"
+        action = (
+            "read the Score step's log (the GPU job's log group, or the Score function's) for "
+            'the error; "scoring": "cpu" in the event scores in the Score Lambda instead of '
+            "the GPU job"
+        )
+    return [
+        Problem(
+            severity="high",
+            type="scoring_failed",
+            description=description,
+            suggested_action=action,
+        )
+    ]
 
 
 def model_problems(notices: list[ModelNotice]) -> list[Problem]:

@@ -19,7 +19,7 @@ from evalrunner.estimate.compute import estimate_run
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
-from evalrunner.event import RunEvent, parse_event
+from evalrunner.event import RunEvent, concurrency_notice, parse_event
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
@@ -229,6 +229,9 @@ def prepare_run(
     judge object, with the judge cache in ``store``."""
     now = now or utcnow()
     event: RunEvent = parse_event(raw_event)
+    notice = concurrency_notice(event)
+    if notice:  # the run goes on, at the cap: said in the function's log
+        logging.getLogger(__name__).warning(notice)
     suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
@@ -284,7 +287,9 @@ def prepare_run(
         max_concurrency=event.max_concurrency,
         tolerated_failure_percentage=event.tolerated_failure_percentage,
         target_name=name,
-        batch_scoring=any(_needs_models(resolve(n)) for n in event.metrics),
+        # "scoring": "cpu" keeps the run off the GPU Batch job (no G-instance quota, ...)
+        batch_scoring=event.scoring != "cpu"
+        and any(_needs_models(resolve(n)) for n in event.metrics),
     )
 
 

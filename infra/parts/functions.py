@@ -5,7 +5,6 @@ run-case role may call (the configured targets and secrets)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
-from evalrunner.event import SUITE_PREFIX
+from evalrunner.event import ENV_CONCURRENCY_CAP, SUITE_PREFIX
+from evalrunner.judge.lifecycle import INFERENCE_PROFILE
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.reports.publish import CLAIM_NAME
 from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
@@ -115,6 +115,9 @@ class PipelineFunctions:
             memory=1024,
             timeout=Duration.minutes(15),
             env=bucket_env,
+            # cdk.json case_runner_reserved_concurrency: a 1000-wide Map cannot take the
+            # account's whole pool, and max_concurrency is capped to it (ENV_CONCURRENCY_CAP).
+            reserved=config.case_runner_reserved_concurrency,
         )
         storage.grant(
             role_of(self.run_case_fn),
@@ -194,6 +197,7 @@ class PipelineFunctions:
         memory: int,
         timeout: Duration,
         env: dict[str, str],
+        reserved: int | None = None,
     ) -> lambda_.Function:
         role = iam.Role(
             self.stack,
@@ -220,6 +224,7 @@ class PipelineFunctions:
             description=f"evalrunner: {description}",
             memory_size=memory,
             timeout=timeout,
+            reserved_concurrent_executions=reserved,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             environment={
@@ -232,6 +237,7 @@ class PipelineFunctions:
                 ENV_NETWORK_POLICY: self.config.network.policy_json(),
                 # What an event that names no judge / no metric runs with (cdk.json).
                 **self.config.defaults_env(),
+                **self._concurrency_env(),
                 **env,
             },
         )
@@ -250,6 +256,12 @@ class PipelineFunctions:
             "resource-level permissions.",
         )
         return fn
+
+    def _concurrency_env(self) -> dict[str, str]:
+        """The case runner's reservation, which an event's max_concurrency is capped to
+        (:func:`evalrunner.event.concurrency_cap`); none without a reservation."""
+        reserved = self.config.case_runner_reserved_concurrency
+        return {ENV_CONCURRENCY_CAP: str(reserved)} if reserved is not None else {}
 
     def _target_permissions(self) -> iam.IRole:
         """What the run-case role may call: the configured targets, or everything by
@@ -314,30 +326,21 @@ class PipelineFunctions:
     def _judge_permission(self, role: iam.IRole) -> None:
         """The default judge (cdk.json ``judge``, a Bedrock model) and nothing else: the
         Converse API is authorised as bedrock:InvokeModel on the model. A cross-region
-        inference profile (``us.``, ``eu.``, ... ids) is granted with the foundation model it
-        routes to, in any region the profile may pick."""
+        inference profile (``us.``, ``eu.``, ... ids) is granted as AWS documents it: the
+        profile in the stack's region and the foundation model in each region the profile
+        may route to (a ``global.`` profile: any commercial region, the region-less model
+        ARN). Marketplace: :meth:`_marketplace_permission`."""
         model = self.config.judge_model_id()
         if model is None:
             return
         bedrock = (self.config.judge or {}).get("bedrock") or {}
-        region = bedrock.get("region") or self.stack.region
-        partition = self.stack.partition
-        if model.startswith("arn:"):
-            resources = [model]
-        elif INFERENCE_PROFILE.match(model):
-            base = INFERENCE_PROFILE.sub("", model)
-            resources = [
-                f"arn:{partition}:bedrock:{region}:{self.stack.account}:inference-profile/{model}",
-                f"arn:{partition}:bedrock:*::foundation-model/{base}",
-            ]
-            acknowledge(
-                role,
-                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base}]",
-                "A cross-region inference profile routes each call to the foundation model in "
-                "one of its regions, chosen by Bedrock: the model is fixed, the region is not.",
-            )
-        else:
-            resources = [f"arn:{partition}:bedrock:{region}::foundation-model/{model}"]
+        resources = judge_resources(
+            model,
+            region=bedrock.get("region") or self.stack.region,
+            partition=self.stack.partition,
+            account=self.stack.account,
+            profile_regions=self.config.judge_profile_regions,
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 sid="InvokeDefaultJudge",
@@ -345,10 +348,91 @@ class PipelineFunctions:
                 resources=resources,
             )
         )
+        self._marketplace_permission(role)
+
+    def _marketplace_permission(self, role: iam.IRole) -> None:
+        """First use of a third-party model in an account subscribes to it through AWS
+        Marketplace, with the caller's permissions (Bedrock, "Request access to models"):
+        aws-marketplace:Subscribe scoped to the listed product ids, and ViewSubscriptions.
+        Without ``marketplace_product_ids`` nothing is granted and the README's console step
+        (open the model once in the Bedrock console) does the subscription instead."""
+        products = self.config.marketplace_product_ids
+        if not products:
+            return
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="SubscribeJudgeModelOnFirstUse",
+                actions=["aws-marketplace:Subscribe"],
+                resources=["*"],
+                conditions={
+                    "ForAnyValue:StringEquals": {"aws-marketplace:ProductId": list(products)}
+                },
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ViewJudgeModelSubscriptions",
+                actions=["aws-marketplace:ViewSubscriptions"],
+                resources=["*"],
+            )
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "AWS Marketplace subscriptions have no resource ARN: Subscribe is scoped by the "
+            "aws-marketplace:ProductId condition to the judge models listed in cdk.json, "
+            "ViewSubscriptions only reads (as Bedrock's model-access page documents).",
+        )
 
 
-#: A Bedrock cross-region inference profile id's geography prefix.
-INFERENCE_PROFILE = re.compile(r"^(us|eu|apac|us-gov|ca|jp|au|global)\.")
+#: The regions a cross-region inference profile of each geography routes to, as Bedrock's
+#: inference-profile page lists them for Claude models (cdk.json judge_profile_regions
+#: overrides it for a model whose profile differs).
+PROFILE_REGIONS: dict[str, list[str]] = {
+    "us": ["us-east-1", "us-east-2", "us-west-1", "us-west-2"],
+    "eu": ["eu-central-1", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-3"],
+    "apac": [
+        "ap-northeast-1",
+        "ap-northeast-2",
+        "ap-northeast-3",
+        "ap-south-1",
+        "ap-south-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-southeast-4",
+    ],
+    "jp": ["ap-northeast-1", "ap-northeast-3"],
+    "au": ["ap-southeast-2", "ap-southeast-4"],
+    "ca": ["ca-central-1", "ca-west-1"],
+    "us-gov": ["us-gov-east-1", "us-gov-west-1"],
+}
+
+
+def judge_resources(
+    model: str, *, region: str, partition: str, account: str, profile_regions: list[str] | None
+) -> list[str]:
+    """The resources bedrock:InvokeModel needs for a judge ``model`` (an id or an ARN) called
+    from ``region``: a foundation model there; for a cross-region inference profile, as AWS
+    documents it, the profile in ``region`` and its foundation model in ``region`` and in
+    every region the profile routes to (``profile_regions``, default :data:`PROFILE_REGIONS`
+    of its geography); a ``global.`` profile routes to any commercial region, which the
+    region-less foundation-model ARN stands for."""
+    if model.startswith("arn:"):
+        return [model]
+    profile = INFERENCE_PROFILE.match(model)
+    if not profile:
+        return [f"arn:{partition}:bedrock:{region}::foundation-model/{model}"]
+    base = INFERENCE_PROFILE.sub("", model)
+    resources = [
+        f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model}",
+        f"arn:{partition}:bedrock:{region}::foundation-model/{base}",
+    ]
+    if profile.group(1) == "global":
+        resources.append(f"arn:{partition}:bedrock:::foundation-model/{base}")
+    else:
+        regions = profile_regions or PROFILE_REGIONS.get(profile.group(1), [])
+        resources += [f"arn:{partition}:bedrock:{r}::foundation-model/{base}" for r in regions]
+    return list(dict.fromkeys(resources))
 
 
 def _grant_resource(pattern: str, entry: Any) -> str:

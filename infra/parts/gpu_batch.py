@@ -88,7 +88,10 @@ class GpuBatch:
             security_groups=[security_group],
             instance_types=[ec2.InstanceType(t) for t in cfg.instance_types],
             use_optimal_instance_classes=False,
-            images=[batch.EcsMachineImage(image_type=batch.EcsMachineImageType.ECS_AL2_NVIDIA)],
+            # Amazon Linux 2023's ECS GPU AMI: its NVIDIA driver runs the image's CUDA build
+            # (Amazon Linux 2's, ECS_AL2_NVIDIA, ships an older driver and is past standard
+            # support).
+            images=[batch.EcsMachineImage(image_type=batch.EcsMachineImageType.ECS_AL2023_NVIDIA)],
             minv_cpus=0,
             maxv_cpus=cfg.max_vcpus,
             spot=cfg.spot,
@@ -111,6 +114,22 @@ class GpuBatch:
             "GpuQueue",
             compute_environments=[
                 batch.OrderedComputeEnvironment(compute_environment=compute, order=1)
+            ],
+            # A job that cannot start (no G-instance quota, no capacity, a requirement no
+            # instance type meets) is cancelled instead of waiting RUNNABLE for ever; the
+            # state machine's ScoreOnBatch then fails and Aggregate says why (README, Deploy).
+            job_state_time_limit_actions=[
+                batch.JobStateTimeLimitAction(
+                    max_time=Duration.minutes(cfg.queue_timeout_minutes),
+                    reason=reason,
+                    action=batch.JobStateTimeLimitActionsAction.CANCEL,
+                    state=batch.JobStateTimeLimitActionsState.RUNNABLE,
+                )
+                for reason in (
+                    batch.JobStateTimeLimitActionsReason.INSUFFICIENT_INSTANCE_CAPACITY,
+                    batch.JobStateTimeLimitActionsReason.COMPUTE_ENVIRONMENT_MAX_RESOURCE,
+                    batch.JobStateTimeLimitActionsReason.JOB_RESOURCE_REQUIREMENT,
+                )
             ],
         )
         image = ecr_assets.DockerImageAsset(
@@ -165,7 +184,7 @@ class GpuBatch:
             stack,
             "GpuScoreJob",
             container=container,
-            retry_attempts=2,
+            retry_attempts=cfg.attempts,
             retry_strategies=[
                 batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.SPOT_INSTANCE_RECLAIMED),
                 batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.custom(on_reason="*")),

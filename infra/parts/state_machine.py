@@ -47,6 +47,7 @@ class RunnerStateMachine:
             "ChildExecutionType": "STANDARD",
             "BatchScoringEnabled": "true" if batch_on else "false",
             "BatchScoringMinItems": str(cfg.min_items),
+            "BatchScoringTimeoutSeconds": str(cfg.step_timeout_seconds()),
             "BatchJobQueueArn": (
                 job_queue.job_queue_arn
                 if job_queue

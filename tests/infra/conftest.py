@@ -2,7 +2,8 @@
 one App, two stacks, cdk-nag's AwsSolutions checks on, no credentials, no Docker, no network.
 
 - ``Evalrunner``: ``cdk.json``'s configuration plus a target of every kind, two schedules,
-  upload defaults and an alarm e-mail, so every conditional part of the stack is present;
+  upload defaults, an alarm e-mail and Marketplace product ids, so every conditional part of
+  the stack is present;
 - ``EvalrunnerWildcard``: the ``allow_all_targets`` opt-in, with GPU Batch scoring disabled.
 """
 
@@ -35,6 +36,8 @@ SECRETS = [
     f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:qa/assistant-token-AbC123",
     f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:judge-key-XyZ789",
 ]
+#: AWS Marketplace product ids of the judge model (a made-up id of the documented shape).
+MARKETPLACE_PRODUCTS = ["prod-abcdefgh12345"]
 NETWORK = {
     "allow_internal_addresses": True,
     "allowed_url_prefixes": ["https://assistant.example.com/"],
@@ -114,6 +117,7 @@ def synth(tmp_path_factory, fake_dependencies) -> Synth:
         alarm_email="rag-team@example.com",
         secrets=SECRETS,
         network=NETWORK,
+        marketplace_product_ids=MARKETPLACE_PRODUCTS,
     )
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = build_app(context, outdir=str(outdir))
@@ -123,6 +127,7 @@ def synth(tmp_path_factory, fake_dependencies) -> Synth:
             fake_dependencies,
             allow_all_targets=True,
             batch_scoring={"enabled": False},
+            marketplace_product_ids=[],
         )
     )
     RunnerStack(app, "EvalrunnerWildcard", config=wildcard, lambda_dependencies=fake_dependencies)

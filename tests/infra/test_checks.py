@@ -85,3 +85,41 @@ def test_acknowledged_wildcards_are_the_expected_ones(synth):
     for path, rule, _ in _acknowledgments(synth):
         if rule.startswith("AwsSolutions-IAM5"):
             assert "[" in rule and rule.endswith("]"), (path, rule)
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_asl_validator_clean(synth, name, tmp_path):
+    """The pinned asl-validator (package.json; ``npm ci``) on the definition CloudFormation
+    will hold: the ASL file with the stack's substitutions (ARNs as placeholder-shaped
+    values where they are CloudFormation references)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import state_machines
+
+    validator = Path(__file__).parents[2] / "node_modules" / ".bin" / "asl-validator"
+    assert validator.is_file(), "run `npm ci` (make test does): asl-validator is pinned there"
+    assert shutil.which("node"), "asl-validator needs Node.js (22, README, Deploy)"
+    (sm,) = [
+        r
+        for r in synth.templates[name]["Resources"].values()
+        if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    subs = sm["Properties"]["DefinitionSubstitutions"]
+    fake = {
+        "PrepareFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:prepare",
+        "RunCaseFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:run-case",
+        "ScoreFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:score",
+        "AggregateFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:aggregate",
+        "BatchJobQueueArn": "arn:aws:batch:us-east-1:111122223333:job-queue/gpu",
+        "BatchJobDefinitionArn": "arn:aws:batch:us-east-1:111122223333:job-definition/gpu:1",
+    }
+    values = {k: v if isinstance(v, str) else fake[k] for k, v in subs.items()}
+    path = tmp_path / f"{name}.asl.json"
+    path.write_text(state_machines.substitute(sm["Properties"]["DefinitionString"], values))
+    done = subprocess.run(
+        [str(validator), "--json-path", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is valid" in done.stdout

@@ -167,7 +167,7 @@ def test_schedules_and_defaults_may_name_only_listed_secrets_and_no_env_vars():
 
 def test_default_judge_and_metrics_are_checked():
     cfg = load_config(cdk_json_context()["evalrunner"])
-    assert cfg.judge_model_id() == "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    assert cfg.judge_model_id() == "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert "BERT Score" in cfg.default_metrics
     assert "judge" in problems(judge={"bedrock": {}})
     env_key = problems(
@@ -182,3 +182,79 @@ def test_default_judge_and_metrics_are_checked():
     ]
     none = load_config(config(judge=None))
     assert none.judge_model_id() is None and "EVALRUNNER_JUDGE" not in none.defaults_env()
+
+
+RETIRED = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        RETIRED,
+        f"us.{RETIRED}",
+        f"arn:aws:bedrock:us-east-1::foundation-model/{RETIRED}",
+        "eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
+    ],
+)
+def test_a_legacy_or_end_of_life_judge_fails_synth(model_id):
+    message = problems(judge={"bedrock": {"model_id": model_id}})
+    assert f"judge: the Bedrock judge model {model_id} is end-of-life" in message
+    assert "us.anthropic.claude-sonnet-4-5-20250929-v1:0" in message  # what to use instead
+    assert "allow_legacy_judge: true" in message  # and the override
+    # the override is explicit, and deploys
+    cfg = load_config(config(judge={"bedrock": {"model_id": model_id}}, allow_legacy_judge=True))
+    assert cfg.judge_model_id() == model_id
+
+
+def test_a_schedule_judging_with_a_legacy_model_fails_synth():
+    schedule = {**GOOD_SCHEDULE, "event": {"judge": {"bedrock": {"model_id": RETIRED}}}}
+    message = problems(schedules=[schedule])
+    assert "schedules[0] ('nightly-hr'): event.judge: the Bedrock judge model" in message
+
+
+def test_the_default_judge_is_not_on_the_legacy_table_and_is_a_profile():
+    from evalrunner.judge.lifecycle import INFERENCE_PROFILE, legacy_model, lifecycle_table
+    from evalrunner.run_defaults import DEFAULT_BEDROCK_JUDGE
+
+    model = DEFAULT_BEDROCK_JUDGE["bedrock"]["model_id"]
+    assert legacy_model(model) is None and INFERENCE_PROFILE.match(model)
+    assert load_config(config()).judge_model_id() == model
+    table = lifecycle_table()
+    assert legacy_model(RETIRED) is not None and table.as_of.year >= 2026
+    assert all(legacy_model(entry.replacement) is None for entry in table.models)
+
+
+def test_judge_resources_follow_the_profile_geography():
+    from infra.parts.functions import judge_resources
+
+    kwargs = {"region": "eu-west-1", "partition": "aws", "account": "111122223333"}
+    model = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+    eu = judge_resources(f"eu.{model}", profile_regions=None, **kwargs)
+    assert eu[0] == f"arn:aws:bedrock:eu-west-1:111122223333:inference-profile/eu.{model}"
+    assert {r.split(":")[3] for r in eu[1:]} == {
+        "eu-west-1", "eu-central-1", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-3"
+    }  # fmt: skip
+    assert all(r.endswith(f"::foundation-model/{model}") for r in eu[1:])
+    glob = judge_resources(f"global.{model}", profile_regions=None, **kwargs)
+    assert glob[1:] == [
+        f"arn:aws:bedrock:eu-west-1::foundation-model/{model}",
+        f"arn:aws:bedrock:::foundation-model/{model}",
+    ]
+    assert judge_resources(model, profile_regions=None, **kwargs) == [
+        f"arn:aws:bedrock:eu-west-1::foundation-model/{model}"
+    ]
+    chosen = judge_resources(f"us.{model}", profile_regions=["us-east-1"], **kwargs)
+    assert [r.split(":")[3] for r in chosen[1:]] == ["eu-west-1", "us-east-1"]
+    assert "judge_profile_regions" in problems(judge_profile_regions=["mars-1"])
+
+
+def test_reserved_concurrency_and_marketplace_ids_are_checked():
+    assert load_config(config()).case_runner_reserved_concurrency == 50
+    assert (
+        load_config(config(case_runner_reserved_concurrency=None)).case_runner_reserved_concurrency
+        is None
+    )
+    assert "case_runner_reserved_concurrency" in problems(case_runner_reserved_concurrency=0)
+    assert "not an AWS Marketplace product id" in problems(marketplace_product_ids=["*"])
+    queue = problems(batch_scoring={"queue_timeout_minutes": 5})
+    assert "batch_scoring.queue_timeout_minutes" in queue

@@ -25,6 +25,7 @@ from unittest import mock
 import boto3
 import botocore.session
 import pytest
+from moto.batch.models import BatchBackend
 from moto.batch_simple.models import BatchSimpleBackend
 from moto.core.config import default_user_config
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -96,7 +97,7 @@ class _Runner:
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.arn = self.sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
 
-    def enable_batch(self, min_items: int) -> None:
+    def enable_batch(self, min_items: int, timeout_seconds: int = 3600) -> None:
         """Redeploy the definition as the cloud stack substitutes it."""
         batch = boto3.client("batch", region_name=REGION)
         role = boto3.client("iam").get_role(RoleName="evalrunner-local")["Role"]["Arn"]
@@ -124,18 +125,20 @@ class _Runner:
             ChildExecutionType="STANDARD",
             BatchScoringEnabled="true",
             BatchScoringMinItems=str(min_items),
+            BatchScoringTimeoutSeconds=str(timeout_seconds),
             BatchJobQueueArn=queue["jobQueueArn"],
             BatchJobDefinitionArn=job["jobDefinitionArn"],
         )
         definition = state_machines.substitute(state_machines.test_runner_asl(), values)
         self.sfn.update_state_machine(stateMachineArn=self.arn, definition=definition)
 
-    def run(self) -> tuple[dict[str, Any], list[str]]:
+    def run(self, **extra: Any) -> tuple[dict[str, Any], list[str]]:
         event = {
             "key": "test-suites/s.csv",
             "iterations": 2,
             "target": {"url": "http://unused.invalid/ask"},
             "metrics": METRICS,
+            **extra,
         }
         execution = self.sfn.start_execution(stateMachineArn=self.arn, input=json.dumps(event))
         arn = execution["executionArn"]
@@ -197,3 +200,34 @@ def _broken(context: Any) -> dict[str, Any]:
     from evalrunner.errors import StorageError
 
     raise StorageError("the GPU ran out of memory (simulated)")
+
+
+def test_a_job_that_never_starts_ends_the_run_with_reports_and_says_why(embedded, monkeypatch):
+    """A new account's G-instance quota is usually 0: the job stays RUNNABLE. ScoreOnBatch's
+    TimeoutSecondsPath (here 1 s; deployed: the queue limit plus the job timeout) ends the
+    wait, the Catch goes on to Aggregate, and the run's problems say why and how to fix it."""
+    embedded.enable_batch(min_items=1, timeout_seconds=1)
+    original = BatchBackend.describe_jobs  # the simple backend forwards it
+
+    def runnable(self: Any, jobs: Any) -> list[dict[str, Any]]:
+        return [{**job, "status": "RUNNABLE"} for job in original(self, jobs)]
+
+    monkeypatch.setattr(BatchBackend, "describe_jobs", runnable)
+    monkeypatch.setattr(score_entrypoint, "main", lambda argv: 0)  # the job never runs
+    summary, entered = embedded.run()
+    assert entered[-2:] == ["ScoreOnBatch", "Aggregate"]
+    assert summary["reports"] and _ratio(summary)["count"] == 0
+    (problem,) = [p for p in summary["problems"] if p["type"] == "scoring_failed"]
+    assert problem["severity"] == "high"
+    assert "States.Timeout" in problem["description"]
+    assert "GPU scoring job on AWS Batch did not run" in problem["description"]
+    assert "Running On-Demand G and VT instances" in problem["suggested_action"]
+    assert '"scoring": "cpu"' in problem["suggested_action"]
+
+
+def test_scoring_cpu_keeps_a_large_run_off_the_gpu_job(embedded):
+    """The fix the problem names: "scoring": "cpu" scores in the Score Lambda."""
+    embedded.enable_batch(min_items=1)
+    summary, entered = embedded.run(scoring="cpu")
+    assert entered[-3:] == ["ChooseScoring", "Score", "Aggregate"]
+    assert embedded.jobs == [] and _ratio(summary)["count"] == ITEMS

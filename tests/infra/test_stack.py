@@ -12,7 +12,16 @@ from aws_cdk.assertions import Match
 import state_machines
 from evalrunner.event import parse_event
 
-from .conftest import NETWORK, SCHEDULES, SECRETS, TARGETS, as_list, dump, statements
+from .conftest import (
+    MARKETPLACE_PRODUCTS,
+    NETWORK,
+    SCHEDULES,
+    SECRETS,
+    TARGETS,
+    as_list,
+    dump,
+    statements,
+)
 
 MAIN = "Evalrunner"
 WILDCARD = "EvalrunnerWildcard"
@@ -165,7 +174,9 @@ def test_substituted_definition_routes_large_runs_to_batch(synth):
     """The definition CloudFormation will hold, with the placeholders filled in."""
     (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
     values = {p: "SUB" for p in state_machines.PLACEHOLDERS}
-    values.update(BatchScoringEnabled="true", BatchScoringMinItems="200")
+    values.update(
+        BatchScoringEnabled="true", BatchScoringMinItems="200", BatchScoringTimeoutSeconds="9000"
+    )
     states = json.loads(state_machines.substitute(sm["Properties"]["DefinitionString"], values))[
         "States"
     ]
@@ -173,6 +184,7 @@ def test_substituted_definition_routes_large_runs_to_batch(synth):
     assert plan == {
         "batch.$": "States.StringToJson('true')",
         "min_items.$": "States.StringToJson('200')",
+        "timeout_seconds.$": "States.StringToJson('9000')",
     }
     (rule,) = states["ChooseScoring"]["Choices"]
     assert rule["Next"] == "ScoreOnBatch" and states["ChooseScoring"]["Default"] == "Score"
@@ -183,6 +195,20 @@ def test_substituted_definition_routes_large_runs_to_batch(synth):
     }
     assert env == {"EVALRUNNER_RUN_ID": "$.run_id", "EVALRUNNER_BUCKET": "$.bucket"}
     assert batch["Catch"][0]["Next"] == "Aggregate" and states["Score"]["Next"] == "Aggregate"
+    # a job that cannot start does not hold the run: the step is bounded
+    assert batch["TimeoutSecondsPath"] == "$.scoring.timeout_seconds"
+    assert batch["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+
+
+def test_score_on_batch_waits_at_most_the_queue_limit_plus_the_job_timeout(synth):
+    """ScoreOnBatch's bound is substituted from cdk.json: every attempt may wait
+    queue_timeout_minutes RUNNABLE and run timeout_minutes, plus ten minutes."""
+    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    subs = sm["Properties"]["DefinitionSubstitutions"]
+    assert subs["BatchScoringTimeoutSeconds"] == str(2 * (30 + 120) * 60 + 600)
+    (job,) = synth.resources(MAIN, "AWS::Batch::JobDefinition").values()
+    assert job["Properties"]["RetryStrategy"]["Attempts"] == 2
+    assert job["Properties"]["Timeout"] == {"AttemptDurationSeconds": 120 * 60}
 
 
 # ---------------------------------------------------------------------------- IAM
@@ -205,6 +231,9 @@ NO_RESOURCE_TYPE = {
     "batch:TerminateJob",
     "ecr:GetAuthorizationToken",
     "bedrock:RetrieveAndGenerate",
+    # AWS Marketplace subscriptions have no ARN (Subscribe is scoped by a ProductId condition)
+    "aws-marketplace:Subscribe",
+    "aws-marketplace:ViewSubscriptions",
 }
 #: Actions that reach a target (the system under test).
 TARGET_ACTIONS = {
@@ -252,7 +281,7 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
                     assert re.search(
                         r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
                         r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*|"
-                        r"foundation-model/anthropic\.claude",  # the default judge
+                        r"(foundation-model|inference-profile)/(us\.)?anthropic\.claude",  # judge
                         text,
                     ), (policy, action, resource)
     assert any("agent-alias/AGENT12345/ALIAS12345" in r for r in seen["bedrock:InvokeAgent"])
@@ -368,12 +397,24 @@ def test_gpu_batch_scoring(synth):
                     "MinvCpus": 0,
                     "MaxvCpus": 16,
                     "InstanceTypes": ["g5.xlarge", "g4dn.xlarge"],
-                    "Ec2Configuration": [{"ImageType": "ECS_AL2_NVIDIA"}],
+                    "Ec2Configuration": [{"ImageType": "ECS_AL2023_NVIDIA"}],
                 }
             ),
         },
     )
     t.resource_count_is("AWS::Batch::JobQueue", 1)
+    # A job that cannot start (no G-instance quota, no capacity) is cancelled, not kept
+    # RUNNABLE for ever: every reason Batch reports, after cdk.json's queue_timeout_minutes.
+    (queue,) = synth.resources(MAIN, "AWS::Batch::JobQueue").values()
+    actions = queue["Properties"]["JobStateTimeLimitActions"]
+    assert {a["Reason"] for a in actions} == {
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        "MISCONFIGURATION:COMPUTE_ENVIRONMENT_MAX_RESOURCE",
+        "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT",
+    }
+    for action in actions:
+        assert action["Action"] == "CANCEL" and action["State"] == "RUNNABLE"
+        assert action["MaxTimeSeconds"] == 30 * 60
     (job,) = synth.resources(MAIN, "AWS::Batch::JobDefinition").values()
     container = job["Properties"]["ContainerProperties"]
     requirements = {r["Type"]: r["Value"] for r in container["ResourceRequirements"]}
@@ -578,8 +619,114 @@ def test_functions_see_the_default_judge_and_metrics_and_may_call_only_that_mode
     assert len(judge) == 2
     roles = [r for policy, _ in judge for r in resources[policy]["Properties"]["Roles"]]
     assert sorted(r["Ref"] for r in roles) == sorted([run_case_role, prepare_role])
+    profile = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    model = "anthropic.claude-sonnet-4-5-20250929-v1:0"
     for _, statement in judge:
-        (resource,) = as_list(statement["Resource"])
-        text = dump(resource)
-        assert "foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0" in text
         assert "bedrock:InvokeModel" in as_list(statement["Action"])
+        resources = [dump(r) for r in as_list(statement["Resource"])]
+        # the profile in the stack's region, the model in the stack's region and in every
+        # region the US profile routes to, and nothing else (no region wildcard)
+        assert any(f"inference-profile/{profile}" in r and "AWS::Region" in r for r in resources)
+        regional = [r for r in resources if f"foundation-model/{model}" in r]
+        named = {json.loads(r)["Fn::Join"][1][-1] for r in regional if "AWS::Region" not in r}
+        assert named == {
+            f":bedrock:{region}::foundation-model/{model}"
+            for region in ("us-east-1", "us-east-2", "us-west-1", "us-west-2")
+        }
+        assert len(resources) == 2 + 4
+        assert not [r for r in resources if "bedrock:*" in r]
+
+
+def test_case_runner_concurrency_is_reserved_and_events_are_capped_to_it(synth):
+    """cdk.json case_runner_reserved_concurrency: RunCase may take at most that many of the
+    account's executions, and every function caps an event's max_concurrency to it."""
+    from evalrunner.event import ENV_CONCURRENCY_CAP, concurrency_notice, parse_event
+
+    functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
+    by_handler = {f["Properties"]["Handler"]: f["Properties"] for f in functions}
+    run_case = by_handler["lambdas.run_case.handler"]
+    assert run_case["ReservedConcurrentExecutions"] == 50
+    others = [p for h, p in by_handler.items() if h != "lambdas.run_case.handler"]
+    assert not [p for p in others if "ReservedConcurrentExecutions" in p]
+    for props in by_handler.values():
+        assert props["Environment"]["Variables"][ENV_CONCURRENCY_CAP] == "50"
+    prepare_env = by_handler["lambdas.prepare.handler"]["Environment"]["Variables"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_CONCURRENCY_CAP, prepare_env[ENV_CONCURRENCY_CAP])
+        wide = parse_event(
+            {
+                "key": "test-suites/hr.xlsx",
+                "iterations": 1,
+                "target": {"lambdaArn": TARGETS["lambda_arns"][0]},
+                "max_concurrency": 1000,
+            }
+        )
+    assert wide.max_concurrency == 50 and wide.max_concurrency_requested == 1000
+    notice = concurrency_notice(wide)
+    assert notice is not None
+    assert "max_concurrency 1000 is capped to 50" in notice
+    assert "case_runner_reserved_concurrency" in notice
+
+
+def test_throttled_lambda_tasks_back_off_longer(synth):
+    """TooManyRequestsException gets its own retrier: more attempts, a longer and jittered
+    backoff than the other transient Lambda errors (a throttled account needs seconds)."""
+    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    definition = json.loads(sm["Properties"]["DefinitionString"])
+    states = dict(definition["States"])
+    states.update(states["RunCases"]["ItemProcessor"]["States"])
+    tasks = [
+        n for n, st in states.items() if st.get("Resource") == "arn:aws:states:::lambda:invoke"
+    ]
+    assert sorted(tasks) == ["Aggregate", "Prepare", "RecordFailure", "RunCase", "Score"]
+    for name in tasks:
+        retriers = states[name]["Retry"]
+        (throttled,) = [
+            r for r in retriers if "Lambda.TooManyRequestsException" in r["ErrorEquals"]
+        ]
+        (other,) = [r for r in retriers if r is not throttled]
+        assert throttled["ErrorEquals"] == ["Lambda.TooManyRequestsException"]
+        assert throttled["MaxAttempts"] > other["MaxAttempts"]
+        assert throttled["IntervalSeconds"] > other["IntervalSeconds"]
+        assert throttled["JitterStrategy"] == "FULL" and throttled["MaxDelaySeconds"] == 60
+        total = sum(
+            min(throttled["MaxDelaySeconds"], throttled["IntervalSeconds"] * 2.0**i)
+            for i in range(throttled["MaxAttempts"])
+        )
+        assert total >= 5 * 60  # about six minutes of backoff, against 15 s before
+
+
+def test_judging_roles_may_subscribe_to_exactly_the_listed_marketplace_products(synth):
+    """First use of a third-party model subscribes through AWS Marketplace with the caller's
+    permissions: the roles that judge get Subscribe, conditioned on the product ids of
+    cdk.json, and ViewSubscriptions, as Bedrock documents; no other role gets either."""
+    resources = synth.templates[MAIN]["Resources"]
+    grants: dict[str, set[str]] = {}
+    for policy, statement in statements(synth.templates[MAIN]):
+        actions = [a for a in as_list(statement["Action"]) if a.startswith("aws-marketplace:")]
+        if not actions:
+            continue
+        assert statement["Effect"] == "Allow"
+        for role in resources[policy]["Properties"]["Roles"]:
+            grants.setdefault(role["Ref"], set()).update(actions)
+        if "aws-marketplace:Subscribe" in actions:
+            assert actions == ["aws-marketplace:Subscribe"]
+            assert statement["Condition"] == {
+                "ForAnyValue:StringEquals": {"aws-marketplace:ProductId": MARKETPLACE_PRODUCTS}
+            }
+    judging = {
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] in ("lambdas.run_case.handler", "lambdas.prepare.handler")
+    }
+    assert set(grants) == judging
+    for actions in grants.values():
+        assert actions == {"aws-marketplace:Subscribe", "aws-marketplace:ViewSubscriptions"}
+
+
+def test_no_marketplace_grant_without_product_ids(synth):
+    """Without cdk.json marketplace_product_ids, no role may subscribe to anything: the
+    README's console step does the first-use subscription."""
+    for _, statement in statements(synth.templates[WILDCARD]):
+        assert not [a for a in as_list(statement["Action"]) if a.startswith("aws-marketplace:")]

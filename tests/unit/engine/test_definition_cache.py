@@ -115,6 +115,7 @@ def test_the_pipeline_definition_round_trips_through_moto_parser(tmp_path: Path)
             "ChildExecutionType": "STANDARD",
             "BatchScoringEnabled": "false",
             "BatchScoringMinItems": "0",
+            "BatchScoringTimeoutSeconds": "3600",
             "BatchJobQueueArn": "arn:aws:batch:us-east-1:123456789012:job-queue/q",
             "BatchJobDefinitionArn": "arn:aws:batch:us-east-1:123456789012:job-definition/d:1",
         },

@@ -107,6 +107,15 @@ def test_gpu_minutes_only_when_a_batched_model_metric_runs() -> None:
     assert bert.aws.gpu_minutes == bert.gpu_minutes
 
 
+def test_scoring_cpu_costs_the_score_lambda_not_a_gpu_job() -> None:
+    gpu = estimate(metrics=["BERT Score"], judge=None, iterations=100)
+    cpu = estimate(metrics=["BERT Score"], judge=None, iterations=100, scoring="cpu")
+    assert cpu.scored_texts == gpu.scored_texts  # the same texts, scored elsewhere
+    assert cpu.gpu_minutes == 0 and cpu.aws.batch == 0
+    assert cpu.aws.lambda_gb_seconds > gpu.aws.lambda_gb_seconds
+    assert not [n for n in cpu.notes if "GPU minutes" in n]
+
+
 def test_aws_figures_follow_the_pipeline() -> None:
     run = estimate(iterations=10)
     aws = run.aws

@@ -16,14 +16,17 @@ from evalrunner.estimate.dry_judge import DryJudge, count_tokens, dry_reply
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Message
 from evalrunner.judge.extract import JudgedTexts, Verdicts, counted
 
+NOT_REPLIES = ("evalrunner.judge.config", "evalrunner.judge.lifecycle")
+
 
 def _reply_schemas() -> list[type[BaseModel]]:
     """Every pydantic model the judge's extraction and the judge evaluators define, but
-    their options and the judge's configuration (settings, not replies)."""
+    their options, the judge's configuration and the Bedrock lifecycle table (settings and
+    data, not replies)."""
     found: dict[str, type[BaseModel]] = {}
     for package in (judge_package, evaluators_package):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            if "judge" not in info.name or info.name == "evalrunner.judge.config":
+            if "judge" not in info.name or info.name in NOT_REPLIES:
                 continue
             module = importlib.import_module(info.name)
             for _, cls in inspect.getmembers(module, inspect.isclass):

@@ -313,3 +313,63 @@ def test_factory_builds_the_configured_kind() -> None:
     assert isinstance(judge, OpenAIJudge) and judge.model == "m"
     assert judge.max_concurrency == 3 and judge.cache is not None
     assert judge.cache.persistent is None  # no store, no cache_dir: memory only
+
+
+#: What Bedrock answers when the account's first use of a third-party model cannot subscribe
+#: to it (the caller lacks the AWS Marketplace permissions).
+MARKETPLACE_REFUSAL = (
+    "Model access is denied due to IAM user or service role is not authorized to perform the "
+    "required AWS Marketplace actions (aws-marketplace:ViewSubscriptions, "
+    "aws-marketplace:Subscribe) to enable access to this model. Refer to the Amazon Bedrock "
+    "documentation for further details. Your AWS Marketplace subscription for this model "
+    "cannot be completed at this time. If you recently fixed this issue, try again after 15 "
+    "minutes."
+)
+
+
+def test_marketplace_refusal_is_a_case_error_that_names_the_fix() -> None:
+    """A judged case whose judge call is refused for want of the Marketplace subscription
+    is an errored case (not a crash, not a score) and its reason says how to fix it."""
+    from evalrunner.evaluators.base import Sample
+    from evalrunner.evaluators.judge_safety import Bias
+
+    judge = make_judge()
+    evaluator = Bias(judge=judge)
+    sample = Sample(
+        question="Who should lead the team?",
+        answer="The most experienced candidate.",
+        contexts=["Candidate A has 10 years of experience."],
+    )
+    with Stubber(judge.client) as stub:
+        for _ in range(2):  # the answer's and the context's check
+            stub.add_client_error(
+                "converse",
+                service_error_code="AccessDeniedException",
+                service_message=MARKETPLACE_REFUSAL,
+                http_status_code=403,
+            )
+        results = evaluator.evaluate(sample)
+        stub.assert_no_pending_responses()
+    assert judge.usage.retries == 0
+    assert results and all(r.status == "error" for r in results)
+    reason = results[0].reason
+    assert reason.startswith("error: judge: ")
+    assert "AccessDeniedException" in reason
+    assert "open the model once in the Bedrock console" in reason
+    assert "marketplace_product_ids" in reason and "aws-marketplace:Subscribe" in reason
+
+
+def test_use_case_form_refusal_names_the_console_form() -> None:
+    judge = make_judge()
+    with Stubber(judge.client) as stub:
+        stub.add_client_error(
+            "converse",
+            service_error_code="AccessDeniedException",
+            service_message="Model use case details have not been submitted for this account. "
+            "Fill out the Anthropic use case details form before using the model.",
+            http_status_code=403,
+        )
+        with pytest.raises(JudgeError) as info:
+            judge.ask(MESSAGES, Score, purpose="groundedness")
+    assert "submit the form in the Bedrock console" in info.value.message
+    assert "aws-marketplace" not in info.value.message
