@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
@@ -59,6 +59,26 @@ class EventSpec(SpecModel):
         default=None,
         description="Gates: the run fails when the average score of a metric (or an "
         'evaluator\'s primary metric) is below the value, e.g. {"Rouge Metric": 0.3}.',
+    )
+    fail_on: Literal["failures", "regressions", "errors", "never"] | None = Field(
+        default=None,
+        description="What fails the run (exit 1): 'failures' (the default: a case scored "
+        "below a primary metric's threshold, or a fail_under gate), 'regressions' (a "
+        "regression against the baseline, or a gate), 'errors' (only gates and too many "
+        "errors), 'never'. Whatever it says, too many errors make the run not measured (exit "
+        "4) unless it is 'never'.",
+    )
+    fail_on_regression: bool | None = Field(
+        default=None,
+        description="A regression against the baseline fails the run too, whatever fail_on "
+        "says (the CLI's --fail-on-regression).",
+    )
+    max_error_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the target calls, or of a metric's cases, that may error before "
+        "the run is not measured (exit 4), never a pass; default 0.1.",
     )
     baseline: str | None = Field(
         default=None,
