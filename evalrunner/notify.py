@@ -12,7 +12,9 @@ from evalrunner.reports.summary import RunSummary
 
 
 def subject(summary: RunSummary) -> str:
-    verdict = summary.verdict.headline
+    verdict = summary.verdict.headline  # the run's one verdict (reports/verdict.py)
+    if summary.regressed and not summary.verdict.regressed_fails():
+        verdict += ", regressed"  # the owners hear of it even where it does not fail the run
     # SNS subjects: ASCII, at most 100 characters.
     text = f"evalrunner {verdict}: {summary.target} on {summary.suite}"
     return text.encode("ascii", "replace").decode()[:100]

@@ -18,7 +18,8 @@ the regression-only alternative. What decides, in order:
 3. ``regressed`` (exit 1): worse than the baseline, under ``fail_on: "regressions"`` or
    ``fail_on_regression``.
 4. ``failed`` (exit 1): a ``fail_under`` gate failed (every policy but ``never``), or under
-   ``fail_on: "failures"`` (the default) a case scored below a primary metric's threshold.
+   ``fail_on: "failures"`` (the default) a case scored below a primary metric's threshold
+   or a target call failed (within ``max_error_share``: beyond it, 2. applies).
 5. ``passed`` (exit 0); what the policy saw but does not fail on is kept as ``notes``.
 """
 
@@ -137,6 +138,10 @@ class RunVerdict(BaseModel):
     def passed(self) -> bool:
         return self.outcome is Outcome.PASSED
 
+    def regressed_fails(self) -> bool:
+        """The run regressed and that is its outcome."""
+        return self.outcome is Outcome.REGRESSED
+
     def line(self) -> str:
         """The verdict on one line: headline and the first reason (or note)."""
         why = self.reasons or self.notes
@@ -194,7 +199,9 @@ def decide(
             )
 
     unmeasured: list[str] = []
-    if items and not answered:
+    if not items:
+        unmeasured.append("the run had no case to measure")
+    elif not answered:
         unmeasured.append(f"no target call succeeded ({items} tried): nothing was measured")
     else:
         if items and call_errors / items > limit:
@@ -204,8 +211,9 @@ def decide(
             )
         for e in erroring[:NAMED]:
             unmeasured.append(
-                f"{e.metric} errored on {_share(e.errored, e.attempted)} of its cases, more "
-                f"than the {limit:.0%} allowed (max_error_share): see details.csv's reasons"
+                f"{e.metric} errored on {e.errored} of its {e.attempted} cases "
+                f"({e.errored / e.attempted:.0%}), more than the {limit:.0%} allowed "
+                "(max_error_share): see the reasons in details.csv"
             )
         if nothing_scored:
             unmeasured.append("no metric scored any case: see the problems for why")
@@ -216,6 +224,14 @@ def decide(
         + f", needs {'>=' if g.higher_is_better else '<='} {g.threshold}"
         for g in failed_gates
     ]
+    call_reasons = (
+        [
+            f"{_share(call_errors, items)} target calls failed (the error column of "
+            "details.csv says why)"
+        ]
+        if call_errors and answered
+        else []
+    )
     below_reasons = [
         f"{b.metric}: {b.failed} of {b.scored} scored cases below the threshold "
         f"{b.threshold} (average {'—' if b.average is None else f'{b.average:.3f}'})"
@@ -235,7 +251,7 @@ def decide(
             "the cases that finished are scored"
         )
         notes += unmeasured + gate_reasons + below_reasons
-    elif items and not answered:
+    elif not answered:
         outcome, reasons = Outcome.NOT_MEASURED, unmeasured
     elif unmeasured and not never:
         outcome, reasons = Outcome.NOT_MEASURED, unmeasured
@@ -245,6 +261,8 @@ def decide(
         fails_regression = regressed and policy.fails_on_regression()
         fails_gates = bool(failed_gates) and not never
         fails_below = bool(below) and policy.fail_on is FailOn.FAILURES
+        # a failed call is a failure of the system under test, like a case below threshold
+        fails_calls = bool(call_reasons) and policy.fail_on is FailOn.FAILURES
         if fails_regression:
             reasons += regression_lines
         elif regressed:
@@ -256,13 +274,14 @@ def decide(
             reasons += gate_reasons
         elif failed_gates:
             notes += [f"{r} (not failing: fail_on is never)" for r in gate_reasons]
-        if fails_below:
-            reasons += below_reasons
-        elif below:
-            notes += [f"{r} (not failing: fail_on is {policy.fail_on})" for r in below_reasons]
+        for fails, lines in ((fails_calls, call_reasons), (fails_below, below_reasons)):
+            if fails:
+                reasons += lines
+            else:
+                notes += [f"{r} (not failing: fail_on is {policy.fail_on})" for r in lines]
         if fails_regression:
             outcome = Outcome.REGRESSED
-        elif fails_gates or fails_below:
+        elif fails_gates or fails_below or fails_calls:
             outcome = Outcome.FAILED
         else:
             outcome = Outcome.PASSED
