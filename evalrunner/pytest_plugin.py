@@ -129,6 +129,14 @@ class SuiteFile(pytest.File):
         return self._run
 
 
+def run_failure(run: EvalRun) -> str | None:
+    """Why the run's verdict fails the ``run verdict`` item (None: it passed)."""
+    verdict = run.verdict
+    if verdict.passed:
+        return None
+    return "\n".join([verdict.headline, *verdict.reasons, *verdict.notes])
+
+
 class VerdictItem(pytest.Item):
     """The suite's run as a whole: passes exactly when the run's verdict is a pass (the
     verdict the CLI exits with), so a regression, too many errors or a stop fails the
@@ -136,9 +144,9 @@ class VerdictItem(pytest.Item):
 
     def runtest(self) -> None:
         assert isinstance(self.parent, SuiteFile)
-        verdict = self.parent.run().verdict
-        if not verdict.passed:
-            raise CaseFailed("\n".join([verdict.headline, *verdict.reasons, *verdict.notes]))
+        failure = run_failure(self.parent.run())
+        if failure is not None:
+            raise CaseFailed(failure)
 
     def repr_failure(
         self,
@@ -254,4 +262,4 @@ def _target(target: Any, folder: Path) -> Any:
     return function
 
 
-__all__ = ["SPEC_SUFFIX", "VERDICT_ITEM", "CaseItem", "SuiteFile", "VerdictItem"]
+__all__ = ["SPEC_SUFFIX", "VERDICT_ITEM", "CaseItem", "SuiteFile", "VerdictItem", "run_failure"]
