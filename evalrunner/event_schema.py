@@ -63,10 +63,10 @@ class EventSpec(SpecModel):
     fail_on: Literal["failures", "regressions", "errors", "never"] | None = Field(
         default=None,
         description="What fails the run (exit 1): 'failures' (the default: a case scored "
-        "below a primary metric's threshold, or a fail_under gate), 'regressions' (a "
-        "regression against the baseline, or a gate), 'errors' (only gates and too many "
-        "errors), 'never'. Whatever it says, too many errors make the run not measured (exit "
-        "4) unless it is 'never'.",
+        "below a primary metric's threshold, a failed target call, or a fail_under gate), "
+        "'regressions' (a regression against the baseline, or a gate), 'errors' (only "
+        "gates), 'never'. Too many errors (max_error_share) make the run not measured (exit "
+        "4) under all but 'never'.",
     )
     fail_on_regression: bool | None = Field(
         default=None,

@@ -116,8 +116,9 @@ FailOnOption = Annotated[
         "--fail-on",
         case_sensitive=False,
         help="What fails the run (exit 1): failures (the default: a case below a primary "
-        "metric's threshold, or a --fail-under gate), regressions (a regression against the "
-        "baseline, or a gate), errors (only gates and too many errors), never.",
+        "metric's threshold, a failed target call, or a --fail-under gate), regressions (a "
+        "regression against the baseline, or a gate), errors (only gates), never. Too many "
+        "errors make a run not measured (exit 4) under all but never.",
     ),
 ]
 

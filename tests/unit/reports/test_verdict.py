@@ -178,3 +178,15 @@ def test_a_bad_policy_in_the_event_is_refused(field: str, value: Any, message: s
     with pytest.raises(EventError) as caught:
         parse_event({**EVENT, field: value})
     assert message in caught.value.message
+
+
+def test_the_exit_codes_are_the_clis() -> None:
+    from evalrunner.cli.common import EXIT_GATE, EXIT_NO_ANSWER, EXIT_RUN
+
+    assert EXIT_CODES == {
+        Outcome.PASSED: 0,
+        Outcome.FAILED: EXIT_GATE,
+        Outcome.REGRESSED: EXIT_GATE,
+        Outcome.PARTIAL: EXIT_RUN,
+        Outcome.NOT_MEASURED: EXIT_NO_ANSWER,
+    }
