@@ -43,9 +43,7 @@ def test_three_runs_one_degraded_show_the_drop_and_the_regression(tmp_path, monk
     assert rouge[1] < rouge[0] - 0.05 and rouge[2] > rouge[1]  # the drop, and the recovery
     assert [r["verdict"] for r in runs] == [None, "regression", "improvement"]
     # each run's own verdict, as its summary has it (the demo fails some cases: failed)
-    assert [r["outcome"] for r in runs] == [
-        s["verdict"]["outcome"] for s in (first, second, third)
-    ]
+    assert [r["outcome"] for r in runs] == [s["verdict"]["outcome"] for s in (first, second, third)]
     assert [r["headline"] for r in runs] == ["FAILED"] * 3
     assert "ROUGE-L" in runs[1]["worse_metrics"] and not runs[2]["worse_metrics"]
     assert runs[1]["pass_rate"] < runs[0]["pass_rate"]
