@@ -129,6 +129,34 @@ def test_a_list_of_dicts_suite_and_a_plain_answer(tmp_path):
         run.metric("BLEU-4")
 
 
+def test_evaluate_takes_the_policy_and_the_run_says_its_verdict(tmp_path):
+    suite = [
+        {"question": "Say hi", "expected_answer": "hi"},
+        {"question": "Say bye", "expected_answer": "bye"},
+    ]
+    strict = evalrunner.evaluate(
+        suite=suite, target=lambda q: "hi", metrics=["Exact match"], out=tmp_path / "a"
+    )
+    # by default a case below its threshold fails the run, as the CLI's exit 1
+    assert not strict.passed and strict.verdict.outcome == "failed"
+    assert strict.verdict.reasons == [
+        "Exact match: 1 of 2 scored cases below the threshold 0.5 (average 0.500)"
+    ]
+    assert "FAILED" in repr(strict)
+    lenient = evalrunner.evaluate(
+        suite=suite,
+        target=lambda q: "hi",
+        metrics=["Exact match"],
+        out=tmp_path / "b",
+        fail_on="regressions",
+    )
+    assert lenient.passed and lenient.verdict.policy.fail_on == "regressions"
+    (note,) = lenient.verdict.notes
+    assert note.endswith("(not failing: fail_on is regressions)")
+    with pytest.raises(EventError, match="fail_on: 'sometimes' is not one of failures"):
+        evalrunner.evaluate(suite=suite, target=lambda q: "hi", out=tmp_path, fail_on="sometimes")
+
+
 def test_notebook_view_renders_the_run(tmp_path):
     run = evalrunner.evaluate(
         suite=[{"question": "Say hi", "expected_answer": "hi"}],
