@@ -98,7 +98,8 @@ class VerdictPolicy(BaseModel):
 
 
 class BelowThreshold(BaseModel):
-    """A primary metric with cases scored below its threshold."""
+    """A primary metric with cases that failed its threshold (scored below it, or above it
+    for a metric where lower is better)."""
 
     metric: str
     failed: int
@@ -233,8 +234,9 @@ def decide(
         else []
     )
     below_reasons = [
-        f"{b.metric}: {b.failed} of {b.scored} scored cases below the threshold "
-        f"{b.threshold} (average {'—' if b.average is None else f'{b.average:.3f}'})"
+        f"{b.metric}: {b.failed} of {b.scored} scored cases "
+        f"{'below' if b.higher_is_better else 'above'} the threshold {b.threshold} "
+        f"(average {'—' if b.average is None else f'{b.average:.3f}'})"
         for b in below[:NAMED]
     ]
     against = f" against run {baseline_run_id}" if baseline_run_id else ""

@@ -112,6 +112,12 @@ def test_every_metric_below_threshold_is_never_a_pass_by_default() -> None:
     assert verdict.reasons[0] == "A: 10 of 10 scored cases below the threshold 0.5 (average 0.100)"
 
 
+def test_a_lower_is_better_metric_fails_above_its_threshold() -> None:
+    pii = stats("PII", higher_is_better=False, threshold=0.5, average=0.1, pass_rate=0.9)
+    verdict = judge(metrics=[pii])
+    assert verdict.reasons == ["PII: 1 of 10 scored cases above the threshold 0.5 (average 0.100)"]
+
+
 def test_a_secondary_metric_below_threshold_does_not_fail_the_run() -> None:
     secondary = stats("ROUGE-1", primary=False, average=0.1, pass_rate=0.0)
     assert judge(metrics=[stats(), secondary]).passed
