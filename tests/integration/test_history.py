@@ -56,6 +56,8 @@ def test_three_runs_one_degraded_show_the_drop_and_the_regression(tmp_path, monk
     assert [r.find("a").text for r in rows] == [third["run_id"], second["run_id"], first["run_id"]]
     assert [r.get("class") for r in rows] == [None, ["regression"], None]
     assert "▼ regression" in rows[1].select_one("td.verdict").text
+    # the run's own verdict heads the cell, as its report's banner and exit code say it
+    assert [r.select_one("td.verdict strong").text for r in rows] == ["FAILED"] * 3
     assert rows[1].select_one("td.worse").text.endswith("▼")
     chart = page.select_one("svg.trend")
     dots = chart.select("a")
