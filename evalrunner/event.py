@@ -24,6 +24,7 @@ from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
 from evalrunner.event_schema import EventSpec, spec_parts
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.reports.verdict import DEFAULT_MAX_ERROR_SHARE, FailOn, VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets import registry as target_registry
 from evalrunner.targets.spec import TargetSpec
@@ -58,6 +59,8 @@ class RunEvent(BaseModel):
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: str | None = None
+    #: What fails the run (``fail_on``, ``fail_on_regression``, ``max_error_share``).
+    policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
     judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     #: What the event asked for when it was more than the deployment allows (then
@@ -279,6 +282,11 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         fail_under=raw.get("fail_under", {}),
         evaluator_options=resolved_options,
         baseline=raw.get("baseline"),
+        policy=VerdictPolicy(
+            fail_on=raw.get("fail_on") or FailOn.FAILURES,
+            fail_on_regression=bool(raw.get("fail_on_regression")),
+            max_error_share=raw.get("max_error_share", DEFAULT_MAX_ERROR_SHARE),
+        ),
         judge=judge if isinstance(judge, dict) else None,
         max_concurrency=concurrency,
         max_concurrency_requested=requested_concurrency,

@@ -60,6 +60,26 @@ class EventSpec(SpecModel):
         description="Gates: the run fails when the average score of a metric (or an "
         'evaluator\'s primary metric) is below the value, e.g. {"Rouge Metric": 0.3}.',
     )
+    fail_on: Literal["failures", "regressions", "errors", "never"] | None = Field(
+        default=None,
+        description="What fails the run (exit 1): 'failures' (the default: a case scored "
+        "below a primary metric's threshold, a failed target call, or a fail_under gate), "
+        "'regressions' (a regression against the baseline, or a gate), 'errors' (only "
+        "gates), 'never'. Too many errors (max_error_share) make the run not measured (exit "
+        "4) under all but 'never'.",
+    )
+    fail_on_regression: bool | None = Field(
+        default=None,
+        description="A regression against the baseline fails the run too, whatever fail_on "
+        "says (the CLI's --fail-on-regression).",
+    )
+    max_error_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the target calls, or of a metric's cases, that may error before "
+        "the run is not measured (exit 4), never a pass; default 0.1.",
+    )
     baseline: str | None = Field(
         default=None,
         pattern=RUN_ID_PATTERN,

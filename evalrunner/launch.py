@@ -79,6 +79,9 @@ def local_event(
     evaluator_options: Any = None,
     max_text_chars: int | None = None,
     perturbations: list[dict[str, Any]] | None = None,
+    fail_on: str | None = None,
+    fail_on_regression: bool = False,
+    max_error_share: float | None = None,
 ) -> dict[str, Any]:
     """The event of a local run of a suite file against one target, from the options the
     CLI's ``run`` and :func:`evalrunner.evaluate` share; options left out are left out."""
@@ -96,6 +99,9 @@ def local_event(
         "judge": judge,
         "evaluator_options": evaluator_options,
         "perturbations": perturbations,
+        "fail_on": fail_on,
+        "fail_on_regression": fail_on_regression or None,
+        "max_error_share": max_error_share,
     }
     event.update({k: v for k, v in optional.items() if v is not None})
     if max_text_chars is not None:

@@ -12,12 +12,9 @@ from evalrunner.reports.summary import RunSummary
 
 
 def subject(summary: RunSummary) -> str:
-    if summary.regressed:
-        verdict = "REGRESSION"
-    elif not summary.gates_passed:
-        verdict = "gates failed"
-    else:
-        verdict = "passed"
+    verdict = summary.verdict.headline  # the run's one verdict (reports/verdict.py)
+    if summary.regressed and not summary.verdict.regressed_fails():
+        verdict += ", regressed"  # the owners hear of it even where it does not fail the run
     # SNS subjects: ASCII, at most 100 characters.
     text = f"evalrunner {verdict}: {summary.target} on {summary.suite}"
     return text.encode("ascii", "replace").decode()[:100]
@@ -25,8 +22,8 @@ def subject(summary: RunSummary) -> str:
 
 def message(summary: RunSummary) -> str:
     lines = [subject(summary), ""]
-    if summary.regression is not None:
-        lines += [f"- {reason}" for reason in summary.regression.reasons]
+    lines += [f"- {reason}" for reason in summary.verdict.reasons]
+    lines += [f"- note: {note}" for note in summary.verdict.notes]
     for problem in summary.problems[:10]:
         lines.append(f"- [{problem.severity}] {problem.description}")
     lines.append("")

@@ -16,7 +16,9 @@
   any named in ``thresholds`` / ``fail_under``), fails with each failing metric's score,
   threshold and reason, and is skipped when none of them could be scored. Reports go to
   ``--evalrunner-out`` (default ``<rootdir>/evalrunner-out``), where earlier runs are the
-  baseline, as with the CLI.
+  baseline, as with the CLI. After the cases, one item named ``run verdict`` passes exactly
+  when the run's verdict does (``"fail_on"`` and the other policy keys of ``evaluate`` may be
+  given in the file), so a regression or too many errors fail the session too.
 
 The module imports only pytest at load: the plugin is loaded in every pytest session of an
 environment where evalrunner is installed, and must cost nothing there.
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
 #: The suffix of a file collected as a suite of test items.
 SPEC_SUFFIX = ".evalrunner.json"
+#: The name of the item, after the cases, that holds the run's verdict.
+VERDICT_ITEM = "run verdict"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -103,6 +107,7 @@ class SuiteFile(pytest.File):
         self._error: str | None = None
         for case in read_suite_file(self.suite_path).cases:
             yield CaseItem.from_parent(self, name=case.case_id, case_id=case.case_id)
+        yield VerdictItem.from_parent(self, name=VERDICT_ITEM)
 
     def run(self) -> EvalRun:
         """The suite's run, made once (by the first item that asks)."""
@@ -122,6 +127,38 @@ class SuiteFile(pytest.File):
                 self._error = f"the suite run failed: {exc.message}"
                 raise CaseFailed(self._error) from None
         return self._run
+
+
+def run_failure(run: EvalRun) -> str | None:
+    """Why the run's verdict fails the ``run verdict`` item (None: it passed)."""
+    verdict = run.verdict
+    if verdict.passed:
+        return None
+    return "\n".join([verdict.headline, *verdict.reasons, *verdict.notes])
+
+
+class VerdictItem(pytest.Item):
+    """The suite's run as a whole: passes exactly when the run's verdict is a pass (the
+    verdict the CLI exits with), so a regression, too many errors or a stop fails the
+    session even when no single case shows it."""
+
+    def runtest(self) -> None:
+        assert isinstance(self.parent, SuiteFile)
+        failure = run_failure(self.parent.run())
+        if failure is not None:
+            raise CaseFailed(failure)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return f"the run's verdict: {excinfo.value}"
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, "evalrunner run verdict"
 
 
 class CaseItem(pytest.Item):
@@ -225,4 +262,4 @@ def _target(target: Any, folder: Path) -> Any:
     return function
 
 
-__all__ = ["SPEC_SUFFIX", "CaseItem", "SuiteFile"]
+__all__ = ["SPEC_SUFFIX", "VERDICT_ITEM", "CaseItem", "SuiteFile", "VerdictItem", "run_failure"]

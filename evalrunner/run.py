@@ -18,6 +18,7 @@ from pydantic import (
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.reports.verdict import VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse
@@ -41,6 +42,8 @@ class RunConfig(BaseModel):
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: str | None = None
+    #: What fails the run: Aggregate's verdict reads it (reports/verdict.py).
+    policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
     judge: dict[str, Any] | None = None
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from evalrunner.reports.model import ReportData
 from evalrunner.reports.summary import RunSummary, SummaryProblem
+from evalrunner.reports.verdict import RunVerdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,10 +51,15 @@ class EvalRun:
         return self.out_dir / self.summary.reports.html
 
     @property
+    def verdict(self) -> RunVerdict:
+        """The run's verdict (passed, failed, regressed, not measured, partial) with its
+        reasons: the one the CLI's exit code, the reports and CI files show."""
+        return self.summary.verdict
+
+    @property
     def passed(self) -> bool:
-        """True when at least one target call succeeded and every gate passed: the CLI's exit
-        code 0 (regressions decide it only with ``fail_on_regression``, as in the CLI)."""
-        return bool(self.summary.answered_runs()) and self.summary.gates_passed
+        """True when the run's verdict is a pass: the CLI's exit code 0 for the same run."""
+        return self.summary.verdict.passed
 
     @cached_property
     def report(self) -> ReportData:
@@ -121,7 +127,7 @@ class EvalRun:
 
     def __repr__(self) -> str:
         s = self.summary
-        verdict = "passed" if self.passed else "FAILED"
+        verdict = s.verdict.headline
         return (
             f"EvalRun({s.target!r} on {s.suite!r}: {s.items} runs of {s.cases} cases, "
             f"{verdict}, report={str(self.report_path)!r})"

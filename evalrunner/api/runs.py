@@ -18,6 +18,7 @@ from evalrunner.api.inputs import suite_file, target_spec
 from evalrunner.api.result import EvalRun
 from evalrunner.errors import EventError
 from evalrunner.launch import local_event, run_local
+from evalrunner.reports.verdict import FailOn
 
 if TYPE_CHECKING:
     from evalrunner.engine.local import Progress
@@ -37,6 +38,9 @@ def evaluate(
     thresholds: Mapping[str, float] | None = None,
     fail_under: Mapping[str, float] | None = None,
     baseline: str | None = None,
+    fail_on: FailOn | str | None = None,
+    fail_on_regression: bool = False,
+    max_error_share: float | None = None,
     evaluator_options: Mapping[str, Any] | None = None,
     max_concurrency: int = 10,
     max_text_chars: int | None = None,
@@ -54,7 +58,11 @@ def evaluate(
     ``judge``: the LLM judge as in ``--judge`` (``{"openai": {...}}`` / ``{"bedrock": {...}}``);
     without one, judge metrics are skipped with a reason. ``out``: the reports folder (earlier
     runs there are the baseline, as with the CLI). ``suite_name``: the file name a suite given
-    as Python rows is reported under (``<suite_name>.json``).
+    as Python rows is reported under (``<suite_name>.json``). ``fail_on``,
+    ``fail_on_regression``, ``max_error_share``: what fails the run, as ``--fail-on``,
+    ``--fail-on-regression`` and ``--max-error-share`` (default: a case below a primary
+    metric's threshold fails it; more than 10% errors make it not measured); the returned
+    run's ``verdict`` and ``passed`` say the outcome.
 
     Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
     names the row, column or field and the fix, before anything runs. ``preflight``: first
@@ -82,6 +90,9 @@ def evaluate(
             judge=_judge(judge),
             evaluator_options=dict(evaluator_options) if evaluator_options else None,
             max_text_chars=max_text_chars,
+            fail_on=_fail_on(fail_on),
+            fail_on_regression=fail_on_regression,
+            max_error_share=max_error_share,
         )
         result = run_local(
             event,
@@ -129,6 +140,16 @@ def start_aws(
         poll_seconds=poll_seconds,
     )
     return EvalRun(result)
+
+
+def _fail_on(fail_on: FailOn | str | None) -> str | None:
+    if fail_on is None:
+        return None
+    try:
+        return FailOn(fail_on).value
+    except ValueError:
+        valid = ", ".join(f.value for f in FailOn)
+        raise EventError(f"fail_on: {fail_on!r} is not one of {valid}") from None
 
 
 def _judge(judge: Mapping[str, Any] | str | None) -> Any:

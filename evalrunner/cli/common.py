@@ -16,15 +16,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError
+from evalrunner.reports.verdict import FailOn
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Regression testing for RAG and LLM agents, locally or on AWS Step Functions. "
-    "Exit codes: 0 ok; 1 a gate failed (or a regression with --fail-on-regression); 2 bad "
-    "input, nothing started; 3 the run itself failed; 4 no target call succeeded; 5 pre-flight "
-    "failed: the target or judge is unreachable, refused the key or answered in a shape that "
-    "cannot be read, nothing spent.",
+    "Exit codes: 0 passed; 1 failed (a gate, a case below a primary metric's threshold, or a "
+    "regression, as --fail-on says); 2 bad input, nothing started; 3 the run failed or was "
+    "stopped (partial), or its reports could not be written; 4 not measured (no target call "
+    "succeeded, or too many errors: --max-error-share); 5 pre-flight failed: the target or "
+    "judge is unreachable, refused the key or answered in a shape that cannot be read, nothing "
+    "spent.",
 )
 out = Console()
 err = Console(stderr=True)
@@ -126,11 +129,34 @@ NoPreflight = Annotated[
     ),
 ]
 
+FailOnOption = Annotated[
+    FailOn | None,
+    typer.Option(
+        "--fail-on",
+        case_sensitive=False,
+        help="What fails the run (exit 1): failures (the default: a case below a primary "
+        "metric's threshold, a failed target call, or a --fail-under gate), regressions (a "
+        "regression against the baseline, or a gate), errors (only gates), never. Too many "
+        "errors make a run not measured (exit 4) under all but never.",
+    ),
+]
+
+MaxErrorShare = Annotated[
+    float | None,
+    typer.Option(
+        "--max-error-share",
+        min=0.0,
+        max=1.0,
+        help="Share of the target calls, or of a metric's cases, that may error before the "
+        "run is not measured (exit 4) rather than passed; default 0.1.",
+    ),
+]
+
 FailOnRegression = Annotated[
     bool,
     typer.Option(
         "--fail-on-regression",
         help="Exit 1 when the run is a regression against its baseline (the previous run of "
-        "the same target and suite, or --baseline).",
+        "the same target and suite, or --baseline), whatever --fail-on says.",
     ),
 ]

@@ -26,13 +26,13 @@ from evalrunner.cli.ci_reports import (
 )
 from evalrunner.cli.common import (
     DEFAULT_OUT,
-    EXIT_GATE,
     EXIT_INPUT,
-    EXIT_NO_ANSWER,
     EXIT_PREFLIGHT,
     EXIT_RUN,
+    FailOnOption,
     FailOnRegression,
     JudgeOption,
+    MaxErrorShare,
     NoPreflight,
     _fail,
     _json_arg,
@@ -126,11 +126,12 @@ def _execute_local(
         )
 
 
-def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = False) -> int:
+def _report(result: RunResult, *, as_json: bool) -> int:
+    """Print a finished run; its exit code is its verdict's (reports/verdict.py)."""
     summary = result.summary
     if as_json:  # the execution's output, as the state machine returned it
         out.print_json(dump_json(result.output))
-        return _exit_code(summary, fail_on_regression)
+        return summary.verdict.exit_code
     out.print(metrics_view(summary, out.width))
     if summary.items and not summary.answered_runs():
         out.print(
@@ -154,7 +155,22 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
     for path in result.files:
         out.print(f"  {path}", markup=False, highlight=False)
     out.print(f"finished in {result.seconds:.1f} s")
-    return _exit_code(summary, fail_on_regression)
+    _print_verdict(summary)
+    return summary.verdict.exit_code
+
+
+def _print_verdict(summary: RunSummary) -> None:
+    """The run's verdict, last (what CI logs end on): headline, exit code, reasons, notes."""
+    verdict = summary.verdict
+    colour = {"passed": "green", "partial": "yellow"}.get(verdict.outcome, "red")
+    out.print(
+        f"[bold {colour}]verdict: {verdict.headline}[/] (exit code {verdict.exit_code}, "
+        f"--fail-on {verdict.policy.fail_on})"
+    )
+    for reason in verdict.reasons:
+        out.print(f"  - {reason}", highlight=False, markup=False)
+    for note in verdict.notes:
+        out.print(f"  - note: {note}", highlight=False, markup=False)
 
 
 #: The metric table's columns; at widths where they do not fit unbroken, each metric is two
@@ -250,15 +266,6 @@ def _print_findings(summary: RunSummary) -> None:
                 out.print(f"    {problem.suggested_action}", highlight=False, markup=False)
 
 
-def _exit_code(summary: RunSummary, fail_on_regression: bool) -> int:
-    """4 before 1: a run that measured nothing has no gate verdict worth reading."""
-    if summary.items and not summary.answered_runs():
-        return EXIT_NO_ANSWER
-    if not summary.gates_passed or (fail_on_regression and summary.regressed):
-        return EXIT_GATE
-    return 0
-
-
 def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
     """The runs of ``evalrunner run`` without ``--target``: the suite's logged answers, the
     reports named after the suite (Prepare refuses it, naming the rows, if a case has no
@@ -307,7 +314,9 @@ def run(
     baseline: Annotated[
         str | None, typer.Option(help="Run id to compare with (default: the previous run).")
     ] = None,
+    fail_on: FailOnOption = None,
     fail_on_regression: FailOnRegression = False,
+    max_error_share: MaxErrorShare = None,
     judge: JudgeOption = None,
     evaluator_options: Annotated[
         str | None,
@@ -378,6 +387,9 @@ def run(
                 ),
                 max_text_chars=max_text_chars,
                 perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+                fail_on=fail_on.value if fail_on else None,
+                fail_on_regression=fail_on_regression,
+                max_error_share=max_error_share,
             )
             check_suite(suite_path, event)  # every event, before the first run starts
             if not quiet:
@@ -409,7 +421,7 @@ def run(
         raise _fail(exc, EXIT_INPUT) from None
     finally:
         stack.close()
-    codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
+    codes = [_report(r, as_json=as_json) for r in results]
     _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:
         _leaderboard_from_runs(
@@ -428,6 +440,7 @@ def demo(
             "regression against the previous demo run."
         ),
     ] = False,
+    fail_on: FailOnOption = None,
     fail_on_regression: FailOnRegression = False,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
@@ -453,7 +466,9 @@ def demo(
             fail_under=None,
             threshold=None,
             baseline=None,
+            fail_on=fail_on,
             fail_on_regression=fail_on_regression,
+            max_error_share=None,
             judge=judge,
             max_concurrency=10,
             as_json=as_json,
@@ -489,7 +504,9 @@ def start(
             envvar="EVALRUNNER_STATE_MACHINE_ARN", help="Deployed state machine (with --aws)."
         ),
     ] = None,
+    fail_on: FailOnOption = None,
     fail_on_regression: FailOnRegression = False,
+    max_error_share: MaxErrorShare = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
@@ -502,6 +519,13 @@ def start(
         if not event_file.is_file():
             raise EventError(f"--event: {event_file} does not exist")
         event = _json_arg(str(event_file), "--event")
+        if isinstance(event, dict):  # the options, when given, say what fails the run
+            if fail_on is not None:
+                event["fail_on"] = fail_on.value
+            if fail_on_regression:
+                event["fail_on_regression"] = True
+            if max_error_share is not None:
+                event["max_error_share"] = max_error_share
         parse_event(event)
         check_out_dir(out_dir)
         check_ci_paths(junit_xml, markdown)
@@ -538,7 +562,7 @@ def start(
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
-    code = _report(result, as_json=as_json, fail_on_regression=fail_on_regression)
+    code = _report(result, as_json=as_json)
     _ci_reports([result], junit_xml, markdown, quiet=as_json)
     raise typer.Exit(code)
 

@@ -52,6 +52,7 @@ from evalrunner.reports.summary import (
     RunSummary,
     SummaryProblem,
 )
+from evalrunner.reports.verdict import decide
 from evalrunner.reports.weakness import (
     find_weak_spots,
     question_embedder,
@@ -67,6 +68,19 @@ NO_RECORD = (
     "no result was recorded: the case task failed before writing one "
     "(see the execution's history for the Lambda error)"
 )
+
+
+#: The Map failures with which an engine hands a stopped run to Aggregate: a stall, or a stop
+#: asked for (SIGTERM, Ctrl-C). The reports of such a run are partial (summary ``partial``).
+STOPPED_ERRORS = ("Engine.Stalled", "Engine.Stopped")
+
+
+def stopped_reason(map_failure: Any) -> str | None:
+    """Why the run was stopped part-way, or None when it was not (a Map failure of any
+    other kind is a step failure of a run that went to its end)."""
+    if isinstance(map_failure, dict) and map_failure.get("Error") in STOPPED_ERRORS:
+        return str(map_failure.get("Cause") or map_failure["Error"])
+    return None
 
 
 def _failure_text(failure: Any) -> str | None:
@@ -337,6 +351,8 @@ def _aggregate(
             config.max_text_chars,
         ),
         categories=category_stats(rows, infos),
+        partial=stopped_reason(map_failure) is not None,
+        stopped_reason=stopped_reason(map_failure),
     )
     data.robustness = analyse_robustness(data)
     baseline_problem = None
@@ -369,6 +385,19 @@ def _aggregate(
     problems[lead:lead] = model_problems(scored.notices) + score_step_problems(score_failure)
     data.problems = problems + ([baseline_problem] if baseline_problem else [])
     data.insights = find_insights(data)
+    # the run's one verdict: report.html, summary.json and every later reader take this one
+    data.verdict = decide(
+        items=item_count,
+        answered=folded.answered,
+        stats=data.run_stats(),
+        gates=data.gates,
+        regressed=data.regression is not None and data.regression.verdict == "regression",
+        regression_reasons=data.regression.reasons if data.regression else (),
+        baseline_run_id=data.regression.baseline_run_id if data.regression else None,
+        partial=data.partial,
+        stopped_reason=data.stopped_reason,
+        policy=config.policy,
+    )
 
     prefix = config.report_prefix
     keys = {
@@ -429,6 +458,8 @@ def _aggregate(
         target_errors=folded.target_errors,
         task_failures=folded.task_failures,
         step_failures=failures,
+        partial=data.partial,
+        stopped_reason=data.stopped_reason,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
         categories=data.categories,
@@ -443,6 +474,7 @@ def _aggregate(
         actual=actual_figures(config, item_count, judge_totals),
         bucket=store.bucket,
         reports=reports,
+        verdict=data.verdict,
     )
     writer.put_json(keys["summary_json"], summary.model_dump(mode="json"))
     writer.publish()

@@ -259,6 +259,7 @@ def prepare_run(
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,
         baseline=event.baseline,
+        policy=event.policy,
         judge=event.judge,
         started_at=now.isoformat(timespec="seconds"),
         # claimed atomically: two runs of one target in one second get two prefixes

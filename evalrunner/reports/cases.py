@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.reports.charts import Key, key
-from evalrunner.reports.formatting import plural, score
+from evalrunner.reports.formatting import plural
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats, ReportData
+from evalrunner.reports.verdict import Outcome
 
 
 @dataclass
@@ -156,42 +157,39 @@ class Verdict:
     reasons: list[str]
 
 
+#: The banner's tone for each outcome of the run's verdict.
+TONES = {
+    Outcome.PASSED: "good",
+    Outcome.FAILED: "bad",
+    Outcome.REGRESSED: "bad",
+    Outcome.NOT_MEASURED: "bad",
+    Outcome.PARTIAL: "warn",
+}
+
+
 def verdict(data: ReportData) -> Verdict:
-    """Regression first, then failed gates, then high-severity problems, then no scores."""
-    reasons: list[str] = []
-    regression = data.regression
-    failed_gates = [g for g in data.gates if not g.passed]
-    high = [p for p in data.problems if p.severity == "high"]
-    scored = any(r.status == "scored" for row in data.rows for r in row.results)
-    if regression is not None and regression.verdict == "regression":
-        worse = [d.metric for d in regression.deltas if d.worse]
-        reasons += list(regression.reasons) or [
-            f"worse than baseline {regression.baseline_run_id} on {', '.join(worse) or '—'}"
-        ]
-    for gate in failed_gates:
-        average = gate.average
-        reasons.append(
-            f"gate {gate.gate}: average {score(average)} against fail_under {score(gate.threshold)}"
-            if average is not None
-            else f"gate {gate.gate}: no score (fail_under {score(gate.threshold)})"
-        )
-    regressed = regression is not None and regression.verdict == "regression"
-    # the regression problem repeats the regression's reasons: listed once
-    reasons += [p.description for p in high if not (regressed and p.type == "regression")]
-    if regressed:
-        return Verdict("bad", "REGRESSION", reasons)
-    if failed_gates:
-        return Verdict("bad", "GATES FAILED", reasons)
-    if high:
-        return Verdict("warn", "NEEDS ATTENTION", reasons)
-    if not scored:
-        return Verdict("neutral", "NO SCORES", ["no case was scored: see the problems below"])
-    good = []
-    if data.gates:
-        good.append(f"all {plural(len(data.gates), 'gate')} passed")
-    if regression is not None:
-        good.append(f"{regression.verdict} against baseline {regression.baseline_run_id}")
-    others = [p for p in data.problems if p.severity != "high"]
-    if others:
-        good.append(f"{plural(len(others), 'problem')} of medium or low severity")
-    return Verdict("good", "PASSED", good or ["no gate failed, no high-severity problem"])
+    """The banner: the run's verdict (``data.verdict``, made once by Aggregate) with its
+    reasons, then what it noted but does not fail on, then high-severity problems not said
+    yet. A pass with notes or high problems is drawn in the warning tone."""
+    run = data.verdict
+    high = [
+        p.description
+        for p in data.problems
+        if p.severity == "high" and not (run.regressed and p.type == "regression")
+    ]
+    reasons = [*run.reasons, *run.notes, *(h for h in high if h not in run.reasons)]
+    tone = TONES[run.outcome]
+    if run.passed:
+        if reasons:
+            return Verdict("warn", run.headline, reasons)
+        good = []
+        if data.gates:
+            good.append(f"all {plural(len(data.gates), 'gate')} passed")
+        if data.regression is not None:
+            regression = data.regression
+            good.append(f"{regression.verdict} against baseline {regression.baseline_run_id}")
+        others = [p for p in data.problems if p.severity != "high"]
+        if others:
+            good.append(f"{plural(len(others), 'problem')} of medium or low severity")
+        return Verdict(tone, run.headline, good or ["every scored case met its thresholds"])
+    return Verdict(tone, run.headline, reasons)

@@ -29,6 +29,7 @@ from evalrunner.reports.publish import (
     run_order,
 )
 from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.verdict import Outcome
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 
 HISTORY_JSON = "history.json"
@@ -55,7 +56,11 @@ class HistoryRun(BaseModel):
     items: int
     answered: int
     gates_passed: bool
-    #: the run's verdict against its baseline (None: nothing to compare with)
+    #: the run's own verdict (:mod:`evalrunner.reports.verdict`) and its headline, as the
+    #: run's summary says (None: a history written before verdicts existed)
+    outcome: Outcome | None = None
+    headline: str | None = None
+    #: the run's comparison with its baseline (None: nothing to compare with)
     verdict: Verdict | None = None
     #: metrics significantly worse than in the run's baseline (primary ones are marked)
     worse_metrics: list[str] = Field(default_factory=list)
@@ -109,6 +114,8 @@ def build_history(
                 items=s.items,
                 answered=s.answered_runs(),
                 gates_passed=s.gates_passed,
+                outcome=s.verdict.outcome,
+                headline=s.verdict.headline,
                 verdict=s.regression.verdict if s.regression else None,
                 worse_metrics=s.regression.worse_metrics if s.regression else [],
                 pass_rate=sum(rates) / len(rates) if rates else None,

@@ -1,5 +1,6 @@
 """JUnit XML for CI (``--junit-xml FILE``): one ``<testsuite>`` per run, one ``<testcase>`` per
-case × iteration × gated metric, and one per ``fail_under`` gate.
+case × iteration × gated metric, one per ``fail_under`` gate, and one for the run's verdict
+(:mod:`evalrunner.reports.verdict`), failed unless the run passed.
 
 Gated metrics are each run's primary metrics (those that decide problems and regressions)
 plus any metric a ``fail_under`` gate names; secondary metrics stay in details.csv, so a CI
@@ -74,6 +75,17 @@ def run_suite(data: ReportData, summary: RunSummary) -> ET.Element:
                 case, "failure", message=_xml_text(message), type="gate"
             ).text = _xml_text(message)
             counts["failures"] += 1
+    # the run's verdict as a testcase of its own: a run that fails for a reason no case
+    # shows (a regression, too many errors, a stop) is red in CI's test view as well
+    verdict = summary.verdict
+    case = ET.SubElement(suite, "testcase", name="run verdict", classname=classname)
+    counts["tests"] += 1
+    if not verdict.passed:
+        message = verdict.line()
+        ET.SubElement(
+            case, "failure", message=_xml_text(message[:_MESSAGE_CHARS]), type=verdict.outcome
+        ).text = _xml_text("\n".join([verdict.headline, *verdict.reasons, *verdict.notes]))
+        counts["failures"] += 1
     suite.attrib.update(
         name=_xml_text(f"{data.target} — {data.suite}"),
         tests=str(counts["tests"]),
@@ -90,6 +102,8 @@ def run_suite(data: ReportData, summary: RunSummary) -> ET.Element:
         ("target", data.target),
         ("suite", data.suite),
         ("report", summary.reports.html),
+        ("verdict", summary.verdict.outcome),
+        ("exit_code", str(summary.verdict.exit_code)),
         ("gates_passed", str(summary.gates_passed).lower()),
         ("regression", summary.regression.verdict if summary.regression else "none"),
     ):

@@ -63,7 +63,7 @@ def markdown_summary(summaries: Sequence[RunSummary]) -> str:
     return "\n".join(
         template.render(
             summary=s,
-            passed=bool(s.answered_runs()) and s.gates_passed,
+            verdict=s.verdict,
             answered=s.answered_runs(),
             primary=[m for m in s.metrics if m.primary],
             problems=s.problems[:MARKDOWN_PROBLEMS],

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.reports.verdict import RunVerdict, decide
 from evalrunner.suite.model import Perturbation
 from evalrunner.targets.steps import AgentStep, ExpectedStep
 
@@ -307,9 +308,31 @@ class ReportData(BaseModel):
     weak_spots_method: str | None = None
     #: Every metric × every category the suite uses (evalrunner.reports.categories).
     categories: list[CategoryStats] = Field(default_factory=list)
+    #: The run was stopped part-way: only the cases that finished are scored here.
+    partial: bool = False
+    stopped_reason: str | None = None
+    #: The run's verdict, made by Aggregate (:func:`evalrunner.reports.verdict.decide`);
+    #: report data written before it existed gets it from its own figures, by default policy.
+    verdict: RunVerdict = Field(default_factory=lambda data: _verdict_of_report(data))
 
     def run_stats(self) -> list[MetricStats]:
         return [s for s in self.stats if s.iteration is None]
+
+
+def _verdict_of_report(data: dict[str, Any]) -> RunVerdict:
+    rows: list[CaseRow] = data["rows"]
+    regression: Regression | None = data.get("regression")
+    return decide(
+        items=len(rows),
+        answered=sum(1 for r in rows if r.status == "ok"),
+        stats=data["stats"],
+        gates=data.get("gates", []),
+        regressed=regression is not None and regression.verdict == "regression",
+        regression_reasons=regression.reasons if regression else (),
+        baseline_run_id=regression.baseline_run_id if regression else None,
+        partial=data.get("partial", False),
+        stopped_reason=data.get("stopped_reason"),
+    )
 
 
 class LeaderboardEntry(BaseModel):

@@ -18,13 +18,12 @@ def render_notebook(summary: RunSummary, report_path: Path) -> str:
     """HTML for a notebook cell: verdict, per-metric averages and pass rates, gates, the
     regression verdict, the top problems, and the report's path."""
     answered = summary.answered_runs()
-    passed = bool(answered) and summary.gates_passed
     return (
         _environment()
         .get_template("notebook.html.j2")
         .render(
             summary=summary,
-            passed=passed,
+            verdict=summary.verdict,
             answered=answered,
             problems=summary.problems[:NOTEBOOK_PROBLEMS],
             report_path=str(report_path),

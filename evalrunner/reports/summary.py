@@ -29,6 +29,7 @@ from evalrunner.reports.model import (
     Regression,
     Verdict,
 )
+from evalrunner.reports.verdict import RunVerdict, decide
 from evalrunner.run import ModelsUsed
 
 #: How many affected cases a problem carries in the summary (problems.json has them all).
@@ -161,6 +162,11 @@ class RunSummary(BaseModel):
     task_failures: int
     #: the Map or Score step's failure, when Aggregate ran after one
     step_failures: list[str] = Field(default_factory=list)
+    #: the run was stopped part-way (a signal, a stall): these reports cover only the cases
+    #: that finished; ``--resume <run_id>`` runs the rest. Never taken as a baseline.
+    partial: bool = False
+    #: why it stopped (``SIGTERM``, ``interrupted (Ctrl-C)``, the stall's reason)
+    stopped_reason: str | None = None
     metrics: list[MetricSummary]
     #: evaluator -> its run-level figures (free-form: each evaluator defines its own)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
@@ -179,6 +185,10 @@ class RunSummary(BaseModel):
     actual: ActualFigures | None = None
     bucket: str
     reports: RunReports
+    #: The run's one verdict (passed, failed, regressed, not measured, partial) and its
+    #: reasons, made by Aggregate; every reader of the run reads this. A summary written
+    #: before it existed gets it from its own figures, by the default policy.
+    verdict: RunVerdict = Field(default_factory=lambda data: _verdict_of_summary(data))
 
     def answered_runs(self) -> int:
         """How many case × iteration runs got an answer (summaries written before
@@ -190,6 +200,27 @@ class RunSummary(BaseModel):
     @property
     def regressed(self) -> bool:
         return self.regression is not None and self.regression.verdict == "regression"
+
+
+def _verdict_of_summary(data: dict[str, Any]) -> RunVerdict:
+    regression: RegressionVerdict | None = data.get("regression")
+    items: int = data["items"]
+    answered = data.get("answered")
+    return decide(
+        items=items,
+        answered=(
+            answered
+            if answered is not None
+            else items - data["target_errors"] - data["task_failures"]
+        ),
+        stats=data["metrics"],
+        gates=data.get("gates", []),
+        regressed=regression is not None and regression.verdict == "regression",
+        regression_reasons=regression.reasons if regression else (),
+        baseline_run_id=regression.baseline_run_id if regression else None,
+        partial=data.get("partial", False),
+        stopped_reason=data.get("stopped_reason"),
+    )
 
 
 def fit_output(summary: RunSummary, limit: int = MAX_OUTPUT_BYTES) -> dict[str, Any]:

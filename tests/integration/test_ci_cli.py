@@ -36,20 +36,26 @@ def test_demo_writes_junit_markdown_and_the_step_summary(tmp_path, monkeypatch):
             str(markdown),
         ],
     )
-    assert result.exit_code == 0, result.output
+    # cases fail ROUGE-L's threshold: the default policy fails the run, and every CI file
+    # says so (before, JUnit listed the failures while the Markdown said PASSED, exit 0)
+    assert result.exit_code == 1, result.output
     assert f"CI report: {junit}" in result.output.replace("\n", "")
 
     xmlschema.XMLSchema(XSD).validate(str(junit))
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     names = [c.get("name") for c in suite.iter("testcase")]
-    assert len(names) == 27 and all(n.endswith(" · ROUGE-L") for n in names)
+    assert len(names) == 28 and all(n.endswith(" · ROUGE-L") for n in names[:-1])
+    assert names[-1] == "run verdict"
     failures = [c for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failures and suite.get("failures") == str(len(failures))
-    assert all("needs >= 0.75" in f.find("failure").get("message") for f in failures)
+    *case_failures, verdict = failures
+    assert all("needs >= 0.75" in f.find("failure").get("message") for f in case_failures)
+    assert verdict.get("name") == "run verdict"
+    assert verdict.find("failure").get("message").startswith("FAILED: ROUGE-L: ")
 
     text = markdown.read_text(encoding="utf-8")
-    assert text.startswith("## evalrunner: ✅ PASSED: evalrunner-demo-hr on test-suites/demo-hr")
+    assert text.startswith("## evalrunner: ❌ FAILED: evalrunner-demo-hr on test-suites/demo-hr")
     assert "| ROUGE-L |" in text
     assert step_summary.read_text(encoding="utf-8") == "earlier step\n" + text + "\n"
 

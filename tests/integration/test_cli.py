@@ -144,13 +144,17 @@ def test_gate_decides_exit_code(tmp_path):
         "How many days of annual leave do full-time employees get per year?,"
         "Full-time employees receive 25 days of paid annual leave per calendar year.\n",
     )
-    passing, out = run_cli(tmp_path, suite, "--fail-under", "ROUGE-L=0.1", "--iterations", "2")
+    # --fail-on errors: only gates (and too many errors) fail the run, whatever its cases
+    passing, out = run_cli(
+        tmp_path, suite, "--fail-under", "ROUGE-L=0.1", "--iterations", "2", "--fail-on", "errors"
+    )
     assert passing.exit_code == 0, passing.output
     details = next(out.rglob("*details.csv"))
     assert len(read_csv(details)) == 2
-    failing, _ = run_cli(tmp_path, suite, "--fail-under", "Exact match=1")
+    failing, _ = run_cli(tmp_path, suite, "--fail-under", "Exact match=1", "--fail-on", "errors")
     assert failing.exit_code == 1
     assert "FAIL" in failing.stdout
+    assert "verdict: FAILED" in failing.stdout and "gate Exact match" in failing.stdout
 
 
 def test_start_runs_an_event_locally(tmp_path):
@@ -161,8 +165,8 @@ def test_start_runs_an_event_locally(tmp_path):
         json.dumps({"key": "test-suites/hr.csv", "iterations": 1, "target": json.loads(DEMO)}),
     )
     result = invoke("start", "--event", str(ev), "--out", str(tmp_path / "out"), "--json")
-    assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
+    assert result.exit_code == summary["verdict"]["exit_code"], result.output
     assert summary["suite"] == "test-suites/hr.csv" and summary["items"] == 1
     assert (tmp_path / "out" / summary["reports"]["details"]).is_file()
     assert suite.is_file()
@@ -200,10 +204,13 @@ def test_start_aws_uploads_starts_follows_and_downloads(tmp_path):
             str(suite),
             "--out",
             str(tmp_path / "out"),
+            "--fail-on",
+            "errors",  # carried in the event to the deployed run's verdict
         )
         uploaded = boto3.client("s3").get_object(Bucket=BUCKET, Key="test-suites/hr.csv")
         assert uploaded["Body"].read() == suite.read_bytes()
     assert result.exit_code == 0, result.output
+    assert "verdict: PASSED (exit code 0, --fail-on errors)" in result.stdout
     assert list((tmp_path / "out").rglob("*-result.csv"))
 
 
@@ -217,12 +224,17 @@ def test_malformed_condition_exits_2_naming_row_and_position(tmp_path):
 
 def test_degraded_demo_is_a_regression_and_fails_with_the_flag(tmp_path):
     out = tmp_path / "out"
-    first = invoke("demo", "--out", str(out), "--json")
+    # --fail-on errors: the demo's failing cases do not fail these runs; regressions decide
+    first = invoke("demo", "--out", str(out), "--json", "--fail-on", "errors")
     assert first.exit_code == 0, first.output
     assert json.loads(first.stdout)["regression"] is None  # nothing to compare with yet
-    second = invoke("demo", "--out", str(out), "--degraded", "--fail-on-regression", "--json")
+    second = invoke(
+        "demo", "--out", str(out), "--degraded", "--fail-on-regression", "--json",
+        "--fail-on", "errors",
+    )  # fmt: skip
     assert second.exit_code == 1, second.output
     summary = json.loads(second.stdout)
+    assert summary["verdict"]["outcome"] == "regressed"
     regression = summary["regression"]
     assert regression["verdict"] == "regression"
     assert regression["baseline_run_id"] == json.loads(first.stdout)["run_id"]
@@ -233,9 +245,13 @@ def test_degraded_demo_is_a_regression_and_fails_with_the_flag(tmp_path):
     # the regression section comes before the rest of the report
     assert html.index("ROUGE-L fell by") < html.index("Pass rate")
     # without the flag the same regression is reported but does not fail the command
-    third = invoke("demo", "--out", str(out), "--json")
+    third = invoke("demo", "--out", str(out), "--json", "--fail-on", "errors")
     assert third.exit_code == 0
     assert json.loads(third.stdout)["regression"]["verdict"] in ("improvement", "regression")
+    # and by default the demo's failing cases fail it, as in DeepEval or promptfoo
+    fourth = invoke("demo", "--out", str(out), "--json")
+    assert fourth.exit_code == 1
+    assert json.loads(fourth.stdout)["verdict"]["outcome"] == "failed"
 
 
 def test_several_targets_make_a_leaderboard(tmp_path):
@@ -261,6 +277,8 @@ def test_several_targets_make_a_leaderboard(tmp_path):
         "--quiet",
         "--metric",
         "Rouge Metric",
+        "--fail-on",
+        "errors",
     )
     assert result.exit_code == 0, result.output
     (board_json,) = (out / "test-reports" / "_leaderboard").glob("*-leaderboard.json")

@@ -82,11 +82,20 @@ def test_no_answer_wins_over_a_failed_gate(tmp_path):
     assert summary["answered"] == 0 and summary["target_errors"] == 2
 
 
-def test_a_run_with_answers_still_exits_0(tmp_path):
+def test_a_run_with_answers_exits_by_its_verdict(tmp_path):
+    # "And sick?" gets "25 days": one case below Token F1's threshold fails the run by
+    # default (exit 1, not 4: it was measured); --fail-on regressions lets it pass
     with answering_server() as server:
         result = run(tmp_path, {"url": f"{server.url}/ask"}, tmp_path / "o")
-    assert result.exit_code == 0, result.output
-    assert len(server.requests) == 1 + 2  # the pre-flight probe, then the two cases
+        assert result.exit_code == 1, result.output
+        assert "verdict: FAILED" in result.stdout
+        assert "Token F1: 1 of 2 scored cases below the threshold" in result.stdout
+        tolerant = run(
+            tmp_path, {"url": f"{server.url}/ask"}, tmp_path / "o2", "--fail-on", "regressions"
+        )
+        assert tolerant.exit_code == 0, tolerant.output
+        assert "verdict: PASSED" in tolerant.stdout
+    assert len(server.requests) == 2 * (1 + 2)  # each run: the pre-flight probe, two cases
 
 
 @pytest.mark.parametrize("inside", [False, True])

@@ -40,8 +40,8 @@ def stub_judge(stub: Any, tmp_path: Path) -> dict[str, Any]:
 
 
 def faithfulness(result: Any) -> dict[str, Any]:
-    assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
+    assert result.exit_code == summary["verdict"]["exit_code"], result.output
     (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
     return {**faith, "summary": summary}
 
@@ -76,6 +76,8 @@ def test_no_judge_anywhere_warns_at_validate_and_is_a_problem(tmp_path: Path) ->
     assert "warning" in checked.stderr and "Faithfulness" in checked.stderr
     faith = faithfulness(start(tmp_path))
     assert faith["skipped"] == 2 and faith["count"] == 0
+    # nothing was scored: the run is not measured (exit 4), never a pass
+    assert faith["summary"]["verdict"]["outcome"] == "not_measured"
     (problem,) = [p for p in faith["summary"]["problems"] if p["type"] == "judge_not_configured"]
     assert problem["severity"] == "high" and "Faithfulness" in problem["description"]
 

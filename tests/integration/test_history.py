@@ -19,8 +19,9 @@ def demo(out, *extra):
     result = runner.invoke(
         app, ["demo", "--out", str(out), "--metric", "Rouge Metric", "--json", *extra]
     )
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    summary = json.loads(result.output)
+    assert result.exit_code == summary["verdict"]["exit_code"], result.output
+    return summary
 
 
 def test_three_runs_one_degraded_show_the_drop_and_the_regression(tmp_path, monkeypatch):
@@ -41,6 +42,9 @@ def test_three_runs_one_degraded_show_the_drop_and_the_regression(tmp_path, monk
     rouge = [r["averages"]["ROUGE-L"] for r in runs]
     assert rouge[1] < rouge[0] - 0.05 and rouge[2] > rouge[1]  # the drop, and the recovery
     assert [r["verdict"] for r in runs] == [None, "regression", "improvement"]
+    # each run's own verdict, as its summary has it (the demo fails some cases: failed)
+    assert [r["outcome"] for r in runs] == [s["verdict"]["outcome"] for s in (first, second, third)]
+    assert [r["headline"] for r in runs] == ["FAILED"] * 3
     assert "ROUGE-L" in runs[1]["worse_metrics"] and not runs[2]["worse_metrics"]
     assert runs[1]["pass_rate"] < runs[0]["pass_rate"]
     for run, summary in zip(runs, (first, second, third), strict=True):
@@ -52,6 +56,8 @@ def test_three_runs_one_degraded_show_the_drop_and_the_regression(tmp_path, monk
     assert [r.find("a").text for r in rows] == [third["run_id"], second["run_id"], first["run_id"]]
     assert [r.get("class") for r in rows] == [None, ["regression"], None]
     assert "▼ regression" in rows[1].select_one("td.verdict").text
+    # the run's own verdict heads the cell, as its report's banner and exit code say it
+    assert [r.select_one("td.verdict strong").text for r in rows] == ["FAILED"] * 3
     assert rows[1].select_one("td.worse").text.endswith("▼")
     chart = page.select_one("svg.trend")
     dots = chart.select("a")

@@ -137,7 +137,12 @@ def test_a_hostile_suite_and_target_lose_nothing_and_break_no_output(tmp_path: P
             ],
             catch_exceptions=False,
         )
-    assert result.exit_code == 0, result.output
+    # an evaluator errored on more than 10% of the hostile answers it judged: not measured,
+    # never a pass
+    verdict = json.loads(result.stdout)["verdict"]
+    assert result.exit_code == verdict["exit_code"] == 4, result.output
+    assert verdict["outcome"] == "not_measured"
+    assert all("(max_error_share)" in r for r in verdict["reasons"]), verdict["reasons"]
     assert any(served.hung_up)  # the trickle was cut off, not waited out
 
     # Every case has exactly one row, and each record has every column.

@@ -48,7 +48,7 @@ def test_every_column_is_mapped_and_na_is_not_given(tmp_path: Path) -> None:
 def test_the_sheet_scores_with_no_target(tmp_path: Path) -> None:
     sheet = write_hr_sheet(tmp_path / "hr-eval.xlsx")
     out = tmp_path / "out"
-    result = run("run", "--suite", str(sheet), "--out", str(out), "--json")
+    result = run("run", "--suite", str(sheet), "--out", str(out), "--json", "--fail-on", "errors")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["target"] == "hr-eval" and summary["target_kind"] == "logged"

@@ -89,8 +89,10 @@ def test_faithfulness_with_an_openai_compatible_judge(tmp_path, judge_stub):
 
 def test_without_a_judge_the_metric_is_skipped_with_a_reason(tmp_path):
     result = run(tmp_path)
-    assert result.exit_code == 0, result.output
+    # the only metric was not scored: not measured (exit 4), not a pass
+    assert result.exit_code == 4, result.output
     summary = json.loads(result.stdout)
+    assert summary["verdict"]["reasons"] == ["no metric scored any case: see the problems for why"]
     (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
     assert faith["skipped"] == 2 and faith["count"] == 0 and faith["average"] is None
     details = next((tmp_path / "out").rglob("*-details.csv")).read_text("utf-8-sig")
@@ -100,8 +102,10 @@ def test_without_a_judge_the_metric_is_skipped_with_a_reason(tmp_path):
 def test_a_garbage_judge_gives_parse_failures_not_a_crash(tmp_path, judge_stub):
     judge_stub.responder = lambda messages, request: "I refuse to answer in JSON, sorry!"
     result = run(tmp_path, "--judge", judge_arg(judge_stub, tmp_path))
-    assert result.exit_code == 0, result.output
+    # every judged case errored: the run is not measured (exit 4), never a pass
+    assert result.exit_code == 4, result.output
     summary = json.loads(result.stdout)
+    assert summary["verdict"]["too_many_errors"][0]["metric"] == "Faithfulness"
     (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
     assert faith["errored"] == 2 and faith["average"] is None  # never NaN, never a silent 0
     assert summary["judge"]["parse_failures"] == 2

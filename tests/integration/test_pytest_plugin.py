@@ -83,7 +83,7 @@ def test_a_six_case_suite_is_six_test_items(pytester, tmp_path):
         pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "hr.evalrunner.json"
     )
 
-    result.assert_outcomes(passed=3, failed=3)
+    result.assert_outcomes(passed=3, failed=4)
     result.stdout.fnmatch_lines(
         [
             "*hr.evalrunner.json::leave PASSED*",
@@ -92,7 +92,12 @@ def test_a_six_case_suite_is_six_test_items(pytester, tmp_path):
             "*hr.evalrunner.json::wrong FAILED*",
             "*hr.evalrunner.json::broken FAILED*",
             "*hr.evalrunner.json::unexpected FAILED*",
+            "*hr.evalrunner.json::run verdict FAILED*",
         ]
+    )
+    # the run's verdict, as the CLI would exit with it: one failed call in six is too many
+    result.stdout.fnmatch_lines(
+        ["*the run's verdict: NOT MEASURED*", "*1 of 6 (17%) target calls failed*"]
     )
     # a case nothing could measure fails with why, it is not skipped
     result.stdout.fnmatch_lines(
@@ -110,12 +115,32 @@ def test_a_six_case_suite_is_six_test_items(pytester, tmp_path):
     assert json.loads(reports[0].read_text("utf-8"))["cases"] == 6
 
 
+def test_the_run_verdict_item_follows_the_specs_policy(pytester, tmp_path):
+    """``fail_on`` in the suite file reaches the run's verdict: with "never" and the
+    error share raised, the failing cases still fail, and the run verdict passes."""
+    pytester.makefile(".csv", hr=SUITE)
+    pytester.makepyfile(hr_bot_plugin_test=BOT)
+    spec = {
+        "suite": "hr.csv",
+        "target": "hr_bot_plugin_test:answer",
+        "metrics": ["Rouge Metric"],
+        "thresholds": {"ROUGE-L": 0.6},
+        "fail_on": "never",
+    }
+    (pytester.path / "hr.evalrunner.json").write_text(json.dumps(spec), encoding="utf-8")
+    result = run_pytest(
+        pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "hr.evalrunner.json"
+    )
+    result.assert_outcomes(passed=4, failed=3)
+    result.stdout.fnmatch_lines(["*hr.evalrunner.json::run verdict PASSED*"])
+
+
 def test_a_bad_suite_target_fails_every_item_with_the_message(pytester, tmp_path):
     pytester.makefile(".csv", hr=SUITE)
     spec = {"suite": "hr.csv", "target": {"url": "ftp://nowhere"}, "metrics": ["Rouge Metric"]}
     (pytester.path / "hr.evalrunner.json").write_text(json.dumps(spec), encoding="utf-8")
     result = run_pytest(pytester, "--evalrunner-out", str(tmp_path / "out"))
-    result.assert_outcomes(failed=6)
+    result.assert_outcomes(failed=7)  # the six cases and the run's verdict
     result.stdout.fnmatch_lines(
         ["*the suite run failed: The event is not valid:*", "*target.url: 'ftp://nowhere'*"]
     )
@@ -208,8 +233,12 @@ def test_a_conversation_is_one_item_that_fails_on_its_failing_turn(pytester, tmp
         pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "chats.evalrunner.json"
     )
 
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
-        ["*chats.evalrunner.json::name PASSED*", "*chats.evalrunner.json::city FAILED*"]
+        [
+            "*chats.evalrunner.json::name PASSED*",
+            "*chats.evalrunner.json::city FAILED*",
+            "*chats.evalrunner.json::run verdict FAILED*",
+        ]
     )
     result.stdout.fnmatch_lines(["*case city failed:*", "*(turn 2)*"])

@@ -32,14 +32,16 @@ def _number(cell: str) -> float | None:
 def test_evaluate_on_the_demo_suite_gives_the_demo_commands_numbers(tmp_path, monkeypatch):
     monkeypatch.delenv("EVALRUNNER_DEMO_DEGRADED", raising=False)
     cli = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "cli"), "--json"])
-    assert cli.exit_code == 0, cli.output
     expected = json.loads(cli.output)
+    # some demo answers fail ROUGE-L: the default policy fails the run, in the CLI and here
+    assert cli.exit_code == 1 == expected["verdict"]["exit_code"], cli.output
 
     run = evalrunner.evaluate(
         suite=demo_suite_path(), target={"lambdaArn": "evalrunner-demo-hr"}, out=tmp_path / "api"
     )
 
-    assert run.passed
+    assert not run.passed and run.verdict.outcome == expected["verdict"]["outcome"] == "failed"
+    assert run.verdict.reasons == expected["verdict"]["reasons"]
     assert run.summary.cases == expected["cases"] == 27
     got = {m.metric: (m.average, m.pass_rate, m.count, m.skipped) for m in run.summary.metrics}
     want = {
@@ -126,6 +128,34 @@ def test_a_list_of_dicts_suite_and_a_plain_answer(tmp_path):
     assert run.metric("Exact match") == 1.0
     with pytest.raises(KeyError, match="no metric 'BLEU-4'"):
         run.metric("BLEU-4")
+
+
+def test_evaluate_takes_the_policy_and_the_run_says_its_verdict(tmp_path):
+    suite = [
+        {"question": "Say hi", "expected_answer": "hi"},
+        {"question": "Say bye", "expected_answer": "bye"},
+    ]
+    strict = evalrunner.evaluate(
+        suite=suite, target=lambda q: "hi", metrics=["Exact match"], out=tmp_path / "a"
+    )
+    # by default a case below its threshold fails the run, as the CLI's exit 1
+    assert not strict.passed and strict.verdict.outcome == "failed"
+    assert strict.verdict.reasons == [
+        "Exact match: 1 of 2 scored cases below the threshold 0.5 (average 0.500)"
+    ]
+    assert "FAILED" in repr(strict)
+    lenient = evalrunner.evaluate(
+        suite=suite,
+        target=lambda q: "hi",
+        metrics=["Exact match"],
+        out=tmp_path / "b",
+        fail_on="regressions",
+    )
+    assert lenient.passed and lenient.verdict.policy.fail_on == "regressions"
+    (note,) = lenient.verdict.notes
+    assert note.endswith("(not failing: fail_on is regressions)")
+    with pytest.raises(EventError, match="fail_on: 'sometimes' is not one of failures"):
+        evalrunner.evaluate(suite=suite, target=lambda q: "hi", out=tmp_path, fail_on="sometimes")
 
 
 def test_notebook_view_renders_the_run(tmp_path):

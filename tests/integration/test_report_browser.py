@@ -31,6 +31,7 @@ from evalrunner.reports.model import (
     ReportData,
 )
 from evalrunner.reports.stats import compute_stats
+from evalrunner.reports.verdict import VerdictPolicy, decide
 
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = (
@@ -253,7 +254,7 @@ def synthetic_report(cases: int, iterations: int = 2, seed: int = 7) -> ReportDa
         ],
         fixed=[CaseFlip(case_id="leave-0001", metric="Toxicity", before=False, after=True)],
     )
-    return ReportData(
+    data = ReportData(
         run_id="run-2024-05-08-c3d4",
         target="hr-bot-AGENT42-ALIAS7",
         target_kind="agentId",
@@ -347,6 +348,18 @@ def synthetic_report(cases: int, iterations: int = 2, seed: int = 7) -> ReportDa
             "Retrieval": {"mrr": 0.71, "hit_rate@k": 0.9, "k": 5, "cases": 118},
         },
     )
+    # the verdict of a run under --fail-on-regression (Aggregate's, from the same figures)
+    data.verdict = decide(
+        items=len(data.rows),
+        answered=sum(1 for r in data.rows if r.status == "ok"),
+        stats=data.stats,
+        gates=data.gates,
+        regressed=True,
+        regression_reasons=regression.reasons,
+        baseline_run_id=regression.baseline_run_id,
+        policy=VerdictPolicy(fail_on_regression=True),
+    )
+    return data
 
 
 # --- reading Chromium's output ---------------------------------------------------------------
@@ -437,7 +450,7 @@ def test_screenshot_is_a_rendered_page(rendered: dict[str, object]) -> None:
 def test_dom_holds_verdict_and_metrics(rendered: dict[str, object]) -> None:
     dom = rendered["dom"]
     assert isinstance(dom, str)
-    assert 'id="verdict">REGRESSION<' in dom
+    assert 'id="verdict">REGRESSED<' in dom
     for info in METRICS:
         assert info.metric in dom
     assert "hr-bot-AGENT42-ALIAS7" in dom
@@ -450,7 +463,7 @@ def test_injected_markup_stays_text(rendered: dict[str, object]) -> None:
     dom = rendered["dom"]
     assert isinstance(dom, str)
     # the injected script would have retitled the page: the page's own title is intact
-    assert "<title>REGRESSION · hr-bot-AGENT42-ALIAS7" in dom
+    assert "<title>REGRESSED · hr-bot-AGENT42-ALIAS7" in dom
     assert "PWNED" not in dom.split("</title>")[0]
     tree = BeautifulSoup(dom, "html.parser")
     assert len(tree.find_all("script")) == 1  # the page's own only

@@ -41,6 +41,8 @@ def test_local_runs_in_one_second_claim_apart_and_skip_an_incomplete_set(tmp_pat
                 "--out",
                 str(out),
                 "--json",
+                "--fail-on",
+                "errors",
             ],
         )
         assert result.exit_code == 0, result.output

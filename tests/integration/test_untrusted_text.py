@@ -23,6 +23,7 @@ def start(tmp_path: Path, suite: Path, target: dict, **extra) -> tuple[int, Path
         "iterations": 1,
         "target": target,
         "metrics": ["Rouge Metric", "Exact match"],
+        "fail_on": "errors",  # the answers need not be right: the text's way through is tested
         **extra,
     }
     path = tmp_path / "event.json"
@@ -98,6 +99,8 @@ def test_a_huge_answer_is_cut_to_max_text_chars_and_every_report_stays_valid(tmp
                 "--quiet",
                 "--max-text-chars",
                 "1000",
+                "--fail-on",
+                "errors",
             ],
             catch_exceptions=False,
         )

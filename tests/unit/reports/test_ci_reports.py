@@ -13,6 +13,8 @@ from evalrunner.evaluators.base import MetricResult
 from evalrunner.reports.junit import junit_xml
 from evalrunner.reports.markdown import markdown_summary, md_text
 from evalrunner.reports.model import CaseRow, Gate, MetricInfo, ReportData
+from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.verdict import VerdictPolicy, decide
 from tests.support.summaries import metric, run_summary
 
 XSD = Path(__file__).parents[2] / "data" / "junit-10.xsd"
@@ -119,6 +121,7 @@ def test_junit_has_one_testcase_per_case_and_gated_metric_and_per_gate():
         "c3 · BLEU-4",
         "gate BLEU-4",
         "gate ROUGE-L",
+        "run verdict",
     ]
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases["c1 · ROUGE-L"]) == []  # a pass has no child
@@ -135,9 +138,10 @@ def test_junit_has_one_testcase_per_case_and_gated_metric_and_per_gate():
     gate = cases["gate BLEU-4"].find("failure")
     assert gate is not None and gate.get("message") == "BLEU-4 average 0.1000, gate >= 0.3"
     assert cases["gate ROUGE-L"].find("failure") is None
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("11", "3", "4")
+    assert cases["run verdict"].find("failure") is None  # the summary's verdict: passed
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("12", "3", "4")
     assert suite.get("skipped") == "1"
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("11", "3", "4")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("12", "3", "4")
 
 
 def ci_summary():
@@ -208,8 +212,26 @@ def ci_summary():
     )
 
 
+def regressed_summary() -> RunSummary:
+    """The CI summary as a run under ``--fail-on-regression`` that tolerates 20% errors
+    decides it (Aggregate's verdict, made from the same figures)."""
+    s = ci_summary()
+    assert s.regression is not None
+    s.verdict = decide(
+        items=s.items,
+        answered=s.answered_runs(),
+        stats=s.metrics,
+        gates=s.gates,
+        regressed=s.regressed,
+        regression_reasons=s.regression.reasons,
+        baseline_run_id=s.regression.baseline_run_id,
+        policy=VerdictPolicy(fail_on_regression=True, max_error_share=0.2),
+    )
+    return s
+
+
 def test_markdown_summary_snapshot():
-    text = markdown_summary([ci_summary()])
+    text = markdown_summary([regressed_summary()])
     if not SNAPSHOT.exists():  # never a vacuous pass: write it for review, and fail
         SNAPSHOT.write_text(text, encoding="utf-8")
         pytest.fail(f"no snapshot: wrote {SNAPSHOT}; review it and commit it")
@@ -290,7 +312,12 @@ def test_junit_gives_a_conversation_its_metrics_and_each_turn_its_own():
     suite = ET.fromstring(junit_xml([(data, run_summary())])).find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}
-    assert list(cases) == ["city · Knowledge retention", "city#1 · ROUGE-L", "city#2 · ROUGE-L"]
+    assert list(cases) == [
+        "city · Knowledge retention",
+        "city#1 · ROUGE-L",
+        "city#2 · ROUGE-L",
+        "run verdict",
+    ]
     assert cases["city · Knowledge retention"].find("failure") is not None
     assert cases["city#2 · ROUGE-L"].find("failure") is not None
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "2", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "2", "0")

@@ -13,6 +13,8 @@ from evalrunner.notify import message, publish_summary, subject
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.reports.model import ReportData
 from evalrunner.reports.publish import SetWriter
+from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.verdict import VerdictPolicy, decide
 from evalrunner.storage import RunStore
 from tests.support.summaries import metric, report_keys, run_summary
 
@@ -170,12 +172,22 @@ SUMMARY = run_summary(
             "affected_count": 3,
         }
     ],
-    metrics=[metric("ROUGE-L", average=0.41, pass_rate=0.5)],
+    metrics=[metric("ROUGE-L", average=0.41, pass_rate=0.5, count=4)],
+)
+SUMMARY.verdict = decide(
+    items=SUMMARY.items,
+    answered=SUMMARY.answered_runs(),
+    stats=SUMMARY.metrics,
+    gates=[],
+    regressed=True,
+    regression_reasons=["ROUGE-L fell by 0.21"],
+    baseline_run_id="r8",
+    policy=VerdictPolicy(fail_on="regressions"),
 )
 
 
 def test_subject_and_message_say_what_got_worse():
-    assert subject(SUMMARY) == "evalrunner REGRESSION: prod-rag on test-suites/hr.xlsx"
+    assert subject(SUMMARY) == "evalrunner REGRESSED: prod-rag on test-suites/hr.xlsx"
     text = message(SUMMARY)
     assert "ROUGE-L fell by 0.21" in text and "[high] 3 cases that passed now fail" in text
     assert "s3://bkt/test-reports/prod-rag/261122-100000-report.html" in text
@@ -183,10 +195,30 @@ def test_subject_and_message_say_what_got_worse():
     # the last line: the run and its report keys, as JSON, in the set's order
     tail = json.loads(text.splitlines()[-1])
     assert tail["run_id"] == "r9" and list(tail["reports"])[-1] == "manifest"
-    passed = SUMMARY.model_copy(update={"regression": None})
-    assert subject(passed).startswith("evalrunner passed")
-    failed = passed.model_copy(update={"gates_passed": False})
-    assert subject(failed).startswith("evalrunner gates failed")
+
+    def judged(policy: VerdictPolicy, regressed: bool) -> RunSummary:
+        verdict = decide(
+            items=2,
+            answered=2,
+            stats=SUMMARY.metrics,
+            gates=[],
+            regressed=regressed,
+            policy=policy,
+        )
+        update: dict[str, object] = {"verdict": verdict}
+        if not regressed:
+            update["regression"] = None
+        return SUMMARY.model_copy(update=update)
+
+    # the subject is the run's verdict, whatever else the summary holds
+    assert subject(judged(VerdictPolicy(fail_on="regressions"), False)).startswith(
+        "evalrunner PASSED:"
+    )
+    assert subject(judged(VerdictPolicy(), False)).startswith("evalrunner FAILED:")
+    # a regression the policy does not fail on is still named to the target's owners
+    assert subject(judged(VerdictPolicy(fail_on="errors"), True)).startswith(
+        "evalrunner PASSED, regressed:"
+    )
 
 
 def test_publish_reaches_the_topic():
@@ -202,5 +234,5 @@ def test_publish_reaches_the_topic():
         publish_summary(topic, SUMMARY, client=sns)
         (msg,) = sqs.receive_message(QueueUrl=queue)["Messages"]
         body = json.loads(msg["Body"])
-        assert body["Subject"].startswith("evalrunner REGRESSION")
+        assert body["Subject"].startswith("evalrunner REGRESSED")
         assert "ROUGE-L fell by 0.21" in body["Message"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -25,6 +26,7 @@ from evalrunner.reports.model import (
     ReportData,
 )
 from evalrunner.reports.stats import compute_stats
+from evalrunner.reports.verdict import VerdictPolicy, decide
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_ATTR = '"><img src=x onerror=alert(2)>'
@@ -301,9 +303,26 @@ def make_report(**overrides) -> ReportData:
     return ReportData(**data)
 
 
+def judged(data: ReportData, **policy: Any) -> ReportData:
+    """``data`` with the verdict Aggregate gives it under ``policy``."""
+    reg = data.regression
+    data.verdict = decide(
+        items=len(data.rows),
+        answered=sum(1 for r in data.rows if r.status == "ok"),
+        stats=data.stats,
+        gates=data.gates,
+        regressed=reg is not None and reg.verdict == "regression",
+        regression_reasons=reg.reasons if reg else (),
+        baseline_run_id=reg.baseline_run_id if reg else None,
+        policy=VerdictPolicy(**policy),
+    )
+    return data
+
+
 @pytest.fixture(scope="module")
 def page() -> str:
-    return render_report(make_report())
+    # a regression under --fail-on-regression, with a failed gate and a high problem
+    return render_report(judged(make_report(), fail_on_regression=True, max_error_share=0.5))
 
 
 @pytest.fixture(scope="module")
@@ -330,36 +349,36 @@ def test_page_is_one_self_contained_document(page: str, tree: BeautifulSoup) -> 
 def test_verdict_regression_with_its_reasons(tree: BeautifulSoup) -> None:
     banner = tree.find("div", class_="verdict")
     assert "bad" in classes(banner)
-    assert tree.find(id="verdict").get_text() == "REGRESSION"
+    assert tree.find(id="verdict").get_text() == "REGRESSED"
     reasons = banner.get_text()
     assert "Faithfulness fell by 0.31" in reasons  # the regression
     assert "gate Faithfulness" in reasons  # the failed gate
-    assert "Faithfulness average is below its threshold." in reasons  # a high problem
-    assert tree.find("title").get_text().startswith("REGRESSION")
+    assert "more (see below)" in reasons  # the cases below threshold, the high problem
+    assert tree.find("title").get_text().startswith("REGRESSED")
+
+
+TOLERANT = {"max_error_share": 0.5}  # Answer relevancy errors on 2 of its 9 cases
 
 
 @pytest.mark.parametrize(
-    ("overrides", "headline", "tone"),
+    ("overrides", "policy", "headline", "tone"),
     [
-        ({"regression": None}, "GATES FAILED", "bad"),
-        ({"regression": None, "gates": []}, "NEEDS ATTENTION", "warn"),
-        ({"regression": None, "gates": [], "problems": []}, "PASSED", "good"),
-        (
-            {
-                "regression": REGRESSION.model_copy(update={"verdict": "improvement"}),
-                "gates": [{"metric": "Toxicity", "gate": "Toxicity", "threshold": 0.2,
-                           "average": 0.1, "passed": True}],
-                "problems": [],
-            },
-            "PASSED",
-            "good",
-        ),
+        ({}, {}, "NOT MEASURED", "bad"),  # 22% errors, over the default 10%
+        ({}, TOLERANT, "FAILED", "bad"),  # the gate; the regression only noted
+        ({"regression": None}, TOLERANT, "FAILED", "bad"),
+        ({"regression": None, "gates": []}, TOLERANT, "FAILED", "bad"),  # cases below
+        ({"regression": None, "gates": []}, {**TOLERANT, "fail_on": "regressions"}, "PASSED",
+         "warn"),  # passed, with the cases below threshold and the high problem noted
+        ({}, {**TOLERANT, "fail_on": "never"}, "PASSED", "warn"),
     ],
 )  # fmt: skip
-def test_verdict_follows_regression_gates_and_problems(overrides, headline, tone) -> None:
-    tree = dom(render_report(make_report(**overrides)))
-    assert tree.find(id="verdict").get_text() == headline
+def test_banner_is_the_runs_verdict(overrides, policy, headline, tone) -> None:
+    data = judged(make_report(**overrides), **policy)
+    tree = dom(render_report(data))
+    assert tree.find(id="verdict").get_text() == headline == data.verdict.headline
     assert tone in classes(tree.find("div", class_="verdict"))
+    banner = tree.find("div", class_="verdict").get_text()
+    assert all(r[:60] in banner for r in data.verdict.reasons[:3])
 
 
 def test_sections_in_order_regression_first(tree: BeautifulSoup) -> None:
@@ -655,7 +674,8 @@ def test_empty_run() -> None:
         rows=[],
     )
     tree = dom(render_report(data))
-    assert tree.find(id="verdict").get_text() == "NO SCORES"
+    assert tree.find(id="verdict").get_text() == "NOT MEASURED"
+    assert "no case to measure" in tree.find("div", class_="verdict").get_text()
     assert "No case failed" in section(tree, "worst").get_text()
     assert "No configuration recorded." in section(tree, "config").get_text()
 
@@ -666,7 +686,8 @@ def test_run_where_every_target_call_failed() -> None:
         for i in range(3)
     ]
     tree = dom(render_report(make_report(rows=rows, iterations=1, regression=None, gates=[])))
-    assert tree.find(id="verdict").get_text() == "NEEDS ATTENTION"  # the high problem
+    assert tree.find(id="verdict").get_text() == "NOT MEASURED"
+    assert "no target call succeeded" in tree.find("div", class_="verdict").get_text()
     assert "No score to show." in section(tree, "distributions").get_text()
     assert len(section(tree, "heatmap").find_all("rect", class_="hm-cell")) == 9
     assert len(section(tree, "worst").find_all("details", class_="case")) == 3
