@@ -79,7 +79,11 @@ def test_wrong_response_shape(tmp_path: Path) -> None:
         assert len(server.requests) == 1  # the probe: no case was sent
         # ... and the fix as written works; the probe's answer is not a case of the run
         fixed = run(
-            tmp_path, {"url": f"{server.url}/ask", "answer_path": "payload.reply"}, "--json"
+            tmp_path,
+            {"url": f"{server.url}/ask", "answer_path": "payload.reply"},
+            "--json",
+            "--fail-on",
+            "errors",  # measured, whatever its scores: only the fix is under test here
         )
         assert fixed.exit_code == 0, fixed.output
         assert len(server.requests) == 1 + 1 + 2  # the failed probe, the probe, two cases

@@ -62,7 +62,7 @@ def test_report_verdict_pass_rates_and_gates_in_view(
         }
     )
     assert_in_view(boxes, "verdict", "gate", "gate result", "gate head")
-    assert boxes["verdict"] is not None and boxes["verdict"].text == "REGRESSION"
+    assert boxes["verdict"] is not None and boxes["verdict"].text == "REGRESSED"
     assert boxes["gate result"] is not None and boxes["gate result"].text == "FAILED"
     # a phone gets the pass rates as a narrow table, a desktop the chart that holds them
     if width < 600:
