@@ -17,6 +17,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.doctoring import doctor
 from evalrunner.cli.estimating import estimate
 from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
@@ -50,6 +51,7 @@ app.command("metrics")(list_metrics)
 app.command("perturbations")(list_perturbations)
 app.command()(generate)
 app.command()(calibrate)
+app.command()(doctor)
 
 
 def main() -> None:
