@@ -444,18 +444,26 @@ class Doctor:
             entries.append((label, self._knowledge_base(kb), "bedrock:Retrieve"))
         for arn in t.model_arns:
             entries.append((arn, self._model(arn), "bedrock:InvokeModel"))
+        judge = self._judge_arn()
+        if judge is not None:  # whether the judge exists is the judge model check's
+            entries.append(
+                (f"judge {self.config.judge_model}", lambda: judge, "bedrock:InvokeModel")
+            )
         if not entries:
             yield Check(
                 name="targets",
                 outcome=Outcome.SKIP,
-                detail="cdk.json lists no targets (only URL / OpenAI-compatible targets, or "
-                "allow_all_targets)",
+                detail="cdk.json lists no targets and no Bedrock judge (only URL / "
+                "OpenAI-compatible targets, or allow_all_targets)",
             )
             return
         role, skipped = self.runner_role()
         if skipped is not None:
             yield skipped
-        add = "add it to cdk.json 'targets' and redeploy ('npx cdk deploy')"
+        add = (
+            "add it to cdk.json 'targets' (the judge: judge.bedrock.model_id) and redeploy "
+            "('npx cdk deploy')"
+        )
         for label, exists, action in entries:
             try:
                 arn = exists()
@@ -498,6 +506,18 @@ class Doctor:
                     detail=f"{label} exists but the runner role may not call {action} ({decision})",
                     fix=add,
                 )
+
+    def _judge_arn(self) -> str | None:
+        """The ARN the runner role invokes for the default judge (profile or model)."""
+        model = self.config.judge_model
+        if not model:
+            return None
+        region = self.config.judge_region or self.region
+        if model.startswith("arn:"):
+            return model
+        if INFERENCE_PROFILE.match(model):
+            return f"arn:aws:bedrock:{region}:{self.account}:inference-profile/{model}"
+        return f"arn:aws:bedrock:{region}::foundation-model/{model}"
 
     def _lambda(self, arn: str) -> Callable[[], str]:
         def exists() -> str:

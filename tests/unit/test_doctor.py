@@ -441,7 +441,9 @@ def test_targets_exist_and_the_runner_role_may_call_them(stubs: Stubs) -> None:
     simulated(stubs, "states:StartExecution", SM, "allowed")
     simulated(stubs, "bedrock:InvokeAgent", ALIAS_ARN, "allowed")
     simulated(stubs, "bedrock:Retrieve", KB_ARN, "allowed")
-    checks = list(Doctor(stubs, config(targets=all_targets()), region=REGION).targets())
+    checks = list(
+        Doctor(stubs, config(targets=all_targets(), judge_model=None), region=REGION).targets()
+    )
     assert [c.outcome for c in checks] == [Outcome.PASS] * 4
     assert all("the runner role may call" in c.detail for c in checks)
 
@@ -450,7 +452,9 @@ def test_a_target_the_role_may_not_call_fails_with_the_fix(stubs: Stubs) -> None
     stubs.reply("lambda", "GetFunction", {"Configuration": {"FunctionArn": FN}})
     deployed(stubs)
     simulated(stubs, "lambda:InvokeFunction", FN, "implicitDeny")
-    (check,) = Doctor(stubs, config(targets=Targets(lambda_arns=[FN])), region=REGION).targets()
+    (check,) = Doctor(
+        stubs, config(targets=Targets(lambda_arns=[FN]), judge_model=None), region=REGION
+    ).targets()
     assert check.outcome is Outcome.FAIL and "implicitDeny" in check.detail
     assert "cdk.json 'targets'" in (check.fix or "")
 
@@ -458,24 +462,42 @@ def test_a_target_the_role_may_not_call_fails_with_the_fix(stubs: Stubs) -> None
 def test_a_missing_target_fails(stubs: Stubs) -> None:
     deployed(stubs)
     stubs.error("stepfunctions", "DescribeStateMachine", "StateMachineDoesNotExist")
-    cfg = config(targets=Targets(state_machine_arns=[SM]))
+    cfg = config(targets=Targets(state_machine_arns=[SM]), judge_model=None)
     (check,) = Doctor(stubs, cfg, region=REGION).targets()
     assert check.outcome is Outcome.FAIL and "StateMachineDoesNotExist" in check.detail
 
 
 def test_before_the_first_deploy_targets_are_checked_and_the_role_is_skipped(stubs: Stubs) -> None:
+    not_deployed(stubs)
+    stubs.reply("lambda", "GetFunction", {"Configuration": {"FunctionArn": FN}})
+    skipped, exists = Doctor(
+        stubs, config(targets=Targets(lambda_arns=[FN]), judge_model=None), region=REGION
+    ).targets()
+    assert skipped.outcome is Outcome.SKIP and "after 'cdk deploy'" in skipped.detail
+    assert exists.outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize(
+    ("decision", "outcome"), [("allowed", Outcome.PASS), ("implicitDeny", Outcome.FAIL)]
+)
+def test_the_runner_role_may_invoke_the_judge(
+    stubs: Stubs, decision: str, outcome: Outcome
+) -> None:
+    deployed(stubs)
+    simulated(stubs, "bedrock:InvokeModel", PROFILE_ARN, decision)
+    doctor = Doctor(stubs, config(judge_model=PROFILE), region=REGION)
+    doctor.account = ACCOUNT
+    (check,) = doctor.targets()
+    assert check.outcome is outcome and PROFILE in check.detail
+
+
+def not_deployed(stubs: Stubs) -> None:
     stubs.error(
         "cloudformation",
         "DescribeStacks",
         "ValidationError",
         "Stack with id Evalrunner does not exist",
     )
-    stubs.reply("lambda", "GetFunction", {"Configuration": {"FunctionArn": FN}})
-    skipped, exists = Doctor(
-        stubs, config(targets=Targets(lambda_arns=[FN])), region=REGION
-    ).targets()
-    assert skipped.outcome is Outcome.SKIP and "after 'cdk deploy'" in skipped.detail
-    assert exists.outcome is Outcome.PASS
 
 
 # ------------------------------------------------------------------------------ the command
@@ -512,6 +534,7 @@ def test_the_command_passes_with_exit_0(
         "GetAccountSettings",
         {"AccountLimit": {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}},
     )
+    not_deployed(stubs)
     result = invoke(monkeypatch, stubs, "--aws", "--cdk-json", str(write_cdk_json(tmp_path)))
     assert result.exit_code == 0, result.output
     assert "PASS  account" in result.output and "PASS  judge model access" in result.output
@@ -532,6 +555,7 @@ def test_the_command_fails_with_exit_5_and_says_the_fix(
         "GetAccountSettings",
         {"AccountLimit": {"ConcurrentExecutions": 1000, "UnreservedConcurrentExecutions": 1000}},
     )
+    not_deployed(stubs)
     path = write_cdk_json(tmp_path)
     result = invoke(monkeypatch, stubs, "--aws", "--cdk-json", str(path), "--json")
     assert result.exit_code == 5, result.output
