@@ -3,7 +3,8 @@
 Each Lambda role's identity policy is taken from the synthesised template (the session's
 ``synth`` fixture), its references substituted with the local bucket, topic and state
 machine, and given to an IAM user of moto's server (``ThreadedMotoServer`` on 127.0.0.1, with
-authentication on: ``set_initial_no_auth_action_count(0)``, so every request is signed and
+authentication on once the users exist: the server's ``/moto-api/reset-auth``, which moto's
+``set_initial_no_auth_action_count`` calls in server mode, so every request is signed and
 checked against the caller's policies). The role's handler then runs with that user's keys:
 
 - with the whole policy, every AWS call the handler makes is allowed and it does its work;
@@ -102,7 +103,6 @@ class Local:
     bucket: str = "unset"
     topic_arn: str = ""
     state_machine_arn: str = ""
-    judge_url: str = ""
 
     def resolve(self, value: Any, logical_types: dict[str, str]) -> Any:
         """``value`` with CloudFormation's intrinsics replaced by local values."""
