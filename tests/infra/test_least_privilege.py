@@ -19,10 +19,11 @@ against ``*``: for those (SNS Publish, StartExecution) the user gets the grant's
 ``*`` and the test checks the ARN the call named against the template's statement itself,
 with moto's own policy evaluator. moto answers a missing key with 404 where S3 answers 403 to
 a caller without s3:ListBucket: a role whose handler reads a missing key (seen in the run)
-keeps ListBucket for that. Statements whose calls no handler makes (the Lambda service writes
-the logs and traces; SNS uses the topic's key) are in ``NOT_HANDLER_CALLS``; those for what
-lives outside the stack (targets, secrets, the Bedrock judge) in ``OUTSIDE_THE_STACK``, by
-statement id: only the run-case role has those, and Prepare the default judge.
+keeps ListBucket for that. Grants no call here can exercise are listed with the reason:
+``NOT_HANDLER_CALLS`` by action (the Lambda service writes the logs and traces; SNS uses the
+topic's key; there is no local Bedrock, so neither the Bedrock judge nor Bedrock targets, nor
+the Marketplace subscription Bedrock makes), ``OUTSIDE_THE_STACK`` by statement id (the
+targets, the secrets); ``MAY_SKIP`` says which role may hold which of them.
 """
 
 from __future__ import annotations
@@ -69,17 +70,32 @@ NOT_HANDLER_CALLS = {
     "logs:": "the Lambda service writes the function's log group, not the handler",
     "xray:": "the Lambda service sends the active-tracing segments, not the handler",
     "kms:": "SNS uses the topic's key on the publisher's behalf (moto's SNS does not)",
+    # the judge (default, or a Bedrock model an event names) and Bedrock targets: moto's
+    # server has no Bedrock runtime; the judge here is an OpenAI-compatible loopback stub,
+    # which caches in judge-cache/ as the Bedrock judge does
+    "bedrock:": "Bedrock: no local runtime (the judge and Bedrock targets)",
+    "aws-marketplace:": "Bedrock subscribes on a model's first use, with the caller's grant",
 }
 #: ... and by statement id: what the run-case role calls outside the stack (the targets each
-#: kind declares, tested against Stubber replies in tests/unit/targets; the Bedrock judge;
-#: the secrets an event names). moto's server cannot run a Lambda function without Docker,
-#: a Bedrock model, agent or knowledge base; the judge here is an OpenAI-compatible loopback
-#: stub, which caches in judge-cache/ as the Bedrock judge does.
+#: kind declares, tested against Stubber replies in tests/unit/targets; the secrets an event
+#: names). moto's server cannot run a Lambda function without Docker.
 OUTSIDE_THE_STACK = {
     *(grant.sid for cls in target_kinds().values() for grant in cls.iam),
-    "InvokeJudgeAndGenerationModels",
-    "InvokeDefaultJudge",
     "ReadAllowedSecrets",
+}
+#: What each role may hold that no handler call here exercises (by action prefix).
+MAY_SKIP = {
+    "RunCaseRole": (
+        "logs:",
+        "xray:",
+        "bedrock:",
+        "aws-marketplace:",
+        "lambda:",
+        "states:",
+        "secretsmanager:",
+    ),
+    "PrepareRole": ("logs:", "xray:", "bedrock:", "aws-marketplace:"),
+    "AggregateRole": ("logs:", "xray:", "kms:"),
 }
 
 
@@ -640,11 +656,8 @@ def test_every_grant_of_the_role_is_needed(proof: Proof, role: str) -> None:
         if not denied(calls):
             unused.append(f"{grant.action} on {grant.resource}")
     assert not unused, f"{role}: grants no call needs: {unused}"
-    # every function writes logs and traces; the roles that judge may call the default
-    # judge; only the run-case role calls targets, reads secrets
+    # every function writes logs and traces; the roles that judge may call Bedrock; only the
+    # run-case role calls targets and reads secrets; Aggregate publishes to the KMS topic
     assert {a.split(":")[0] for _, a in skipped} >= {"logs", "xray"}
-    outside = {sid for sid, _ in skipped if sid in OUTSIDE_THE_STACK}
-    if role == "PrepareRole":
-        assert outside == {"InvokeDefaultJudge"}
-    elif role != "RunCaseRole":
-        assert not outside, outside
+    allowed = MAY_SKIP.get(role, ("logs:", "xray:"))
+    assert all(a.startswith(allowed) for _, a in skipped), skipped
