@@ -36,6 +36,9 @@ GPU_QUOTA_SPOT = "L-3819A6DF"
 LAMBDA_CONCURRENCY_QUOTA = "L-B99A9384"
 #: Lambda keeps this much of the account's concurrency unreserved, for every other function.
 LAMBDA_UNRESERVED_MINIMUM = 10
+#: The stack's reservation for the case runner when cdk.json sets none (infra/config.py's
+#: ``case_runner_reserved_concurrency`` default; ``null`` there: no reservation).
+DEFAULT_RESERVED_CONCURRENCY = 50
 #: vCPUs of the GPU instance types the stack offers Batch (the smallest is what one job needs).
 GPU_VCPUS = {"g4dn.xlarge": 4, "g5.xlarge": 4, "g6.xlarge": 4, "g4dn.2xlarge": 8, "g5.2xlarge": 8}
 #: A cross-region inference profile's geography prefix (as infra/parts/functions.py has it).
@@ -103,6 +106,8 @@ class DeployConfig(BaseModel):
     judge_region: str | None = None
     targets: Targets = Field(default_factory=Targets)
     batch_scoring: BatchScoring = Field(default_factory=BatchScoring)
+    #: Concurrency the stack reserves for the case runner (None: none reserved).
+    case_runner_reserved_concurrency: int | None = None
 
 
 def load_deploy_config(path: Path) -> DeployConfig:
@@ -117,6 +122,9 @@ def load_deploy_config(path: Path) -> DeployConfig:
             judge_region=bedrock.get("region"),
             targets=Targets.model_validate(runner.get("targets") or {}),
             batch_scoring=BatchScoring.model_validate(runner.get("batch_scoring") or {}),
+            case_runner_reserved_concurrency=runner.get(
+                "case_runner_reserved_concurrency", DEFAULT_RESERVED_CONCURRENCY
+            ),
         )
     except FileNotFoundError:
         raise ConfigError(
@@ -380,20 +388,32 @@ class Doctor:
             )
         total = int(limit["ConcurrentExecutions"])
         free = int(limit.get("UnreservedConcurrentExecutions", total))
-        need = self.concurrency + LAMBDA_UNRESERVED_MINIMUM
-        detail = (
-            f"{total} concurrent executions ({free} unreserved); a run at max_concurrency "
-            f"{self.concurrency} takes {self.concurrency}, and Lambda keeps "
-            f"{LAMBDA_UNRESERVED_MINIMUM} for every other function"
-        )
-        if free < need:
+        reserved = self.config.case_runner_reserved_concurrency
+        if reserved is not None:
+            # the stack reserves this for the case runner (and caps runs to it); Lambda
+            # refuses a reservation that leaves fewer than 10 for every other function
+            short = total < reserved + LAMBDA_UNRESERVED_MINIMUM
+            detail = (
+                f"{total} concurrent executions ({free} unreserved); the stack reserves "
+                f"{reserved} for the case runner (cdk.json case_runner_reserved_concurrency) "
+                f"and Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} for every other function"
+            )
+        else:
+            short = free < self.concurrency + LAMBDA_UNRESERVED_MINIMUM
+            detail = (
+                f"{total} concurrent executions ({free} unreserved); a run at "
+                f"max_concurrency {self.concurrency} takes {self.concurrency}, and Lambda "
+                f"keeps {LAMBDA_UNRESERVED_MINIMUM} for every other function"
+            )
+        if short:
             return Check(
                 name="Lambda concurrency",
                 outcome=Outcome.FAIL,
                 detail=detail,
                 fix="aws service-quotas request-service-quota-increase --service-code lambda "
                 f"--quota-code {LAMBDA_CONCURRENCY_QUOTA} --desired-value 1000 --region "
-                f"{self.region} (or run with a lower max_concurrency)",
+                f"{self.region} (or lower case_runner_reserved_concurrency in cdk.json / "
+                "the runs' max_concurrency)",
             )
         return Check(name="Lambda concurrency", outcome=Outcome.PASS, detail=detail)
 

@@ -335,6 +335,21 @@ def test_lambda_concurrency(stubs: Stubs, total: int, unreserved: int, outcome: 
         assert "--service-code lambda --quota-code L-B99A9384" in (check.fix or "")
 
 
+@pytest.mark.parametrize(("total", "outcome"), [(10, Outcome.FAIL), (60, Outcome.PASS)])
+def test_the_case_runner_reservation_must_fit_the_account(
+    stubs: Stubs, total: int, outcome: Outcome
+) -> None:
+    """A new account's 10 cannot hold the stack's reservation of 50 (+ the 10 Lambda keeps)."""
+    stubs.reply(
+        "lambda",
+        "GetAccountSettings",
+        {"AccountLimit": {"ConcurrentExecutions": total, "UnreservedConcurrentExecutions": total}},
+    )
+    cfg = config(case_runner_reserved_concurrency=50)
+    check = Doctor(stubs, cfg, region=REGION).lambda_concurrency()
+    assert check.outcome is outcome and "reserves 50" in check.detail
+
+
 # ------------------------------------------------------------------------------ targets
 
 
@@ -511,9 +526,11 @@ def write_cdk_json(tmp_path: Path, **evalrunner: Any) -> Path:
     return path
 
 
-def test_the_repository_cdk_json_is_read() -> None:
+def test_the_repository_cdk_json_is_read(tmp_path: Path) -> None:
     config = load_deploy_config(Path(__file__).resolve().parents[2] / "cdk.json")
     assert config.stack_name and config.judge_model and config.batch_scoring.enabled
+    unreserved = write_cdk_json(tmp_path, case_runner_reserved_concurrency=None)
+    assert load_deploy_config(unreserved).case_runner_reserved_concurrency is None
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, stubs: Stubs, *args: str) -> Any:
