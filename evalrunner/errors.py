@@ -95,6 +95,11 @@ class StorageError(EvalRunnerError):
     code = "StorageError"
 
 
+class ObjectMissing(StorageError):
+    """The object does not exist (as opposed to one the role may not read): the one case a
+    caller may take as "nothing there yet"."""
+
+
 class ExecutionFailed(EvalRunnerError):
     """The state machine execution itself failed (not a single case)."""
 

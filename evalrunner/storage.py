@@ -13,7 +13,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from evalrunner.errors import StorageError
+from evalrunner.errors import ObjectMissing, StorageError
 from evalrunner.jsonout import dump_json
 from evalrunner.redaction import redact_bytes, redact_value
 
@@ -68,7 +68,7 @@ class RunStore:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404", "NotFound"):
-                raise StorageError(
+                raise ObjectMissing(
                     f"s3://{self.bucket}/{key} does not exist; upload it first "
                     f"(aws s3 cp FILE s3://{self.bucket}/{key})"
                 ) from exc
@@ -84,10 +84,12 @@ class RunStore:
         return None if raw is None else json.loads(raw)
 
     def get_bytes_or_none(self, key: str) -> bytes | None:
-        """The object's bytes, or None where there is none (for a model to parse itself)."""
+        """The object's bytes, or None where there is none (for a model to parse itself).
+        Only a missing object is None: a read the role is denied (or any other failure)
+        raises, so a missing permission is never mistaken for an empty prefix."""
         try:
             return self.get_bytes(key)
-        except StorageError:
+        except ObjectMissing:
             return None
 
     def put_bytes(self, key: str, data: bytes, content_type: str, *, redact: bool = True) -> bytes:

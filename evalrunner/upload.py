@@ -34,7 +34,7 @@ from urllib.parse import unquote_plus
 
 from botocore.exceptions import ClientError
 
-from evalrunner.errors import ConfigError, EvalRunnerError, EventError, StorageError
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ObjectMissing
 from evalrunner.event import SUITE_EXTENSIONS, SUITE_PREFIX, parse_event
 from evalrunner.pipeline.prepare import settle
 from evalrunner.storage import REPORTS_PREFIX, RunStore
@@ -216,7 +216,7 @@ def read_sidecar(store: RunStore, key: str) -> dict[str, Any] | None:
     side = sidecar_key(key)
     try:
         data = store.get_bytes(side)
-    except StorageError:
+    except ObjectMissing:  # a sidecar the role may not read is an error, not "no sidecar"
         return None
     try:
         value = json.loads(data)

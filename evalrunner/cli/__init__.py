@@ -19,6 +19,7 @@ from evalrunner.cli.common import (
     app,
     check_out_dir,
 )
+from evalrunner.cli.doctoring import doctor
 from evalrunner.cli.estimating import estimate
 from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
@@ -53,6 +54,7 @@ app.command("metrics")(list_metrics)
 app.command("perturbations")(list_perturbations)
 app.command()(generate)
 app.command()(calibrate)
+app.command()(doctor)
 
 
 def main() -> None:

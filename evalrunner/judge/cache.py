@@ -178,6 +178,8 @@ class ResponseCache:
         self.entries = max(1, entries)
         self._memory: OrderedDict[str, CachedReply] = OrderedDict()
         self._lock = threading.Lock()
+        #: Store failures by operation ("read", "write"), each warned about once.
+        self.failures: dict[str, int] = {}
 
     def get(self, key: str) -> CachedReply | None:
         with self._lock:
@@ -190,7 +192,7 @@ class ResponseCache:
         try:
             hit = CachedReply.from_json(self.persistent.load(key))
         except Exception as exc:  # a broken cache is a miss, never a failed judgement
-            log.warning("judge cache %s: cannot read %s: %s", self.persistent.describe(), key, exc)
+            self._failed("read", key, exc)
             return None
         if hit is not None:
             self._remember(key, hit)
@@ -203,7 +205,39 @@ class ResponseCache:
         try:
             self.persistent.save(key, reply.to_json())
         except Exception as exc:
-            log.warning("judge cache %s: cannot write %s: %s", self.persistent.describe(), key, exc)
+            self._failed("write", key, exc)
+
+    def _failed(self, operation: str, key: str, exc: Exception) -> None:
+        """A store failure: a warning that names the fix the first time this cache fails to
+        read and the first time it fails to write (a deployed role without access to
+        ``judge-cache/`` would otherwise fail twice per judged case, every case, unseen),
+        then a debug line each; :attr:`failures` counts them all."""
+        assert self.persistent is not None
+        with self._lock:
+            self.failures[operation] = self.failures.get(operation, 0) + 1
+            first = self.failures[operation] == 1
+        where = self.persistent.describe()
+        if first:
+            if isinstance(self.persistent, BucketStore):
+                fix = (
+                    f"give the role s3:GetObject and s3:PutObject on {where}* (the CDK stack "
+                    "grants it to the roles that judge), or set the judge's cache_dir, or "
+                    "cache: false"
+                )
+            else:
+                fix = f"make {where} readable and writable, or set cache: false"
+            log.warning(
+                "judge cache %s: cannot %s %s: %s. The judge still works, uncached: every "
+                "unchanged case is judged (and paid for) again. Fix: %s. Later failures of "
+                "this cache are logged at debug level.",
+                where,
+                operation,
+                key,
+                exc,
+                fix,
+            )
+        else:
+            log.debug("judge cache %s: cannot %s %s: %s", where, operation, key, exc)
 
     def forget(self, key: str) -> None:
         """Drop ``key`` from memory (an entry that no longer validates)."""

@@ -15,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
 from evalrunner.event import ENV_CONCURRENCY_CAP, SUITE_PREFIX
+from evalrunner.judge.cache import BUCKET_PREFIX as JUDGE_CACHE_PREFIX
 from evalrunner.judge.lifecycle import INFERENCE_PROFILE
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.reports.publish import CLAIM_NAME
@@ -92,8 +93,8 @@ class PipelineFunctions:
         self._judge_permission(role_of(self.prepare_fn))
         storage.grant(  # lists test-reports/ for a free report prefix
             role_of(self.prepare_fn),
-            read=(SUITE_PREFIX,),
-            write=(RUNS_PREFIX,),
+            read=(SUITE_PREFIX, JUDGE_CACHE_PREFIX),
+            write=(RUNS_PREFIX, JUDGE_CACHE_PREFIX),
         )
         # ... and claims it with a conditional put of <prefix>claim.json, nothing else there
         claims = f"{REPORTS_PREFIX}*{CLAIM_NAME}"
@@ -119,10 +120,12 @@ class PipelineFunctions:
             # account's whole pool, and max_concurrency is capped to it (ENV_CONCURRENCY_CAP).
             reserved=config.case_runner_reserved_concurrency,
         )
+        # The judge's response cache (judge-cache/ in the run bucket) is read and written by
+        # the roles that judge: this one and Prepare (misinformation perturbations).
         storage.grant(
             role_of(self.run_case_fn),
-            read=(RUNS_PREFIX,),
-            write=(RUNS_PREFIX,),
+            read=(RUNS_PREFIX, JUDGE_CACHE_PREFIX),
+            write=(RUNS_PREFIX, JUDGE_CACHE_PREFIX),
         )
         self.score_fn = self._function(
             "Score",

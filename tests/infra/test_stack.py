@@ -379,8 +379,20 @@ def test_bucket_access_is_by_prefix(synth):
         ("s3:DeleteObject", "test-reports/_rejected/"),
         ("s3:ListBucket", ""),
     }
+    # The roles that judge read and write the judge's cache, judge-cache/, and no other role.
+    cache = {("s3:GetObject", "judge-cache/"), ("s3:PutObject", "judge-cache/")}
     run_case = next(v for k, v in by_role.items() if k.startswith("RunCaseRole"))
-    assert run_case == {("s3:GetObject", "runs/"), ("s3:PutObject", "runs/"), ("s3:ListBucket", "")}
+    assert run_case == {
+        ("s3:GetObject", "runs/"),
+        ("s3:PutObject", "runs/"),
+        ("s3:ListBucket", ""),
+        *cache,
+    }
+    prepare = next(v for k, v in by_role.items() if k.startswith("PrepareRole"))
+    assert cache <= prepare
+    for role, grants in by_role.items():
+        if not role.startswith(("RunCaseRole", "PrepareRole")):
+            assert not {prefix for _, prefix in grants} & {"judge-cache/"}, role
 
 
 # ---------------------------------------------------------------------------- GPU Batch

@@ -386,3 +386,23 @@ def test_a_bad_xlsx_upload_is_refused_with_its_reason(deployed):
     assert len(doc["reasons"]) == 1 and "no sheet has a question column" in doc["reasons"][0]
     machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
     assert sfn.list_executions(stateMachineArn=machine)["executions"] == []
+
+
+def test_a_sidecar_the_role_may_not_read_is_an_error_not_no_sidecar() -> None:
+    """Only a missing sidecar means "none": a denied read must not silently drop the
+    sidecar's target and iterations (issue 29: nothing denied is swallowed)."""
+    from botocore.stub import Stubber
+
+    from evalrunner.errors import StorageError
+    from evalrunner.upload import read_sidecar
+
+    client = boto3.client(
+        "s3", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    store = RunStore("runner-bucket", client=client)
+    with Stubber(client) as stub:
+        stub.add_client_error("get_object", "NoSuchKey", http_status_code=404)
+        assert read_sidecar(store, "test-suites/hr.xlsx") is None
+        stub.add_client_error("get_object", "AccessDenied", "Access Denied", 403)
+        with pytest.raises(StorageError, match="AccessDenied"):
+            read_sidecar(store, "test-suites/hr.xlsx")

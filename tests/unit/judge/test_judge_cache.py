@@ -124,6 +124,41 @@ def test_run_bucket_cache_on_moto_s3(judge_stub: JudgeStub) -> None:
     assert again.cached and len(judge_stub.requests) == 1
 
 
+def test_an_unreadable_bucket_cache_is_said_once_with_the_fix(
+    judge_stub: JudgeStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store the role may not use (here: no such bucket) is not a silent miss: the first
+    failed read and the first failed write each log a warning naming the fix, later ones
+    are counted, and every ask is still judged."""
+    judge_stub.responder = lambda messages, request: GOOD
+    with mock_aws():
+        store = RunStore("no-such-bucket", client=boto3.client("s3", region_name="us-east-1"))
+        judge = judge_stub.judge(store=store)
+        with caplog.at_level("DEBUG", logger="evalrunner.judge.cache"):
+            for n in range(3):
+                messages = [*MESSAGES, Message(role="user", content=f"case {n}")]
+                ask(judge, messages)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2, warnings
+    assert "cannot read" in warnings[0] and "cannot write" in warnings[1]
+    assert all(
+        "s3:GetObject and s3:PutObject on s3://no-such-bucket/judge-cache/*" in w for w in warnings
+    )
+    assert judge.cache is not None and judge.cache.failures == {"read": 3, "write": 3}
+    assert len(judge_stub.requests) == 3
+
+
+def test_a_missing_entry_is_a_quiet_miss(judge_stub: JudgeStub, caplog) -> None:
+    judge_stub.responder = lambda messages, request: GOOD
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="runner-bucket")
+        judge = judge_stub.judge(store=RunStore("runner-bucket", client=client))
+        with caplog.at_level("WARNING", logger="evalrunner.judge.cache"):
+            ask(judge)
+    assert not caplog.records and judge.cache is not None and judge.cache.failures == {}
+
+
 def test_cache_dir_wins_over_the_bucket(tmp_path: Path) -> None:
     with JudgeStub() as stub:
         config = stub.judge_config(cache_dir=str(tmp_path))
