@@ -8,14 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from evalrunner.cli.common import EXIT_INPUT, _fail, out
+from evalrunner.cli.common import EXIT_INPUT, EXIT_PREFLIGHT, _fail, out
 from evalrunner.errors import ConfigError, EvalRunnerError
 
 if TYPE_CHECKING:
     from evalrunner.doctor import ClientFactory
-
-#: Pre-flight failed (the README's exit-code table): something doctor checks would fail a run.
-EXIT_PREFLIGHT = 5
 
 MARKS = {
     "pass": "[green]PASS[/]",
