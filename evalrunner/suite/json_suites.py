@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evalrunner import input_limits
 from evalrunner.errors import SuiteError
 from evalrunner.suite.columns import (
     map_headers,
@@ -30,6 +31,21 @@ def read_json(data: bytes, source: str) -> list[Row]:
             f"the file is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             source=source,
         ) from None
+    except RecursionError:
+        # The json module has no depth limit of its own: it recurses once per level and
+        # stops at Python's recursion limit with a RecursionError, a traceback rather than a
+        # message. Deeper than that is certainly deeper than the limit below.
+        doc = None
+        too_deep = True
+    else:
+        too_deep = input_limits.json_too_deep(doc)
+    if too_deep:
+        raise SuiteError(
+            f"the JSON nests lists and objects more than {input_limits.MAX_JSON_DEPTH} levels "
+            "deep; it was not read. A suite is a list of case objects, a few levels deep "
+            "(this limit is fixed, so that the nesting cannot exhaust Python's stack)",
+            source=source,
+        )
     if isinstance(doc, list):
         return _json_rows(doc, source=source, path="")
     if isinstance(doc, dict):

@@ -1,0 +1,146 @@
+"""Limits on what an input file *unpacks to*, checked before a parser is given the file.
+
+A file's size on disk says little about the memory and time it costs: an xlsx or docx is a
+zip, and 1 MB of zip can hold 3 million spreadsheet rows or a gigabyte of XML; a JSON file
+nested 100,000 deep is a few hundred kilobytes. Every limit here is therefore checked on
+what the file becomes, as cheaply as possible and before openpyxl, mammoth or ``json`` does
+the expensive part:
+
+- **zip containers** (xlsx suites, docx documents): the sizes the zip's central directory
+  declares for its parts, summed. That is sound for Python's :mod:`zipfile`, which every
+  parser here reads through: it never yields more than a part's declared ``file_size``, and
+  a part whose data inflates past it fails its CRC check instead (so lying in the directory
+  gets a damaged-file error, not a bomb).
+- **rows** of a suite, counted in the sheet's XML before openpyxl builds cells for them, and
+  the sheet's extent after (a single cell at ``XFD1048576`` makes a sheet of 17 billion
+  cells for any reader that walks it).
+- **JSON nesting**, which the :mod:`json` module does not limit at all: it recurses until
+  Python's recursion limit and raises ``RecursionError`` (a traceback, not an error a user
+  can act on), and structures just below that limit break the code that walks them later.
+
+The limits are read from the operator's environment (trusted, unlike a suite or an event, so
+a hostile upload cannot raise them); each refusal names the file, the limit and the
+variable that raises it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from typing import Final
+
+from evalrunner.errors import ConfigError
+
+#: Rows of one suite (sheet rows, CSV records, JSON cases).
+SUITE_ROWS_ENV: Final = "EVALRUNNER_MAX_SUITE_ROWS"
+DEFAULT_SUITE_ROWS: Final = 50_000
+#: What one suite file unpacks to, in MiB: an xlsx's zip parts summed, a CSV's or JSON's bytes.
+SUITE_MB_ENV: Final = "EVALRUNNER_MAX_SUITE_MB"
+DEFAULT_SUITE_MB: Final = 32
+#: What one document given to ``generate`` unpacks to, in MiB (a docx's parts summed, the
+#: bytes of any other file, the text extracted from a PDF).
+DOCUMENT_MB_ENV: Final = "EVALRUNNER_MAX_DOCUMENT_MB"
+DEFAULT_DOCUMENT_MB: Final = 20
+#: Columns of a suite sheet. Fixed: a suite has a few dozen; more means cells far outside
+#: the table, which the fix is to delete, not a limit to raise.
+MAX_SHEET_COLUMNS: Final = 1_000
+#: Nesting of a JSON suite or cell. Fixed: the deepest suite shape (an H2O test lab) is
+#: about six levels deep; well below Python's recursion limit, so everything that later walks
+#: the parsed value (cleaning, reports) has room to do it.
+MAX_JSON_DEPTH: Final = 64
+
+_MIB: Final = 1024 * 1024
+
+#: A row element of a worksheet's XML, with or without a namespace prefix.
+_ROW_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?row[\s/>]")
+
+
+def limit_from_env(name: str, default: int) -> int:
+    """The positive whole number set in the environment variable ``name``, else ``default``."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"{name}={raw!r} is not a whole number above 0; unset it for the default of {default:,}"
+        )
+    return value
+
+
+def suite_rows() -> int:
+    return limit_from_env(SUITE_ROWS_ENV, DEFAULT_SUITE_ROWS)
+
+
+def suite_bytes() -> int:
+    return limit_from_env(SUITE_MB_ENV, DEFAULT_SUITE_MB) * _MIB
+
+
+def document_bytes() -> int:
+    return limit_from_env(DOCUMENT_MB_ENV, DEFAULT_DOCUMENT_MB) * _MIB
+
+
+def megabytes(size: int) -> str:
+    """``size`` in MiB for a message: ``1,024.0 MB``."""
+    return f"{size / _MIB:,.1f} MB"
+
+
+def over_size(what: str, size: int, limit: int, setting: str, *, packed: int | None = None) -> str:
+    """The message for ``what`` (``the workbook unpacks to``) ``size`` bytes over ``limit``."""
+    ratio = f" ({size / packed:,.0f}× its {megabytes(packed)} on disk)" if packed else ""
+    return (
+        f"{what} {megabytes(size)}{ratio}, over the limit of {megabytes(limit)}; it was not "
+        f"read. Raise {setting} (in MB) to read a larger file"
+    )
+
+
+def zip_unpacked_size(data: bytes) -> tuple[int, int] | None:
+    """(bytes the zip's parts unpack to, bytes they take packed), from its central directory;
+    ``None`` when ``data`` is not a readable zip (the parser then says what is wrong)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            parts = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        return None
+    return sum(p.file_size for p in parts), sum(p.compress_size for p in parts)
+
+
+def xml_row_counts(data: bytes) -> Iterator[tuple[str, int]]:
+    """(part name, row elements) for each XML part of the zip ``data`` that has any.
+
+    Only call after :func:`zip_unpacked_size` was checked: this inflates every XML part
+    (bounded by that check), a few hundred MB/s, which is far cheaper than openpyxl building
+    a cell object for each of the rows. Every part is looked at, not only
+    ``xl/worksheets/``, since a workbook's relationships may put a sheet anywhere."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                if info.filename.lower().endswith(".xml"):
+                    count = len(_ROW_ELEMENT.findall(archive.read(info)))
+                    if count:
+                        yield info.filename, count
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        return  # a damaged part: openpyxl reports it
+
+
+def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the parsed JSON ``value`` nests lists and objects more than ``limit`` deep.
+
+    Walked with a stack, not recursion, so that a deep value is measured rather than
+    crashing the measurement; only containers are pushed."""
+    if not isinstance(value, list | dict):
+        return False
+    stack: list[tuple[list[object] | dict[str, object], int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, list | dict))
+    return False
