@@ -142,7 +142,39 @@ __all__ = [
     "deep_cell_csv",
     "deep_json",
     "docx_bomb",
+    "pdf_bomb",
     "xlsx_far_cell",
     "xlsx_rows",
     "xlsx_shared_strings",
 ]
+
+
+def pdf_bomb(path: Path, megabytes: int) -> Path:
+    """A one-page PDF whose Flate-compressed content stream shows ``megabytes`` MB of text."""
+    import zlib
+
+    line = b"BT /F1 12 Tf 72 720 Td (" + b"Leave is 25 days a year. " * 40 + b") Tj ET\n"
+    stream = zlib.compress(line * (megabytes * 1024 * 1024 // 1000 + 1), 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % n + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(
+        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    )
+    path.write_bytes(out.getvalue())
+    return path
