@@ -42,6 +42,7 @@ def evaluate(
     max_text_chars: int | None = None,
     suite_name: str = "python-suite",
     on_progress: Callable[[Progress], None] | None = None,
+    target_options: Mapping[str, Any] | None = None,
 ) -> EvalRun:
     """Run ``suite`` against ``target`` in the embedded engine, exactly as ``evalrunner run``
     does, and return the finished run.
@@ -53,7 +54,10 @@ def evaluate(
     ``judge``: the LLM judge as in ``--judge`` (``{"openai": {...}}`` / ``{"bedrock": {...}}``);
     without one, judge metrics are skipped with a reason. ``out``: the reports folder (earlier
     runs there are the baseline, as with the CLI). ``suite_name``: the file name a suite given
-    as Python rows is reported under (``<suite_name>.json``).
+    as Python rows is reported under (``<suite_name>.json``). ``target_options``: more fields
+    of the event's target object, for a function target above all: ``{"timeout_seconds": 10,
+    "max_response_bytes": 2_000_000}`` (a function that does not answer in time, or answers
+    more, is that case's target error; defaults 60 s and 1 MiB, as for an HTTP target).
 
     Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
     names the row, column or field and the fix, before anything runs."""
@@ -64,6 +68,8 @@ def evaluate(
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise EventError(f"iterations: {iterations!r} is not a positive integer")
     spec, functions = target_spec(target)
+    if target_options:
+        spec = {**spec, **dict(target_options)}
     with tempfile.TemporaryDirectory(prefix="evalrunner-suite-") as folder:
         path = suite_file(suite, Path(folder), suite_name)
         event = local_event(
