@@ -29,7 +29,6 @@ import io
 import os
 import re
 import zipfile
-from collections.abc import Iterator
 from typing import Final
 
 from evalrunner.errors import ConfigError
@@ -44,18 +43,24 @@ DEFAULT_SUITE_MB: Final = 32
 #: bytes of any other file, the text extracted from a PDF).
 DOCUMENT_MB_ENV: Final = "EVALRUNNER_MAX_DOCUMENT_MB"
 DEFAULT_DOCUMENT_MB: Final = 20
-#: Columns of a suite sheet. Fixed: a suite has a few dozen; more means cells far outside
-#: the table, which the fix is to delete, not a limit to raise.
-MAX_SHEET_COLUMNS: Final = 1_000
+#: Cells of one suite (sheet cells, counting the empty ones a sheet's extent pads rows to;
+#: CSV fields; JSON keys). Reading costs about half a kilobyte per cell (openpyxl's cell, the
+#: row's value and its cell address, the case), so this is what bounds memory for a table
+#: of small cells, which the size limit alone does not.
+SUITE_CELLS_ENV: Final = "EVALRUNNER_MAX_SUITE_CELLS"
+DEFAULT_SUITE_CELLS: Final = 500_000
 #: Nesting of a JSON suite or cell. Fixed: the deepest suite shape (an H2O test lab) is
 #: about six levels deep; well below Python's recursion limit, so everything that later walks
 #: the parsed value (cleaning, reports) has room to do it.
 MAX_JSON_DEPTH: Final = 64
 
 _MIB: Final = 1024 * 1024
+#: Bytes of a zip part inflated at a time while its rows are counted.
+_CHUNK: Final = 1024 * 1024
 
-#: A row element of a worksheet's XML, with or without a namespace prefix.
+#: A row or a cell element of a worksheet's XML, with or without a namespace prefix.
 _ROW_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?row[\s/>]")
+_CELL_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?c[\s/>]")
 
 
 def limit_from_env(name: str, default: int) -> int:
@@ -76,6 +81,10 @@ def limit_from_env(name: str, default: int) -> int:
 
 def suite_rows() -> int:
     return limit_from_env(SUITE_ROWS_ENV, DEFAULT_SUITE_ROWS)
+
+
+def suite_cells() -> int:
+    return limit_from_env(SUITE_CELLS_ENV, DEFAULT_SUITE_CELLS)
 
 
 def suite_bytes() -> int:
@@ -111,22 +120,49 @@ def zip_unpacked_size(data: bytes) -> tuple[int, int] | None:
     return sum(p.file_size for p in parts), sum(p.compress_size for p in parts)
 
 
-def xml_row_counts(data: bytes) -> Iterator[tuple[str, int]]:
-    """(part name, row elements) for each XML part of the zip ``data`` that has any.
+def xml_part_over(data: bytes, rows: int, cells: int) -> tuple[str, str, int] | None:
+    """(part name, ``"rows"`` or ``"cells"``, elements counted) for the first XML part of the
+    zip ``data`` with more than ``rows`` row elements or ``cells`` cell elements, counting
+    stopped just past the limit; ``None`` when no part has.
 
-    Only call after :func:`zip_unpacked_size` was checked: this inflates every XML part
-    (bounded by that check), a few hundred MB/s, which is far cheaper than openpyxl building
-    a cell object for each of the rows. Every part is looked at, not only
+    Only call after :func:`zip_unpacked_size` was checked: this inflates the XML parts
+    (bounded by that check) in chunks, at a few hundred MB/s, which is far cheaper than
+    openpyxl building an object for each cell. Every part is looked at, not only
     ``xl/worksheets/``, since a workbook's relationships may put a sheet anywhere."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
                 if info.filename.lower().endswith(".xml"):
-                    count = len(_ROW_ELEMENT.findall(archive.read(info)))
-                    if count:
-                        yield info.filename, count
+                    over = _part_over(archive, info, rows, cells)
+                    if over is not None:
+                        return (info.filename, *over)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
-        return  # a damaged part: openpyxl reports it
+        return None  # a damaged part: openpyxl reports it
+    return None
+
+
+def _part_over(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, rows: int, cells: int
+) -> tuple[str, int] | None:
+    counts = {"rows": 0, "cells": 0}
+    limits = {"rows": rows, "cells": cells}
+    patterns = {"rows": _ROW_ELEMENT, "cells": _CELL_ELEMENT}
+    carry = b""
+    with archive.open(info) as stream:
+        while True:
+            chunk = stream.read(_CHUNK)
+            buffer = carry + chunk
+            # Count up to the last "<": an element cut by the chunk's end is counted with
+            # the next chunk (at the end, everything is counted).
+            cut = buffer.rfind(b"<") if chunk else -1
+            cut = len(buffer) if cut < 0 or len(buffer) - cut > 256 else cut
+            for name, pattern in patterns.items():
+                counts[name] += len(pattern.findall(buffer, 0, cut))
+                if counts[name] > limits[name]:
+                    return name, counts[name]
+            carry = buffer[cut:]
+            if not chunk:
+                return None
 
 
 def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:

@@ -96,6 +96,9 @@ def read_suite(data: bytes, filename: str) -> Suite:
         rows = read_json(data, filename)
     if len(rows) > max_rows:
         raise _too_many_rows(filename, f"{len(rows):,} test cases", max_rows)
+    cells = sum(len(row.values) + len(row.metadata) for row in rows)
+    if cells > input_limits.suite_cells():
+        raise _too_many_cells(filename, f"{cells:,} cells in its {len(rows):,} test cases")
     return Suite(name=PurePath(filename).stem, source=filename, cases=_build_cases(rows, filename))
 
 
@@ -135,6 +138,16 @@ def _too_many_rows(source: str, found: str, limit: int, sheet: str | None = None
         f"the suite holds {found}, over the limit of {limit:,} rows; it was not read. Split "
         f"the suite, delete rows left empty or formatted below the table, or raise "
         f"{input_limits.SUITE_ROWS_ENV}",
+        source=source,
+        sheet=sheet,
+    )
+
+
+def _too_many_cells(source: str, found: str, sheet: str | None = None) -> SuiteError:
+    return SuiteError(
+        f"the suite holds {found}, over the limit of {input_limits.suite_cells():,} cells; it "
+        "was not read. Delete the rows and columns outside the table (empty or formatted "
+        f"ones included), split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
         source=source,
         sheet=sheet,
     )
@@ -402,9 +415,15 @@ def _read_xlsx(data: bytes, source: str, max_rows: int) -> list[Row]:
     xlsx_checks.refuse_ole_container(data, source=source)
     # openpyxl builds every cell of every sheet as it loads: count the rows first (the
     # header and a few blank or title rows above it come on top of the limit).
-    for part, count in input_limits.xml_row_counts(data):
-        if count > max_rows + _ROWS_ABOVE_TABLE:
-            raise _too_many_rows(source, f"{count:,} rows (in its part {part})", max_rows)
+    over = input_limits.xml_part_over(
+        data, max_rows + _ROWS_ABOVE_TABLE, input_limits.suite_cells()
+    )
+    if over is not None:
+        part, what, count = over
+        found = f"more than {count - 1:,} {what} (in {part})"
+        if what == "rows":
+            raise _too_many_rows(source, found, max_rows)
+        raise _too_many_cells(source, found)
     try:
         # data_only: a formula cell is read as the value Excel saved, not as "=...".
         workbook = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
@@ -448,19 +467,17 @@ _ROWS_ABOVE_TABLE: Final = 10
 def _check_extent(sheet: Any, source: str, max_rows: int) -> None:
     """Refuse a sheet whose extent, which every row is padded to when read, is too big: one
     cell far below or to the right of the table (a row number of 1,000,000 needs just one
-    row element) would make millions of empty cells."""
+    row element, column XFD one cell) would make millions of empty cells."""
     if sheet.max_row > max_rows + _ROWS_ABOVE_TABLE:
         raise _too_many_rows(
             source, f"rows up to row {sheet.max_row:,}", max_rows, sheet=sheet.title
         )
-    if sheet.max_column > input_limits.MAX_SHEET_COLUMNS:
-        raise SuiteError(
-            f"the sheet has cells up to column {get_column_letter(sheet.max_column)} "
-            f"({sheet.max_column:,} columns), over the limit of "
-            f"{input_limits.MAX_SHEET_COLUMNS:,} columns (a fixed limit: a suite needs a few "
-            "dozen); delete the columns right of the table (select them, then Delete) and "
-            "save",
-            source=source,
+    extent = sheet.max_row * sheet.max_column
+    if extent > input_limits.suite_cells():
+        span = f"A1:{get_column_letter(sheet.max_column)}{sheet.max_row}"
+        raise _too_many_cells(
+            source,
+            f"a sheet spanning {span} ({extent:,} cells, the empty ones included)",
             sheet=sheet.title,
         )
 
@@ -501,10 +518,17 @@ def _read_csv(data: bytes, source: str) -> list[Row]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     records: list[tuple[int, Sequence[object]]] = []
     start_line = 1  # the line of the file where the record being read begins
+    max_rows, max_cells, cells = input_limits.suite_rows(), input_limits.suite_cells(), 0
     try:
         for number, record in enumerate(reader, start=1):
             records.append((number, record))
             start_line = reader.line_num + 1
+            # Counted as read: 32 MB of "1," is 16 million fields, a string object each.
+            cells += len(record)
+            if cells > max_cells:
+                raise _too_many_cells(source, f"more than {max_cells:,} fields (by row {number})")
+            if number > max_rows + _ROWS_ABOVE_TABLE:
+                raise _too_many_rows(source, f"more than {number - 1:,} records", max_rows)
     except csv.Error as exc:
         raise csv_error(
             exc,

@@ -63,7 +63,7 @@ def test_rows_over_the_limit_are_counted_before_the_sheet_is_loaded(tmp_path, ta
         tmp_path / "out",
         calls,
         "rows.xlsx",
-        "501 rows",
+        "rows (in xl/worksheets/sheet1.xml)",
         "limit of 100 rows",
         "EVALRUNNER_MAX_SUITE_ROWS",
     )
@@ -94,7 +94,7 @@ def test_a_huge_shared_strings_table_is_refused_by_its_unpacked_size(tmp_path, t
     ("cell", "words"),
     [
         ("A1000000", ("rows up to row 1,000,000", "EVALRUNNER_MAX_SUITE_ROWS")),
-        ("XFD2", ("column XFD", "limit of 1,000 columns")),
+        ("XFD100", ("A1:XFD100 (1,638,400 cells", "EVALRUNNER_MAX_SUITE_CELLS")),
     ],
 )
 def test_one_cell_far_outside_the_table_is_refused(tmp_path, target, cell, words):
@@ -118,17 +118,47 @@ def test_csv_and_json_over_the_size_limit_are_refused_unread(tmp_path, target, n
     _refused(result, tmp_path / "out", calls, name, "limit of 1.0 MB", "EVALRUNNER_MAX_SUITE_MB")
 
 
-def test_csv_rows_over_the_limit_are_refused(tmp_path, target):
+def test_a_table_of_small_cells_is_refused_by_its_cells(tmp_path, target):
+    """Few rows and few bytes, many cells: what the size limit alone does not bound."""
     url, calls = target
-    suite = tmp_path / "many.csv"
-    suite.write_text("question\n" + "".join(f"q{n}\n" for n in range(200)))
+    suite = tmp_path / "wide.csv"
+    suite.write_text("question" + ",x" * 999 + "\n" + ("q" + ",1" * 999 + "\n") * 20)
+    result = _run(suite, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_CELLS="10000")
+    _refused(
+        result,
+        tmp_path / "out",
+        calls,
+        "wide.csv",
+        "limit of 10,000 cells",
+        "EVALRUNNER_MAX_SUITE_CELLS",
+    )
+    workbook = bombs.xlsx_rows(tmp_path / "cells.xlsx", 2000)
+    result = _run(workbook, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_CELLS="1000")
+    _refused(result, tmp_path / "out", calls, "cells.xlsx", "cells (in xl/worksheets/sheet1.xml)")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "found"),
+    [
+        (
+            "many.csv",
+            "question\n" + "".join(f"q{n}\n" for n in range(200)),
+            "more than 110 records",
+        ),
+        ("many.json", json.dumps([{"question": f"q{n}"} for n in range(200)]), "200 test cases"),
+    ],
+)
+def test_csv_and_json_rows_over_the_limit_are_refused(tmp_path, target, name, text, found):
+    url, calls = target
+    suite = tmp_path / name
+    suite.write_text(text)
     result = _run(suite, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_ROWS="100")
     _refused(
         result,
         tmp_path / "out",
         calls,
-        "many.csv",
-        "200 test cases",
+        name,
+        found,
         "limit of 100 rows",
         "EVALRUNNER_MAX_SUITE_ROWS",
     )

@@ -60,8 +60,9 @@ def xlsx_rows(path: Path, rows: int) -> Path:
     return _write(path, _template(), sheet, chunks())
 
 
-def xlsx_shared_strings(path: Path, megabytes: int) -> Path:
-    """A one-case workbook with a shared-strings table of ``megabytes`` MB of text."""
+def xlsx_shared_strings(path: Path, megabytes: int, item: int = 1000) -> Path:
+    """A one-case workbook with a shared-strings table of ``megabytes`` MB of strings of
+    ``item`` characters each."""
     parts = _template()
     types = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
     parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
@@ -70,7 +71,7 @@ def xlsx_shared_strings(path: Path, megabytes: int) -> Path:
     )
     name = "xl/sharedStrings.xml"
     parts[name] = b""
-    filler = b"<si><t>" + b"A" * 1000 + b"</t></si>"
+    filler = b"<si><t>" + b"A" * item + b"</t></si>"
     main = b"http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
     def chunks() -> Iterator[bytes]:
