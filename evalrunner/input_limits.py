@@ -61,6 +61,9 @@ _CHUNK: Final = 1024 * 1024
 #: A row or a cell element of a worksheet's XML, with or without a namespace prefix.
 _ROW_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?row[\s/>]")
 _CELL_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?c[\s/>]")
+#: A shared string (each is some cell's text, so they count against the cells limit too:
+#: openpyxl makes a string object of each, a few million of them from a few MB of XML).
+_STRING_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si[\s/>]")
 
 
 def limit_from_env(name: str, default: int) -> int:
@@ -121,9 +124,10 @@ def zip_unpacked_size(data: bytes) -> tuple[int, int] | None:
 
 
 def xml_part_over(data: bytes, rows: int, cells: int) -> tuple[str, str, int] | None:
-    """(part name, ``"rows"`` or ``"cells"``, elements counted) for the first XML part of the
-    zip ``data`` with more than ``rows`` row elements or ``cells`` cell elements, counting
-    stopped just past the limit; ``None`` when no part has.
+    """(part name, ``"rows"``, ``"cells"`` or ``"shared strings"``, elements counted) for the
+    first XML part of the zip ``data`` with more than ``rows`` row elements or ``cells`` cell
+    or shared-string elements, counting stopped just past the limit; ``None`` when no part
+    has.
 
     Only call after :func:`zip_unpacked_size` was checked: this inflates the XML parts
     (bounded by that check) in chunks, at a few hundred MB/s, which is far cheaper than
@@ -144,9 +148,9 @@ def xml_part_over(data: bytes, rows: int, cells: int) -> tuple[str, str, int] | 
 def _part_over(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, rows: int, cells: int
 ) -> tuple[str, int] | None:
-    counts = {"rows": 0, "cells": 0}
-    limits = {"rows": rows, "cells": cells}
-    patterns = {"rows": _ROW_ELEMENT, "cells": _CELL_ELEMENT}
+    counts = {"rows": 0, "cells": 0, "shared strings": 0}
+    limits = {"rows": rows, "cells": cells, "shared strings": cells}
+    patterns = {"rows": _ROW_ELEMENT, "cells": _CELL_ELEMENT, "shared strings": _STRING_ELEMENT}
     carry = b""
     with archive.open(info) as stream:
         while True:

@@ -90,6 +90,22 @@ def test_a_huge_shared_strings_table_is_refused_by_its_unpacked_size(tmp_path, t
     assert "on disk" in message
 
 
+def test_a_shared_strings_table_of_tiny_strings_is_refused_by_their_number(tmp_path, target):
+    """2 MB of one-letter strings is within the size limit, and 120,000 string objects."""
+    url, calls = target
+    suite = bombs.xlsx_shared_strings(tmp_path / "tiny.xlsx", 2, item=1)
+    result = _run(suite, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_CELLS="10000")
+    _refused(
+        result,
+        tmp_path / "out",
+        calls,
+        "tiny.xlsx",
+        "shared strings (in xl/sharedStrings.xml)",
+        "limit of 10,000 cells",
+        "EVALRUNNER_MAX_SUITE_CELLS",
+    )
+
+
 @pytest.mark.parametrize(
     ("cell", "words"),
     [
