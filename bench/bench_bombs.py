@@ -97,6 +97,11 @@ def bomb_files(folder: Path) -> list[tuple[str, str, Path]]:
             bombs.xlsx_shared_strings(folder / "strings.xlsx", 1024),
         ),
         (
+            "xlsx, 31 MB of 1-character shared strings",
+            "suite",
+            bombs.xlsx_shared_strings(folder / "tiny.xlsx", 31, item=1),
+        ),
+        (
             "xlsx, one cell at XFD1048576",
             "suite",
             bombs.xlsx_far_cell(folder / "far.xlsx", "XFD1048576"),
@@ -139,7 +144,7 @@ def within_limits(folder: Path) -> list[tuple[str, str, Path]]:
     path = folder / "dense.xlsx"
     workbook.save(path)
     out.append(("xlsx 16,600 rows x 30 small cells (498,000 cells)", "suite", path))
-    path = bombs.xlsx_shared_strings(folder / "strings.xlsx", 31, item=64)
+    path = bombs.xlsx_shared_strings(folder / "within.xlsx", 31, item=64)
     out.append(("xlsx with 31 MB of shared strings (420,000 of 64 characters)", "suite", path))
     return out
 
