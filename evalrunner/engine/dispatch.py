@@ -135,6 +135,8 @@ def bounded(handler: Handler, *, name: str, timeout_s: float, max_bytes: int) ->
             raise TargetError(f"{name} raised {type(value).__name__} ({value})") from value
         if not ok:
             raise value
+        if isinstance(value, str) and len(value) > max_bytes:  # its JSON is longer still
+            raise ResponseTooLarge(name, f"it returned {len(value):,} characters", max_bytes)
         try:
             size = len(dump_json(value, ascii_only=True))  # ASCII: characters are bytes
         except (TypeError, ValueError):

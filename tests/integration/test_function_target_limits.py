@@ -52,7 +52,7 @@ def test_each_failure_is_its_cases_target_error_and_the_run_finishes(tmp_path):
     assert "returned None; return the answer text" in errors["none"]
     assert "returned a value of type int" in errors["number"]
     assert "max_response_bytes=1,048,576" in errors["huge"]
-    assert "100,000,002 bytes" in errors["huge"]
+    assert "100,000,000 characters" in errors["huge"]
     assert errors["fine"] == ""
     scored = run.details.set_index("question")["ROUGE-L score"]
     assert scored["fine"] > 0
