@@ -76,6 +76,12 @@ def _rows(n: int, text: int) -> list[dict[str, str]]:
     ]
 
 
+def _many_keys(path: Path) -> Path:
+    keys = ",".join(f'"k{i}":1' for i in range(2_500_000))
+    path.write_text('[{"question":"q",' + keys + "}]")
+    return path
+
+
 def bomb_files(folder: Path) -> list[tuple[str, str, Path]]:
     docs = folder / "docs"
     docs.mkdir()
@@ -107,6 +113,7 @@ def bomb_files(folder: Path) -> list[tuple[str, str, Path]]:
             bombs.xlsx_far_cell(folder / "far.xlsx", "XFD1048576"),
         ),
         ("JSON nested 100,000 deep", "suite", bombs.deep_json(folder / "deep.json", 100_000)),
+        ("JSON, one case of 2,500,000 keys (30 MB)", "suite", _many_keys(folder / "keys.json")),
         ("docx, 1 GB of paragraphs (generate)", "docs", docs),
         ("link to /etc/passwd (generate)", "docs", links),
     ]

@@ -29,6 +29,7 @@ import io
 import os
 import re
 import zipfile
+from collections.abc import Iterable
 from typing import Final
 
 from evalrunner.errors import ConfigError
@@ -170,17 +171,28 @@ def _part_over(
 
 
 def json_too_deep(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether the parsed JSON ``value`` nests lists and objects more than ``limit`` deep.
+    """Whether the parsed JSON ``value`` nests lists and objects more than ``limit`` deep."""
+    return json_shape(value, limit)[0]
+
+
+def json_shape(value: object, limit: int = MAX_JSON_DEPTH) -> tuple[bool, int]:
+    """(whether the parsed JSON ``value`` nests lists and objects more than ``limit`` deep,
+    how many object keys it holds: a JSON suite's cells).
 
     Walked with a stack, not recursion, so that a deep value is measured rather than
     crashing the measurement; only containers are pushed."""
     if not isinstance(value, list | dict):
-        return False
+        return False, 0
+    keys = 0
     stack: list[tuple[list[object] | dict[str, object], int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
+            return True, keys
+        if isinstance(item, dict):
+            keys += len(item)
+            children: Iterable[object] = item.values()
+        else:
+            children = item
         stack.extend((c, depth + 1) for c in children if isinstance(c, list | dict))
-    return False
+    return False, keys

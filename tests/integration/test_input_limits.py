@@ -148,6 +148,10 @@ def test_a_table_of_small_cells_is_refused_by_its_cells(tmp_path, target):
         "limit of 10,000 cells",
         "EVALRUNNER_MAX_SUITE_CELLS",
     )
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps([{"question": "q", **{f"k{n}": 1 for n in range(20_000)}}]))
+    result = _run(keys, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_CELLS="10000")
+    _refused(result, tmp_path / "out", calls, "keys.json", "20,001 keys", "limit of 10,000")
     workbook = bombs.xlsx_rows(tmp_path / "cells.xlsx", 2000)
     result = _run(workbook, url, tmp_path / "out", EVALRUNNER_MAX_SUITE_CELLS="1000")
     _refused(result, tmp_path / "out", calls, "cells.xlsx", "cells (in xl/worksheets/sheet1.xml)")
