@@ -24,6 +24,14 @@ _JSON_SHAPES = (
 
 def read_json(data: bytes, source: str) -> list[Row]:
     text = decode_text(data, source=source, kind="json")
+    keys = input_limits.json_keys(text)
+    if keys > input_limits.suite_cells():
+        # Counted before parsing: an object of millions of keys costs seconds to parse.
+        raise SuiteError(
+            f"the suite holds {keys:,} keys, over the limit of {input_limits.suite_cells():,} "
+            f"cells; it was not read. Split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
+            source=source,
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -35,21 +43,14 @@ def read_json(data: bytes, source: str) -> list[Row]:
         # The json module has no depth limit of its own: it recurses once per level and
         # stops at Python's recursion limit with a RecursionError, a traceback rather than a
         # message. Deeper than that is certainly deeper than the limit below.
-        doc, too_deep, keys = None, True, 0
+        doc, too_deep = None, True
     else:
-        too_deep, keys = input_limits.json_shape(doc)
+        too_deep = input_limits.json_too_deep(doc)
     if too_deep:
         raise SuiteError(
             f"the JSON nests lists and objects more than {input_limits.MAX_JSON_DEPTH} levels "
             "deep; it was not read. A suite is a list of case objects, a few levels deep "
             "(this limit is fixed, so that the nesting cannot exhaust Python's stack)",
-            source=source,
-        )
-    if keys > input_limits.suite_cells():
-        # Checked before a row is built: mapping each key to a column is the costly part.
-        raise SuiteError(
-            f"the suite holds {keys:,} keys, over the limit of {input_limits.suite_cells():,} "
-            f"cells; it was not read. Split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
             source=source,
         )
     if isinstance(doc, list):

@@ -74,3 +74,15 @@ def test_a_limit_setting_must_be_a_positive_whole_number(monkeypatch):
         monkeypatch.setenv("EVALRUNNER_X", bad)
         with pytest.raises(ConfigError, match=r"EVALRUNNER_X=.* is not a whole number above 0"):
             limit_from_env("EVALRUNNER_X", 5)
+
+
+def test_json_keys_are_counted_without_parsing_colons_inside_strings_aside():
+    import json
+
+    from evalrunner.input_limits import json_keys
+
+    doc = {"a": "x:y", 'b\\"c:': ["d:e", {"f": 1, "g": {"h": "i:\\"}}], "url": "http://x:80"}
+    text = json.dumps(doc)
+    assert json_keys(text) == 6
+    assert json_keys(json.dumps([{"question": f"q{n}: why?"} for n in range(1000)])) == 1000
+    assert json_keys("[]") == 0
