@@ -121,7 +121,7 @@ def bomb_files(folder: Path) -> list[tuple[str, str, Path]]:
 
 def within_limits(folder: Path) -> list[tuple[str, str, Path]]:
     """The largest suites the limits let through: about 30 MB of CSV / JSON, 50,000 xlsx
-    rows, 500,000 small cells, 31 MB of shared strings."""
+    rows, 600,000 cells, 31 MB of shared strings."""
     out: list[tuple[str, str, Path]] = []
     rows = _rows(39_000, 400)  # 3 columns: 117,000 cells
     path = folder / "limit.csv"
@@ -130,6 +130,18 @@ def within_limits(folder: Path) -> list[tuple[str, str, Path]]:
         writer.writeheader()
         writer.writerows(rows)
     out.append((f"CSV {path.stat().st_size / 2**20:.1f} MB, 39,000 rows", "suite", path))
+    path = folder / "wide.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question", "expected_answer", *(f"meta{n}" for n in range(10))])
+        for i in range(49_990):
+            writer.writerow(
+                [
+                    f"Question {i}: how many days of leave do I get?",
+                    *(f"{n} value of a metadata cell, unique {i}" for n in range(11)),
+                ]
+            )
+    out.append(("CSV 49,990 rows x 12 columns (599,880 cells)", "suite", path))
     path = folder / "limit.json"
     path.write_text(json.dumps(_rows(36_000, 400)))
     out.append((f"JSON {path.stat().st_size / 2**20:.1f} MB, 36,000 cases", "suite", path))
@@ -146,11 +158,19 @@ def within_limits(folder: Path) -> list[tuple[str, str, Path]]:
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("suite")
     sheet.append(["question", *(f"c{n}" for n in range(29))])
-    for i in range(16_600):
+    for i in range(19_990):
         sheet.append([f"q{i}", *range(29)])
     path = folder / "dense.xlsx"
     workbook.save(path)
-    out.append(("xlsx 16,600 rows x 30 small cells (498,000 cells)", "suite", path))
+    out.append(("xlsx 19,990 rows x 30 small cells (599,700 cells)", "suite", path))
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet("suite")
+    sheet.append(["question", "expected_answer", *(f"meta{n}" for n in range(10))])
+    for i in range(49_990):
+        sheet.append([f"Question {i}: how many days?", "25 days.", *range(10)])
+    path = folder / "template-wide.xlsx"
+    workbook.save(path)
+    out.append(("xlsx 49,990 rows x 12 columns (599,880 cells)", "suite", path))
     path = bombs.xlsx_shared_strings(folder / "within.xlsx", 31, item=64)
     out.append(("xlsx with 31 MB of shared strings (420,000 of 64 characters)", "suite", path))
     return out

@@ -49,7 +49,7 @@ DEFAULT_DOCUMENT_MB: Final = 20
 #: row's value and its cell address, the case), so this is what bounds memory for a table
 #: of small cells, which the size limit alone does not.
 SUITE_CELLS_ENV: Final = "EVALRUNNER_MAX_SUITE_CELLS"
-DEFAULT_SUITE_CELLS: Final = 500_000
+DEFAULT_SUITE_CELLS: Final = 600_000
 #: Nesting of a JSON suite or cell. Fixed: the deepest suite shape (an H2O test lab) is
 #: about six levels deep; well below Python's recursion limit, so everything that later walks
 #: the parsed value (cleaning, reports) has room to do it.
