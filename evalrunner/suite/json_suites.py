@@ -24,11 +24,11 @@ _JSON_SHAPES = (
 
 def read_json(data: bytes, source: str) -> list[Row]:
     text = decode_text(data, source=source, kind="json")
-    keys = input_limits.json_keys(text)
-    if keys > input_limits.suite_cells():
+    key_count = input_limits.json_keys(text)
+    if key_count > input_limits.suite_cells():
         # Counted before parsing: an object of millions of keys costs seconds to parse.
         raise SuiteError(
-            f"the suite holds {keys:,} keys, over the limit of {input_limits.suite_cells():,} "
+            f"the suite holds {key_count:,} keys, over the limit of {input_limits.suite_cells():,} "
             f"cells; it was not read. Split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
             source=source,
         )
