@@ -160,8 +160,9 @@ def _response(result: Any) -> Any:
     if isinstance(result, tuple) and len(result) == 2:
         answer, contexts = result
         return {"answer": answer, "contexts": list(contexts or [])}
+    what = "None" if result is None else f"a value of type {type(result).__name__}"
     raise ConfigError(
-        f"the target function returned a {type(result).__name__}; return the answer text, "
+        f"the target function returned {what}; return the answer text, "
         '(answer, contexts), or a dict such as {"answer": "...", "contexts": ["..."]}'
     )
 

@@ -47,6 +47,7 @@ def evaluate(
     suite_name: str = "python-suite",
     on_progress: Callable[[Progress], None] | None = None,
     preflight: bool = True,
+    target_options: Mapping[str, Any] | None = None,
 ) -> EvalRun:
     """Run ``suite`` against ``target`` in the embedded engine, exactly as ``evalrunner run``
     does, and return the finished run.
@@ -62,7 +63,10 @@ def evaluate(
     ``fail_on_regression``, ``max_error_share``: what fails the run, as ``--fail-on``,
     ``--fail-on-regression`` and ``--max-error-share`` (default: a case below a primary
     metric's threshold fails it; more than 10% errors make it not measured); the returned
-    run's ``verdict`` and ``passed`` say the outcome.
+    run's ``verdict`` and ``passed`` say the outcome. ``target_options``: more fields
+    of the event's target object, for a function target above all: ``{"timeout_seconds": 10,
+    "max_response_bytes": 2_000_000}`` (a function that does not answer in time, or answers
+    more, is that case's target error; defaults 60 s and 1 MiB, as for an HTTP target).
 
     Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
     names the row, column or field and the fix, before anything runs. ``preflight``: first
@@ -76,6 +80,8 @@ def evaluate(
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise EventError(f"iterations: {iterations!r} is not a positive integer")
     spec, functions = target_spec(target)
+    if target_options:
+        spec = {**spec, **dict(target_options)}
     with tempfile.TemporaryDirectory(prefix="evalrunner-suite-") as folder:
         path = suite_file(suite, Path(folder), suite_name)
         event = local_event(

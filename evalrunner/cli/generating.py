@@ -87,6 +87,7 @@ def generate(
     <suite>.generation.json (topics, rejections, judge cost)."""
     from evalrunner.generate.build import generate as build_suite
     from evalrunner.generate.build import parse_counts
+    from evalrunner.generate.documents import load_documents
     from evalrunner.suite.template import write_suite_xlsx
 
     try:
@@ -96,8 +97,13 @@ def generate(
             )
         counts = parse_counts(_counts(count))
         client = _judge(judge)
+        # Documents first: one refused (a link out of the folder, over the size limit) stops
+        # the command before the embedding model is loaded (seconds, half a GB).
+        documents = load_documents(source)
         embed, model = _embedder()
-        rows, report = build_suite(source, client, counts=counts, embed=embed, max_words=max_words)
+        rows, report = build_suite(
+            source, client, counts=counts, embed=embed, max_words=max_words, documents=documents
+        )
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     if not rows:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.engine.moto_compat import routed_lambda_invocations
+from evalrunner.errors import TargetError, TargetTimeout
+from evalrunner.http_client import ResponseTooLarge
 from evalrunner.jsonout import dump_json
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -93,6 +95,57 @@ class Dispatcher:
         if self.observer:
             self.observer(name, event, result, None)
         return payload
+
+
+def bounded(handler: Handler, *, name: str, timeout_s: float, max_bytes: int) -> Handler:
+    """``handler`` held to the target's ``timeout_seconds`` and ``max_response_bytes``, as an
+    HTTP target is: for a target function the engine hosts in-process (a Python function
+    given to ``evaluate()``), which nothing else bounds.
+
+    The call runs in a daemon thread and is waited for ``timeout_s``; past that, the case gets
+    a :class:`TargetTimeout` and the run goes on. A Python thread cannot be stopped from
+    outside, so a function that never returns is *abandoned*: its thread keeps running,
+    holding what it holds, until it returns or the process ends (a daemon thread never keeps
+    the process alive). Whatever it does later is dropped, errors included, so a late failure
+    is not taken for a dying interpreter thread by the engine's watchdog. An answer over
+    ``max_bytes`` of JSON is refused before it is sent anywhere."""
+
+    def run(event: dict[str, Any], context: Any) -> Any:
+        outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                outcome.append((True, handler(event, context)))
+            except BaseException as exc:  # reported to the waiting caller, never to the hook
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name=f"evalrunner-target-{name}", daemon=True).start()
+        if not done.wait(timeout_s):
+            raise TargetTimeout(
+                f"{name} did not answer within timeout_seconds={timeout_s:g}; the call was "
+                "abandoned (a Python thread cannot be stopped: it runs on in the background "
+                "until it returns or the process ends). Raise target.timeout_seconds if the "
+                "function is just slow."
+            )
+        ok, value = outcome[0]
+        if not ok and not isinstance(value, Exception):  # SystemExit, KeyboardInterrupt
+            raise TargetError(f"{name} raised {type(value).__name__} ({value})") from value
+        if not ok:
+            raise value
+        if isinstance(value, str) and len(value) > max_bytes:  # its JSON is longer still
+            raise ResponseTooLarge(name, f"it returned {len(value):,} characters", max_bytes)
+        try:
+            size = len(dump_json(value, ascii_only=True))  # ASCII: characters are bytes
+        except (TypeError, ValueError):
+            return value  # the dispatcher reports what cannot be serialised
+        if size > max_bytes:
+            raise ResponseTooLarge(name, f"it returned {size:,} bytes of JSON", max_bytes)
+        return value
+
+    return run
 
 
 def _error_payload(exc: BaseException) -> bytes:

@@ -27,7 +27,7 @@ import boto3
 
 import state_machines
 from evalrunner import redaction
-from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, dispatching
+from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, bounded, dispatching
 from evalrunner.engine.moto_compat import (
     InProcessLambdaClient,
     InProcessS3Client,
@@ -45,13 +45,13 @@ from evalrunner.engine.moto_services import (
 )
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
-from evalrunner.errors import EngineStalled, ExecutionFailed
+from evalrunner.errors import ConfigError, EngineStalled, ExecutionFailed
 from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
 from evalrunner.targets.base import Target
-from evalrunner.targets.lambda_function import LambdaTarget, function_name
+from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
 from evalrunner.user_cache import user_cache_dir
 
@@ -213,6 +213,7 @@ class LocalEngine:
             Runtime(session=session, s3_client=s3, target_factory=targets)
         )
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
+        functions = self._bound_target(functions, event.get("target"))
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
         with (
@@ -261,6 +262,29 @@ class LocalEngine:
         ``runtime``, and the local targets' (which may stand in for a pipeline function)."""
         pipeline = self.pipeline(runtime, log_level=self.log_level)
         return {**pipeline.by_name(), **self.targets}
+
+    def _bound_target(self, functions: dict[str, Handler], spec: Any) -> dict[str, Handler]:
+        """``functions`` with the run's target, when the engine hosts it, held to the target's
+        ``timeout_seconds`` and ``max_response_bytes`` (:func:`bounded`): in-process, nothing
+        else would stop a function that never returns. (Hosted inside the bound, so the
+        watchdog sees an abandoned call end when the case gives up on it.)"""
+        if not isinstance(spec, dict) or target_class(spec) is not LambdaTarget:
+            return functions
+        name = function_name(str(spec.get("lambdaArn")))
+        if name not in self.targets:
+            return functions
+        try:
+            options = LambdaTarget.parse_options(spec)
+        except ConfigError:
+            return functions  # Prepare fails the run with the message
+        assert isinstance(options, LambdaSpec)
+        fn = bounded(
+            functions[name],
+            name=name,
+            timeout_s=options.timeout_seconds,
+            max_bytes=options.max_response_bytes,
+        )
+        return {**functions, name: fn}
 
     def target_factory(self, route: LambdaInvoke) -> TargetFactory:
         """The run's target factory: a Lambda target whose function this engine hosts (by

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from evalrunner.errors import ConfigError
 from evalrunner.generate.chunks import DEFAULT_MAX_WORDS, Chunk, chunk_documents
-from evalrunner.generate.documents import load_documents
+from evalrunner.generate.documents import Document, load_documents
 from evalrunner.generate.kinds import KINDS, REFUSAL_ANSWER, Drafts, Kind, messages
 from evalrunner.generate.topics import Topic, find_topics
 from evalrunner.generate.validate import Candidate, Rejection, Validator
@@ -103,9 +103,12 @@ def generate(
     counts: Mapping[str, int],
     embed: Embed | None,
     max_words: int = DEFAULT_MAX_WORDS,
+    documents: list[Document] | None = None,
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
-    """Suite rows and the report of how they were made."""
-    documents = load_documents(source)
+    """Suite rows and the report of how they were made. ``documents``: those under
+    ``source``, when the caller read them already (the CLI does, before it loads a model)."""
+    if documents is None:
+        documents = load_documents(source)
     chunks = chunk_documents(documents, max_words)
     topics: list[Topic] = find_topics(chunks, embed)
     before = JudgeUsage()

@@ -5,11 +5,18 @@ markdown-it-py, HTML with Beautiful Soup, PDF with pypdf, Word with mammoth; pla
 is split into paragraphs. A missing parser is an error that says which extra to install; an
 unreadable file is an error that names it. Documents come from a local folder or an
 ``s3://bucket/prefix/``.
+
+Only what was given is read, and no more of it than the limit: a symbolic link that leads
+out of the folder is refused (it could make a system file a "document" whose text goes to
+the judge), and every document is held to ``EVALRUNNER_MAX_DOCUMENT_MB`` of what it unpacks
+to (see :mod:`evalrunner.input_limits`) before its parser sees it: a docx by the sizes its
+zip declares, a PDF by the text extracted so far, anything else by its bytes.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Iterator
 from itertools import pairwise
@@ -18,13 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evalrunner import input_limits
 from evalrunner.errors import ConfigError
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 
 SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
 INSTALL_DOCS = "pip install 'evalrunner[docs]'"
-#: Largest document read (bytes): a corpus is documents, not data dumps.
-MAX_BYTES = 20 * 1024 * 1024
 MAX_DOCUMENTS = 2000
 
 
@@ -97,14 +103,45 @@ def _html(data: bytes) -> list[Section]:
     return sections or _paragraph_sections(soup.get_text("\n"))
 
 
-def _pdf(data: bytes) -> list[Section]:
+def _pdf(name: str, data: bytes, limit: int) -> list[Section]:
+    """Page by page, stopping once the text extracted passes ``limit`` characters (a PDF's
+    streams are compressed: a small file can hold far more text than it weighs)."""
     pypdf = _need("pypdf")
     reader = pypdf.PdfReader(io.BytesIO(data))
-    return [
-        s
-        for n, page in enumerate(reader.pages, start=1)
-        for s in _paragraph_sections(page.extract_text() or "", f"page {n}")
-    ]
+    sections: list[Section] = []
+    extracted = 0
+    for n, page in enumerate(reader.pages, start=1):
+        text = page.extract_text() or ""
+        extracted += len(text)
+        if extracted > limit:
+            raise _too_big(name, f"the text extracted up to page {n} is over", limit)
+        sections += _paragraph_sections(text, f"page {n}")
+    return sections
+
+
+def _too_big(
+    name: str, what: str, limit: int, size: int | None = None, packed: int = 0
+) -> ConfigError:
+    if size is None:
+        message = (
+            f"{what} {input_limits.megabytes(limit)}, the limit; it was not read. Raise "
+            f"{input_limits.DOCUMENT_MB_ENV} (in MB) to read a larger document, or split it"
+        )
+    else:
+        message = input_limits.over_size(
+            what, size, limit, input_limits.DOCUMENT_MB_ENV, packed=packed or None
+        )
+    return ConfigError(f"{name}: {message}")
+
+
+def _check_size(name: str, data: bytes, limit: int) -> None:
+    """Refuse a document over ``limit`` bytes, or a docx whose zip parts unpack to more."""
+    if len(data) > limit:
+        raise _too_big(name, "the document is", limit, len(data))
+    if Path(name).suffix.lower() == ".docx":
+        sizes = input_limits.zip_unpacked_size(data)
+        if sizes is not None and sizes[0] > limit:
+            raise _too_big(name, "the document unpacks to", limit, sizes[0], len(data))
 
 
 def _docx(data: bytes) -> list[Section]:
@@ -119,13 +156,15 @@ def _docx(data: bytes) -> list[Section]:
 def parse(name: str, data: bytes) -> Document:
     """One document from its bytes, by its name's suffix."""
     suffix = Path(name).suffix.lower()
+    limit = input_limits.document_bytes()
+    _check_size(name, data, limit)
     try:
         if suffix in (".md", ".markdown"):
             sections = _markdown(data.decode("utf-8", errors="replace"))
         elif suffix in (".html", ".htm"):
             sections = _html(data)
         elif suffix == ".pdf":
-            sections = _pdf(data)
+            sections = _pdf(name, data, limit)
         elif suffix == ".docx":
             sections = _docx(data)
         else:
@@ -142,14 +181,28 @@ def parse(name: str, data: bytes) -> Document:
 
 
 def _local(folder: Path) -> Iterator[tuple[str, bytes]]:
+    """The documents under ``folder``, links included only while they stay inside it."""
     if not folder.is_dir():
         raise ConfigError(
             f"{folder}: not a folder; give a folder of documents or s3://bucket/prefix/"
         )
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        if path.suffix.lower() in SUFFIXES:
-            if path.stat().st_size > MAX_BYTES:
-                raise ConfigError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; split it")
+    root = folder.resolve()
+    limit = input_limits.document_bytes()
+    found: list[Path] = []
+    # Not rglob: it lists a link to a file outside as a file of the folder. os.walk does not
+    # enter linked folders (their documents are read where they really are, if inside);
+    # a linked document is read only when the link stays inside the folder.
+    for top, _, files in os.walk(folder, followlinks=False):
+        found += [Path(top, f) for f in files if Path(f).suffix.lower() in SUFFIXES]
+    for path in sorted(found):
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise ConfigError(
+                f"{path}: a symbolic link that leads out of the documents folder; generate "
+                f"reads only what is inside {folder} (copy the document in instead)"
+            )
+        if path.is_file():
+            if path.stat().st_size > limit:
+                raise _too_big(str(path), "the document is", limit, path.stat().st_size)
             yield path.relative_to(folder).as_posix(), path.read_bytes()
 
 
@@ -165,8 +218,14 @@ def _s3(url: str) -> Iterator[tuple[str, bytes]]:
         for item in page.get("Contents", []):
             key = item["Key"]
             if Path(key).suffix.lower() in SUFFIXES:
-                if int(item.get("Size", 0)) > MAX_BYTES:
-                    raise ConfigError(f"s3://{bucket}/{key}: larger than {MAX_BYTES // 2**20} MiB")
+                size = int(item.get("Size", 0))
+                if size > input_limits.document_bytes():
+                    raise _too_big(
+                        f"s3://{bucket}/{key}",
+                        "the document is",
+                        input_limits.document_bytes(),
+                        size,
+                    )
                 yield key, client.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 

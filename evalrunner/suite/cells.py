@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from evalrunner.input_limits import MAX_JSON_DEPTH, json_too_deep
+
 #: Cells that mean "not given", as evaluation sheets write it (compared case-insensitively
 #: after trimming): scored as missing, so the case is skipped for that metric, never 0.
 NOT_GIVEN: Final[frozenset[str]] = frozenset({"na", "n/a", "-"})
@@ -89,12 +91,29 @@ def _strings(items: list[Any]) -> list[str]:
     return out
 
 
+def _loads(text: str) -> Any:
+    """``json.loads`` for a cell, with nesting past :data:`MAX_JSON_DEPTH` a ``ValueError``
+    like any other invalid JSON. The json module has no depth limit: it recurses per level
+    until Python's recursion limit (``RecursionError``, a traceback); an xlsx cell of 32,767
+    ``[`` gets there, and one just short of it breaks the code that walks the value next."""
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        parsed = None
+        deep = True
+    else:
+        deep = json_too_deep(parsed)
+    if deep:
+        raise ValueError(f"it nests more than {MAX_JSON_DEPTH} levels deep")
+    return parsed
+
+
 def _json_array(text: str) -> list[Any] | None:
     """The cell as a JSON array, or ``None`` when it is not one."""
     if not text.startswith("["):
         return None
     try:
-        parsed = json.loads(text)
+        parsed = _loads(text)
     except ValueError:
         return None
     return parsed if isinstance(parsed, list) else None
@@ -108,7 +127,7 @@ def _json_items(value: object, what: str, example: str) -> list[Any]:
     text = parse_text(value)
     assert text is not None
     try:
-        items = json.loads(text)
+        items = _loads(text)
     except ValueError as exc:
         raise CellError(f"is not valid JSON ({exc}); write {what} as e.g. {example}") from None
     if not isinstance(items, list):
@@ -193,7 +212,7 @@ def parse_condition(value: object) -> str | list[Any] | None:
     assert text is not None
     if text.startswith("["):
         try:
-            parsed = json.loads(text)
+            parsed = _loads(text)
         except ValueError as exc:
             raise CellError(
                 f"starts with '[' but is not a valid JSON array ({exc}); write the list form "
@@ -241,7 +260,7 @@ def parse_conversation(value: object) -> list[dict[str, str]]:
     assert text is not None
     if text.startswith("["):
         try:
-            parsed = json.loads(text)
+            parsed = _loads(text)
         except ValueError as exc:
             raise CellError(
                 f"starts with '[' but is not a valid JSON array ({exc}); write "
@@ -312,7 +331,7 @@ def is_prior_turns(value: object) -> bool:
     items: Any = value
     if isinstance(value, str) and value.strip().startswith("["):
         try:
-            items = json.loads(value)
+            items = _loads(value)
         except ValueError:
             return False
     elif isinstance(value, str):

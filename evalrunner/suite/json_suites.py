@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evalrunner import input_limits
 from evalrunner.errors import SuiteError
 from evalrunner.suite.columns import (
     map_headers,
@@ -23,6 +24,14 @@ _JSON_SHAPES = (
 
 def read_json(data: bytes, source: str) -> list[Row]:
     text = decode_text(data, source=source, kind="json")
+    key_count = input_limits.json_keys(text)
+    if key_count > input_limits.suite_cells():
+        # Counted before parsing: an object of millions of keys costs seconds to parse.
+        raise SuiteError(
+            f"the suite holds {key_count:,} keys, over the limit of {input_limits.suite_cells():,} "
+            f"cells; it was not read. Split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
+            source=source,
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -30,6 +39,20 @@ def read_json(data: bytes, source: str) -> list[Row]:
             f"the file is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             source=source,
         ) from None
+    except RecursionError:
+        # The json module has no depth limit of its own: it recurses once per level and
+        # stops at Python's recursion limit with a RecursionError, a traceback rather than a
+        # message. Deeper than that is certainly deeper than the limit below.
+        doc, too_deep = None, True
+    else:
+        too_deep = input_limits.json_too_deep(doc)
+    if too_deep:
+        raise SuiteError(
+            f"the JSON nests lists and objects more than {input_limits.MAX_JSON_DEPTH} levels "
+            "deep; it was not read. A suite is a list of case objects, a few levels deep "
+            "(this limit is fixed, so that the nesting cannot exhaust Python's stack)",
+            source=source,
+        )
     if isinstance(doc, list):
         return _json_rows(doc, source=source, path="")
     if isinstance(doc, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evalrunner import input_limits
 from evalrunner.suite.json_suites import lab_identity  # one definition of "the same case"
 
 
@@ -18,9 +19,12 @@ def split_lab(data: bytes) -> list[tuple[str, bytes]]:
     """``(model name, that model's lab as JSON)`` for each model of a lab in which some case
     was answered by two models or more, in the lab's model order; ``[]`` for anything else
     (not JSON, not a lab, one answer per case, answers not computed yet)."""
+    if len(data) > input_limits.suite_bytes():
+        return []  # read_suite refuses it, naming the limit
     try:
         doc = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        # RecursionError: json has no depth limit of its own; read_suite names the limit.
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("dataset"), dict):
         return []
