@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from evalrunner.cli.ci_reports import (
@@ -33,6 +34,7 @@ from evalrunner.cli.common import (
     _pairs,
     _progress_bar,
     check_out_dir,
+    err,
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
@@ -303,6 +305,7 @@ def run(
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
         check_ci_paths(junit_xml, markdown)
+        _note_stopped_runs(out_dir, resume)
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalrunner-lab-"))
         plans = [(spec, suite) for spec in target] if target else logged_plans(suite, Path(scratch))
         events = []
@@ -350,6 +353,8 @@ def run(
     finally:
         stack.close()
     codes = [_report(r, as_json=as_json, fail_on_regression=fail_on_regression) for r in results]
+    for result in results:
+        _notes(result.notices)
     _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:
         _leaderboard_from_runs(
@@ -466,14 +471,29 @@ def start(
                 )
         else:
             local_suite = suite or _find_local_suite(event["key"], event_file.parent)
+            _note_stopped_runs(out_dir, None)
             result = _execute_local(event, local_suite, out_dir, as_json)
     except ExecutionFailed as exc:
         raise _fail(exc, EXIT_RUN) from None
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     code = _report(result, as_json=as_json, fail_on_regression=fail_on_regression)
+    _notes(result.notices)
     _ci_reports([result], junit_xml, markdown, quiet=as_json)
     raise typer.Exit(code)
+
+
+def _note_stopped_runs(out_dir: Path, resume: str | None) -> None:
+    """Name what killed or stopped runs left in ``out_dir`` (saved cases to resume, claims of
+    report sets never finished), on stderr, before the new run starts."""
+    from evalrunner.engine.saved_runs import stopped_run_notices
+
+    _notes(stopped_run_notices(out_dir, resuming=resume))
+
+
+def _notes(notices: list[str]) -> None:
+    for notice in notices:
+        err.print(f"[yellow]note:[/] {escape(notice)}", highlight=False, soft_wrap=True)
 
 
 def _ci_reports(

@@ -68,6 +68,19 @@ NO_RECORD = (
 )
 
 
+#: The Map failures with which an engine hands a stopped run to Aggregate: a stall, or a stop
+#: asked for (SIGTERM, Ctrl-C). The reports of such a run are partial (summary ``partial``).
+STOPPED_ERRORS = ("Engine.Stalled", "Engine.Stopped")
+
+
+def stopped_reason(map_failure: Any) -> str | None:
+    """Why the run was stopped part-way, or None when it was not (a Map failure of any
+    other kind is a step failure of a run that went to its end)."""
+    if isinstance(map_failure, dict) and map_failure.get("Error") in STOPPED_ERRORS:
+        return str(map_failure.get("Cause") or map_failure["Error"])
+    return None
+
+
 def _failure_text(failure: Any) -> str | None:
     if not failure:
         return None
@@ -336,6 +349,8 @@ def _aggregate(
             config.max_text_chars,
         ),
         categories=category_stats(rows, infos),
+        partial=stopped_reason(map_failure) is not None,
+        stopped_reason=stopped_reason(map_failure),
     )
     data.robustness = analyse_robustness(data)
     baseline_problem = None
@@ -428,6 +443,8 @@ def _aggregate(
         target_errors=folded.target_errors,
         task_failures=folded.task_failures,
         step_failures=failures,
+        partial=data.partial,
+        stopped_reason=data.stopped_reason,
         metrics=[MetricSummary.model_validate(s.model_dump()) for s in data.run_stats()],
         run_metrics=data.run_metrics,
         categories=data.categories,

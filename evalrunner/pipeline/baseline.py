@@ -27,7 +27,12 @@ def find_baseline(
     is an error (the user asked for it); a missing previous run is not (the first run of a
     suite has nothing to compare with).
     """
-    sets = [s for s in complete_summaries(store, target) if s.summary.run_id != run_id]
+    # A stopped run's partial set covers only the cases that finished: never a baseline.
+    sets = [
+        s
+        for s in complete_summaries(store, target)
+        if s.summary.run_id != run_id and not s.summary.partial
+    ]
     if baseline_run_id is not None:
         chosen = [s for s in sets if s.summary.run_id == baseline_run_id]
         if not chosen:

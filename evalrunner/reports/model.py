@@ -307,6 +307,9 @@ class ReportData(BaseModel):
     weak_spots_method: str | None = None
     #: Every metric × every category the suite uses (evalrunner.reports.categories).
     categories: list[CategoryStats] = Field(default_factory=list)
+    #: The run was stopped part-way: only the cases that finished are scored here.
+    partial: bool = False
+    stopped_reason: str | None = None
 
     def run_stats(self) -> list[MetricStats]:
         return [s for s in self.stats if s.iteration is None]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -104,8 +105,11 @@ def run_order(summary: RunSummary) -> tuple[str, int, str]:
 def claim_report_prefix(store: RunStore, target: str, now: datetime, run_id: str) -> str:
     """Claim a free report prefix for ``run_id`` in the bucket (and in every local folder
     registered with :func:`claiming_in`) and return it."""
-    body = dump_json({"run_id": run_id, "claimed_at": now.isoformat(timespec="seconds")})
-    data = body.encode("utf-8")
+    body = {"run_id": run_id, "claimed_at": now.isoformat(timespec="seconds")}
+    data = dump_json(body).encode("utf-8")
+    # A local claim also says which process made it: a later run that finds the claim
+    # without a manifest, and that process gone, knows the run was killed (engine/saved_runs).
+    local = dump_json({**body, "pid": os.getpid(), "host": socket.gethostname()}).encode()
     with _local_lock:
         roots = list(_local_roots)
     for prefix in candidate_prefixes(target, now):
@@ -113,7 +117,7 @@ def claim_report_prefix(store: RunStore, target: str, now: datetime, run_id: str
             continue
         if not store.put_if_absent(f"{prefix}{CLAIM_NAME}", data, "application/json"):
             continue
-        if all(claim_local(root, prefix, data) for root in roots):
+        if all(claim_local(root, prefix, local) for root in roots):
             return prefix
     raise StorageError(
         f"no free report prefix for {target!r} at {now:%y%m%d-%H%M%S}: "

@@ -161,6 +161,11 @@ class RunSummary(BaseModel):
     task_failures: int
     #: the Map or Score step's failure, when Aggregate ran after one
     step_failures: list[str] = Field(default_factory=list)
+    #: the run was stopped part-way (a signal, a stall): these reports cover only the cases
+    #: that finished; ``--resume <run_id>`` runs the rest. Never taken as a baseline.
+    partial: bool = False
+    #: why it stopped (``SIGTERM``, ``interrupted (Ctrl-C)``, the stall's reason)
+    stopped_reason: str | None = None
     metrics: list[MetricSummary]
     #: evaluator -> its run-level figures (free-form: each evaluator defines its own)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
