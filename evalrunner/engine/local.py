@@ -276,8 +276,14 @@ class LocalEngine:
                 raise ExecutionFailed(_failure_message(description))
             output = json.loads(description["output"])
             summary = summary_of_output(output, _embedded_object)
-            files = self._download(summary, out_dir)
-            notices = _download_history(summary.target, out_dir)
+            try:
+                files = self._download(summary, out_dir)
+            except ReportsNotWritten as exc:
+                raise ReportsNotWritten(
+                    f"{exc.message}; the finished cases are kept: --resume {summary.run_id} "
+                    "writes the reports without calling the target again"
+                ) from None
+            notices = download_history(summary.target, _embedded_object, out_dir)
         # The run's reports are written: its saved records are no longer needed.
         for run_id in {*run_ids, *([resume] if resume else [])}:
             shutil.rmtree(saved_run_dir(out_dir, run_id), ignore_errors=True)
@@ -547,20 +553,25 @@ class LocalEngine:
         return count
 
     def _download(self, summary: RunSummary, out_dir: Path) -> list[Path]:
-        """Copy the report set into ``out_dir``, the manifest last, each file written whole
-        or not at all. A write that fails (a full disk, an I/O error, a folder that became
-        unwritable) is :class:`ReportsNotWritten`, naming the files that were written: the
-        set has no manifest then, so no reader (the baseline lookup above all) takes it."""
-        files: list[Path] = []
-        for key in summary.reports.keys():
-            path = out_dir / key
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(path, _embedded_object(key))
-            except OSError as exc:
-                raise ReportsNotWritten(_write_failure(exc, path, files)) from None
-            files.append(path)
-        return files
+        return download_set(summary, _embedded_object, out_dir)
+
+
+def download_set(summary: RunSummary, read: Callable[[str], bytes], out_dir: Path) -> list[Path]:
+    """Copy the report set (each file read with ``read(key)``) into ``out_dir``, the manifest
+    last, each file written whole or not at all. A write that fails (a full disk, an I/O
+    error, a folder that became unwritable) is :class:`ReportsNotWritten`, naming the files
+    that were written: the copy has no manifest then, so no reader (the baseline lookup
+    above all) takes it."""
+    files: list[Path] = []
+    for key in summary.reports.keys():
+        path = out_dir / key
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, read(key))
+        except OSError as exc:
+            raise ReportsNotWritten(_write_failure(exc, path, files)) from None
+        files.append(path)
+    return files
 
 
 def _output_pending(description: Mapping[str, Any]) -> bool:
@@ -586,7 +597,7 @@ def _embedded_object(key: str) -> bytes:
     return bytes(embedded_s3().get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
-def _download_history(target: str, out_dir: Path) -> list[str]:
+def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -> list[str]:
     """Copy the target's history page as Aggregate refreshed it (absent if that failed).
     It is not part of the run's set (written after its manifest): a failure to write it is
     a notice for the user, not a failed run."""
@@ -595,7 +606,7 @@ def _download_history(target: str, out_dir: Path) -> list[str]:
     notices = []
     for key in history_keys(target):
         try:
-            data = _embedded_object(key)
+            data = read(key)
         except Exception:  # not written: the run's own reports are what matters
             continue
         path = out_dir / key
@@ -620,10 +631,7 @@ def _write_failure(exc: OSError, path: Path, written: list[Path]) -> str:
         if written
         else "no report file was written"
     )
-    return (
-        f"the reports could not be written: {_os_reason(exc)} ({where}); {partial}. Free "
-        "space or fix the folder, then run again"
-    )
+    return f"the reports could not be written: {_os_reason(exc)} ({where}); {partial}"
 
 
 @contextmanager
