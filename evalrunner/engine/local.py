@@ -283,7 +283,7 @@ class LocalEngine:
                     f"{exc.message}; the finished cases are kept: --resume {summary.run_id} "
                     "writes the reports without calling the target again"
                 ) from None
-            notices = download_history(summary.target, _embedded_object, out_dir)
+            notices = _local_history(summary.target, out_dir)
         # The run's reports are written: its saved records are no longer needed.
         for run_id in {*run_ids, *([resume] if resume else [])}:
             shutil.rmtree(saved_run_dir(out_dir, run_id), ignore_errors=True)
@@ -615,6 +615,20 @@ def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -
         except OSError as exc:
             notices.append(f"the history page {path} was not updated: {_os_reason(exc)}")
     return notices
+
+
+def _local_history(target: str, out_dir: Path) -> list[str]:
+    """Rebuild the target's history page from every complete set in ``out_dir`` (not the
+    embedded bucket's, which knows only the sets seeded when this run started: runs that
+    finish together would each list only themselves). Not part of the run's set: a failure
+    is a notice for the user, not a failed run."""
+    from evalrunner.reports.history import local_history
+
+    try:
+        local_history(out_dir, target)
+    except OSError as exc:
+        return [f"the history page of {target} was not updated: {_os_reason(exc)}"]
+    return []
 
 
 def _os_reason(exc: OSError) -> str:
