@@ -159,6 +159,18 @@ def _report(result: RunResult, *, as_json: bool, fail_on_regression: bool = Fals
         op = ">=" if gate.higher_is_better else "<="
         out.print(f"gate {gate.gate} {op} {gate.threshold}: {avg} {mark}")
     _print_findings(summary)
+    if fail_on_regression and summary.regression is None:
+        ignored = sum(p.type == "baseline_ignored" for p in summary.problems)
+        why = (
+            f"{ignored} earlier report set(s) failed their manifest check"
+            if ignored
+            else "no earlier complete run of this target on this suite"
+        )
+        out.print(
+            f"[yellow]--fail-on-regression: no verifiable baseline ({why}); this run was not "
+            "checked for regressions[/]",
+            highlight=False,
+        )
     out.print("reports:")
     for path in result.files:
         out.print(f"  {path}")
@@ -185,7 +197,11 @@ def _print_findings(summary: RunSummary) -> None:
             highlight=False,
             markup=False,
         )
-    problems = summary.problems
+    # A baseline that was skipped is always named: a regression gate rests on it.
+    for problem in summary.problems:
+        if problem.type == "baseline_ignored":
+            out.print(f"[yellow]{escape(problem.description)}[/]", highlight=False)
+    problems = [p for p in summary.problems if p.type != "baseline_ignored"]
     high = [p for p in problems if p.severity == "high"]
     if problems:
         out.print(f"{len(problems)} problems ({len(high)} high) — see problems.json:")

@@ -402,34 +402,29 @@ class LocalEngine:
         """Put earlier runs' summaries and reports from ``out_dir`` into the embedded bucket,
         so a local run is compared with the previous local run of the same target.
 
-        Only complete sets are seeded (a manifest, and summary.json and report.json as it
-        lists them): a set whose copy or Aggregate was cut short is never a baseline."""
-        from evalrunner.reports.publish import (
-            MANIFEST_NAME,
-            REPORT_NAME,
-            SUMMARY_NAME,
-            local_complete_sets,
-            local_verified,
-        )
+        Every finished set (one with a manifest) is seeded as it is on disk: Aggregate's
+        baseline lookup checks each file against its manifest, as in the cloud, skips a set
+        that fails and names it in the report ("baseline ... ignored"). A set without a
+        manifest (a copy or Aggregate cut short) is not seeded: it was never finished."""
+        from evalrunner.reports.publish import MANIFEST_NAME, REPORT_NAME, SUMMARY_NAME
         from evalrunner.targets.factory import target_name
 
         try:
             folder = out_dir / "test-reports" / target_name(target)
         except Exception:  # an invalid target fails in Prepare with a proper message
             return 0
+        if not folder.is_dir():
+            return 0
         s3 = embedded_s3()
         count = 0
-        for _, manifest_path, manifest in local_complete_sets(folder):
+        for manifest_path in sorted(folder.glob(f"*{MANIFEST_NAME}")):
             base = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
-            files = {
-                f"{base}{suffix}": local_verified(out_dir, manifest, f"{base}{suffix}")
-                for suffix in (SUMMARY_NAME, REPORT_NAME)
-            }
-            if any(data is None for data in files.values()):
-                continue  # incomplete or altered: not a baseline
-            files[f"{base}{MANIFEST_NAME}"] = manifest_path.read_bytes()
-            for key, data in files.items():
-                s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+            for suffix in (MANIFEST_NAME, SUMMARY_NAME, REPORT_NAME):
+                try:
+                    data = (out_dir / f"{base}{suffix}").read_bytes()
+                except OSError:  # missing: the lookup finds the set incomplete
+                    continue
+                s3.put_object(Bucket=BUCKET, Key=f"{base}{suffix}", Body=data)
                 count += 1
         return count
 

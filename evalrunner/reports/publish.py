@@ -202,27 +202,38 @@ def read_summary(data: bytes | None) -> RunSummary | None:
         return None
 
 
-def complete_summaries(store: RunStore, target: str) -> list[CompleteSet]:
+def complete_summaries(
+    store: RunStore, target: str, rejected: list[str] | None = None
+) -> list[CompleteSet]:
     """The summaries of ``target``'s complete sets in the bucket (manifest present, summary
-    as listed in it), each with its manifest."""
+    as listed in it), each with its manifest. A set that has a manifest but fails it (its
+    summary missing, altered or unreadable, the manifest itself unreadable) is skipped too,
+    and its prefix added to ``rejected``: it was finished once, so skipping it silently
+    would hide that a baseline was lost. (A set without a manifest is being written, or was
+    never finished: not news.)"""
     keys = set(store.list_keys(f"{REPORTS_PREFIX}{target}/"))
     out = []
     for key in sorted(keys):
-        if not key.endswith(SUMMARY_NAME):
+        if not key.endswith(MANIFEST_NAME):
             continue
-        prefix = key[: -len(SUMMARY_NAME)]
-        if manifest_key(prefix) not in keys:
-            continue  # incomplete: interrupted, or still being written
-        manifest = store.get_json_or_none(manifest_key(prefix))
+        prefix = key[: -len(MANIFEST_NAME)]
+        summary_key = f"{prefix}{SUMMARY_NAME}"
         try:
-            data = store.get_bytes(key)
-        except StorageError:
+            manifest = store.get_json_or_none(key)
+        except ValueError:  # not JSON
+            manifest = None
+        data = store.get_bytes_or_none(summary_key) if summary_key in keys else None
+        summary = read_summary(data) if data is not None else None
+        if (
+            data is None
+            or summary is None
+            or not isinstance(manifest, dict)
+            or not verified(manifest, summary_key, data)
+        ):
+            if rejected is not None:
+                rejected.append(prefix)
             continue
-        if not verified(manifest, key, data):
-            continue
-        summary = read_summary(data)
-        if summary is not None and isinstance(manifest, dict):
-            out.append(CompleteSet(summary, manifest))
+        out.append(CompleteSet(summary, manifest))
     return out
 
 

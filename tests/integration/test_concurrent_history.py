@@ -27,10 +27,11 @@ def test_eight_runs_started_together_are_eight_history_entries(tmp_path):
     with Loopback() as server:
         server.always(200, {"answer": "25 days"})
         spec = json.dumps({"url": f"{server.url}/ask", "name": "together"})
+        command = [EVALRUNNER, "run", "--suite", str(suite), "--target", spec, "--metric"]
+        command += ["Token F1", "--out", str(out), "--quiet"]
         children = [
             subprocess.Popen(
-                [EVALRUNNER, "run", "--suite", str(suite), "--target", spec]
-                + ["--metric", "Token F1", "--out", str(out), "--quiet"],
+                command,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
