@@ -304,9 +304,10 @@ def run(
     resume: Annotated[
         str | None,
         typer.Option(
-            help="Run id of a run that stopped part-way (its error message names it): "
-            "the cases it finished are kept and only the rest are run. Same --suite, "
-            "--target and --out as the stopped run.",
+            help="Run id of a run that stopped part-way: killed, stopped (SIGTERM, Ctrl-C) "
+            "or stalled (its error message, or the next run in that --out, names it): the "
+            "cases it finished are kept and only the rest are run. Same --suite, --target, "
+            "options and --out as the stopped run.",
         ),
     ] = None,
     junit_xml: JunitOption = None,

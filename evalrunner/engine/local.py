@@ -208,7 +208,10 @@ class LocalEngine:
                     run_ids.append(str(result.get("run_id")))
                     mark_active(run_ids[-1], True)
                     # from now on each finished case is on disk: say whose records they are
-                    write_marker(out_dir, run_ids[-1], {"run_id": run_ids[-1], **marker})
+                    try:
+                        write_marker(out_dir, run_ids[-1], {"run_id": run_ids[-1], **marker})
+                    except OSError as exc:  # reported at the end, like a record not saved
+                        records.failure = records.failure or f"{_os_reason(exc)} ({out_dir})"
                 elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"] and isinstance(result, dict):
                     # a task, or its Catch path, says how many cases it finished
                     progress.done += int(result.get("done", 0))

@@ -185,8 +185,7 @@ def test_kill_9_keeps_the_finished_cases_and_resume_runs_only_the_rest(tmp_path,
     assert "no-such-run" in wrong.stderr and run_id in wrong.stderr
     assert len(target.received) == calls
 
-    # A new run in that folder names the killed run and how to resume it (then we stop it:
-    # the test is about resuming, not about that run).
+    # Resumed: only the cases without a record reach the target.
     done = resume(suite, target, out, run_id)
     assert done.returncode == 0, done.stdout + done.stderr
     assert_each_case_answered_once(target)

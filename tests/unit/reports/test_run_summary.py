@@ -30,6 +30,8 @@ SUMMARY_KEYS = [
     "target_errors",
     "task_failures",
     "step_failures",
+    "partial",
+    "stopped_reason",
     "metrics",
     "run_metrics",
     "categories",
