@@ -117,3 +117,22 @@ class EngineStalled(ExecutionFailed):
         super().__init__(message)
         self.run_id = run_id
         self.files = list(files or [])
+
+
+class RunStopped(ExecutionFailed):
+    """A local run was stopped part-way (SIGTERM, Ctrl-C): the reports of the cases that
+    finished are written, marked partial, and the run id resumes the rest."""
+
+    code = "RunStopped"
+
+    def __init__(self, message: str, *, run_id: str | None = None, files: list[Any] | None = None):
+        super().__init__(message)
+        self.run_id = run_id
+        self.files = list(files or [])
+
+
+class ReportsNotWritten(ExecutionFailed):
+    """The run's reports could not be written (a full disk, an I/O error): a failed run, not a
+    failed gate. The set has no manifest, so it is never taken as a baseline."""
+
+    code = "ReportsNotWritten"

@@ -46,12 +46,17 @@ def _report_path(run: str, out_dir: Path) -> Path:
         read_summary,
     )
 
+    partial = None  # a resumed run has its stopped part's set too: the finished one wins
     for folder in sorted(p for p in out_dir.glob("test-reports/*") if p.is_dir()):
         for _, manifest_path, manifest in local_complete_sets(folder):  # complete sets only
             key = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
             summary = read_summary(local_verified(out_dir, manifest, key + SUMMARY_NAME))
             if summary is not None and summary.run_id == run:
-                return out_dir / summary.reports.report
+                if not summary.partial:
+                    return out_dir / summary.reports.report
+                partial = out_dir / summary.reports.report
+    if partial is not None:
+        return partial
     raise EventError(f"{run!r} is neither a report.json file nor a run id found under {out_dir}")
 
 

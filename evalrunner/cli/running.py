@@ -39,6 +39,7 @@ from evalrunner.cli.common import (
     _pairs,
     _progress_bar,
     check_out_dir,
+    err,
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
@@ -151,6 +152,18 @@ def _report(result: RunResult, *, as_json: bool) -> int:
         op = ">=" if gate.higher_is_better else "<="
         out.print(f"gate {escape(gate.gate)} {op} {gate.threshold}: {avg} {mark}")
     _print_findings(summary)
+    if summary.verdict.policy.fails_on_regression() and summary.regression is None:
+        ignored = sum(p.type == "baseline_ignored" for p in summary.problems)
+        why = (
+            f"{ignored} earlier report set(s) failed their manifest check"
+            if ignored
+            else "no earlier complete run of this target on this suite"
+        )
+        out.print(
+            f"[yellow]--fail-on-regression: no verifiable baseline ({why}); this run was not "
+            "checked for regressions[/]",
+            highlight=False,
+        )
     out.print("reports:")
     for path in result.files:
         out.print(f"  {path}", markup=False, highlight=False)
@@ -252,7 +265,11 @@ def _print_findings(summary: RunSummary) -> None:
             highlight=False,
             markup=False,
         )
-    problems = summary.problems
+    # A baseline that was skipped is always named: a regression gate rests on it.
+    for problem in summary.problems:
+        if problem.type == "baseline_ignored":
+            out.print(f"[yellow]{escape(problem.description)}[/]", highlight=False)
+    problems = [p for p in summary.problems if p.type != "baseline_ignored"]
     high = [p for p in problems if p.severity == "high"]
     if problems:
         out.print(f"{len(problems)} problems ({len(high)} high) — see problems.json:")
@@ -348,9 +365,10 @@ def run(
     resume: Annotated[
         str | None,
         typer.Option(
-            help="Run id of a run that stopped part-way (its error message names it): "
-            "the cases it finished are kept and only the rest are run. Same --suite, "
-            "--target and --out as the stopped run.",
+            help="Run id of a run that stopped part-way: killed, stopped (SIGTERM, Ctrl-C) "
+            "or stalled (its error message, or the next run in that --out, names it): the "
+            "cases it finished are kept and only the rest are run. Same --suite, --target, "
+            "options and --out as the stopped run.",
         ),
     ] = None,
     junit_xml: JunitOption = None,
@@ -366,6 +384,7 @@ def run(
             raise EventError("--resume continues one run: give exactly one --target with it")
         check_out_dir(out_dir)
         check_ci_paths(junit_xml, markdown)
+        _note_stopped_runs(out_dir, resume)
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalrunner-lab-"))
         plans = [(spec, suite) for spec in target] if target else logged_plans(suite, Path(scratch))
         events = []
@@ -422,6 +441,8 @@ def run(
     finally:
         stack.close()
     codes = [_report(r, as_json=as_json) for r in results]
+    for result in results:
+        _notes(result.notices)
     _ci_reports(results, junit_xml, markdown, quiet=as_json)
     if len(results) > 1:
         _leaderboard_from_runs(
@@ -553,6 +574,7 @@ def start(
                 )
         else:
             local_suite = suite or _find_local_suite(event["key"], event_file.parent)
+            _note_stopped_runs(out_dir, None)
             result = _execute_local(
                 event, local_suite, out_dir, as_json, preflight=not no_preflight
             )
@@ -563,8 +585,22 @@ def start(
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     code = _report(result, as_json=as_json)
+    _notes(result.notices)
     _ci_reports([result], junit_xml, markdown, quiet=as_json)
     raise typer.Exit(code)
+
+
+def _note_stopped_runs(out_dir: Path, resume: str | None) -> None:
+    """Name what killed or stopped runs left in ``out_dir`` (saved cases to resume, claims of
+    report sets never finished), on stderr, before the new run starts."""
+    from evalrunner.engine.saved_runs import stopped_run_notices
+
+    _notes(stopped_run_notices(out_dir, resuming=resume))
+
+
+def _notes(notices: list[str]) -> None:
+    for notice in notices:
+        err.print(f"[yellow]note:[/] {escape(notice)}", highlight=False, soft_wrap=True)
 
 
 def _ci_reports(

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import threading
 import time
 import zipfile
@@ -44,13 +45,28 @@ from evalrunner.engine.moto_services import (
     create_role,
 )
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
+from evalrunner.engine.saved_runs import (
+    check_resume,
+    fingerprint,
+    mark_active,
+    saved_run_dir,
+    this_process,
+    write_atomically,
+    write_marker,
+)
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
-from evalrunner.errors import ConfigError, EngineStalled, ExecutionFailed
+from evalrunner.errors import (
+    ConfigError,
+    EngineStalled,
+    ExecutionFailed,
+    ReportsNotWritten,
+    RunStopped,
+)
 from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
-from evalrunner.targets.base import Target
+from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
 from evalrunner.user_cache import user_cache_dir
@@ -121,6 +137,8 @@ class RunResult:
     seconds: float = 0.0
     #: the execution's output as Step Functions returned it (what ``--json`` prints)
     output: dict[str, Any] = field(default_factory=dict)
+    #: things the user should know that did not stop the run (a history page not written)
+    notices: list[str] = field(default_factory=list)
 
 
 class LocalEngine:
@@ -176,14 +194,30 @@ class LocalEngine:
         lock = threading.Lock()
         run_ids: list[str] = []
         finishing = threading.Event()
+        data = suite.read_bytes() if isinstance(suite, Path) else suite
         if resume:
+            check_resume(out_dir, resume, event, data)  # EventError: nothing started
             event = {**event, "run_id": resume}
+        marker = {
+            "fingerprint": fingerprint(event, data),
+            "suite": event.get("key"),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **this_process(),
+        }
+        gate = _StopGate()
+        records = _DurableRecords(embedded_s3(), out_dir)
 
         def observe(name: str, ev: dict[str, Any], result: Any, exc: BaseException | None) -> None:
             with lock:
                 if name == PIPELINE_FUNCTIONS["PrepareFunctionArn"] and result:
                     progress.total, progress.phase = int(result.get("item_count", 0)), "cases"
                     run_ids.append(str(result.get("run_id")))
+                    mark_active(run_ids[-1], True)
+                    # from now on each finished case is on disk: say whose records they are
+                    try:
+                        write_marker(out_dir, run_ids[-1], {"run_id": run_ids[-1], **marker})
+                    except OSError as exc:  # reported at the end, like a record not saved
+                        records.failure = records.failure or f"{_os_reason(exc)} ({out_dir})"
                 elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"] and isinstance(result, dict):
                     # a task, or its Catch path, says how many cases it finished
                     progress.done += int(result.get("done", 0))
@@ -196,7 +230,6 @@ class LocalEngine:
                         finishing.set()
 
         redaction.register_event(event)  # its credentials are masked in the logs of its start
-        data = suite.read_bytes() if isinstance(suite, Path) else suite
         session = None
         judge = event.get("judge") or {}
         if needs_real_aws(event.get("target", {}), self.function_names) or "bedrock" in judge:
@@ -207,10 +240,12 @@ class LocalEngine:
         # A target Lambda the engine hosts is invoked in-process too (through the same
         # dispatcher as the state machine's tasks; the dispatcher is made below, from the
         # handlers this runtime builds, hence the late-bound route).
-        s3 = embedded_s3()
-        targets = self.target_factory(lambda *call: dispatcher.invoke(*call))
+        # Each case record is also written to out_dir the moment it is stored (durable:
+        # a killed run keeps its finished cases for --resume); each target call passes the
+        # stop gate (a stopped run starts no new call while its reports are written).
+        targets = self.target_factory(lambda *call: dispatcher.invoke(*call), gate)
         functions = self.functions_for(
-            Runtime(session=session, s3_client=s3, target_factory=targets)
+            Runtime(session=session, s3_client=records, target_factory=targets)
         )
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
         functions = self._bound_target(functions, event.get("target"))
@@ -223,6 +258,7 @@ class LocalEngine:
             dispatching(dispatcher),
             watchdog.threads.watching(),
             claiming_in(out_dir),  # the report prefix is claimed in out_dir too
+            _running(run_ids),
         ):
             definition = self.deploy(data, event["key"])
             self.seed_reports(out_dir, event.get("target", {}))
@@ -233,16 +269,40 @@ class LocalEngine:
                 stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
                 input=json.dumps(event),
             )["executionArn"]
-            description = self._follow(sfn, arn, progress, lock, on_progress, watchdog, finishing)
+            try:
+                with _stop_on_signals():
+                    description = self._follow(
+                        sfn, arn, progress, lock, on_progress, watchdog, finishing
+                    )
+            except _StopRequested as stop:
+                gate.stop()
+                raise self._salvage(
+                    Stall(stop.reason), run_ids, progress, out_dir, handlers, stopped=True
+                ) from None
             if isinstance(description, Stall):
+                gate.stop()
                 raise self._salvage(description, run_ids, progress, out_dir, handlers)
             if description["status"] != "SUCCEEDED":
                 raise ExecutionFailed(_failure_message(description))
             output = json.loads(description["output"])
             summary = summary_of_output(output, _embedded_object)
-            files = self._download(summary, out_dir)
-        if resume:
-            shutil.rmtree(_saved_run_dir(out_dir, resume), ignore_errors=True)
+            try:
+                files = self._download(summary, out_dir)
+            except ReportsNotWritten as exc:
+                raise ReportsNotWritten(
+                    f"{exc.message}; the finished cases are kept: --resume {summary.run_id} "
+                    "writes the reports without calling the target again"
+                ) from None
+            notices = _local_history(summary.target, out_dir)
+        # The run's reports are written: its saved records are no longer needed.
+        for run_id in {*run_ids, *([resume] if resume else [])}:
+            shutil.rmtree(saved_run_dir(out_dir, run_id), ignore_errors=True)
+        _remove_if_empty(out_dir / "runs")
+        if records.failure is not None:
+            notices.append(
+                f"finished cases could not be saved for a resume ({records.failure}); the "
+                "run ended, so nothing is lost"
+            )
         return RunResult(
             summary=summary,
             execution_arn=arn,
@@ -251,6 +311,7 @@ class LocalEngine:
             files=files,
             seconds=time.perf_counter() - started,
             output=output,
+            notices=notices,
         )
 
     @property
@@ -286,7 +347,7 @@ class LocalEngine:
         )
         return {**functions, name: fn}
 
-    def target_factory(self, route: LambdaInvoke) -> TargetFactory:
+    def target_factory(self, route: LambdaInvoke, gate: _StopGate | None = None) -> TargetFactory:
         """The run's target factory: a Lambda target whose function this engine hosts (by
         name, whatever the ARN form or qualifier, as the dispatcher resolves it) invokes it
         through ``route`` in-process (:class:`InProcessLambdaClient`: the same JSON bytes and
@@ -302,8 +363,10 @@ class LocalEngine:
                 target_class(spec) is LambdaTarget
                 and function_name(str(spec["lambdaArn"])) in hosted
             ):
-                return LambdaTarget(spec, session=session, client=client)
-            return default_target(spec, session=session)
+                built: Target = LambdaTarget(spec, session=session, client=client)
+            else:
+                built = default_target(spec, session=session)
+            return built if gate is None else _GatedTarget(built, gate)
 
         return build
 
@@ -373,34 +436,29 @@ class LocalEngine:
         """Put earlier runs' summaries and reports from ``out_dir`` into the embedded bucket,
         so a local run is compared with the previous local run of the same target.
 
-        Only complete sets are seeded (a manifest, and summary.json and report.json as it
-        lists them): a set whose copy or Aggregate was cut short is never a baseline."""
-        from evalrunner.reports.publish import (
-            MANIFEST_NAME,
-            REPORT_NAME,
-            SUMMARY_NAME,
-            local_complete_sets,
-            local_verified,
-        )
+        Every finished set (one with a manifest) is seeded as it is on disk: Aggregate's
+        baseline lookup checks each file against its manifest, as in the cloud, skips a set
+        that fails and names it in the report ("baseline ... ignored"). A set without a
+        manifest (a copy or Aggregate cut short) is not seeded: it was never finished."""
+        from evalrunner.reports.publish import MANIFEST_NAME, REPORT_NAME, SUMMARY_NAME
         from evalrunner.targets.factory import target_name
 
         try:
             folder = out_dir / "test-reports" / target_name(target)
         except Exception:  # an invalid target fails in Prepare with a proper message
             return 0
+        if not folder.is_dir():
+            return 0
         s3 = embedded_s3()
         count = 0
-        for _, manifest_path, manifest in local_complete_sets(folder):
+        for manifest_path in sorted(folder.glob(f"*{MANIFEST_NAME}")):
             base = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
-            files = {
-                f"{base}{suffix}": local_verified(out_dir, manifest, f"{base}{suffix}")
-                for suffix in (SUMMARY_NAME, REPORT_NAME)
-            }
-            if any(data is None for data in files.values()):
-                continue  # incomplete or altered: not a baseline
-            files[f"{base}{MANIFEST_NAME}"] = manifest_path.read_bytes()
-            for key, data in files.items():
-                s3.put_object(Bucket=BUCKET, Key=key, Body=data)
+            for suffix in (MANIFEST_NAME, SUMMARY_NAME, REPORT_NAME):
+                try:
+                    data = (out_dir / f"{base}{suffix}").read_bytes()
+                except OSError:  # missing: the lookup finds the set incomplete
+                    continue
+                s3.put_object(Bucket=BUCKET, Key=f"{base}{suffix}", Body=data)
                 count += 1
         return count
 
@@ -439,13 +497,9 @@ class LocalEngine:
                 finishing.wait(self.poll_seconds)  # returns at once when Aggregate returns
 
     def seed_records(self, out_dir: Path, run_id: str) -> int:
-        """Put the case records a stopped run saved back into the embedded bucket."""
-        folder = _saved_run_dir(out_dir, run_id)
-        if not folder.is_dir():
-            raise ExecutionFailed(
-                f"--resume {run_id}: no saved run in {folder}; resume from the --out folder "
-                "the stopped run wrote to"
-            )
+        """Put the case records a stopped run saved back into the embedded bucket (its
+        folder was checked by :func:`check_resume` before the run started)."""
+        folder = saved_run_dir(out_dir, run_id)
         s3 = embedded_s3()
         count = 0
         for path in sorted(folder.glob("cases/*.json")):
@@ -461,19 +515,24 @@ class LocalEngine:
         progress: Progress,
         out_dir: Path,
         handlers: Mapping[str, Handler],
-    ) -> EngineStalled:
-        """What a stuck run still owes the user: its finished cases saved for a resume, and
-        reports for them, made by the same Score and Aggregate handlers the machine calls."""
-        lead = f"the embedded engine stopped making progress: {stall.reason}."
+        *,
+        stopped: bool = False,
+    ) -> EngineStalled | RunStopped:
+        """What a stuck or stopped run still owes the user: its finished cases saved for a
+        resume, and reports for them (marked partial), made by the same Score and Aggregate
+        handlers the machine calls."""
+        kind: type[EngineStalled] | type[RunStopped] = RunStopped if stopped else EngineStalled
+        if stopped:
+            lead = f"the run was stopped ({stall.reason})."
+            failure = {"Error": "Engine.Stopped", "Cause": stall.reason}
+        else:
+            lead = f"the embedded engine stopped making progress: {stall.reason}."
+            failure = {"Error": "Engine.Stalled", "Cause": stall.reason}
         if not run_ids:
-            return EngineStalled(f"{lead} No case had started; nothing was written.")
+            return kind(f"{lead} No case had started; nothing was written.")
         run_id = run_ids[-1]
         saved = self._save_records(run_id, out_dir)
-        state: dict[str, Any] = {
-            "run_id": run_id,
-            "bucket": BUCKET,
-            "map_failure": {"Error": "Engine.Stalled", "Cause": stall.reason},
-        }
+        state: dict[str, Any] = {"run_id": run_id, "bucket": BUCKET, "map_failure": failure}
         files: list[Path] = []
         stalled_in, progress.phase = progress.phase, "salvaging"
         try:
@@ -489,15 +548,16 @@ class LocalEngine:
             )
             files = self._download(summary_of_output(output, _embedded_object), out_dir)
         except Exception as exc:
-            return EngineStalled(
+            why = exc.message if isinstance(exc, ReportsNotWritten) else f"{exc!r}"
+            return kind(
                 f"{lead} {saved} finished cases were saved in "
-                f"{_saved_run_dir(out_dir, run_id)}, but their reports could not be "
-                f"written ({type(exc).__name__}: {exc}). To run the rest: repeat the "
+                f"{saved_run_dir(out_dir, run_id)}, but their reports could not be "
+                f"written: {why}. To run the rest: repeat the "
                 f"command with --resume {run_id}.",
                 run_id=run_id,
             )
         where = files[0].parent if files else out_dir
-        return EngineStalled(
+        return kind(
             f"{lead} {saved} of {progress.total} case runs had finished; their reports are in "
             f"{where} (the others are marked as failed tasks). To run only the rest: repeat "
             f"the same command with --resume {run_id}.",
@@ -506,8 +566,10 @@ class LocalEngine:
         )
 
     def _save_records(self, run_id: str, out_dir: Path) -> int:
+        """Every record of the run in the embedded bucket, on disk (most are there already,
+        written as their cases finished)."""
         s3 = boto3.client("s3", region_name=REGION)
-        folder = _saved_run_dir(out_dir, run_id) / "cases"
+        folder = saved_run_dir(out_dir, run_id) / "cases"
         folder.mkdir(parents=True, exist_ok=True)
         count = 0
         for page in s3.get_paginator("list_objects_v2").paginate(
@@ -515,19 +577,30 @@ class LocalEngine:
         ):
             for obj in page.get("Contents", []):
                 body = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
-                (folder / obj["Key"].rsplit("/", 1)[-1]).write_bytes(body)
+                write_atomically(folder / obj["Key"].rsplit("/", 1)[-1], body)
                 count += 1
         return count
 
     def _download(self, summary: RunSummary, out_dir: Path) -> list[Path]:
-        files = []
-        for key in summary.reports.keys():
-            path = out_dir / key
+        return download_set(summary, _embedded_object, out_dir)
+
+
+def download_set(summary: RunSummary, read: Callable[[str], bytes], out_dir: Path) -> list[Path]:
+    """Copy the report set (each file read with ``read(key)``) into ``out_dir``, the manifest
+    last, each file written whole or not at all. A write that fails (a full disk, an I/O
+    error, a folder that became unwritable) is :class:`ReportsNotWritten`, naming the files
+    that were written: the copy has no manifest then, so no reader (the baseline lookup
+    above all) takes it."""
+    files: list[Path] = []
+    for key in summary.reports.keys():
+        path = out_dir / key
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_embedded_object(key))
-            files.append(path)
-        _download_history(summary.target, out_dir)  # not part of the set: after its manifest
-        return files
+            write_atomically(path, read(key))
+        except OSError as exc:
+            raise ReportsNotWritten(_write_failure(exc, path, files)) from None
+        files.append(path)
+    return files
 
 
 def _output_pending(description: Mapping[str, Any]) -> bool:
@@ -553,25 +626,192 @@ def _embedded_object(key: str) -> bytes:
     return bytes(embedded_s3().get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
-def _download_history(target: str, out_dir: Path) -> list[Path]:
-    """The target's history page as Aggregate refreshed it (absent if that failed)."""
+def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -> list[str]:
+    """Copy the target's history page as Aggregate refreshed it (absent if that failed).
+    It is not part of the run's set (written after its manifest): a failure to write it is
+    a notice for the user, not a failed run."""
     from evalrunner.reports.history import history_keys
 
-    files = []
+    notices = []
     for key in history_keys(target):
         try:
-            data = _embedded_object(key)
+            data = read(key)
         except Exception:  # not written: the run's own reports are what matters
             continue
         path = out_dir / key
-        path.write_bytes(data)
-        files.append(path)
-    return files
+        try:
+            write_atomically(path, data)
+        except OSError as exc:
+            notices.append(f"the history page {path} was not updated: {_os_reason(exc)}")
+    return notices
 
 
-def _saved_run_dir(out_dir: Path, run_id: str) -> Path:
-    """Where a stopped run keeps its case records for ``--resume``."""
-    return out_dir / "runs" / run_id
+def _local_history(target: str, out_dir: Path) -> list[str]:
+    """Rebuild the target's history page from every complete set in ``out_dir`` (not the
+    embedded bucket's, which knows only the sets seeded when this run started: runs that
+    finish together would each list only themselves). Not part of the run's set: a failure
+    is a notice for the user, not a failed run."""
+    from evalrunner.reports.history import local_history
+
+    try:
+        local_history(out_dir, target)
+    except OSError as exc:
+        return [f"the history page of {target} was not updated: {_os_reason(exc)}"]
+    return []
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OS error in words (``No space left on device``), without Python's wrapping."""
+    return exc.strerror or type(exc).__name__
+
+
+def _write_failure(exc: OSError, path: Path, written: list[Path]) -> str:
+    """The one line a failed report copy prints: what failed, where, and what is left."""
+    where = Path(exc.filename) if isinstance(exc.filename, str) else path
+    partial = (
+        f"the files written before it ({', '.join(str(p) for p in written)}) are an "
+        "incomplete set with no manifest, never read as a baseline; delete them"
+        if written
+        else "no report file was written"
+    )
+    return f"the reports could not be written: {_os_reason(exc)} ({where}); {partial}"
+
+
+@contextmanager
+def _running(run_ids: list[str]) -> Iterator[None]:
+    """While inside, the runs in ``run_ids`` (filled in as Prepare returns) are running in
+    this process; after, a stopped one may be resumed by this process too."""
+    try:
+        yield
+    finally:
+        for run_id in run_ids:
+            mark_active(run_id, False)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (another run's saved records), or not there
+        pass
+
+
+class _StopRequested(BaseException):
+    """SIGTERM or SIGINT during a local run: raised in the main thread where it waits for the
+    execution, like KeyboardInterrupt (a BaseException, so no ``except Exception`` on the way
+    swallows it)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_SIGNAL_REASONS = {
+    signal.SIGTERM: "SIGTERM: the run was asked to stop",
+    signal.SIGINT: "interrupted (Ctrl-C)",
+}
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """While the run is followed, SIGTERM and SIGINT stop it with its reports written (the
+    handlers before are put back at once: a second Ctrl-C while the reports are written
+    aborts as usual). Only on the main thread, where Python delivers signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _StopRequested(_SIGNAL_REASONS.get(signal.Signals(signum), f"signal {signum}"))
+
+    previous = {sig: signal.signal(sig, stop) for sig in _SIGNAL_REASONS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _StopGate:
+    """Closed when a run stops: a target call that has not started by then waits for good
+    (in a daemon thread of the interpreter, which ends with the process), so no case is
+    answered after the stopped run's reports were made, and none is paid for twice when it
+    is resumed. A call already under way finishes, and its record is saved."""
+
+    def __init__(self) -> None:
+        self._stopped = threading.Event()
+        self._never = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def pass_through(self) -> None:
+        if self._stopped.is_set():
+            self._never.wait()
+
+
+class _GatedTarget(Target):
+    """A run's target behind its :class:`_StopGate` (the kind's own class does the work)."""
+
+    def __init__(self, inner: Target, gate: _StopGate) -> None:  # no spec parsing: inner's
+        self.inner, self.gate = inner, gate
+        self.spec, self.options = inner.spec, inner.options
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def invoke(self, case: Any) -> TargetResponse:
+        self.gate.pass_through()
+        return self.inner.invoke(case)
+
+    def invoke_turn(self, case: Any, session: ConversationSession) -> TargetResponse:
+        self.gate.pass_through()
+        return self.inner.invoke_turn(case, session)
+
+    def __getattr__(self, name: str) -> Any:  # a kind's own extras (a probe, its client)
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class _DurableRecords:
+    """The embedded S3 client of a local run, which also writes each case record to
+    ``out_dir/runs/<run_id>/cases/`` as it is stored: a finished case is durable the moment
+    it finishes, as in the cloud (DESIGN.md), and a killed run keeps its work for
+    ``--resume``. A failed disk write is remembered (and reported at the end), not raised:
+    the run itself goes on in the embedded bucket."""
+
+    def __init__(self, inner: Any, out_dir: Path) -> None:
+        self._inner, self._out = inner, out_dir
+        self._folders: set[Path] = set()
+        self._lock = threading.Lock()
+        self.failure: str | None = None
+
+    def put_object(self, **parameters: Any) -> dict[str, Any]:
+        reply: dict[str, Any] = self._inner.put_object(**parameters)
+        parts = str(parameters.get("Key", "")).split("/")
+        if len(parts) == 4 and parts[0] == "runs" and parts[2] == "cases":
+            body = parameters.get("Body") or b""
+            self._save(parts[1], parts[3], body.encode() if isinstance(body, str) else body)
+        return reply
+
+    def _save(self, run_id: str, name: str, data: bytes) -> None:
+        folder = saved_run_dir(self._out, run_id) / "cases"
+        try:
+            if folder not in self._folders:
+                folder.mkdir(parents=True, exist_ok=True)
+                with self._lock:
+                    self._folders.add(folder)
+            write_atomically(folder / name, bytes(data))
+        except OSError as exc:
+            with self._lock:
+                if self.failure is None:
+                    self.failure = f"{_os_reason(exc)} ({folder})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
 
 
 def _context(name: str) -> LambdaContext:

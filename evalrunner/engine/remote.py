@@ -11,8 +11,14 @@ from typing import Any
 
 import boto3
 
-from evalrunner.engine.local import Progress, RunResult, _failure_message
-from evalrunner.errors import ExecutionFailed, StorageError
+from evalrunner.engine.local import (
+    Progress,
+    RunResult,
+    _failure_message,
+    download_history,
+    download_set,
+)
+from evalrunner.errors import ExecutionFailed
 from evalrunner.pipeline.prepare import new_run_id
 from evalrunner.reports.summary import summary_of_output
 from evalrunner.storage import RunStore
@@ -58,13 +64,8 @@ def start_remote(
         raise ExecutionFailed(_failure_message(description))
     output = json.loads(description["output"])
     summary = summary_of_output(output, store.get_bytes)
-    files = []
-    for key in summary.reports.keys():
-        path = out_dir / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(store.get_bytes(key))
-        files.append(path)
-    _download_history(store, summary.target, out_dir)
+    files = download_set(summary, store.get_bytes, out_dir)
+    notices = download_history(summary.target, store.get_bytes, out_dir)
     return RunResult(
         summary=summary,
         execution_arn=arn,
@@ -73,16 +74,5 @@ def start_remote(
         files=files,
         seconds=time.perf_counter() - started,
         output=output,
+        notices=notices,
     )
-
-
-def _download_history(store: RunStore, target: str, out_dir: Path) -> None:
-    """The target's trend page as Aggregate left it in the bucket (absent if it failed)."""
-    from evalrunner.reports.history import history_keys
-
-    for key in history_keys(target):
-        try:
-            data = store.get_bytes(key)
-        except StorageError:
-            continue
-        (out_dir / key).write_bytes(data)

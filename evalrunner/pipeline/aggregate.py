@@ -83,6 +83,42 @@ def stopped_reason(map_failure: Any) -> str | None:
     return None
 
 
+def baseline_ignored(prefixes: list[str]) -> list[Problem]:
+    """A problem naming each report set that was skipped because it fails its manifest: a
+    baseline that silently vanished would let a regression through unseen."""
+    return [
+        Problem(
+            severity="high",
+            type="baseline_ignored",
+            description=f"baseline {prefix} ignored: its manifest does not match (a file of "
+            "the set was changed, removed or damaged after the set was written)",
+            suggested_action="restore the set's files as they were written, or delete the "
+            "set; name a run to compare with in 'baseline' (--baseline) meanwhile",
+        )
+        for prefix in dict.fromkeys(prefixes)
+    ]
+
+
+def baseline_note(
+    compared: bool, ignored: list[Problem], missing: Problem | None, named: str | None
+) -> str | None:
+    """What the report says when the run was compared with no baseline (None when it was):
+    a regression gate (``--fail-on-regression``) had nothing to check."""
+    if compared:
+        return None
+    if missing is not None:
+        why = missing.description
+    elif ignored:
+        why = f"{len(ignored)} earlier set(s) failed their manifest check (see Problems)"
+    else:
+        why = "no earlier complete run of this target on this suite"
+    what = f"baseline {named!r}" if named else "an earlier run"
+    return (
+        f"Not compared with {what}: no verifiable baseline ({why}). A regression gate "
+        "(--fail-on-regression) had nothing to check."
+    )
+
+
 def _failure_text(failure: Any) -> str | None:
     if not failure:
         return None
@@ -356,6 +392,7 @@ def _aggregate(
     )
     data.robustness = analyse_robustness(data)
     baseline_problem = None
+    rejected: list[str] = []
     try:
         baseline = find_baseline(
             store,
@@ -364,6 +401,7 @@ def _aggregate(
             run_id=run_id,
             started_at=config.started_at,
             baseline_run_id=config.baseline,
+            rejected=rejected,
         )
     except EvalRunnerError as exc:  # a named baseline is missing: say so, keep the reports
         baseline = None
@@ -376,6 +414,10 @@ def _aggregate(
         )
     if baseline is not None:
         data.regression = compare(data, baseline)
+    ignored = baseline_ignored(rejected)
+    data.baseline_note = baseline_note(
+        baseline is not None, ignored, baseline_problem, config.baseline
+    )
     problems = find_problems(data)
     if weak_spots_enabled():
         used = list(scored.models.models) if scored.models else []
@@ -383,7 +425,7 @@ def _aggregate(
         problems = sorted(problems + weakness_problems(data.weak_spots), key=problem_order)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
     problems[lead:lead] = model_problems(scored.notices) + score_step_problems(score_failure)
-    data.problems = problems + ([baseline_problem] if baseline_problem else [])
+    data.problems = problems + ignored + ([baseline_problem] if baseline_problem else [])
     data.insights = find_insights(data)
     # the run's one verdict: report.html, summary.json and every later reader take this one
     data.verdict = decide(

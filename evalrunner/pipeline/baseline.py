@@ -19,15 +19,22 @@ def find_baseline(
     run_id: str,
     started_at: str,
     baseline_run_id: str | None = None,
+    rejected: list[str] | None = None,
 ) -> ReportData | None:
     """The baseline's report, or None when there is no earlier run to compare with.
 
     Only complete report sets count (manifest written, files as listed in it): a set whose
     Aggregate was interrupted is never compared with. A named baseline that cannot be found
     is an error (the user asked for it); a missing previous run is not (the first run of a
-    suite has nothing to compare with).
+    suite has nothing to compare with). The prefix of every set that fails its manifest is
+    added to ``rejected``, for the report to name.
     """
-    sets = [s for s in complete_summaries(store, target) if s.summary.run_id != run_id]
+    # A stopped run's partial set covers only the cases that finished: never a baseline.
+    sets = [
+        s
+        for s in complete_summaries(store, target, rejected)
+        if s.summary.run_id != run_id and not s.summary.partial
+    ]
     if baseline_run_id is not None:
         chosen = [s for s in sets if s.summary.run_id == baseline_run_id]
         if not chosen:
@@ -45,4 +52,6 @@ def find_baseline(
         data = read_verified(store, found.manifest, found.summary.reports.report)
         if data is not None:
             return ReportData.model_validate_json(data)
+        if rejected is not None:
+            rejected.append(found.summary.reports.manifest[: -len("manifest.json")])
     return None

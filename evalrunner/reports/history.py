@@ -11,7 +11,10 @@ a run), so the page shows what the reports show. Aggregate refreshes it after ev
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,8 +94,9 @@ def history_keys(target: str) -> tuple[str, str]:
 def build_history(
     target: str, summaries: Iterable[RunSummary], now: datetime | None = None
 ) -> History:
-    """The history of ``target`` from its runs' summaries (any order)."""
-    ordered = sorted(summaries, key=run_order)
+    """The history of ``target`` from its runs' summaries (any order). A stopped run's
+    partial set is left out: it measured only the cases that finished."""
+    ordered = sorted((s for s in summaries if not s.partial), key=run_order)
     metrics: dict[str, HistoryMetric] = {}
     runs = []
     for s in ordered:
@@ -203,8 +207,23 @@ def refresh_history(store: RunStore, target: str, now: datetime | None = None) -
 
 def local_history(out_dir: Path, target: str, now: datetime | None = None) -> list[Path]:
     """Rebuild ``target``'s history from the complete sets in a local ``--out`` folder and
-    write it there; returns the two files."""
+    write it there; returns the two files.
+
+    Runs of one target that finish together (a CI matrix, a script starting eight at once)
+    each rebuild it after writing their own set's manifest, one at a time (a lock file in the
+    target's folder), and each file is replaced whole: the last rebuild sees every set, so
+    every run is in the history (each used to copy the page its own engine built, which knew
+    only the sets that were complete when it started: the last copy won, and one run of
+    eight was listed)."""
     folder = out_dir / REPORTS_PREFIX / target
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / ".history.lock"):
+        return _write_local_history(out_dir, folder, target, now)
+
+
+def _write_local_history(
+    out_dir: Path, folder: Path, target: str, now: datetime | None
+) -> list[Path]:
     summaries = []
     for _, manifest_path, manifest in local_complete_sets(folder):
         base = manifest_path.relative_to(out_dir).as_posix()
@@ -214,10 +233,31 @@ def local_history(out_dir: Path, target: str, now: datetime | None = None) -> li
             summaries.append(summary)
     body, page = render(build_history(target, summaries, now))
     paths = [out_dir / key for key in history_keys(target)]
-    paths[0].parent.mkdir(parents=True, exist_ok=True)
-    paths[0].write_bytes(body)
-    paths[1].write_bytes(page)
+    for path, data in zip(paths, (body, page), strict=True):
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(data)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
     return paths
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` across processes (``flock``; where there is none, as on
+    Windows, no lock: the rebuilds may then race, as they did before)."""
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 __all__ = [

@@ -308,6 +308,8 @@ class ReportData(BaseModel):
     weak_spots_method: str | None = None
     #: Every metric × every category the suite uses (evalrunner.reports.categories).
     categories: list[CategoryStats] = Field(default_factory=list)
+    #: Why the run was not compared with a baseline (None: it was).
+    baseline_note: str | None = None
     #: The run was stopped part-way: only the cases that finished are scored here.
     partial: bool = False
     stopped_reason: str | None = None

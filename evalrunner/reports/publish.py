@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -104,8 +105,11 @@ def run_order(summary: RunSummary) -> tuple[str, int, str]:
 def claim_report_prefix(store: RunStore, target: str, now: datetime, run_id: str) -> str:
     """Claim a free report prefix for ``run_id`` in the bucket (and in every local folder
     registered with :func:`claiming_in`) and return it."""
-    body = dump_json({"run_id": run_id, "claimed_at": now.isoformat(timespec="seconds")})
-    data = body.encode("utf-8")
+    body = {"run_id": run_id, "claimed_at": now.isoformat(timespec="seconds")}
+    data = dump_json(body).encode("utf-8")
+    # A local claim also says which process made it: a later run that finds the claim
+    # without a manifest, and that process gone, knows the run was killed (engine/saved_runs).
+    local = dump_json({**body, "pid": os.getpid(), "host": socket.gethostname()}).encode()
     with _local_lock:
         roots = list(_local_roots)
     for prefix in candidate_prefixes(target, now):
@@ -113,7 +117,7 @@ def claim_report_prefix(store: RunStore, target: str, now: datetime, run_id: str
             continue
         if not store.put_if_absent(f"{prefix}{CLAIM_NAME}", data, "application/json"):
             continue
-        if all(claim_local(root, prefix, data) for root in roots):
+        if all(claim_local(root, prefix, local) for root in roots):
             return prefix
     raise StorageError(
         f"no free report prefix for {target!r} at {now:%y%m%d-%H%M%S}: "
@@ -198,27 +202,38 @@ def read_summary(data: bytes | None) -> RunSummary | None:
         return None
 
 
-def complete_summaries(store: RunStore, target: str) -> list[CompleteSet]:
+def complete_summaries(
+    store: RunStore, target: str, rejected: list[str] | None = None
+) -> list[CompleteSet]:
     """The summaries of ``target``'s complete sets in the bucket (manifest present, summary
-    as listed in it), each with its manifest."""
+    as listed in it), each with its manifest. A set that has a manifest but fails it (its
+    summary missing, altered or unreadable, the manifest itself unreadable) is skipped too,
+    and its prefix added to ``rejected``: it was finished once, so skipping it silently
+    would hide that a baseline was lost. (A set without a manifest is being written, or was
+    never finished: not news.)"""
     keys = set(store.list_keys(f"{REPORTS_PREFIX}{target}/"))
     out = []
     for key in sorted(keys):
-        if not key.endswith(SUMMARY_NAME):
+        if not key.endswith(MANIFEST_NAME):
             continue
-        prefix = key[: -len(SUMMARY_NAME)]
-        if manifest_key(prefix) not in keys:
-            continue  # incomplete: interrupted, or still being written
-        manifest = store.get_json_or_none(manifest_key(prefix))
+        prefix = key[: -len(MANIFEST_NAME)]
+        summary_key = f"{prefix}{SUMMARY_NAME}"
         try:
-            data = store.get_bytes(key)
-        except StorageError:
+            manifest = store.get_json_or_none(key)
+        except ValueError:  # not JSON
+            manifest = None
+        data = store.get_bytes_or_none(summary_key) if summary_key in keys else None
+        summary = read_summary(data) if data is not None else None
+        if (
+            data is None
+            or summary is None
+            or not isinstance(manifest, dict)
+            or not verified(manifest, summary_key, data)
+        ):
+            if rejected is not None:
+                rejected.append(prefix)
             continue
-        if not verified(manifest, key, data):
-            continue
-        summary = read_summary(data)
-        if summary is not None and isinstance(manifest, dict):
-            out.append(CompleteSet(summary, manifest))
+        out.append(CompleteSet(summary, manifest))
     return out
 
 

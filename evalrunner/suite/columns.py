@@ -12,6 +12,7 @@ How a cell is read is :mod:`evalrunner.suite.cells`; the rules are returned by
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -157,6 +158,65 @@ def canonical_column(header: object) -> str | None:
     return _ALIAS_TO_CANONICAL.get(normalise_header(header))
 
 
+def look_alike(header: object) -> tuple[str, str] | None:
+    """``(column, why)`` when ``header`` is not one of ours as written but would be without
+    an invisible character (``expected\u200b_answer``) or with plain letters in place of its
+    non-ASCII ones (``quеstion`` with a Cyrillic е, fullwidth ``ｑｕｅｓｔｉｏｎ``); else None.
+
+    Such a header is no metadata column the author meant: it is one of ours, mistyped in a
+    way nobody can see, and reading it as metadata would leave that column empty (expected
+    answers gone, their metrics skipped) with no error. The rule needs no table of
+    look-alikes: a non-ASCII character stands for whichever letter the column's name has
+    there, so any letter that merely looks like the right one is caught."""
+    written = "" if header is None else str(header)
+    if written.isascii():
+        return None
+    invisible = [c for c in written if unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp")]
+    if invisible:
+        visible = "".join(c for c in written if c not in invisible)
+        column = canonical_column(visible) or _shape_match(visible)
+        if column is not None:
+            names = ", ".join(sorted({_char_name(c) for c in invisible}))
+            return column, f"it holds an invisible character ({names}); delete it"
+        return None
+    column = canonical_column(unicodedata.normalize("NFKC", written)) or _shape_match(written)
+    if column is None:
+        return None
+    odd = sorted({c for c in written if not c.isascii()})
+    names = ", ".join(f"'{c}' ({_char_name(c)})" for c in odd[:3])
+    if len(odd) > 3:
+        names += f" and {len(odd) - 3} more"
+    return column, f"{names} only looks like a plain letter; retype it"
+
+
+def _shape_match(written: str) -> str | None:
+    """The column whose header ``written`` is, letter for letter, where a non-ASCII letter
+    may stand for the letter in that place: at most one letter in three (a header in another
+    script altogether, ``категория``, is a metadata column, not a mistyped one)."""
+    folded = normalise_header(written)
+    odd = sum(not c.isascii() for c in folded)
+    if not odd or odd * 3 > len(folded) or not all(c.isalpha() or c.isascii() for c in folded):
+        return None
+    for alias, column in _ALIAS_TO_CANONICAL.items():
+        if len(alias) == len(folded) and all(
+            a == f or not f.isascii() for a, f in zip(alias, folded, strict=True)
+        ):
+            return column
+    return None
+
+
+def _char_name(char: str) -> str:
+    return f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed')}"
+
+
+def visible_header(header: str) -> str:
+    """``header`` with its invisible characters shown as escapes, for messages."""
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp") else c
+        for c in header
+    )
+
+
 def accepted_headers(column: str) -> str:
     """Human-readable list of the headers accepted for ``column``, for error messages."""
     return ", ".join(ALIASES[column])
@@ -206,6 +266,18 @@ def map_headers(
         labels[pos] = written
         canonical = canonical_column(written)
         if canonical is None:
+            mistyped = look_alike(written)
+            if mistyped is not None:
+                column, why = mistyped
+                cell = f" (column {get_column_letter(pos + 1)})" if letters else ""
+                raise SuiteError(
+                    f"{noun[:-1]} '{visible_header(written)}'{cell} looks like "
+                    f"'{column}' but is not: {why}, or the column's cells would be read as "
+                    f"metadata and '{column}' left empty{tail}",
+                    source=source,
+                    sheet=sheet,
+                    row=row,
+                )
             extras[pos] = written
             continue
         if canonical in columns:

@@ -49,7 +49,7 @@ from evalrunner.suite.cells import (
     parse_text,
     parse_turn_number,
 )
-from evalrunner.suite.columns import ALIASES, canonical_column, map_headers
+from evalrunner.suite.columns import ALIASES, canonical_column, look_alike, map_headers
 from evalrunner.suite.conversations import conversation_from_cell, group_conversations
 from evalrunner.suite.csv_errors import csv_error
 from evalrunner.suite.encoding import decode_text
@@ -445,7 +445,7 @@ def _read_xlsx(data: bytes, source: str, max_rows: int) -> list[Row]:
             looked.append(f"'{sheet.title}' (empty)")
             continue
         number, cells = header
-        if any(canonical_column(c) in ("question", "turns") for c in cells if c is not None):
+        if any(_names_question(c) for c in cells if c is not None):
             xlsx_checks.refuse_formulas_without_values(
                 data, sheet, source=source, header_row=number
             )
@@ -480,6 +480,14 @@ def _check_extent(sheet: Any, source: str, max_rows: int) -> None:
             f"a sheet spanning {span} ({extent:,} cells, the empty ones included)",
             sheet=sheet.title,
         )
+
+
+def _names_question(header: object) -> bool:
+    """Whether ``header`` heads the question (or turns) column, or a look-alike of it (which
+    the header mapping then refuses, naming the cell, rather than a vaguer "no sheet has a
+    question column")."""
+    column = canonical_column(header) or (look_alike(header) or (None, ""))[0]
+    return column in ("question", "turns")
 
 
 def _truncate(text: str, limit: int) -> str:

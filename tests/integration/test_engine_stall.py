@@ -3,6 +3,7 @@ error, the finished cases keep their reports, and ``--resume`` runs only the res
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -86,6 +87,10 @@ def test_a_dead_interpreter_thread_fails_the_run_with_reports_and_a_resume(monke
     rows = read_csv(details)
     assert len(rows) == CASES
     assert [r["status"] for r in rows] == ["ok"] * 3 + ["task_failed"] * 5
+    summary = json.loads(
+        next(p for p in error.files if p.name.endswith("summary.json")).read_text()
+    )
+    assert summary["partial"] is True and "interpreter thread" in summary["stopped_reason"]
     saved = tmp_path / "runs" / error.run_id / "cases"
     assert len(list(saved.glob("*.json"))) == 3
     assert len(target.questions) == 3
@@ -95,6 +100,7 @@ def test_a_dead_interpreter_thread_fails_the_run_with_reports_and_a_resume(monke
     result = engine.run(event(), suite=SUITE.encode(), out_dir=tmp_path, resume=error.run_id)
     assert result.summary.run_id == error.run_id
     assert result.summary.target_errors == 0 and result.summary.task_failures == 0
+    assert result.summary.partial is False
     assert sorted(target.questions) == sorted(f"Question {i}?" for i in range(CASES))
     rows = read_csv(next(p for p in result.files if p.name.endswith("details.csv")))
     assert [r["status"] for r in rows] == ["ok"] * CASES
