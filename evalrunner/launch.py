@@ -109,6 +109,14 @@ def local_event(
     return event
 
 
+def check_resumable(event: dict[str, Any], suite: Path, out_dir: Path, resume: str) -> None:
+    """Refuse a ``--resume`` that cannot be honoured (no such stopped run under ``out_dir``,
+    one still running, another suite or event) as bad input, before anything is called."""
+    from evalrunner.engine.saved_runs import check_resume
+
+    check_resume(out_dir, resume, with_judge_cache(event), suite.read_bytes())
+
+
 def run_local(
     event: dict[str, Any],
     suite: Path,
@@ -132,7 +140,9 @@ def run_local(
 
     event = with_judge_cache(event)
     check_suite(suite, event)
-    if preflight:
+    if resume:
+        check_resumable(event, suite, out_dir, resume)
+    elif preflight:  # a resumed run's target answered before: no case is called twice
         preflight_local(event, suite, functions=functions)
     engine = LocalEngine(
         pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
@@ -141,6 +151,7 @@ def run_local(
 
 
 __all__ = [
+    "check_resumable",
     "check_suite",
     "judge_cache_dir",
     "local_event",

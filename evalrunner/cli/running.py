@@ -45,7 +45,13 @@ from evalrunner.cli.common import (
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
 from evalrunner.jsonout import dump_json
-from evalrunner.launch import check_suite, local_event, preflight_local, run_local
+from evalrunner.launch import (
+    check_resumable,
+    check_suite,
+    local_event,
+    preflight_local,
+    run_local,
+)
 from evalrunner.preflight import PreflightFailed
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
@@ -417,8 +423,10 @@ def run(
 
                 warn_about_defaults(parse_event(event))
             events.append((event, suite_path))
-        if not no_preflight:  # every target answers before the first run starts
-            for event, suite_path in events:
+        for event, suite_path in events:
+            if resume:  # bad input before anything is called; the target answered before
+                check_resumable(event, suite_path, out_dir, resume)
+            elif not no_preflight:  # every target answers before the first run starts
                 preflight_local(event, suite_path)
         results = [
             _execute_local(

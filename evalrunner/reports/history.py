@@ -95,8 +95,9 @@ def build_history(
     target: str, summaries: Iterable[RunSummary], now: datetime | None = None
 ) -> History:
     """The history of ``target`` from its runs' summaries (any order). A stopped run's
-    partial set is left out: it measured only the cases that finished."""
-    ordered = sorted((s for s in summaries if not s.partial), key=run_order)
+    partial set is listed (its verdict says PARTIAL, so a stop is seen) but is no point of
+    the trends: it measured only the cases that finished."""
+    ordered = sorted(summaries, key=run_order)
     metrics: dict[str, HistoryMetric] = {}
     runs = []
     for s in ordered:
@@ -160,6 +161,7 @@ def history_context(history: History) -> dict[str, Any]:
                 label=run_label(r),
             )
             for r in history.runs
+            if r.outcome is not Outcome.PARTIAL
         ]
         charts.append((m, trend(m.metric, points, info)))
     return {
