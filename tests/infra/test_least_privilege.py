@@ -178,7 +178,12 @@ class RolePolicy:
     def grants(self) -> list[Grant]:
         out = []
         for n, statement in enumerate(self.statements):
-            assert statement["Effect"] == "Allow" and "Condition" not in statement, statement
+            assert statement["Effect"] == "Allow", statement
+            # a condition narrows a grant the server cannot check (the Marketplace product
+            # ids): only on the grants no handler here exercises
+            assert "Condition" not in statement or all(
+                str(a).startswith(tuple(NOT_HANDLER_CALLS)) for a in as_list(statement["Action"])
+            ), statement
             for action in as_list(statement["Action"]):
                 for resource in as_list(statement["Resource"]):
                     out.append(Grant(n, action, json.dumps(resource, sort_keys=True)))

@@ -297,7 +297,15 @@ def warranty_bot(question: str) -> tuple[str, list[str]]:
 def run_api(stub: JudgeStub, tmp_path: Path) -> tuple[dict[str, dict[str, Any]], Path]:
     cache = tmp_path / "judge-cache"
     judge = {"openai": {"base_url": stub.url, "model": "stub-judge"}, "cache_dir": str(cache)}
-    run = evaluate(API_SUITE, warranty_bot, metrics=API_METRICS, judge=judge, out=tmp_path / "out")
+    # preflight=False: these judges answer the metrics' prompts only, not the pre-flight's probe
+    run = evaluate(
+        API_SUITE,
+        warranty_bot,
+        metrics=API_METRICS,
+        judge=judge,
+        out=tmp_path / "out",
+        preflight=False,
+    )
     by_case: dict[str, dict[str, Any]] = {}
     for row in run.report.rows:
         by_case[row.case_id] = {r.metric: (r.status, r.score, r.reason) for r in row.results}
