@@ -257,7 +257,9 @@ def decide(
             f"the run was stopped before it finished ({stopped_reason or 'stopped'}): only "
             "the cases that finished are scored"
         )
-        notes += unmeasured + gate_reasons + below_reasons
+        # the unfinished cases count as failed calls and errored scores: shares of those say
+        # nothing about the cases that finished, so they are not noted
+        notes += gate_reasons + below_reasons
     elif not answered:
         outcome, reasons = Outcome.NOT_MEASURED, unmeasured
     elif unmeasured and not never:
@@ -287,9 +289,10 @@ def decide(
             else:
                 notes += [f"{r} (not failing: fail_on is {policy.fail_on})" for r in lines]
         if no_baseline is not None and policy.fails_on_regression():
+            gate = "--fail-on-regression" if policy.fail_on_regression else "--fail-on regressions"
             notes.append(
-                f"--fail-on-regression: no verifiable baseline ({no_baseline}); this run was "
-                "not checked for regressions"
+                f"{gate}: no verifiable baseline ({no_baseline}); this run was not checked "
+                "for regressions"
             )
         if fails_regression:
             outcome = Outcome.REGRESSED
@@ -305,7 +308,7 @@ def decide(
         notes=notes,
         failed_gates=[g.gate for g in failed_gates],
         below_threshold=below[:NAMED],
-        too_many_errors=erroring[:NAMED],
+        too_many_errors=[] if partial else erroring[:NAMED],
         regressed=regressed,
         policy=policy,
     )
