@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import xmlschema
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
 from tests.support.loopback_http import Loopback
 
 runner = CliRunner()
+JUNIT_XSD = Path(__file__).parents[1] / "data" / "junit-10.xsd"
 
 
 def run(tmp_path: Path, url: str, *extra: str):
@@ -104,7 +106,8 @@ def test_a_first_run_under_fail_on_regression_says_there_was_nothing_to_compare(
     latest = json.loads(summary.read_text("utf-8"))
     assert any(n.startswith(note) for n in latest["verdict"]["notes"]), latest["verdict"]
     assert note in flat(markdown.read_text("utf-8"))
-    assert note in flat(junit.read_text("utf-8"))
+    assert note in flat(junit.read_text("utf-8"))  # the run verdict testcase's system-out
+    xmlschema.XMLSchema(JUNIT_XSD).validate(junit.read_text("utf-8"))
     html = tmp_path / "out" / latest["reports"]["html"]
     assert "Not compared with an earlier run: no verifiable baseline" in flat(
         html.read_text("utf-8")
