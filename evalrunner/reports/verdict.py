@@ -289,7 +289,7 @@ def decide(
             else:
                 notes += [f"{r} (not failing: fail_on is {policy.fail_on})" for r in lines]
         if no_baseline is not None and policy.fails_on_regression():
-            gate = "--fail-on-regression" if policy.fail_on_regression else "--fail-on regressions"
+            gate = "--fail-on-regression" if policy.fail_on_regression else "fail_on: regressions"
             notes.append(
                 f"{gate}: no verifiable baseline ({no_baseline}); this run was not checked "
                 "for regressions"
