@@ -7,9 +7,12 @@ Prepare step of the state machine fails the execution with it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalrunner.redaction import redact
+
+if TYPE_CHECKING:
+    from evalrunner.engine.local import RunResult
 
 
 class EvalRunnerError(Exception):
@@ -113,10 +116,20 @@ class EngineStalled(ExecutionFailed):
 
     code = "EngineStalled"
 
-    def __init__(self, message: str, *, run_id: str | None = None, files: list[Any] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        files: list[Any] | None = None,
+        result: RunResult | None = None,
+    ):
         super().__init__(message)
         self.run_id = run_id
         self.files = list(files or [])
+        #: the partial run (its summary's verdict is ``partial``) when its reports were
+        #: written: the CLI reports it like any finished run (verdict line, CI files)
+        self.result = result
 
 
 class RunStopped(ExecutionFailed):
@@ -125,10 +138,20 @@ class RunStopped(ExecutionFailed):
 
     code = "RunStopped"
 
-    def __init__(self, message: str, *, run_id: str | None = None, files: list[Any] | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        files: list[Any] | None = None,
+        result: RunResult | None = None,
+    ):
         super().__init__(message)
         self.run_id = run_id
         self.files = list(files or [])
+        #: the partial run (its summary's verdict is ``partial``) when its reports were
+        #: written: the CLI reports it like any finished run (verdict line, CI files)
+        self.result = result
 
 
 class ReportsNotWritten(ExecutionFailed):

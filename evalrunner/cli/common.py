@@ -125,7 +125,9 @@ NoPreflight = Annotated[
         "--no-preflight",
         help="Skip the pre-flight: one call to the target and, when judge metrics run, one to "
         "the judge before the suite, which stop a run whose endpoint is down, whose key is "
-        "refused or whose response cannot be read (exit 5, nothing spent).",
+        "refused or whose response cannot be read (exit 5, nothing spent). Local runs only: "
+        "start --aws makes none (the deployed runner's network is not this machine's; "
+        "check it with 'evalrunner doctor --aws').",
     ),
 ]
 

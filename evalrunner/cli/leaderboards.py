@@ -93,6 +93,7 @@ def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -
     table.add_column("Metric")
     for entry in board.entries:
         table.add_column(entry.target, justify="right")
+    table.add_row("verdict", *(escape(e.verdict or "—") for e in board.entries))
     for info in board.metrics:
         if not info.primary:
             continue

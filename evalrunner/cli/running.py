@@ -43,7 +43,13 @@ from evalrunner.cli.common import (
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
-from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.errors import (
+    EngineStalled,
+    EvalRunnerError,
+    EventError,
+    ExecutionFailed,
+    RunStopped,
+)
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import (
     check_resumable,
@@ -157,19 +163,7 @@ def _report(result: RunResult, *, as_json: bool) -> int:
         avg = "—" if gate.average is None else f"{gate.average:.3f}"
         op = ">=" if gate.higher_is_better else "<="
         out.print(f"gate {escape(gate.gate)} {op} {gate.threshold}: {avg} {mark}")
-    _print_findings(summary)
-    if summary.verdict.policy.fails_on_regression() and summary.regression is None:
-        ignored = sum(p.type == "baseline_ignored" for p in summary.problems)
-        why = (
-            f"{ignored} earlier report set(s) failed their manifest check"
-            if ignored
-            else "no earlier complete run of this target on this suite"
-        )
-        out.print(
-            f"[yellow]--fail-on-regression: no verifiable baseline ({why}); this run was not "
-            "checked for regressions[/]",
-            highlight=False,
-        )
+    _print_findings(summary)  # a regression gate with no baseline: a note of the verdict
     out.print("reports:")
     for path in result.files:
         out.print(f"  {path}", markup=False, highlight=False)
@@ -383,6 +377,8 @@ def run(
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     stack = ExitStack()
+    results: list[RunResult] = []
+    stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
     try:
         if not suite.is_file():
             raise EventError(f"--suite: {suite} does not exist or is not a file")
@@ -428,22 +424,23 @@ def run(
                 check_resumable(event, suite_path, out_dir, resume)
             elif not no_preflight:  # every target answers before the first run starts
                 preflight_local(event, suite_path)
-        results = [
-            _execute_local(
-                ev,
-                suite_path,
-                out_dir,
-                quiet or as_json,
-                stall_timeout=stall_timeout,
-                resume=resume,
-                preflight=False,
+        for ev, suite_path in events:
+            results.append(
+                _execute_local(
+                    ev,
+                    suite_path,
+                    out_dir,
+                    quiet or as_json,
+                    stall_timeout=stall_timeout,
+                    resume=resume,
+                    preflight=False,
+                )
             )
-            for ev, suite_path in events
-        ]
     except PreflightFailed as exc:
         raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
-        raise _fail(exc, EXIT_RUN) from None
+        results.append(_partial_or_fail(exc))
+        stopped = True
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     finally:
@@ -452,7 +449,7 @@ def run(
     for result in results:
         _notes(result.notices)
     _ci_reports(results, junit_xml, markdown, quiet=as_json)
-    if len(results) > 1:
+    if len(results) > 1 and not stopped:
         _leaderboard_from_runs(
             [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
         )
@@ -589,13 +586,26 @@ def start(
     except PreflightFailed as exc:
         raise _fail(exc, EXIT_PREFLIGHT) from None
     except ExecutionFailed as exc:
-        raise _fail(exc, EXIT_RUN) from None
+        result = _partial_or_fail(exc)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     code = _report(result, as_json=as_json)
     _notes(result.notices)
     _ci_reports([result], junit_xml, markdown, quiet=as_json)
     raise typer.Exit(code)
+
+
+def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
+    """The partial run of a stopped or stalled run whose finished cases' reports were
+    written, after its error line (why it stopped, the ``--resume`` that runs the rest): it
+    is then reported like every other outcome, its verdict ``PARTIAL`` (exit code 3) on the
+    terminal and in ``--junit-xml`` / ``--markdown``. Any other failed run exits 3 on the
+    error alone."""
+    partial = exc.result if isinstance(exc, (EngineStalled, RunStopped)) else None
+    if partial is None:
+        raise _fail(exc, EXIT_RUN) from None
+    _fail(exc, EXIT_RUN)  # prints the error line; the exit code is the verdict's (3)
+    return partial
 
 
 def _note_stopped_runs(out_dir: Path, resume: str | None) -> None:

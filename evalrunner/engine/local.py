@@ -277,11 +277,24 @@ class LocalEngine:
             except _StopRequested as stop:
                 gate.stop()
                 raise self._salvage(
-                    Stall(stop.reason), run_ids, progress, out_dir, handlers, stopped=True
+                    Stall(stop.reason),
+                    run_ids,
+                    progress,
+                    out_dir,
+                    handlers,
+                    stopped=True,
+                    execution=(arn, definition, started),
                 ) from None
             if isinstance(description, Stall):
                 gate.stop()
-                raise self._salvage(description, run_ids, progress, out_dir, handlers)
+                raise self._salvage(
+                    description,
+                    run_ids,
+                    progress,
+                    out_dir,
+                    handlers,
+                    execution=(arn, definition, started),
+                )
             if description["status"] != "SUCCEEDED":
                 raise ExecutionFailed(_failure_message(description))
             output = json.loads(description["output"])
@@ -517,10 +530,13 @@ class LocalEngine:
         handlers: Mapping[str, Handler],
         *,
         stopped: bool = False,
+        execution: tuple[str, str, float] = ("", "", 0.0),
     ) -> EngineStalled | RunStopped:
         """What a stuck or stopped run still owes the user: its finished cases saved for a
         resume, and reports for them (marked partial), made by the same Score and Aggregate
-        handlers the machine calls."""
+        handlers the machine calls. ``execution`` is the run's (arn, definition, start time):
+        the error carries the partial run as a :class:`RunResult`, so it is reported like any
+        other (the verdict line, ``--junit-xml``, ``--markdown``)."""
         kind: type[EngineStalled] | type[RunStopped] = RunStopped if stopped else EngineStalled
         if stopped:
             lead = f"the run was stopped ({stall.reason})."
@@ -548,7 +564,7 @@ class LocalEngine:
             )
             salvaged = summary_of_output(output, _embedded_object)
             files = self._download(salvaged, out_dir)
-            _local_history(salvaged.target, out_dir)  # listed as PARTIAL; a failure: no matter
+            notices = _local_history(salvaged.target, out_dir)  # listed as PARTIAL
         except Exception as exc:
             why = exc.message if isinstance(exc, ReportsNotWritten) else f"{exc!r}"
             return kind(
@@ -559,12 +575,24 @@ class LocalEngine:
                 run_id=run_id,
             )
         where = files[0].parent if files else out_dir
+        arn, definition, started = execution
+        result = RunResult(
+            summary=salvaged,
+            execution_arn=arn,
+            definition=definition,
+            out_dir=out_dir,
+            files=files,
+            seconds=time.perf_counter() - started if started else 0.0,
+            output=output,
+            notices=notices,
+        )
         return kind(
             f"{lead} {saved} of {progress.total} case runs had finished; their reports are in "
             f"{where} (the others are marked as failed tasks). To run only the rest: repeat "
             f"the same command with --resume {run_id}.",
             run_id=run_id,
             files=files,
+            result=result,
         )
 
     def _save_records(self, run_id: str, out_dir: Path) -> int:

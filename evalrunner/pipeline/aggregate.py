@@ -99,6 +99,16 @@ def baseline_ignored(prefixes: list[str]) -> list[Problem]:
     ]
 
 
+def no_baseline_why(ignored: list[Problem], missing: Problem | None) -> str:
+    """Why a run was compared with no baseline, in words (the report's note and the
+    verdict's note under ``--fail-on-regression`` say the same)."""
+    if missing is not None:
+        return missing.description
+    if ignored:
+        return f"{len(ignored)} earlier set(s) failed their manifest check (see Problems)"
+    return "no earlier complete run of this target on this suite"
+
+
 def baseline_note(
     compared: bool, ignored: list[Problem], missing: Problem | None, named: str | None
 ) -> str | None:
@@ -106,12 +116,7 @@ def baseline_note(
     a regression gate (``--fail-on-regression``) had nothing to check."""
     if compared:
         return None
-    if missing is not None:
-        why = missing.description
-    elif ignored:
-        why = f"{len(ignored)} earlier set(s) failed their manifest check (see Problems)"
-    else:
-        why = "no earlier complete run of this target on this suite"
+    why = no_baseline_why(ignored, missing)
     what = f"baseline {named!r}" if named else "an earlier run"
     return (
         f"Not compared with {what}: no verifiable baseline ({why}). A regression gate "
@@ -438,6 +443,7 @@ def _aggregate(
         baseline_run_id=data.regression.baseline_run_id if data.regression else None,
         partial=data.partial,
         stopped_reason=data.stopped_reason,
+        no_baseline=None if baseline is not None else no_baseline_why(ignored, baseline_problem),
         policy=config.policy,
     )
 

@@ -86,6 +86,10 @@ def run_suite(data: ReportData, summary: RunSummary) -> ET.Element:
             case, "failure", message=_xml_text(message[:_MESSAGE_CHARS]), type=verdict.outcome
         ).text = _xml_text("\n".join([verdict.headline, *verdict.reasons, *verdict.notes]))
         counts["failures"] += 1
+    elif verdict.notes:  # a pass with notes (a regression gate with no baseline): said too
+        ET.SubElement(case, "system-out").text = _xml_text(
+            "\n".join([verdict.headline, *(f"note: {n}" for n in verdict.notes)])
+        )
     suite.attrib.update(
         name=_xml_text(f"{data.target} — {data.suite}"),
         tests=str(counts["tests"]),

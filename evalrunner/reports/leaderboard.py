@@ -130,6 +130,7 @@ def _entry(run: ReportData, metrics: list[str], prefix: str) -> LeaderboardEntry
         pass_rates={m: stats[m].pass_rate if m in stats else None for m in metrics},
         pass_rate=sum(rates) / len(rates) if rates else None,
         gates_passed=all(g.passed for g in run.gates) if run.gates else None,
+        verdict=run.verdict.headline,
         latency_median_ms=float(np.median(latencies)) if latencies else None,
         latency_p95_ms=float(np.percentile(latencies, 95)) if latencies else None,
         total_tokens=sum(tokens) if tokens else None,

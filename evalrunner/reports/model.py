@@ -350,6 +350,9 @@ class LeaderboardEntry(BaseModel):
     pass_rate: float | None = None
     #: whether every fail_under gate of the run passed (None: the run had no gate)
     gates_passed: bool | None = None
+    #: the run's one verdict's headline (PASSED, FAILED, REGRESSED, NOT MEASURED, PARTIAL), as
+    #: Aggregate made it (None: a leaderboard written before verdicts)
+    verdict: str | None = None
     latency_median_ms: float | None = None
     latency_p95_ms: float | None = None
     total_tokens: int | None = None

@@ -164,10 +164,15 @@ def decide(
     baseline_run_id: str | None = None,
     partial: bool = False,
     stopped_reason: str | None = None,
+    no_baseline: str | None = None,
     policy: VerdictPolicy | None = None,
 ) -> RunVerdict:
     """The verdict of a run from its figures (``stats``: run-wide statistics, one per metric)
-    and its policy. The only place a run's verdict is made."""
+    and its policy. The only place a run's verdict is made.
+
+    ``no_baseline`` is why the run was compared with no baseline (None when it was): under a
+    policy that fails on regressions it is a note, so every surface says the regression gate
+    had nothing to check. It does not fail the run: a first run in CI has no baseline."""
     policy = policy or VerdictPolicy()
     run_wide = [s for s in stats if s.iteration is None]
     never = policy.fail_on is FailOn.NEVER
@@ -252,7 +257,9 @@ def decide(
             f"the run was stopped before it finished ({stopped_reason or 'stopped'}): only "
             "the cases that finished are scored"
         )
-        notes += unmeasured + gate_reasons + below_reasons
+        # the unfinished cases count as failed calls and errored scores: shares of those say
+        # nothing about the cases that finished, so they are not noted
+        notes += gate_reasons + below_reasons
     elif not answered:
         outcome, reasons = Outcome.NOT_MEASURED, unmeasured
     elif unmeasured and not never:
@@ -281,6 +288,12 @@ def decide(
                 reasons += lines
             else:
                 notes += [f"{r} (not failing: fail_on is {policy.fail_on})" for r in lines]
+        if no_baseline is not None and policy.fails_on_regression():
+            gate = "--fail-on-regression" if policy.fail_on_regression else "fail_on: regressions"
+            notes.append(
+                f"{gate}: no verifiable baseline ({no_baseline}); this run was not checked "
+                "for regressions"
+            )
         if fails_regression:
             outcome = Outcome.REGRESSED
         elif fails_gates or fails_below or fails_calls:
@@ -295,7 +308,7 @@ def decide(
         notes=notes,
         failed_gates=[g.gate for g in failed_gates],
         below_threshold=below[:NAMED],
-        too_many_errors=erroring[:NAMED],
+        too_many_errors=[] if partial else erroring[:NAMED],
         regressed=regressed,
         policy=policy,
     )

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import xmlschema
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
 from tests.support.loopback_http import Loopback
 
 runner = CliRunner()
+JUNIT_XSD = Path(__file__).parents[1] / "data" / "junit-10.xsd"
 
 
 def run(tmp_path: Path, url: str, *extra: str):
@@ -83,15 +85,40 @@ def test_an_altered_baseline_is_named_and_the_regression_gate_says_it_checked_no
 
 
 def test_a_first_run_under_fail_on_regression_says_there_was_nothing_to_compare(tmp_path):
+    markdown, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
     with Loopback() as server:
         server.always(200, {"answer": "25 days"})
-        result = run(tmp_path, f"{server.url}/ask", "--fail-on-regression")
-    assert result.exit_code == 0, result.output
-    assert "--fail-on-regression: no verifiable baseline (no earlier complete run" in flat(
-        result.output
-    )
+        result = run(
+            tmp_path,
+            f"{server.url}/ask",
+            "--fail-on-regression",
+            "--markdown",
+            str(markdown),
+            "--junit-xml",
+            str(junit),
+        )
+    assert result.exit_code == 0, result.output  # a first run in CI passes
+    note = "--fail-on-regression: no verifiable baseline (no earlier complete run"
+    # a note of the run's one verdict: the terminal's verdict lines, summary.json, Markdown and
+    # JUnit all carry it, as the report does
+    assert f"note: {note}" in flat(result.output)
     (summary,) = sets(tmp_path)
-    html = tmp_path / "out" / json.loads(summary.read_text("utf-8"))["reports"]["html"]
+    latest = json.loads(summary.read_text("utf-8"))
+    assert any(n.startswith(note) for n in latest["verdict"]["notes"]), latest["verdict"]
+    assert note in flat(markdown.read_text("utf-8"))
+    assert note in flat(junit.read_text("utf-8"))  # the run verdict testcase's system-out
+    xmlschema.XMLSchema(JUNIT_XSD).validate(junit.read_text("utf-8"))
+    html = tmp_path / "out" / latest["reports"]["html"]
     assert "Not compared with an earlier run: no verifiable baseline" in flat(
         html.read_text("utf-8")
     )
+
+
+def test_a_run_without_the_regression_gate_has_no_baseline_note_in_its_verdict(tmp_path):
+    with Loopback() as server:
+        server.always(200, {"answer": "25 days"})
+        result = run(tmp_path, f"{server.url}/ask")
+    assert result.exit_code == 0, result.output
+    (summary,) = sets(tmp_path)
+    notes = json.loads(summary.read_text("utf-8"))["verdict"]["notes"]
+    assert not any("baseline" in n for n in notes), notes

@@ -285,6 +285,18 @@ def test_several_targets_make_a_leaderboard(tmp_path):
     board = json.loads(board_json.read_text())
     assert [e["target"] for e in board["entries"]] == ["evalrunner-demo-hr", "demo-copy"]
     assert board["best_per_metric"]["ROUGE-L"] == "evalrunner-demo-hr"  # a tie goes to the first
+    # each run's own verdict, on the page and in the terminal's table
+    verdicts = [
+        json.loads(p.read_text())["verdict"]["headline"]
+        for p in sorted(out.rglob("*-summary.json"))
+    ]
+    assert sorted(e["verdict"] for e in board["entries"]) == sorted(verdicts)
+    (verdict_row,) = [
+        line for line in result.output.splitlines() if line.strip("│ ").startswith("verdict ")
+    ]
+    assert [cell.strip() for cell in verdict_row.strip("│").split("│")][1:] == [
+        e["verdict"] for e in board["entries"]
+    ]
     assert list((out / "test-reports" / "_leaderboard").glob("*-leaderboard.html"))
     # the same comparison from existing runs
     reports = sorted(str(p) for p in out.rglob("*-report.json"))

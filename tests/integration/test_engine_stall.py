@@ -13,9 +13,11 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.item
 )
 from typer.testing import CliRunner
 
+from evalrunner.api import EvalRun
 from evalrunner.cli import app
 from evalrunner.engine import LocalEngine
 from evalrunner.errors import EngineStalled
+from evalrunner.reports.verdict import Outcome
 from lambdas.local import local_pipeline
 
 from .conftest import read_csv
@@ -91,6 +93,11 @@ def test_a_dead_interpreter_thread_fails_the_run_with_reports_and_a_resume(monke
         next(p for p in error.files if p.name.endswith("summary.json")).read_text()
     )
     assert summary["partial"] is True and "interpreter thread" in summary["stopped_reason"]
+    # the error carries the partial run, as the API hands a run over: its verdict is PARTIAL
+    assert error.result is not None and error.result.summary.run_id == error.run_id
+    partial_run = EvalRun(error.result)
+    assert partial_run.verdict.outcome is Outcome.PARTIAL and not partial_run.passed
+    assert partial_run.markdown().startswith("## evalrunner: ❌ PARTIAL")
     saved = tmp_path / "runs" / error.run_id / "cases"
     assert len(list(saved.glob("*.json"))) == 3
     assert len(target.questions) == 3

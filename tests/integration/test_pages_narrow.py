@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrunner.reports.verdict import HEADLINES
 from tests.support.browser import Box, Browser
 from tests.support.pages import history_page, leaderboard_page, report_page
 
@@ -121,17 +122,32 @@ def test_history_charts_fill_the_content_and_name_each_run(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_leaderboard_pass_rate_and_gates_in_view(browser: tuple[Browser, Path], width: int) -> None:
+def test_leaderboard_verdict_pass_rate_and_gates_in_view(
+    browser: tuple[Browser, Path], width: int
+) -> None:
     chromium = show(browser, "leaderboard.html", width)
     boxes = chromium.boxes(
         {
             "target": "table.leaderboard td.target",
+            "verdict": "table.leaderboard td.verdict",
             "pass rate": "table.leaderboard td.pass-rate",
             "gates": "table.leaderboard td.gates",
-            "pass rate head": "table.leaderboard th:nth-child(2)",
-            "gates head": "table.leaderboard th:nth-child(3)",
+            "verdict head": "table.leaderboard th:nth-child(2)",
+            "pass rate head": "table.leaderboard th:nth-child(3)",
+            "gates head": "table.leaderboard th:nth-child(4)",
         }
     )
-    assert_in_view(boxes, "target", "pass rate", "gates", "pass rate head", "gates head")
+    assert_in_view(
+        boxes,
+        "target",
+        "verdict",
+        "pass rate",
+        "gates",
+        "verdict head",
+        "pass rate head",
+        "gates head",
+    )
+    assert boxes["verdict"] is not None and boxes["verdict"].text in HEADLINES.values()
+    assert boxes["verdict head"] is not None and boxes["verdict head"].text == "Verdict"
     assert boxes["pass rate"] is not None and boxes["pass rate"].text.endswith("%")
     assert boxes["gates"] is not None and boxes["gates"].text == "FAIL"

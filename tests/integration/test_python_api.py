@@ -152,8 +152,10 @@ def test_evaluate_takes_the_policy_and_the_run_says_its_verdict(tmp_path):
         fail_on="regressions",
     )
     assert lenient.passed and lenient.verdict.policy.fail_on == "regressions"
-    (note,) = lenient.verdict.notes
-    assert note.endswith("(not failing: fail_on is regressions)")
+    below, unchecked = lenient.verdict.notes
+    assert below.endswith("(not failing: fail_on is regressions)")
+    # a first run has no baseline: the regression gate says it had nothing to check
+    assert unchecked.startswith("fail_on: regressions: no verifiable baseline (no earlier")
     with pytest.raises(EventError, match="fail_on: 'sometimes' is not one of failures"):
         evalrunner.evaluate(suite=suite, target=lambda q: "hi", out=tmp_path, fail_on="sometimes")
 

@@ -44,7 +44,7 @@ def evalrunner(suite: Path, url: str, out: Path, *extra: str, limit: bool = Fals
             "--out",
             str(out),
             "--quiet",
-            # a case below its threshold does not fail these runs: the writing is under test
+            # the second case's answer is below its threshold: only the writing is tested here
             "--fail-on",
             "errors",
             *extra,

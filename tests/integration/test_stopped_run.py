@@ -211,6 +211,9 @@ def test_sigterm_and_ctrl_c_write_partial_reports_then_resume_completes(
     assert "Traceback" not in stderr
     run_id = saved_records(out)[0].parent.parent.name
     assert f"--resume {run_id}" in stderr and reason in stderr
+    # then reported like any other outcome: its verdict is the log's last word
+    verdict = [line for line in stdout.splitlines() if line.startswith("verdict: ")]
+    assert verdict and verdict[0].startswith("verdict: PARTIAL (exit code 3"), stdout
 
     # The reports of what finished, marked partial in summary.json and report.html.
     partial = next(iter(report_set(out).values()))

@@ -202,8 +202,8 @@ def outcome_of_surface(surface: str, seen: Observed) -> Outcome:
             )
         return codes[seen.exit_code]
     if surface == "terminal":
-        if "stopped making progress" in seen.output and "--resume" in seen.output:
-            return Outcome.PARTIAL  # a stopped run ends on the error that says how to resume
+        if seen.summary.partial:  # the error line says how to resume; the verdict line follows
+            assert f"--resume {seen.summary.run_id}" in seen.output, seen.output
         (line,) = [x for x in seen.output.splitlines() if x.startswith("verdict: ")]
         headline = line.removeprefix("verdict: ").split(" (exit code")[0]
         return {h: o for o, h in HEADLINES.items()}[headline]
@@ -214,11 +214,8 @@ def outcome_of_surface(surface: str, seen: Observed) -> Outcome:
         banner = BeautifulSoup(html, "html.parser").find(id="verdict")
         return {h: o for o, h in HEADLINES.items()}[banner.get_text()]
     if surface == "markdown":
-        text = (
-            seen.markdown.read_text("utf-8")
-            if seen.markdown.exists()
-            else eval_run(seen).markdown()  # a stopped run: the API writes it on demand
-        )
+        text = seen.markdown.read_text("utf-8")  # written for every outcome, a stopped run's too
+        assert text == eval_run(seen).markdown()  # and what the API writes on demand
         first = text.splitlines()[0]
         passed = first.startswith("## evalrunner: ✅ ")
         headline = first.split(" ", 3)[3].split(":")[0]
@@ -226,7 +223,7 @@ def outcome_of_surface(surface: str, seen: Observed) -> Outcome:
         assert passed == (outcome is Outcome.PASSED), first
         return outcome
     if surface == "junit":
-        document = seen.junit.read_bytes() if seen.junit.exists() else eval_run(seen).junit_xml()
+        document = seen.junit.read_bytes()  # written for every outcome, a stopped run's too
         suite = ET.fromstring(document).find("testsuite")
         assert suite is not None
         props = {p.get("name"): p.get("value") for p in suite.iter("property")}

@@ -766,19 +766,22 @@ def leaderboard() -> Leaderboard:
 
 
 def test_leaderboard_highlights_best_per_metric() -> None:
-    tree = dom(render_leaderboard(leaderboard()))
+    board = leaderboard()
+    rows_verdicts = [e.verdict for e in board.entries]
+    tree = dom(render_leaderboard(board))
     table = tree.find("table", class_="leaderboard")
     heads = [th.get_text() for th in table.find("thead").find_all("th")]
-    # pass rate and gates come right after the target, so a phone shows them (issue 28)
-    assert heads[:6] == [
+    # verdict, pass rate and gates come right after the target, so a phone shows them (issue 28)
+    assert heads[:7] == [
         "Target",
+        "Verdict",
         "Pass rate",
         "Gates",
         "● ↑ Faithfulness",
         "● ↓ Toxicity",
         "↑ ROUGE-L",
     ]
-    assert heads[6:] == ["Latency median", "Latency p95", "Tokens", "Cost", "Errors"]
+    assert heads[7:] == ["Latency median", "Latency p95", "Tokens", "Cost", "Errors"]
     best = {}
     for tr in table.find("tbody").find_all("tr"):
         target = tr.find("strong").get_text()
@@ -788,9 +791,11 @@ def test_leaderboard_highlights_best_per_metric() -> None:
     assert best == {"● ↑ Faithfulness": "bot-b", "● ↓ Toxicity": "bot-b"}
     rows = table.find("tbody").find_all("tr")
     b_cells = [td.get_text() for td in rows[1].find_all("td")]
-    assert b_cells[2] == "—"  # no gate in these runs
-    assert b_cells[3].startswith("★ 0.9") and "80% pass" in b_cells[3]
-    assert b_cells[6:] == ["400 ms", "900 ms", "—", "$0.2000", "0"]
+    # these entries carry no verdict (a leaderboard.json written before verdicts): "—"
+    assert rows_verdicts[1] is None and b_cells[1] == "—"
+    assert b_cells[3] == "—"  # no gate in these runs
+    assert b_cells[4].startswith("★ 0.9") and "80% pass" in b_cells[4]
+    assert b_cells[7:] == ["400 ms", "900 ms", "—", "$0.2000", "0"]
     cards = tree.find("div", class_="cards").get_text()
     assert "Fastestbot-b" in cards and "Costliestbot-a" in cards
     best_section = tree.find("section", id="best")

@@ -233,3 +233,28 @@ def test_entries_carry_the_mean_primary_pass_rate_and_the_gates():
     assert entries[1].pass_rate == pytest.approx((1 / 3 + 2 / 3) / 2)
     # no gate: None (shown "—"), not a pass
     assert [e.gates_passed for e in entries] == [None, False, None]
+
+
+def test_each_entry_carries_its_runs_one_verdict_and_the_page_shows_it():
+    """The leaderboard is one more surface of each run's verdict: it shows the verdict the
+    run was given (passed, a failed gate, a stopped run), never one of its own."""
+    from bs4 import BeautifulSoup
+
+    from evalrunner.reports.html import render_leaderboard
+    from evalrunner.reports.model import Gate
+    from evalrunner.reports.verdict import decide
+
+    gate = Gate(metric="ROUGE-L", gate="ROUGE-L", threshold=0.5, average=0.43, passed=False)
+    verdicts = [
+        decide(items=3, answered=3, stats=[], gates=[], regressed=False),
+        decide(items=3, answered=3, stats=[], gates=[gate], regressed=False),
+        decide(items=3, answered=1, stats=[], gates=[], regressed=False, partial=True),
+    ]
+    runs = [
+        r.model_copy(update={"verdict": v}) for r, v in zip(three_targets(), verdicts, strict=True)
+    ]
+    board = build_leaderboard(runs, created_at="2026-11-22T11:00:00")
+    assert [e.verdict for e in board.entries] == ["PASSED", "FAILED", "PARTIAL"]
+    page = BeautifulSoup(render_leaderboard(board), "html.parser")
+    cells = [c.get_text(strip=True) for c in page.select("table.leaderboard td.verdict")]
+    assert cells == ["PASSED", "FAILED", "PARTIAL"]

@@ -196,3 +196,50 @@ def test_the_exit_codes_are_the_clis() -> None:
         Outcome.PARTIAL: EXIT_RUN,
         Outcome.NOT_MEASURED: EXIT_NO_ANSWER,
     }
+
+
+def test_a_stopped_runs_unfinished_cases_are_not_called_failed_calls_or_errors() -> None:
+    """A stopped run's unfinished cases have no answer and no score; they are what 'partial'
+    says, not target calls that failed or metrics that errored (notes that would be false)."""
+    verdict = judge(
+        partial=True,
+        items=8,
+        answered=3,
+        metrics=[stats("Exact match", count=3, errored=5, pass_rate=0.375, average=1.0)],
+    )
+    assert verdict.outcome is Outcome.PARTIAL
+    assert len(verdict.reasons) == 1 and "stopped before it finished" in verdict.reasons[0]
+    assert verdict.notes == [], verdict.notes
+    assert verdict.too_many_errors == []
+
+
+def test_a_regression_gate_with_no_baseline_is_a_note_not_a_failure() -> None:
+    why = "no earlier complete run of this target on this suite"
+    gated = decide(
+        items=10,
+        answered=10,
+        stats=[stats()],
+        gates=[],
+        regressed=False,
+        no_baseline=why,
+        policy=VerdictPolicy(fail_on_regression=True),
+    )
+    assert gated.passed  # a first run in CI passes
+    assert gated.notes == [
+        f"--fail-on-regression: no verifiable baseline ({why}); this run was not checked for "
+        "regressions"
+    ]
+    by_policy = decide(
+        items=10,
+        answered=10,
+        stats=[stats()],
+        gates=[],
+        regressed=False,
+        no_baseline=why,
+        policy=VerdictPolicy(fail_on=FailOn.REGRESSIONS),
+    )
+    assert [n.split(": no verifiable")[0] for n in by_policy.notes] == ["fail_on: regressions"]
+    ungated = decide(
+        items=10, answered=10, stats=[stats()], gates=[], regressed=False, no_baseline=why
+    )
+    assert ungated.notes == []  # nothing asked for a regression check
