@@ -60,7 +60,15 @@ from evalrunner.reports.weakness import (
     weakness_problems,
 )
 from evalrunner.reports.xlsx import details_xlsx
-from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, RunConfig, ScoresFile
+from evalrunner.run import (
+    AggregateState,
+    CaseRecord,
+    ManifestItem,
+    ModelNotice,
+    RunConfig,
+    ScoresFile,
+    StepFailure,
+)
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.storage import RunStore
 
@@ -75,11 +83,11 @@ NO_RECORD = (
 STOPPED_ERRORS = ("Engine.Stalled", "Engine.Stopped")
 
 
-def stopped_reason(map_failure: Any) -> str | None:
+def stopped_reason(map_failure: StepFailure | None) -> str | None:
     """Why the run was stopped part-way, or None when it was not (a Map failure of any
     other kind is a step failure of a run that went to its end)."""
-    if isinstance(map_failure, dict) and map_failure.get("Error") in STOPPED_ERRORS:
-        return str(map_failure.get("Cause") or map_failure["Error"])
+    if map_failure is not None and map_failure.error in STOPPED_ERRORS:
+        return map_failure.cause or map_failure.error
     return None
 
 
@@ -119,13 +127,8 @@ def baseline_note(
     )
 
 
-def _failure_text(failure: Any) -> str | None:
-    if not failure:
-        return None
-    if isinstance(failure, dict):
-        error, cause = failure.get("Error", "error"), failure.get("Cause", "")
-        return f"{error}: {cause}" if cause else str(error)
-    return str(failure)
+def _failure_text(failure: StepFailure | None) -> str | None:
+    return failure.text() if failure is not None else None
 
 
 def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[Gate]:
@@ -195,7 +198,7 @@ def merge_record(
     record: CaseRecord | None,
     batched: list[MetricResult],
     evaluators: list[Evaluator],
-    score_failure: Any,
+    score_failure: StepFailure | None,
 ) -> CaseRecord:
     """One item's record with its Score-step results; a missing record becomes a failed
     task and a case that was not scored says why, so no case is ever silently missing."""
@@ -274,7 +277,7 @@ def fold_records(
     records: Iterable[tuple[ManifestItem, CaseRecord | None]],
     batched: dict[str, list[MetricResult]],
     evaluators: list[Evaluator],
-    score_failure: Any,
+    score_failure: StepFailure | None,
 ) -> FoldedRecords:
     """Merge each record as it is read (:func:`~evalrunner.pipeline.score.iter_records`) and
     keep only what the reports need of it."""
@@ -302,24 +305,23 @@ def fold_records(
 
 
 def aggregate_run(
-    context: RunContext,
-    *,
-    map_failure: Any = None,
-    score_failure: Any = None,
-    now: datetime | None = None,
+    context: RunContext, state: AggregateState | None = None, *, now: datetime | None = None
 ) -> RunSummary:
     """Merge, aggregate, compare, write the report set (the manifest last) and return the
-    summary; ``summary.json`` holds the same."""
+    summary; ``summary.json`` holds the same. ``state``: the state machine's state, with the
+    Map's and the Score step's failures (None: a run whose steps all succeeded)."""
     # Aggregate's allocations set off full collections that walked every imported object and,
     # locally, the engine with the whole run: a quarter of its CPU at 2,000 cases (issue 18).
     with older_objects_frozen():
-        return _aggregate(context, map_failure=map_failure, score_failure=score_failure, now=now)
+        return _aggregate(context, state, now=now)
 
 
 def _aggregate(
-    context: RunContext, *, map_failure: Any, score_failure: Any, now: datetime | None
+    context: RunContext, state: AggregateState | None, *, now: datetime | None
 ) -> RunSummary:
     store, config, run_id = context.store, context.config, context.run_id
+    map_failure = state.map_failure if state else None
+    score_failure = state.score_failure if state else None
     # Built without services: Aggregate only reads their metrics and run-level summaries.
     evaluators: list[Evaluator] = [
         resolve(n)(config.thresholds, config.evaluator_options.get(n)) for n in config.metrics
@@ -549,7 +551,7 @@ _JOB_NEVER_RAN = re.compile(
 )
 
 
-def score_step_problems(score_failure: Any) -> list[Problem]:
+def score_step_problems(score_failure: StepFailure | None) -> list[Problem]:
     """One high problem when the Score step failed (the GPU Batch job or the Score Lambda):
     the model metrics were not scored, why, and how to fix it. A job that never ran is
     nearly always a GPU quota of 0 (new accounts) or no capacity for its instance types."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from evalrunner.evaluators import Evaluator, Requirement, resolve
-from evalrunner.run import ManifestBatch, RunConfig
+from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -184,8 +184,8 @@ class RunContext:
                 self._recorded = {self.store.item_of_record(key) for key in keys}
             return item_id in self._recorded
 
-    def manifest_items(self, batch: ManifestBatch) -> list[dict[str, Any]]:
-        """The manifest items of ``batch``, as written (each task validates its own).
+    def manifest_items(self, batch: ManifestBatch) -> list[ManifestItem]:
+        """The manifest items of ``batch`` (only the batch's are validated).
 
         The manifest is read once per context: a Lambda container reads it once per run
         however many tasks of the run it serves, and the embedded engine once per run. A
@@ -200,7 +200,7 @@ class RunContext:
                 f"items {batch.first}..{end - 1} are not in run {self.run_id}'s manifest "
                 f"({len(manifest)} items)"
             )
-        return manifest[batch.first : end]
+        return [ManifestItem.model_validate(raw) for raw in manifest[batch.first : end]]
 
     def wrote_record(self, item_id: str) -> None:
         with self._lock:
