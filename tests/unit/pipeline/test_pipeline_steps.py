@@ -21,7 +21,7 @@ from evalrunner.evaluators import (
     Scored,
     registry,
 )
-from evalrunner.pipeline import aggregate, prepare, run_case, score
+from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
@@ -96,9 +96,7 @@ def test_the_score_step_result_takes_the_per_case_result_place() -> None:
         )
 
     per_case = [result("A", 0.1), result("Answer correctness", 0.2), result("B", 0.3)]
-    merged = aggregate.merged_results(
-        per_case, [result("Answer correctness", 0.9), result("C", 0.5)]
-    )
+    merged = merge.merged_results(per_case, [result("Answer correctness", 0.9), result("C", 0.5)])
     assert [(r.metric, r.score) for r in merged] == [
         ("A", 0.1),
         ("Answer correctness", 0.9),
