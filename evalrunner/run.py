@@ -17,6 +17,7 @@ from pydantic import (
 
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -44,7 +45,8 @@ class RunConfig(BaseModel):
     baseline: str | None = None
     #: What fails the run: Aggregate's verdict reads it (reports/verdict.py).
     policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
-    judge: dict[str, Any] | None = None
+    #: The judge for judge metrics (None: they are skipped with a reason).
+    judge: JudgeConfig | None = None
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int

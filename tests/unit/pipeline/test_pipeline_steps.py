@@ -21,11 +21,12 @@ from evalrunner.evaluators import (
     Scored,
     registry,
 )
+from evalrunner.judge.config import JudgeConfig
 from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
-from evalrunner.run import ManifestItem, StepFailure
+from evalrunner.run import ManifestItem, RunConfig, StepFailure
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.suite_bucket import suite_store
 from tests.support.summaries import metric, run_summary
@@ -81,6 +82,18 @@ def test_prepare_writes_manifest_and_config(store):
     config = store.get_json(store.run_key("r1"))
     assert config["report_prefix"] == "test-reports/fn/261122-093005-"
     assert config["metrics"] == ["Exact match"] and config["case_count"] == 2
+
+
+def test_the_run_configuration_carries_the_judge_typed(store):
+    judge = {"bedrock": {"model_id": "anthropic.claude-3-haiku"}, "timeout_seconds": 30}
+    prepared(store, run_id="rj", judge=judge)
+    config = RunContext.load(store, "rj").config
+    assert isinstance(config.judge, JudgeConfig)
+    assert config.judge.bedrock is not None and config.judge.model_name == (
+        "anthropic.claude-3-haiku"
+    )
+    assert config.judge.timeout_seconds == 30 and config.judge.max_retries == 4  # a default
+    assert RunConfig.model_validate(store.get_json(store.run_key("rj"))) == config  # round trip
 
 
 def test_a_judge_metric_with_an_embedding_part_sends_the_run_to_model_scoring(store):
