@@ -37,6 +37,7 @@ import evalrunner.pipeline.aggregate as aggregate
 from evalrunner.engine.moto_s3 import InProcessS3Client
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
 
@@ -94,7 +95,7 @@ def measure(
         prepared = prepare.prepare_run({**event, "metrics": METRICS, "run_id": "r"}, store, now=NOW)
         context = RunContext.load(store, "r", target_factory=instant)
         for item in store.get_json(prepared.manifest_key):
-            run_case.run_case(context, item)
+            run_case.run_case(context, ManifestItem.model_validate(item))
         for attempt in range(repeats):
             spent.clear()
             profiler = cProfile.Profile(time.thread_time) if profile and attempt == 0 else None

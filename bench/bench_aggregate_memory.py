@@ -20,6 +20,7 @@ from moto import mock_aws
 
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
 
@@ -59,7 +60,7 @@ def measure(n: int) -> dict:
         out = prepare.prepare_run({**event, "metrics": METRICS, "run_id": "r"}, store, now=NOW)
         context = RunContext.load(store, "r", target_factory=instant)
         for item in store.get_json(out.manifest_key):
-            run_case.run_case(context, item)
+            run_case.run_case(context, ManifestItem.model_validate(item))
         tracemalloc.start()
         start = tracemalloc.get_traced_memory()[0]
         summary = aggregate.aggregate_run(RunContext.load(store, "r"), now=NOW)

@@ -27,6 +27,7 @@ from bench_engine import preload, suite_csv
 from evalrunner.engine.moto_s3 import InProcessS3Client
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 
 BUCKET = "bench-bucket"
@@ -38,10 +39,10 @@ def ms_per_case(store: RunStore, run_id: str) -> float:
     items = store.get_json(store.manifest_key(run_id))
     context = RunContext.load(store, run_id)
     for item in items[:20]:
-        run_case.run_case(context, item)
+        run_case.run_case(context, ManifestItem.model_validate(item))
     start = time.process_time()
     for item in items:
-        run_case.run_case(context, item)
+        run_case.run_case(context, ManifestItem.model_validate(item))
     return (time.process_time() - start) / len(items) * 1000
 
 

@@ -17,6 +17,7 @@ from pydantic import (
 
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -44,7 +45,8 @@ class RunConfig(BaseModel):
     baseline: str | None = None
     #: What fails the run: Aggregate's verdict reads it (reports/verdict.py).
     policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
-    judge: dict[str, Any] | None = None
+    #: The judge for judge metrics (None: they are skipped with a reason).
+    judge: JudgeConfig | None = None
     started_at: str = Field(description="UTC, ISO 8601")
     report_prefix: str = Field(description="test-reports/<target>/<yymmdd-hhmmss>-")
     case_count: int
@@ -215,3 +217,108 @@ class ScoresFile(BaseModel):
         self, value: ModelsUsed | None, handler: SerializerFunctionWrapHandler
     ) -> Any:
         return {} if value is None else handler(value)
+
+
+class StepFailure(BaseModel):
+    """What Step Functions' Catch hands on when a task or the Map failed (``{"Error",
+    "Cause"}``), and what the local engine hands Aggregate for a stopped run. Parsed at the
+    door so no step reads a failure by key."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    error: str | None = Field(default=None, alias="Error")
+    cause: str | None = Field(default=None, alias="Cause")
+
+    def text(self) -> str:
+        """``Error: Cause`` (the error alone when there is no cause), for reports."""
+        error = self.error or "error"
+        return f"{error}: {self.cause}" if self.cause else error
+
+
+def _no_failure(value: Any) -> Any:
+    """An empty failure (``{}``, ``null``) is no failure, as Aggregate always read it."""
+    return value or None
+
+
+class RunCaseEvent(BaseModel):
+    """What the state machine sends a RunCase task: the run, a batch of its manifest (or,
+    from an execution started before batches, one manifest item), and on the Catch path the
+    task's failure (the task then records it instead of running the cases)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    bucket: str | None = None
+    #: A batch and an item share no field name (both forbid extras): the shape picks one.
+    item: ManifestBatch | ManifestItem
+    failure: StepFailure | None = None
+
+    _failure_given = field_validator("failure", mode="before")(_no_failure)
+
+
+class CaseReply(BaseModel):
+    """What became of one case (the reply of a single-item task from an older execution,
+    and what :func:`~evalrunner.pipeline.run_case.run_batch` counts)."""
+
+    item_id: str
+    status: CaseStatus
+    #: The target's or the task's error, redacted (the execution history keeps it).
+    error: str | None = None
+    #: True when the case already had a successful record and was not run again.
+    reused: bool | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The reply as the state machine has always received it: unset fields left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class BatchReply(BaseModel):
+    """What a RunCase task returns to the state machine: counts (the local engine's
+    progress) and the batch still to run (None when the task ran all of its cases)."""
+
+    done: int
+    errors: int
+    remaining: ManifestBatch | None = None
+
+
+class RunRef(BaseModel):
+    """The run a Score task works on (``{"run_id", "bucket"}``)."""
+
+    run_id: str
+    bucket: str | None = None
+
+
+class ScoreReply(BaseModel):
+    """What the Score step says it did (its scores go to the run's
+    :class:`ScoresFile`, which can be far larger than a Lambda reply may be): the evaluators
+    it scored, the samples, and the models that were not available."""
+
+    evaluators: list[str]
+    samples: int
+    models_unavailable: list[str] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The reply as it has always been: ``models_unavailable`` only when some were."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class AggregateState(BaseModel):
+    """The state machine's state when Aggregate runs: Prepare's output with, where a step
+    failed, the Map's and the Score step's failures. Aggregate reads only these fields; the
+    rest of the state (the scoring plan, Prepare's figures) is ignored, so executions started
+    by an older state machine still aggregate."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    bucket: str | None = None
+    map_failure: StepFailure | None = None
+    score_failure: StepFailure | None = None
+
+    _failures_given = field_validator("map_failure", "score_failure", mode="before")(_no_failure)
+
+
+class AggregateEvent(BaseModel):
+    """The Aggregate task's payload: ``{"state": <the state>}``."""
+
+    state: AggregateState

@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None, *, store: RunStore | None = None) ->
         run_id=args.run_id,
         seconds=round(time.perf_counter() - started, 3),
         scores_key=store.scores_key(args.run_id),
-        **result,
+        **result.wire(),
     )
     return 0
 

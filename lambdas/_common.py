@@ -24,11 +24,10 @@ RUNTIME = Runtime()
 Handler = Callable[[dict[str, Any], Any], Any]
 
 
-def store_for(event: dict[str, Any] | None = None, runtime: Runtime = RUNTIME) -> RunStore:
+def store_for(bucket: str | None = None, runtime: Runtime = RUNTIME) -> RunStore:
     """The event's bucket, else the function's configured one (EVALRUNNER_BUCKET), through
     ``runtime``'s client (the local engine's reaches its embedded S3 directly)."""
-    bucket = (event or {}).get("bucket") or os.environ["EVALRUNNER_BUCKET"]
-    return runtime.store(bucket)
+    return runtime.store(bucket or os.environ["EVALRUNNER_BUCKET"])
 
 
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "evalrunner")

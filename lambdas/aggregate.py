@@ -8,20 +8,19 @@ from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
 from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import fit_output
+from evalrunner.run import AggregateEvent
 from lambdas._common import RUNTIME, Handler, emit_run_metrics, logger, store_for
 
 
 def build(runtime: Runtime) -> Handler:
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        state = event["state"]
+        state = AggregateEvent.model_validate(event).state
         summary = aggregate_run(
-            runtime.context(store_for(state, runtime), state["run_id"]),
-            map_failure=state.get("map_failure"),
-            score_failure=state.get("score_failure"),
+            runtime.context(store_for(state.bucket, runtime), state.run_id), state
         )
         gates = [g.model_dump(mode="json") for g in summary.gates]
-        logger.info("run aggregated", extra={"run_id": state["run_id"], "gates": gates})
+        logger.info("run aggregated", extra={"run_id": state.run_id, "gates": gates})
         emit_run_metrics(summary)
         topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
         if topic:

@@ -41,7 +41,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     sfn = boto3.client("stepfunctions")
     outcomes = []
     for bucket, key, token in uploads(event):
-        store: RunStore = store_for({"bucket": bucket} if bucket else None)
+        store: RunStore = store_for(bucket)
         outcome = start_from_upload(store, sfn, state_machine_arn, key, defaults, token=token)
         logger.info(
             f"upload {outcome.status}",

@@ -11,33 +11,40 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+
+from pydantic import JsonValue
 
 from evalrunner.errors import EvalRunnerError
 from evalrunner.estimate.model import ActualFigures
 from evalrunner.estimate.prices import load_prices
-from evalrunner.evaluators import Evaluator, MetricResult, resolve
+from evalrunner.evaluators import Evaluator, resolve
 from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
-from evalrunner.pipeline.conversations import applicable, flatten
-from evalrunner.pipeline.run_case import not_scored, sample_of
+from evalrunner.pipeline.merge import FoldedRecords, fold_records
+from evalrunner.pipeline.run_case import sample_of
 from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.redaction import mask_config
 from evalrunner.reports.categories import category_stats
 from evalrunner.reports.csv_writer import to_csv
 from evalrunner.reports.html import render_report
 from evalrunner.reports.insights import find_insights
-from evalrunner.reports.model import CaseRow, Gate, MetricStats, Problem, ReportData
+from evalrunner.reports.model import (
+    CaseRow,
+    Gate,
+    MetricStats,
+    Problem,
+    Regression,
+    ReportData,
+)
 from evalrunner.reports.problems import find_problems, problem_order
 from evalrunner.reports.publish import SetWriter, manifest_key
 from evalrunner.reports.regression import compare
 from evalrunner.reports.robustness import analyse as analyse_robustness
 from evalrunner.reports.stats import (
-    case_rows,
     compute_stats,
     detail_lines,
     metric_infos,
@@ -60,26 +67,28 @@ from evalrunner.reports.weakness import (
     weakness_problems,
 )
 from evalrunner.reports.xlsx import details_xlsx
-from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, RunConfig, ScoresFile
+from evalrunner.run import (
+    AggregateState,
+    CaseRecord,
+    ManifestItem,
+    ModelNotice,
+    RunConfig,
+    ScoresFile,
+    StepFailure,
+)
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.storage import RunStore
-
-NO_RECORD = (
-    "no result was recorded: the case task failed before writing one "
-    "(see the execution's history for the Lambda error)"
-)
-
 
 #: The Map failures with which an engine hands a stopped run to Aggregate: a stall, or a stop
 #: asked for (SIGTERM, Ctrl-C). The reports of such a run are partial (summary ``partial``).
 STOPPED_ERRORS = ("Engine.Stalled", "Engine.Stopped")
 
 
-def stopped_reason(map_failure: Any) -> str | None:
+def stopped_reason(map_failure: StepFailure | None) -> str | None:
     """Why the run was stopped part-way, or None when it was not (a Map failure of any
     other kind is a step failure of a run that went to its end)."""
-    if isinstance(map_failure, dict) and map_failure.get("Error") in STOPPED_ERRORS:
-        return str(map_failure.get("Cause") or map_failure["Error"])
+    if map_failure is not None and map_failure.error in STOPPED_ERRORS:
+        return map_failure.cause or map_failure.error
     return None
 
 
@@ -124,13 +133,8 @@ def baseline_note(
     )
 
 
-def _failure_text(failure: Any) -> str | None:
-    if not failure:
-        return None
-    if isinstance(failure, dict):
-        error, cause = failure.get("Error", "error"), failure.get("Cause", "")
-        return f"{error}: {cause}" if cause else str(error)
-    return str(failure)
+def _failure_text(failure: StepFailure | None) -> str | None:
+    return failure.text() if failure is not None else None
 
 
 def evaluate_gates(config: RunConfig, stats: list[MetricStats]) -> list[Gate]:
@@ -166,7 +170,7 @@ def summarize(
     items: list[ManifestItem],
     records: list[CaseRecord],
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Run-level figures of the evaluators that have them, over the answered cases."""
     answered = [
         (item, record)
@@ -174,7 +178,7 @@ def summarize(
         if record.status == "ok" and record.response is not None
     ]
     samples = [sample_of(i.case, r.response, max_text_chars) for i, r in answered]
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for evaluator in evaluators:
         results = [[r for r in rec.results if r.evaluator == evaluator.name] for _, rec in answered]
         try:
@@ -186,144 +190,50 @@ def summarize(
     return out
 
 
-def merged_results(per_case: list[MetricResult], batched: list[MetricResult]) -> list[MetricResult]:
-    """The case's results with the Score step's: a Score-step result of a metric the case
-    already has (a similarity part recomputed with embeddings) takes its place; the others
-    are added."""
-    by_metric = {(r.evaluator, r.metric): r for r in batched}
-    out = [by_metric.pop((r.evaluator, r.metric), r) for r in per_case]
-    return out + list(by_metric.values())
-
-
-def merge_record(
-    item: ManifestItem,
-    record: CaseRecord | None,
-    batched: list[MetricResult],
-    evaluators: list[Evaluator],
-    score_failure: Any,
-) -> CaseRecord:
-    """One item's record with its Score-step results; a missing record becomes a failed
-    task and a case that was not scored says why, so no case is ever silently missing."""
-    if record is None:
-        record = CaseRecord.for_item(item, "task_failed", NO_RECORD)
-    mine = applicable(item.case, evaluators)  # a conversation's row, or its turns'
-    if record.status == "not_run":
-        record.results = not_scored(mine, f"not scored: {record.error}")
-    elif record.status == "target_error" and item.case.is_conversation and record.results:
-        pass  # run_case said which turn ended the conversation
-    elif record.status != "ok":
-        reason = (
-            "not scored: the target call failed"
-            if record.status == "target_error"
-            else "not scored: the case task failed"
-        )
-        record.results = not_scored(mine, reason)
-    else:
-        record.results = merged_results(record.results, batched)
-        have = {r.evaluator for r in record.results}
-        missing = [e for e in mine if e.name not in have]
-        if missing:
-            why = _failure_text(score_failure) or "no score was produced"
-            record.results += not_scored(missing, f"not scored: the Score step failed ({why})")
-    return record
-
-
-@dataclass
-class FoldedRecords:
-    """What Aggregate keeps of the run's records once each is read: its report row and a few
-    counts, not the record. A parsed record takes some 15 KB, ten times its row, so holding
-    every record made Aggregate's memory grow with the run well beyond the reports."""
-
-    rows: list[CaseRow] = field(default_factory=list)
-    answered: int = 0
-    target_errors: int = 0
-    task_failures: int = 0
-    judge_usages: list[dict[str, Any]] = field(default_factory=list)
-    #: The answered suite cases, kept only when an evaluator of the run has run-level
-    #: figures (:meth:`Evaluator.summarize` needs every sample at once).
-    summary_cases: list[tuple[ManifestItem, CaseRecord]] = field(default_factory=list)
-
-    def count(self, record: CaseRecord) -> None:
-        """Count a run item's record (a case, or a conversation's own record)."""
-        if record.status == "ok":
-            self.answered += 1
-        elif record.status == "target_error":
-            self.target_errors += 1
-        else:
-            self.task_failures += 1
-        if record.judge_usage is not None:
-            self.judge_usages.append(record.judge_usage)
-
-
-#: One set of field names for every result that has them all (see :func:`compact_results`).
-_EVERY_RESULT_FIELD: set[str] = set(MetricResult.model_fields)
-
-
-def compact_results(results: list[MetricResult]) -> list[MetricResult]:
-    """The same results, sharing one set of "fields set" among them.
-
-    Pydantic keeps on each model the set of the fields it was given (a 728-byte set for a
-    result's eight), half of what a report row costs in memory with nine results. A result
-    read from a record was given every field, so one shared set says the same for all of
-    them. The set is swapped on the result itself, as ``model_construct`` (pydantic's way to
-    build a model from values already validated) would store it on a copy: making a copy of
-    every result cost more CPU than the rest of the fold. Adding a name the set already
-    holds is what an attribute assignment does to it, so sharing it changes nothing else."""
-    for result in results:
-        if result.model_fields_set == _EVERY_RESULT_FIELD:
-            object.__setattr__(result, "__pydantic_fields_set__", _EVERY_RESULT_FIELD)
-    return results
-
-
-def fold_records(
-    records: Iterable[tuple[ManifestItem, CaseRecord | None]],
-    batched: dict[str, list[MetricResult]],
-    evaluators: list[Evaluator],
-    score_failure: Any,
-) -> FoldedRecords:
-    """Merge each record as it is read (:func:`~evalrunner.pipeline.score.iter_records`) and
-    keep only what the reports need of it."""
-    summarizing = any(type(e).summarize is not Evaluator.summarize for e in evaluators)
-    out = FoldedRecords()
-    for run_item, run_record in records:
-        # a conversation: its own row then one per turn (the counts are of run items)
-        for item, loaded in zip(*flatten([run_item], [run_record]), strict=True):
-            record = merge_record(
-                item, loaded, batched.get(item.item_id, []), evaluators, score_failure
-            )
-            record.results = compact_results(record.results)
-            out.rows.extend(case_rows([item], [record]))
-            if item.case.turn is None:
-                out.count(record)
-            if (
-                summarizing
-                and item.case.perturbation is None
-                and not item.case.is_conversation
-                and record.status == "ok"
-                and record.response is not None
-            ):
-                out.summary_cases.append((item, record))
-    return out
-
-
 def aggregate_run(
-    context: RunContext,
-    *,
-    map_failure: Any = None,
-    score_failure: Any = None,
-    now: datetime | None = None,
+    context: RunContext, state: AggregateState | None = None, *, now: datetime | None = None
 ) -> RunSummary:
-    """Merge, aggregate, compare, write the report set (the manifest last) and return the
-    summary; ``summary.json`` holds the same."""
+    """Aggregate in three steps: build the report data (immutable once built), summarise it,
+    and write the report set (``summary.json`` among it, the manifest last); the summary is
+    the execution's output. ``state``: the state machine's state, with the Map's and the
+    Score step's failures (None: a run whose steps all succeeded)."""
     # Aggregate's allocations set off full collections that walked every imported object and,
     # locally, the engine with the whole run: a quarter of its CPU at 2,000 cases (issue 18).
     with older_objects_frozen():
-        return _aggregate(context, map_failure=map_failure, score_failure=score_failure, now=now)
+        return _aggregate(context, state, now=now)
 
 
 def _aggregate(
-    context: RunContext, *, map_failure: Any, score_failure: Any, now: datetime | None
+    context: RunContext, state: AggregateState | None, *, now: datetime | None
 ) -> RunSummary:
+    state = state or AggregateState(run_id=context.run_id)
+    built = build_report(context, state, now=now)
+    summary = summarise(built, state, context.store.bucket)
+    write_report_set(context.store, built, summary)
+    _refresh_history(context.store, built.config.target_name)
+    return summary
+
+
+@dataclass(frozen=True)
+class BuiltReport:
+    """What Aggregate built of a run: the report data, and the figures the summary and the
+    report set need besides it."""
+
+    config: RunConfig
+    data: ReportData
+    #: Every row, perturbed ones included, in manifest order (details.csv and .xlsx).
+    every_row: list[CaseRow]
+    folded: FoldedRecords
+    item_count: int
+    scored: ScoresFile
+
+
+def build_report(
+    context: RunContext, state: AggregateState, *, now: datetime | None = None
+) -> BuiltReport:
+    """Step 1: read the run, measure it, then analyse it (robustness, the baseline, problems,
+    insights, the verdict). Each analysis reads the data as built so far and the next data
+    is a copy with its result: nothing is changed once made."""
     store, config, run_id = context.store, context.config, context.run_id
     # Built without services: Aggregate only reads their metrics and run-level summaries.
     evaluators: list[Evaluator] = [
@@ -333,25 +243,60 @@ def _aggregate(
     item_count = len(items)
     scored = load_scores(store, run_id)
     # Records are read a chunk at a time and folded into their rows: memory grows with the
-    # reports, not with every record held at once.
+    # reports, not with every record held at once. The manifest's cases live on in the rows.
     folded = fold_records(
-        iter_records(store, run_id, items), scored.items, evaluators, score_failure
+        iter_records(store, run_id, items), scored.items, evaluators, state.score_failure
     )
-    del items  # the manifest's cases live on in the rows
-
-    every_row = folded.rows
-    # Statistics, gates, problems and the baseline comparison are over the suite's own
-    # cases; perturbed copies and variants feed the robustness analysis (and details.csv).
-    rows = [r for r in every_row if r.perturbation is None]
-    perturbed_rows = [r for r in every_row if r.perturbation is not None]
-    infos = metric_infos(evaluators)
-    by_evaluator = scored.models.by_evaluator if scored.models else {}
-    for info in infos:
-        info.model = by_evaluator.get(info.evaluator)
-    stats = compute_stats(rows, infos, config.iterations)
+    del items
     finished = (now or datetime.now(UTC)).isoformat(timespec="seconds")
-    data = ReportData(
-        run_id=run_id,
+    data = measured_data(context, evaluators, folded, scored, state.map_failure, finished)
+    data = data.model_copy(update={"robustness": analyse_robustness(data)})
+    regression, note, baseline_problems = compare_with_baseline(context, data)
+    ignored = [p for p in baseline_problems if p.type == "baseline_ignored"]
+    missing = next((p for p in baseline_problems if p.type == "baseline_missing"), None)
+    data = data.model_copy(update={"regression": regression, "baseline_note": note})
+    data = with_problems(data, scored, state.score_failure, baseline_problems)
+    data = data.model_copy(update={"insights": find_insights(data)})
+    # the run's one verdict: report.html, summary.json and every later reader take this one
+    verdict = decide(
+        items=item_count,
+        answered=folded.answered,
+        stats=data.run_stats(),
+        gates=data.gates,
+        regressed=regression is not None and regression.verdict == "regression",
+        regression_reasons=regression.reasons if regression else (),
+        baseline_run_id=regression.baseline_run_id if regression else None,
+        partial=data.partial,
+        stopped_reason=data.stopped_reason,
+        no_baseline=None if note is None else no_baseline_why(ignored, missing),
+        policy=config.policy,
+    )
+    data = data.model_copy(update={"verdict": verdict})
+    return BuiltReport(config, data, folded.rows, folded, item_count, scored)
+
+
+def measured_data(
+    context: RunContext,
+    evaluators: list[Evaluator],
+    folded: FoldedRecords,
+    scored: ScoresFile,
+    map_failure: StepFailure | None,
+    finished: str,
+) -> ReportData:
+    """The run's figures before any analysis: rows, statistics, gates, run-level figures and
+    categories. They are over the suite's own cases; perturbed copies and variants feed the
+    robustness analysis (and details.csv)."""
+    config = context.config
+    rows = [r for r in folded.rows if r.perturbation is None]
+    by_evaluator = scored.models.by_evaluator if scored.models else {}
+    infos = [
+        info.model_copy(update={"model": by_evaluator.get(info.evaluator)})
+        for info in metric_infos(evaluators)
+    ]
+    stats = compute_stats(rows, infos, config.iterations)
+    stopped = stopped_reason(map_failure)
+    return ReportData(
+        run_id=context.run_id,
         target=config.target_name,
         target_kind=config.target_kind,
         suite=config.suite_key,
@@ -359,31 +304,11 @@ def _aggregate(
         started_at=config.started_at,
         finished_at=finished,
         iterations=config.iterations,
-        config={
-            **mask_config(
-                config.model_dump(
-                    mode="json",
-                    include={
-                        "target",
-                        "metrics",
-                        "thresholds",
-                        "fail_under",
-                        "evaluator_options",
-                        "iterations",
-                        "suite_key",
-                        "baseline",
-                        # shown only when given: reports of other runs stay as they were
-                        *(("perturbations",) if config.perturbations else ()),
-                    },
-                )
-            ),
-            # whether judge metrics could run (the judge's own settings stay out)
-            "judge_configured": config.judge is not None,
-        },
+        config=shown_config(config),
         metrics=infos,
         stats=stats,
         rows=rows,
-        perturbed_rows=perturbed_rows,
+        perturbed_rows=[r for r in folded.rows if r.perturbation is not None],
         gates=evaluate_gates(config, stats),
         run_metrics=summarize(
             evaluators,
@@ -392,116 +317,114 @@ def _aggregate(
             config.max_text_chars,
         ),
         categories=category_stats(rows, infos),
-        partial=stopped_reason(map_failure) is not None,
-        stopped_reason=stopped_reason(map_failure),
+        partial=stopped is not None,
+        stopped_reason=stopped,
     )
-    data.robustness = analyse_robustness(data)
-    baseline_problem = None
+
+
+def shown_config(config: RunConfig) -> dict[str, JsonValue]:
+    """The run's configuration as the reports show it: what the user gave, secrets masked,
+    and whether judge metrics could run (the judge's own settings stay out)."""
+    shown = {
+        "target",
+        "metrics",
+        "thresholds",
+        "fail_under",
+        "evaluator_options",
+        "iterations",
+        "suite_key",
+        "baseline",
+        # shown only when given: reports of other runs stay as they were
+        *(("perturbations",) if config.perturbations else ()),
+    }
+    masked: dict[str, JsonValue] = mask_config(config.model_dump(mode="json", include=shown))
+    return {**masked, "judge_configured": config.judge is not None}
+
+
+def compare_with_baseline(
+    context: RunContext, data: ReportData
+) -> tuple[Regression | None, str | None, list[Problem]]:
+    """The comparison with the baseline (None without one), the note saying why there was
+    none, and the problems about baselines: sets that failed their manifest, a named
+    baseline that is missing (said, and the reports still written)."""
+    config = context.config
+    missing = None
     rejected: list[str] = []
     try:
         baseline = find_baseline(
-            store,
+            context.store,
             target=config.target_name,
             suite=config.suite_key,
-            run_id=run_id,
+            run_id=context.run_id,
             started_at=config.started_at,
             baseline_run_id=config.baseline,
             rejected=rejected,
         )
-    except EvalRunnerError as exc:  # a named baseline is missing: say so, keep the reports
+    except EvalRunnerError as exc:
         baseline = None
-        baseline_problem = Problem(
+        missing = Problem(
             severity="medium",
             type="baseline_missing",
             description=exc.message,
             suggested_action="name a run id that exists, or leave 'baseline' out to compare "
             "with the previous run",
         )
-    if baseline is not None:
-        data.regression = compare(data, baseline)
+    regression = compare(data, baseline) if baseline is not None else None
     ignored = baseline_ignored(rejected)
-    data.baseline_note = baseline_note(
-        baseline is not None, ignored, baseline_problem, config.baseline
-    )
+    note = baseline_note(baseline is not None, ignored, missing, config.baseline)
+    return regression, note, ignored + ([missing] if missing else [])
+
+
+def with_problems(
+    data: ReportData,
+    scored: ScoresFile,
+    score_failure: StepFailure | None,
+    baseline_problems: list[Problem],
+) -> ReportData:
+    """The data with its problems (and weak spots, when enabled): a regression first, then
+    models that were not there and a failed Score step, the rest by severity, and the
+    baseline problems last."""
     problems = find_problems(data)
     if weak_spots_enabled():
         used = list(scored.models.models) if scored.models else []
-        data.weak_spots, data.weak_spots_method = find_weak_spots(data, *question_embedder(used))
-        problems = sorted(problems + weakness_problems(data.weak_spots), key=problem_order)
+        spots, method = find_weak_spots(data, *question_embedder(used))
+        data = data.model_copy(update={"weak_spots": spots, "weak_spots_method": method})
+        problems = sorted(problems + weakness_problems(spots), key=problem_order)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first
     problems[lead:lead] = model_problems(scored.notices) + score_step_problems(score_failure)
-    data.problems = problems + ignored + ([baseline_problem] if baseline_problem else [])
-    data.insights = find_insights(data)
-    # the run's one verdict: report.html, summary.json and every later reader take this one
-    data.verdict = decide(
-        items=item_count,
-        answered=folded.answered,
-        stats=data.run_stats(),
-        gates=data.gates,
-        regressed=data.regression is not None and data.regression.verdict == "regression",
-        regression_reasons=data.regression.reasons if data.regression else (),
-        baseline_run_id=data.regression.baseline_run_id if data.regression else None,
-        partial=data.partial,
-        stopped_reason=data.stopped_reason,
-        no_baseline=None if baseline is not None else no_baseline_why(ignored, baseline_problem),
-        policy=config.policy,
-    )
+    return data.model_copy(update={"problems": problems + baseline_problems})
 
-    prefix = config.report_prefix
-    keys = {
-        name: f"{prefix}{name.replace('_', '.')}"
-        for name in (
-            "details_csv",
-            "details_xlsx",
-            "result_csv",
-            "problems_json",
-            "insights_json",
-            "report_html",
-            "report_json",
-            "summary_json",
-        )
-    }
-    # every file, then the manifest last: until it exists no reader takes the set as complete
-    writer = SetWriter(store, run_id, prefix)
-    writer.put(keys["details_csv"], to_csv(*detail_lines(every_row, infos)), "text/csv")
-    writer.put(
-        keys["details_xlsx"],
-        details_xlsx(every_row, infos, stats=stats),
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    )
-    writer.put(keys["result_csv"], to_csv(*result_table(stats, data.categories)), "text/csv")
-    writer.put_json(keys["problems_json"], [p.model_dump(mode="json") for p in data.problems])
-    writer.put_json(keys["insights_json"], [i.model_dump(mode="json") for i in data.insights])
-    writer.put(keys["report_html"], render_report(data).encode("utf-8"), "text/html")
-    # model_dump_json's bytes before they are decoded to text: one copy of the biggest file less
-    report_json = ReportData.__pydantic_serializer__.to_json(data)
-    writer.put(keys["report_json"], report_json, "application/json")
-    del report_json
 
-    failures = [f for f in (_failure_text(map_failure), _failure_text(score_failure)) if f]
-    reports = RunReports(
-        details=keys["details_csv"],
-        details_xlsx=keys["details_xlsx"],
-        result=keys["result_csv"],
-        problems=keys["problems_json"],
-        insights=keys["insights_json"],
-        html=keys["report_html"],
-        report=keys["report_json"],
-        summary=keys["summary_json"],
+def report_keys(prefix: str) -> RunReports:
+    """The keys of a run's report set under ``prefix`` (the manifest's last)."""
+    return RunReports(
+        details=f"{prefix}details.csv",
+        details_xlsx=f"{prefix}details.xlsx",
+        result=f"{prefix}result.csv",
+        problems=f"{prefix}problems.json",
+        insights=f"{prefix}insights.json",
+        html=f"{prefix}report.html",
+        report=f"{prefix}report.json",
+        summary=f"{prefix}summary.json",
         manifest=manifest_key(prefix),
     )
-    regression = data.regression
+
+
+def summarise(built: BuiltReport, state: AggregateState, bucket: str) -> RunSummary:
+    """Step 2: the run's summary (``summary.json`` and the execution's output)."""
+    config, data, folded = built.config, built.data, built.folded
+    failures = [f.text() for f in (state.map_failure, state.score_failure) if f is not None]
     judge_totals = _judge_totals(folded.judge_usages)
-    summary = RunSummary(
-        run_id=run_id,
+    return RunSummary(
+        run_id=data.run_id,
         target=config.target_name,
         target_kind=config.target_kind,
         suite=config.suite_key,
         started_at=config.started_at,
-        finished_at=finished,
+        finished_at=data.finished_at,
         iterations=config.iterations,
         cases=config.case_count,
-        items=item_count,
+        items=built.item_count,
         answered=folded.answered,
         target_errors=folded.target_errors,
         task_failures=folded.task_failures,
@@ -513,21 +436,41 @@ def _aggregate(
         categories=data.categories,
         gates=data.gates,
         gates_passed=all(g.passed for g in data.gates),
-        regression=RegressionVerdict.of(regression) if regression is not None else None,
+        regression=(RegressionVerdict.of(data.regression) if data.regression is not None else None),
         judge=judge_totals,
-        models=scored.models,
+        models=built.scored.models,
         problems=[SummaryProblem.of(p) for p in data.problems],
         robustness=[RobustnessSummary.of(p) for p in data.robustness],
         estimate=config.estimate,
-        actual=actual_figures(config, item_count, judge_totals),
-        bucket=store.bucket,
-        reports=reports,
+        actual=actual_figures(config, built.item_count, judge_totals),
+        bucket=bucket,
+        reports=report_keys(config.report_prefix),
         verdict=data.verdict,
     )
-    writer.put_json(keys["summary_json"], summary.model_dump(mode="json"))
+
+
+def write_report_set(store: RunStore, built: BuiltReport, summary: RunSummary) -> None:
+    """Step 3: every file of the report set, then the manifest last: until it exists no
+    reader takes the set as complete."""
+    data, keys = built.data, summary.reports
+    writer = SetWriter(store, data.run_id, built.config.report_prefix)
+    infos, stats = data.metrics, data.stats
+    writer.put(keys.details, to_csv(*detail_lines(built.every_row, infos)), "text/csv")
+    writer.put(
+        keys.details_xlsx,
+        details_xlsx(built.every_row, infos, stats=stats),
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    )
+    writer.put(keys.result, to_csv(*result_table(stats, data.categories)), "text/csv")
+    writer.put_json(keys.problems, [p.model_dump(mode="json") for p in data.problems])
+    writer.put_json(keys.insights, [i.model_dump(mode="json") for i in data.insights])
+    writer.put(keys.html, render_report(data).encode("utf-8"), "text/html")
+    # model_dump_json's bytes before they are decoded to text: one copy of the biggest file less
+    report_json = ReportData.__pydantic_serializer__.to_json(data)
+    writer.put(keys.report, report_json, "application/json")
+    del report_json
+    writer.put_json(keys.summary, summary.model_dump(mode="json"))
     writer.publish()
-    _refresh_history(store, config.target_name)
-    return summary
 
 
 def _refresh_history(store: RunStore, target: str) -> None:
@@ -555,7 +498,7 @@ _JOB_NEVER_RAN = re.compile(
 )
 
 
-def score_step_problems(score_failure: Any) -> list[Problem]:
+def score_step_problems(score_failure: StepFailure | None) -> list[Problem]:
     """One high problem when the Score step failed (the GPU Batch job or the Score Lambda):
     the model metrics were not scored, why, and how to fix it. A job that never ran is
     nearly always a GPU quota of 0 (new accounts) or no capacity for its instance types."""
@@ -638,13 +581,13 @@ def actual_figures(
     )
 
 
-def _judge_totals(usages: list[dict[str, Any]]) -> JudgeTotals | None:
+def _judge_totals(usages: Sequence[Mapping[str, int]]) -> JudgeTotals | None:
     """Judge calls and tokens of the run (each case's ``judge_usage``), and per answered
     case: what the judge cost."""
     if not usages:
         return None
     keys = ("calls", "cached", "input_tokens", "output_tokens", "retries", "parse_failures")
-    totals: dict[str, Any] = {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
+    totals: dict[str, float] = {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
     totals["cases"] = len(usages)
     totals["calls_per_case"] = totals["calls"] / len(usages)
     totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / len(usages)

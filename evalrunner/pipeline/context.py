@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from evalrunner.evaluators import Evaluator, Requirement, resolve
-from evalrunner.run import ManifestBatch, RunConfig
+from evalrunner.judge.config import JudgeConfig
+from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -51,19 +52,18 @@ def default_target(spec: dict[str, Any], *, session: boto3.Session | None) -> Ta
 
 
 class JudgeFactory(Protocol):
-    """Builds a run's judge client from the event's judge object (default:
+    """Builds a run's judge client from its configuration (default:
     :func:`evalrunner.judge.factory.build_judge`)."""
 
     def __call__(
-        self, spec: dict[str, Any], *, store: RunStore, session: boto3.Session | None
+        self, spec: JudgeConfig, *, store: RunStore, session: boto3.Session | None
     ) -> Judge: ...
 
 
-def default_judge(spec: dict[str, Any], *, store: RunStore, session: boto3.Session | None) -> Judge:
-    from evalrunner.judge.config import JudgeConfig
+def default_judge(spec: JudgeConfig, *, store: RunStore, session: boto3.Session | None) -> Judge:
     from evalrunner.judge.factory import build_judge
 
-    return build_judge(JudgeConfig.model_validate(spec), store=store, session=session)
+    return build_judge(spec, store=store, session=session)
 
 
 def hub_from_env() -> ModelHub:
@@ -184,8 +184,8 @@ class RunContext:
                 self._recorded = {self.store.item_of_record(key) for key in keys}
             return item_id in self._recorded
 
-    def manifest_items(self, batch: ManifestBatch) -> list[dict[str, Any]]:
-        """The manifest items of ``batch``, as written (each task validates its own).
+    def manifest_items(self, batch: ManifestBatch) -> list[ManifestItem]:
+        """The manifest items of ``batch`` (only the batch's are validated).
 
         The manifest is read once per context: a Lambda container reads it once per run
         however many tasks of the run it serves, and the embedded engine once per run. A
@@ -200,7 +200,7 @@ class RunContext:
                 f"items {batch.first}..{end - 1} are not in run {self.run_id}'s manifest "
                 f"({len(manifest)} items)"
             )
-        return manifest[batch.first : end]
+        return [ManifestItem.model_validate(raw) for raw in manifest[batch.first : end]]
 
     def wrote_record(self, item_id: str) -> None:
         with self._lock:
@@ -275,7 +275,7 @@ class Runtime:
                 found = self._stores[bucket] = RunStore(bucket, client=self._s3_client)
             return found
 
-    def judge_for(self, spec: dict[str, Any], store: RunStore) -> Judge:
+    def judge_for(self, spec: JudgeConfig, store: RunStore) -> Judge:
         """A judge for Prepare, which has no run context yet (it writes the configuration)
         but applies the perturbations that need the judge (misinformation)."""
         return self._judge_factory(spec, store=store, session=self.session)

@@ -20,6 +20,7 @@ from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.event import RunEvent, concurrency_notice, parse_event
+from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 #: Builds the run's judge from the event's judge object (Prepare needs it only for the
 #: perturbations that the judge applies: misinformation).
-JudgeMaker = Callable[[dict[str, Any]], "Judge"]
+JudgeMaker = Callable[[JudgeConfig], "Judge"]
 
 
 def utcnow() -> datetime:
@@ -236,14 +237,16 @@ def prepare_run(
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
+    # the event's judge object was checked against JudgeConfig by parse_event
+    judge_config = JudgeConfig.model_validate(event.judge) if event.judge is not None else None
     judge = None
-    if event.judge is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
+    if judge_config is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
         if make_judge is None:
             from evalrunner.pipeline.context import default_judge
 
-            judge = default_judge(event.judge, store=store, session=None)
+            judge = default_judge(judge_config, store=store, session=None)
         else:
-            judge = make_judge(event.judge)
+            judge = make_judge(judge_config)
     items = expand(suite, event.iterations, event.perturbations, judge)
     config = RunConfig(
         run_id=run_id,
@@ -260,7 +263,7 @@ def prepare_run(
         evaluator_options=event.evaluator_options,
         baseline=event.baseline,
         policy=event.policy,
-        judge=event.judge,
+        judge=judge_config,
         started_at=now.isoformat(timespec="seconds"),
         # claimed atomically: two runs of one target in one second get two prefixes
         report_prefix=claim_report_prefix(store, name, now, run_id),

@@ -10,14 +10,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from evalrunner.errors import TargetError
 from evalrunner.evaluators import Evaluator, MetricResult, Requirement, Sample
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
-from evalrunner.redaction import redact, redact_value
-from evalrunner.run import CaseRecord, ManifestBatch, ManifestItem
+from evalrunner.redaction import redact
+from evalrunner.run import (
+    BatchReply,
+    CaseRecord,
+    CaseReply,
+    ManifestBatch,
+    ManifestItem,
+    StepFailure,
+)
 from evalrunner.sanitize import (
     DEFAULT_MAX_TEXT_CHARS,
     cap_text,
@@ -170,13 +176,13 @@ def call_target(
     return response, response.latency_ms if response.latency_ms is not None else elapsed_ms
 
 
-def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
-    item = ManifestItem.model_validate(raw_item)
+def run_case(context: RunContext, item: ManifestItem) -> CaseReply:
+    """Run one case × iteration and write its record; what became of it."""
     store = context.store
     key = store.record_key(context.run_id, item.item_id)
     existing = store.get_json_or_none(key) if context.may_have_record(item.item_id) else None
     if existing is not None and existing.get("status") == "ok":
-        return {"item_id": item.item_id, "status": "ok", "reused": True}
+        return CaseReply(item_id=item.item_id, status="ok", reused=True)
 
     evaluators = context.evaluators(PER_CASE)
     case = item.case
@@ -199,10 +205,9 @@ def run_case(context: RunContext, raw_item: dict[str, Any]) -> dict[str, Any]:
             record.judge_usage = usage.as_dict()
     store.put_json(key, record.model_dump(mode="json"))
     context.wrote_record(item.item_id)
-    out: dict[str, Any] = {"item_id": item.item_id, "status": record.status}
-    if record.error:
-        out["error"] = redact(record.error)[:500]  # the execution history keeps it
-    return out
+    # the execution history keeps the error
+    error = redact(record.error)[:500] if record.error else None
+    return CaseReply(item_id=item.item_id, status=record.status, error=error)
 
 
 def answer_and_score(
@@ -251,9 +256,9 @@ def answer_and_score(
 
 def run_batch(
     context: RunContext,
-    raw_batch: dict[str, Any],
+    batch: ManifestBatch,
     seconds_left: Callable[[], float] | None = None,
-) -> dict[str, Any]:
+) -> BatchReply:
     """Run a Map task's items one after another; what became of them, and the items it did
     not start (``remaining``, a batch the state machine gives to a new task; else None).
 
@@ -266,64 +271,56 @@ def run_batch(
     A case that raises is recorded as a failed task and the batch goes on: one case's crash
     must not cost the cases after it in the same task (a write that fails for every case,
     e.g. the bucket gone, fails the task instead)."""
-    batch = ManifestBatch.model_validate(raw_batch)
     items = context.manifest_items(batch)
     done = errors = 0
     slowest = 0.0
-    for offset, raw_item in enumerate(items):
+    for offset, item in enumerate(items):
         reserve = max(MIN_CASE_RESERVE_S, 2 * slowest)
         if offset and seconds_left is not None and seconds_left() < reserve:
             rest = ManifestBatch(first=batch.first + offset, count=batch.count - offset)
             logger.info("handing %d unstarted cases to a new task", rest.count)
-            return _batch_reply(done, errors, rest)
+            return BatchReply(done=done, errors=errors, remaining=rest)
         start = time.monotonic()
         try:
-            status = run_case(context, raw_item)["status"]
+            status = run_case(context, item).status
         except Exception as exc:
-            logger.exception("case %s failed its task", raw_item.get("item_id"))
-            failure = {"Error": type(exc).__name__, "Cause": redact(str(exc))}
-            status = record_failure(context.store, context.run_id, raw_item, failure)["status"]
+            logger.exception("case %s failed its task", item.item_id)
+            failure = StepFailure(error=type(exc).__name__, cause=redact(str(exc)))
+            status = record_failure(context.store, context.run_id, item, failure).status
         slowest = max(slowest, time.monotonic() - start)
         done += 1
         errors += status != "ok"
-    return _batch_reply(done, errors, None)
+    return BatchReply(done=done, errors=errors)
 
 
 def record_batch_failure(
-    context: RunContext, raw_batch: dict[str, Any], failure: dict[str, Any]
-) -> dict[str, Any]:
+    context: RunContext, batch: ManifestBatch, failure: StepFailure
+) -> BatchReply:
     """The state machine's Catch path for a whole task (a timeout, a crash): each of its
     items without a successful record gets a failed-task record."""
-    items = context.manifest_items(ManifestBatch.model_validate(raw_batch))
+    items = context.manifest_items(batch)
     statuses = [
-        record_failure(context.store, context.run_id, item, failure)["status"] for item in items
+        record_failure(context.store, context.run_id, item, failure).status for item in items
     ]
-    return _batch_reply(len(statuses), sum(s != "ok" for s in statuses), None)
-
-
-def _batch_reply(done: int, errors: int, remaining: ManifestBatch | None) -> dict[str, Any]:
-    """What a task returns to the state machine: counts (the local engine's progress) and
-    the batch still to run."""
-    rest = remaining.model_dump(mode="json") if remaining else None
-    return {"done": done, "errors": errors, "remaining": rest}
+    return BatchReply(done=len(statuses), errors=sum(s != "ok" for s in statuses))
 
 
 def record_failure(
-    store: RunStore, run_id: str, raw_item: dict[str, Any], failure: dict[str, Any]
-) -> dict[str, Any]:
+    store: RunStore, run_id: str, item: ManifestItem, failure: StepFailure
+) -> CaseReply:
     """The state machine's Catch path: the case task itself failed (timeout, crash, throttle)."""
-    item = ManifestItem.model_validate(raw_item)
     key = store.record_key(run_id, item.item_id)
     existing = store.get_json_or_none(key)
     if existing is not None and existing.get("status") == "ok":
-        return {"item_id": item.item_id, "status": "ok", "reused": True}
-    error = str(failure.get("Error") or "States.TaskFailed")
-    cause = str(failure.get("Cause") or "")
+        return CaseReply(item_id=item.item_id, status="ok", reused=True)
+    error = failure.error or "States.TaskFailed"
+    cause = failure.cause or ""
     record = CaseRecord.for_item(
         item, "task_failed", f"{error}: {cause}"[:2000] if cause else error
     )
     store.put_json(key, record.model_dump(mode="json"))
-    reply: dict[str, Any] = redact_value(
-        {"item_id": item.item_id, "status": record.status, "error": record.error}
+    return CaseReply(
+        item_id=redact(item.item_id),
+        status=record.status,
+        error=redact(record.error) if record.error else None,
     )
-    return reply

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
-from typing import Any
 
 from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement, resolve
 from evalrunner.evaluators.model_base import ModelEvaluator
@@ -21,7 +20,14 @@ from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import flatten
 from evalrunner.pipeline.run_case import sample_of
-from evalrunner.run import CaseRecord, ManifestItem, ModelNotice, ModelsUsed, ScoresFile
+from evalrunner.run import (
+    CaseRecord,
+    ManifestItem,
+    ModelNotice,
+    ModelsUsed,
+    ScoreReply,
+    ScoresFile,
+)
 from evalrunner.storage import RunStore
 
 BATCHED = (Requirement.GPU_BATCH,)
@@ -81,7 +87,7 @@ def load_manifest(store: RunStore, run_id: str) -> list[ManifestItem]:
     return [ManifestItem.model_validate(i) for i in store.get_json(store.manifest_key(run_id))]
 
 
-def score_run(context: RunContext) -> dict[str, Any]:
+def score_run(context: RunContext) -> ScoreReply:
     """Score every batched evaluator of the run over all its answered cases and write
     ``runs/<run_id>/scores.json`` (a :class:`~evalrunner.run.ScoresFile`): ``items`` (item
     id -> results), ``notices`` (models that are not available, once each, with how to
@@ -92,7 +98,7 @@ def score_run(context: RunContext) -> dict[str, Any]:
     parts = score_step_parts(context)
     if not evaluators and not parts:
         store.put_json(store.scores_key(run_id), ScoresFile().model_dump(mode="json"))
-        return {"evaluators": [], "samples": 0}
+        return ScoreReply(evaluators=[], samples=0)
     # a conversation's turns are scored like cases; its own row has no model metric
     items, records = flatten(*_loaded(store, run_id))
     ready = [
@@ -126,10 +132,8 @@ def score_run(context: RunContext) -> dict[str, Any]:
     scored = ScoresFile(items=scores, notices=notices, models=models)
     store.put_json(store.scores_key(run_id), scored.model_dump(mode="json"))
     names = [e.name for e in evaluators] + [p.name for p in parts]
-    out: dict[str, Any] = {"evaluators": names, "samples": len(samples)}
-    if notices:
-        out["models_unavailable"] = [n.model for n in notices]
-    return out
+    unavailable = [n.model for n in notices] or None
+    return ScoreReply(evaluators=names, samples=len(samples), models_unavailable=unavailable)
 
 
 def score_step_parts(context: RunContext) -> list[ScoreStepPart]:

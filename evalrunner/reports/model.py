@@ -277,7 +277,11 @@ class WeakSpot(BaseModel):
 
 
 class ReportData(BaseModel):
-    """Everything about one run that a report shows."""
+    """Everything about one run that a report shows. Frozen: Aggregate builds it in stages,
+    each a copy with one analysis added (``model_copy(update=...)``), and every writer and
+    reader after it sees the one data that was built."""
+
+    model_config = ConfigDict(frozen=True)
 
     run_id: str
     target: str

@@ -8,6 +8,7 @@ from moto import mock_aws
 
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from gpu_tasks import score_entrypoint
 
@@ -39,7 +40,9 @@ def prepared(monkeypatch):
             }
             out = prepare.prepare_run(event, store)
             for item in store.get_json(out.manifest_key):
-                run_case.run_case(RunContext.load(store, out.run_id), item)
+                run_case.run_case(
+                    RunContext.load(store, out.run_id), ManifestItem.model_validate(item)
+                )
             yield store, out.run_id
     finally:
         batch_helpers.unregister()

@@ -349,7 +349,7 @@ def synthetic_report(cases: int, iterations: int = 2, seed: int = 7) -> ReportDa
         },
     )
     # the verdict of a run under --fail-on-regression (Aggregate's, from the same figures)
-    data.verdict = decide(
+    verdict = decide(
         items=len(data.rows),
         answered=sum(1 for r in data.rows if r.status == "ok"),
         stats=data.stats,
@@ -359,7 +359,7 @@ def synthetic_report(cases: int, iterations: int = 2, seed: int = 7) -> ReportDa
         baseline_run_id=regression.baseline_run_id,
         policy=VerdictPolicy(fail_on_regression=True),
     )
-    return data
+    return data.model_copy(update={"verdict": verdict})
 
 
 # --- reading Chromium's output ---------------------------------------------------------------

@@ -13,6 +13,7 @@ from sentence_transformers import SentenceTransformer
 
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from gpu_tasks import score_entrypoint
 
@@ -48,7 +49,7 @@ def run_on_s3(monkeypatch):
         }
         out = prepare.prepare_run(event, store)
         for item in store.get_json(out.manifest_key):
-            run_case.run_case(RunContext.load(store, out.run_id), item)
+            run_case.run_case(RunContext.load(store, out.run_id), ManifestItem.model_validate(item))
         return store, out.run_id
 
     with mock_aws():

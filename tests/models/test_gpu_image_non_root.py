@@ -68,7 +68,7 @@ DRIVER = textwrap.dedent(
         }
         out = prepare.prepare_run(event, store)
         for item in store.get_json(out.manifest_key):
-            run_case.run_case(RunContext.load(store, out.run_id), item)
+            run_case.run_case(RunContext.load(store, out.run_id), ManifestItem.model_validate(item))
         code = score_entrypoint.main(["--run-id", out.run_id, "--bucket", "runner-bucket"])
         scores = store.get_json_or_none(store.scores_key(out.run_id))
     print("RESULT " + json.dumps({"code": code, "uid": os.getuid(), "scores": scores}))

@@ -20,6 +20,7 @@ from evalrunner.event import parse_event
 from evalrunner.jsonout import dump_json
 from evalrunner.pipeline import aggregate, run_case
 from evalrunner.pipeline.context import RunContext
+from evalrunner.run import ManifestItem
 from evalrunner.targets.adapters import normalise
 from evalrunner.targets.base import Target, TargetResponse
 from tests.unit.pipeline.test_pipeline_steps import NOW, prepared, store  # noqa: F401  (fixture)
@@ -209,7 +210,7 @@ def test_a_run_with_hostile_numbers_writes_valid_json_and_notes_the_cases(store,
     for item in store.get_json(store.manifest_key("rn")):
         run_case.run_case(
             RunContext.load(store, "rn", target_factory=lambda spec, session: HostileNumbers(spec)),
-            item,
+            ManifestItem.model_validate(item),
         )
     summary = aggregate.aggregate_run(RunContext.load(store, "rn"), now=NOW)
     reports = summary.reports

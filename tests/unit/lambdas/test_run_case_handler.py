@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
+from pydantic import ValidationError
 
 from evalrunner.pipeline import prepare
 from evalrunner.pipeline.context import Runtime
@@ -77,3 +78,41 @@ def test_one_manifest_item_is_still_run_and_recorded(handler_and_store):
         for k in store.list_keys(store.records_prefix("rh"))
     }
     assert statuses == {"a": "ok", "b": "task_failed"}
+
+
+def test_the_catch_path_of_a_batch_records_each_case_as_failed(handler_and_store):
+    handler, store = handler_and_store
+    failure = {"Error": "States.Timeout", "Cause": "Task timed out after 900.00 seconds"}
+    event = {"run_id": "rh", "bucket": "runner-bucket", "item": {"first": 0, "count": 2}}
+    reply = handler({**event, "failure": failure}, context())
+    assert reply == {"done": 2, "errors": 2, "remaining": None}
+    errors = {store.get_json(k)["error"] for k in store.list_keys(store.records_prefix("rh"))}
+    assert errors == {"States.Timeout: Task timed out after 900.00 seconds"}
+
+
+def test_a_reused_case_says_so_on_the_wire(handler_and_store):
+    handler, store = handler_and_store
+    first, _ = store.get_json(store.manifest_key("rh"))
+    event = {"run_id": "rh", "bucket": "runner-bucket", "item": first}
+    handler(event, context())
+    assert handler(event, context()) == {
+        "item_id": first["item_id"],
+        "status": "ok",
+        "reused": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"first": 0},  # a batch without its count
+        {"first": 0, "count": 2, "case": {}},  # neither a batch nor an item
+        {"item_id": "x"},  # an item without its case
+    ],
+)
+def test_an_item_of_neither_shape_is_refused_at_the_door(handler_and_store, item):
+    handler, store = handler_and_store
+    event = {"run_id": "rh", "bucket": "runner-bucket", "item": item}
+    with pytest.raises(ValidationError, match="item"):
+        handler(event, context())
+    assert store.list_keys(store.records_prefix("rh")) == []

@@ -9,6 +9,7 @@ import pytest
 from evalrunner.cli.running import perturbation_arg
 from evalrunner.errors import EventError, SuiteError
 from evalrunner.event import parse_event
+from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb import PerturbationSpec, perturb_text, resolve
 from evalrunner.pipeline import prepare
 from evalrunner.storage import RunStore
@@ -139,9 +140,9 @@ def test_prepare_has_the_judge_falsify_each_case_once(store: RunStore) -> None:
         "misinformation rewrite",
         {"rewritten": "Staff get 30 days.", "false_fact": "Staff get 30 days."},
     )
-    built: list[dict[str, object]] = []
+    built: list[JudgeConfig] = []
 
-    def make_judge(spec: dict[str, object]) -> FakeJudge:
+    def make_judge(spec: JudgeConfig) -> FakeJudge:
         built.append(spec)
         return judge
 
@@ -164,6 +165,8 @@ def test_prepare_has_the_judge_falsify_each_case_once(store: RunStore) -> None:
         "c00002-i2",
     ]
     assert len(judge.calls) == 1 and len(built) == 1
+    # the event's judge object, checked: the run's configuration carries it typed
+    assert built[0].openai is not None and built[0].openai.model == "j"
     first, second = items[1]["case"], items[4]["case"]
     assert first == second
     assert first["case_id"] == "leave~misinformation"

@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Iterator
 
 from evalrunner.evaluators import resolve
-from evalrunner.pipeline import aggregate
+from evalrunner.pipeline import aggregate, merge
 from evalrunner.pipeline.score import iter_records, load_records
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.suite.model import TestCase
@@ -88,7 +88,7 @@ def test_folding_keeps_rows_and_counts_but_no_record() -> None:
             yield item, record
             del record
 
-    folded = aggregate.fold_records(stream(), {}, evaluators, None)
+    folded = merge.fold_records(stream(), {}, evaluators, None)
     gc.collect()
     assert len(alive) == 45 and not [r for r in alive if r() is not None]
     assert [r.case_id for r in folded.rows] == [i.case.case_id for i in run]
@@ -113,7 +113,7 @@ def test_folding_keeps_rows_and_counts_but_no_record() -> None:
 def test_cases_are_kept_for_an_evaluator_with_run_level_figures() -> None:
     run = items(4)
     evaluators = [resolve("Exact match")(), resolve("Answer classification")()]
-    folded = aggregate.fold_records(((i, answered(i)) for i in run), {}, evaluators, None)
+    folded = merge.fold_records(((i, answered(i)) for i in run), {}, evaluators, None)
     assert [i.item_id for i, _ in folded.summary_cases] == [i.item_id for i in run]
 
 

@@ -12,7 +12,7 @@ import pytest
 from evalrunner.errors import EventError
 from evalrunner.pipeline import batching, prepare, run_case
 from evalrunner.pipeline.context import RunContext
-from evalrunner.run import ManifestBatch
+from evalrunner.run import ManifestBatch, StepFailure
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.suite_bucket import suite_store
 
@@ -122,8 +122,10 @@ def test_a_bad_cases_per_task_is_named(store, value):
 
 def test_run_batch_runs_its_items_and_only_them(store):
     prepared(store, cases_per_task=4)
-    reply = run_case.run_batch(context(store), {"first": 4, "count": 4})
-    assert reply == {"done": 4, "errors": 0, "remaining": None}
+    reply = run_case.run_batch(
+        context(store), ManifestBatch.model_validate({"first": 4, "count": 4})
+    )
+    assert reply.model_dump(mode="json") == {"done": 4, "errors": 0, "remaining": None}
     assert Echo.questions == [f"Question {i}?" for i in range(4, 8)]
     assert set(statuses(store)) == {f"c{i}" for i in range(4, 8)}
 
@@ -132,14 +134,16 @@ def test_a_case_that_raises_is_recorded_and_the_batch_goes_on(store, monkeypatch
     prepared(store, cases_per_task=5)
     real = run_case.run_case
 
-    def crashing(ctx, raw_item):
-        if raw_item["case"]["case_id"] == "c2":
+    def crashing(ctx, item):
+        if item.case.case_id == "c2":
             raise RuntimeError("the case's code blew up")
-        return real(ctx, raw_item)
+        return real(ctx, item)
 
     monkeypatch.setattr(run_case, "run_case", crashing)
-    reply = run_case.run_batch(context(store), {"first": 0, "count": 5})
-    assert reply == {"done": 5, "errors": 1, "remaining": None}
+    reply = run_case.run_batch(
+        context(store), ManifestBatch.model_validate({"first": 0, "count": 5})
+    )
+    assert reply.model_dump(mode="json") == {"done": 5, "errors": 1, "remaining": None}
     found = statuses(store)
     assert found.pop("c2") == "task_failed"
     assert set(found.values()) == {"ok"} and len(found) == 4
@@ -153,20 +157,32 @@ def test_a_task_near_its_time_limit_hands_the_rest_over(store):
     # asked before each case after the first: 130 s left, then 10 s less each time; under
     # the 60 s reserve (50 s) before the tenth
     clock = itertools.count(130, -10)
-    reply = run_case.run_batch(context(store), {"first": 0, "count": 10}, lambda: next(clock))
-    assert reply == {"done": 9, "errors": 0, "remaining": {"first": 9, "count": 1}}
+    reply = run_case.run_batch(
+        context(store), ManifestBatch.model_validate({"first": 0, "count": 10}), lambda: next(clock)
+    )
+    assert reply.model_dump(mode="json") == {
+        "done": 9,
+        "errors": 0,
+        "remaining": {"first": 9, "count": 1},
+    }
     assert len(statuses(store)) == 9
     # the state machine gives the remaining batch to a new task, which finishes the run
-    again = run_case.run_batch(context(store), reply["remaining"], lambda: 900.0)
-    assert again == {"done": 1, "errors": 0, "remaining": None}
+    again = run_case.run_batch(context(store), reply.remaining, lambda: 900.0)
+    assert again.model_dump(mode="json") == {"done": 1, "errors": 0, "remaining": None}
     assert Echo.questions == [f"Question {i}?" for i in range(CASES)]  # each asked once
     assert set(statuses(store).values()) == {"ok"} and len(statuses(store)) == CASES
 
 
 def test_the_first_case_of_a_task_always_runs(store):
     prepared(store, cases_per_task=3)
-    reply = run_case.run_batch(context(store), {"first": 0, "count": 3}, lambda: 1.0)
-    assert reply == {"done": 1, "errors": 0, "remaining": {"first": 1, "count": 2}}
+    reply = run_case.run_batch(
+        context(store), ManifestBatch.model_validate({"first": 0, "count": 3}), lambda: 1.0
+    )
+    assert reply.model_dump(mode="json") == {
+        "done": 1,
+        "errors": 0,
+        "remaining": {"first": 1, "count": 2},
+    }
 
 
 def test_the_reserve_grows_with_the_slowest_case(store, monkeypatch):
@@ -174,8 +190,10 @@ def test_the_reserve_grows_with_the_slowest_case(store, monkeypatch):
     ticks = iter([0.0, 100.0, 100.0, 100.0])  # the first case takes 100 s
     monkeypatch.setattr(run_case.time, "monotonic", lambda: next(ticks))
     # 150 s left: above the 60 s floor, below twice the slowest case
-    reply = run_case.run_batch(context(store), {"first": 0, "count": 3}, lambda: 150.0)
-    assert reply["remaining"] == {"first": 1, "count": 2}
+    reply = run_case.run_batch(
+        context(store), ManifestBatch.model_validate({"first": 0, "count": 3}), lambda: 150.0
+    )
+    assert reply.remaining == ManifestBatch(first=1, count=2)
 
 
 def test_the_catch_path_records_a_batchs_unfinished_items(store):
@@ -183,8 +201,12 @@ def test_the_catch_path_records_a_batchs_unfinished_items(store):
     ctx = context(store)
     run_case.run_case(ctx, ctx.manifest_items(ManifestBatch(first=0, count=1))[0])
     failure = {"Error": "States.Timeout", "Cause": "Task timed out after 900.00 seconds"}
-    reply = run_case.record_batch_failure(ctx, {"first": 0, "count": 4}, failure)
-    assert reply == {"done": 4, "errors": 3, "remaining": None}
+    reply = run_case.record_batch_failure(
+        ctx,
+        ManifestBatch.model_validate({"first": 0, "count": 4}),
+        StepFailure.model_validate(failure),
+    )
+    assert reply.model_dump(mode="json") == {"done": 4, "errors": 3, "remaining": None}
     found = statuses(store)
     assert found == {
         "c0": "ok",
@@ -192,7 +214,7 @@ def test_the_catch_path_records_a_batchs_unfinished_items(store):
         "c2": "task_failed",
         "c3": "task_failed",
     }
-    last = ctx.manifest_items(ManifestBatch(first=3, count=1))[0]["item_id"]
+    last = ctx.manifest_items(ManifestBatch(first=3, count=1))[0].item_id
     assert "Task timed out" in store.get_json(store.record_key("rb", last))["error"]
 
 
@@ -201,7 +223,7 @@ def test_a_batch_outside_the_manifest_is_an_error(store):
     with pytest.raises(
         ValueError, match=r"items 8\.\.11 are not in run rb's manifest \(10 items\)"
     ):
-        run_case.run_batch(context(store), {"first": 8, "count": 4})
+        run_case.run_batch(context(store), ManifestBatch.model_validate({"first": 8, "count": 4}))
 
 
 def test_the_manifest_is_read_once_per_context(store, monkeypatch):
@@ -211,5 +233,5 @@ def test_the_manifest_is_read_once_per_context(store, monkeypatch):
     real = store.get_json
     monkeypatch.setattr(store, "get_json", lambda key: reads.append(key) or real(key))
     for first in range(0, CASES, 2):
-        run_case.run_batch(ctx, {"first": first, "count": 2})
+        run_case.run_batch(ctx, ManifestBatch.model_validate({"first": first, "count": 2}))
     assert reads.count(store.manifest_key("rb")) == 1

@@ -15,6 +15,7 @@ from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.models import ModelHub
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext, Runtime
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.fake_judge import FakeJudge
@@ -68,7 +69,12 @@ def test_the_cases_of_a_run_share_one_context_and_one_target(store, monkeypatch)
     items = original(store.manifest_key("r1"))
     contexts = {id(runtime.context(store, "r1")) for _ in items}
     for item in items:
-        assert run_case.run_case(runtime.context(store, "r1"), item)["status"] == "ok"
+        assert (
+            run_case.run_case(
+                runtime.context(store, "r1"), ManifestItem.model_validate(item)
+            ).status
+            == "ok"
+        )
     assert len(contexts) == 1
     assert reads.count(store.run_key("r1")) == 1  # the configuration is read once
     assert Echo.built == 1  # one client for six case runs
@@ -131,7 +137,7 @@ def test_a_runs_evaluators_are_built_once_and_serve_every_case(store, monkeypatc
     monkeypatch.setattr(run_case.Evaluator, "for_run", classmethod(counting))
     items = store.get_json(store.manifest_key("r1"))
     for item in items:
-        assert run_case.run_case(context, item)["status"] == "ok"
+        assert run_case.run_case(context, ManifestItem.model_validate(item)).status == "ok"
     assert len(items) == 6 and built == ["Exact match", "Token F1"]
     first, again = context.evaluators(run_case.PER_CASE), context.evaluators(run_case.PER_CASE)
     assert first is not again and all(a is b for a, b in zip(first, again, strict=True))
@@ -154,7 +160,7 @@ def test_the_latency_comes_from_the_contexts_clock(store):
     ticks = iter([10.0, 10.25])
     context = RunContext.load(store, "r1", target_factory=echo, clock=lambda: next(ticks))
     (item, _) = store.get_json(store.manifest_key("r1"))
-    run_case.run_case(context, item)
+    run_case.run_case(context, ManifestItem.model_validate(item))
     record = store.get_json(store.record_key("r1", item["item_id"]))
     assert record["latency_ms"] == 250.0
 

@@ -18,7 +18,7 @@ from moto import mock_aws
 from evalrunner.errors import TargetError
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
-from evalrunner.run import CaseRecord
+from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
@@ -90,7 +90,7 @@ def _run(store: RunStore, run_id: str, iterations: int = 1) -> list[dict]:
         context = RunContext.load(
             store, run_id, target_factory=lambda s, session=None: MemoryTarget(s)
         )
-        run_case.run_case(context, item)
+        run_case.run_case(context, ManifestItem.model_validate(item))
     return items
 
 
@@ -153,7 +153,7 @@ def test_run_case_of_a_finished_conversation_is_not_played_again(store) -> None:
     items = _run(store, "r1")
     before = len(MemoryTarget.calls)
     context = RunContext.load(store, "r1", target_factory=lambda s, session=None: MemoryTarget(s))
-    assert run_case.run_case(context, items[1])["reused"] is True
+    assert run_case.run_case(context, ManifestItem.model_validate(items[1])).reused is True
     assert len(MemoryTarget.calls) == before
 
 

@@ -21,10 +21,12 @@ from evalrunner.evaluators import (
     Scored,
     registry,
 )
-from evalrunner.pipeline import aggregate, prepare, run_case, score
+from evalrunner.judge.config import JudgeConfig
+from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
 from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
+from evalrunner.run import ManifestItem, RunConfig, StepFailure
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.suite_bucket import suite_store
 from tests.support.summaries import metric, run_summary
@@ -82,6 +84,18 @@ def test_prepare_writes_manifest_and_config(store):
     assert config["metrics"] == ["Exact match"] and config["case_count"] == 2
 
 
+def test_the_run_configuration_carries_the_judge_typed(store):
+    judge = {"bedrock": {"model_id": "anthropic.claude-3-haiku"}, "timeout_seconds": 30}
+    prepared(store, run_id="rj", judge=judge)
+    config = RunContext.load(store, "rj").config
+    assert isinstance(config.judge, JudgeConfig)
+    assert config.judge.bedrock is not None and config.judge.model_name == (
+        "anthropic.claude-3-haiku"
+    )
+    assert config.judge.timeout_seconds == 30 and config.judge.max_retries == 4  # a default
+    assert RunConfig.model_validate(store.get_json(store.run_key("rj"))) == config  # round trip
+
+
 def test_a_judge_metric_with_an_embedding_part_sends_the_run_to_model_scoring(store):
     # so a deployment with GPU scoring scores its similarity part on the GPU job
     assert prepared(store, run_id="r1").batch_scoring is False
@@ -95,9 +109,7 @@ def test_the_score_step_result_takes_the_per_case_result_place() -> None:
         )
 
     per_case = [result("A", 0.1), result("Answer correctness", 0.2), result("B", 0.3)]
-    merged = aggregate.merged_results(
-        per_case, [result("Answer correctness", 0.9), result("C", 0.5)]
-    )
+    merged = merge.merged_results(per_case, [result("Answer correctness", 0.9), result("C", 0.5)])
     assert [(r.metric, r.score) for r in merged] == [
         ("A", 0.1),
         ("Answer correctness", 0.9),
@@ -121,9 +133,13 @@ def test_prepare_missing_suite_names_the_key(store):
 def test_run_case_is_idempotent(store):
     out = prepared(store, run_id="r1")
     item = store.get_json(out.manifest_key)[0]
-    first = run_case.run_case(RunContext.load(store, "r1", target_factory=counting), item)
-    second = run_case.run_case(RunContext.load(store, "r1", target_factory=counting), item)
-    assert first["status"] == "ok" and second.get("reused") is True
+    first = run_case.run_case(
+        RunContext.load(store, "r1", target_factory=counting), ManifestItem.model_validate(item)
+    )
+    second = run_case.run_case(
+        RunContext.load(store, "r1", target_factory=counting), ManifestItem.model_validate(item)
+    )
+    assert first.status == "ok" and second.reused is True
     assert CountingTarget.calls == 1
     record = store.get_json(store.record_key("r1", item["item_id"]))
     assert record["latency_ms"] == 12.5 and record["results"][0]["score"] == 1.0
@@ -132,10 +148,22 @@ def test_run_case_is_idempotent(store):
 def test_record_failure_never_overwrites_a_good_record(store):
     out = prepared(store, run_id="r1")
     good, bad = store.get_json(out.manifest_key)[:2]
-    run_case.run_case(RunContext.load(store, "r1", target_factory=counting), good)
-    run_case.record_failure(store, "r1", good, {"Error": "Lambda.Unknown", "Cause": "x"})
+    run_case.run_case(
+        RunContext.load(store, "r1", target_factory=counting), ManifestItem.model_validate(good)
+    )
+    run_case.record_failure(
+        store,
+        "r1",
+        ManifestItem.model_validate(good),
+        StepFailure.model_validate({"Error": "Lambda.Unknown", "Cause": "x"}),
+    )
     assert store.get_json(store.record_key("r1", good["item_id"]))["status"] == "ok"
-    run_case.record_failure(store, "r1", bad, {"Error": "States.Timeout", "Cause": "slow"})
+    run_case.record_failure(
+        store,
+        "r1",
+        ManifestItem.model_validate(bad),
+        StepFailure.model_validate({"Error": "States.Timeout", "Cause": "slow"}),
+    )
     rec = store.get_json(store.record_key("r1", bad["item_id"]))
     assert rec["status"] == "task_failed" and rec["error"] == "States.Timeout: slow"
 
@@ -170,8 +198,10 @@ def test_score_step_batches_the_whole_run_and_aggregate_merges(store, batch_eval
     out = prepared(store, run_id="r2", metrics=["Exact match", "Length ratio (test)"])
     items = store.get_json(out.manifest_key)
     for item in items[:3]:  # the fourth case's task "crashed" and left no record
-        run_case.run_case(RunContext.load(store, "r2", target_factory=counting), item)
-    assert score.score_run(RunContext.load(store, "r2")) == {
+        run_case.run_case(
+            RunContext.load(store, "r2", target_factory=counting), ManifestItem.model_validate(item)
+        )
+    assert score.score_run(RunContext.load(store, "r2")).wire() == {
         "evaluators": ["Length ratio (test)"],
         "samples": 3,
     }
@@ -198,7 +228,9 @@ def test_aggregate_statistics_and_gates(store):
         fail_under={"Token F1": 0.5, "Exact match": 0.9},
     )
     for item in store.get_json(store.manifest_key("r3")):
-        run_case.run_case(RunContext.load(store, "r3", target_factory=counting), item)
+        run_case.run_case(
+            RunContext.load(store, "r3", target_factory=counting), ManifestItem.model_validate(item)
+        )
     summary = aggregate.aggregate_run(RunContext.load(store, "r3"), now=NOW)
     em = next(m for m in summary.metrics if m.metric == "Exact match")
     # case a matches exactly, case b does not; two iterations each
@@ -279,12 +311,12 @@ def test_run_case_reads_a_record_only_where_one_may_exist(store, monkeypatch):
     monkeypatch.setattr(store, "get_json_or_none", lambda key: reads.append(key) or get(key))
     context = RunContext.load(store, "r1", target_factory=counting)
     for item in items:
-        run_case.run_case(context, item)
+        run_case.run_case(context, ManifestItem.model_validate(item))
     assert reads == [] and CountingTarget.calls == 4
     # the same context, again: it knows what it wrote, and reuses the records
-    assert run_case.run_case(context, items[0]).get("reused") is True
+    assert run_case.run_case(context, ManifestItem.model_validate(items[0])).reused is True
     # a new context (a resumed run, another container) lists them and reuses them too
     again = RunContext.load(store, "r1", target_factory=counting)
-    assert all(run_case.run_case(again, item).get("reused") for item in items)
+    assert all(run_case.run_case(again, ManifestItem.model_validate(item)).reused for item in items)
     assert CountingTarget.calls == 4
     assert len(reads) == 5

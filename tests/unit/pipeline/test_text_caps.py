@@ -14,6 +14,7 @@ from evalrunner.evaluators.base import Evaluator, Requirement
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.run_case import capped_sample
+from evalrunner.run import ManifestItem
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.suite_bucket import suite_store
@@ -74,7 +75,10 @@ def test_a_huge_answer_is_cut_flagged_and_evaluators_see_only_the_cap(store):
     prepare.prepare_run(raw, store, now=datetime(2026, 11, 23, tzinfo=UTC))
     (item,) = store.get_json(store.manifest_key("r1"))
     assert (
-        run_case.run_case(RunContext.load(store, "r1", target_factory=huge), item)["status"] == "ok"
+        run_case.run_case(
+            RunContext.load(store, "r1", target_factory=huge), ManifestItem.model_validate(item)
+        ).status
+        == "ok"
     )
     record = store.get_json(store.record_key("r1", item["item_id"]))
     assert LengthSpy.seen == [4000]

@@ -306,7 +306,7 @@ def make_report(**overrides) -> ReportData:
 def judged(data: ReportData, **policy: Any) -> ReportData:
     """``data`` with the verdict Aggregate gives it under ``policy``."""
     reg = data.regression
-    data.verdict = decide(
+    verdict = decide(
         items=len(data.rows),
         answered=sum(1 for r in data.rows if r.status == "ok"),
         stats=data.stats,
@@ -316,7 +316,7 @@ def judged(data: ReportData, **policy: Any) -> ReportData:
         baseline_run_id=reg.baseline_run_id if reg else None,
         policy=VerdictPolicy(**policy),
     )
-    return data
+    return data.model_copy(update={"verdict": verdict})
 
 
 @pytest.fixture(scope="module")

@@ -134,14 +134,16 @@ def test_best_per_metric_respects_direction_and_ties_go_first():
     assert board.best_per_metric == {"ROUGE-L": "gamma", "Toxicity": "gamma"}
 
     runs = three_targets()
-    runs[2].stats = [stat(ROUGE, 0.67, 2 / 3), stat(TOX, 0.40, 0.5)]  # ROUGE-L ties alpha
+    runs[2] = runs[2].model_copy(
+        update={"stats": [stat(ROUGE, 0.67, 2 / 3), stat(TOX, 0.40, 0.5)]}  # ROUGE-L ties alpha
+    )
     board = build_leaderboard(runs, created_at="now")
     assert board.best_per_metric == {"ROUGE-L": "alpha", "Toxicity": "beta"}  # lowest toxicity
 
 
 def test_metrics_union_and_missing_metric_is_none():
     runs = three_targets()
-    runs[1].metrics = [ROUGE, TOX, R1]
+    runs[1] = runs[1].model_copy(update={"metrics": [ROUGE, TOX, R1]})
     runs[1].stats.append(stat(R1, 0.5, 0.5))
     board = build_leaderboard(runs, created_at="now")
     assert [m.metric for m in board.metrics] == ["ROUGE-L", "Toxicity", "ROUGE-1"]
@@ -211,11 +213,11 @@ def test_fastest_slowest_cheapest_costliest():
 
 def test_runs_of_different_suites_or_the_same_target_are_refused():
     runs = three_targets()
-    runs[1].suite = "test-suites/other.csv"
+    runs[1] = runs[1].model_copy(update={"suite": "test-suites/other.csv"})
     with pytest.raises(ValueError, match=r"one suite.*beta \(run run-beta\): test-suites/other"):
         build_leaderboard(runs, created_at="now")
     runs = three_targets()
-    runs[1].target = "alpha"
+    runs[1] = runs[1].model_copy(update={"target": "alpha"})
     with pytest.raises(ValueError, match="more than one run of: alpha"):
         build_leaderboard(runs, created_at="now")
     with pytest.raises(ValueError, match="at least one run"):

@@ -87,8 +87,7 @@ def data(typos: dict[str, float] = TYPOS, run_id: str = "cur") -> ReportData:
         rows=rows,
         perturbed_rows=perturbed,
     )
-    d.robustness = analyse(d)
-    return d
+    return d.model_copy(update={"robustness": analyse(d)})
 
 
 def test_flips_and_robustness_score_per_perturbation() -> None:
@@ -164,7 +163,7 @@ def test_a_robustness_drop_against_the_baseline_is_a_regression() -> None:
     assert reg.verdict == "regression"
     assert any(r.startswith("robustness under typos fell from 1.00 to 0.50") for r in reg.reasons)
     assert RegressionVerdict.of(reg).worse_robustness == ["typos"]
-    cur.regression = reg
+    cur = cur.model_copy(update={"regression": reg})
     problem = next(p for p in find_problems(cur) if p.type == "regression")
     assert "c1" in problem.affected_cases
 
@@ -207,7 +206,7 @@ def test_report_section_shows_both_questions_both_answers_and_the_flipped_metric
     ):
         assert text in section, text
     d = data()
-    d.perturbed_rows, d.robustness = [], []
+    d = d.model_copy(update={"perturbed_rows": [], "robustness": []})
     assert 'id="robustness"' not in render_report(d)
 
 
@@ -272,7 +271,7 @@ def test_misinformation_is_decided_by_its_check_on_the_perturbed_copy() -> None:
         rows=rows,
         perturbed_rows=perturbed,
     )
-    d.robustness = analyse(d)
+    d = d.model_copy(update={"robustness": analyse(d)})
     (m,) = d.robustness
     assert (m.held_cases, m.broken_cases, m.fixed_cases) == (["c1"], ["c2"], [])
     assert (m.compared, m.score) == (2, 0.5)

@@ -23,6 +23,7 @@ from evalrunner.reports.publish import (
     complete_summaries,
 )
 from evalrunner.reports.summary import RunSummary
+from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from tests.unit.pipeline.test_pipeline_steps import NOW, prepared, store  # noqa: F401  (fixture)
 
@@ -32,7 +33,7 @@ STAMP = "test-reports/fn/261122-093005-"
 def full_run(store, run_id: str, **event) -> RunSummary:  # noqa: F811
     prepared(store, run_id=run_id, **event)
     for item in store.get_json(store.manifest_key(run_id)):
-        run_case.run_case(RunContext.load(store, run_id), item)
+        run_case.run_case(RunContext.load(store, run_id), ManifestItem.model_validate(item))
     return aggregate.aggregate_run(RunContext.load(store, run_id), now=NOW)
 
 
@@ -146,7 +147,7 @@ def test_two_runs_started_together_in_one_second_write_two_complete_sets(store, 
     assert sorted(prefixes.values()) == [STAMP, "test-reports/fn/261122-093005-2-"]
     for run_id in ("ra", "rb"):
         for item in store.get_json(store.manifest_key(run_id)):
-            run_case.run_case(RunContext.load(store, run_id), item)
+            run_case.run_case(RunContext.load(store, run_id), ManifestItem.model_validate(item))
         summary = aggregate.aggregate_run(RunContext.load(store, run_id), now=NOW)
         assert all(k.startswith(prefixes[run_id]) for k in summary.reports.keys())
     complete = {s.summary.run_id: s for s in complete_summaries(store, "fn")}
@@ -223,7 +224,7 @@ def test_an_interrupted_aggregate_leaves_no_baseline_and_the_next_run_works(stor
     full_run(store, "r1")
     prepared(store, run_id="r2")
     for item in store.get_json(store.manifest_key("r2")):
-        run_case.run_case(RunContext.load(store, "r2"), item)
+        run_case.run_case(RunContext.load(store, "r2"), ManifestItem.model_validate(item))
     writes = {"n": 0}
     original = RunStore.put_bytes
 

@@ -209,7 +209,8 @@ def test_embeddings_only_when_the_run_loaded_the_model_unless_asked(monkeypatch)
 
 def test_report_html_has_the_section_with_each_group():
     data = _data()
-    data.weak_spots, data.weak_spots_method = find_weak_spots(data, None, "TF-IDF of the questions")
+    spots, method = find_weak_spots(data, None, "TF-IDF of the questions")
+    data = data.model_copy(update={"weak_spots": spots, "weak_spots_method": method})
     soup = BeautifulSoup(render_report(data), "html.parser")
     section = soup.find("section", id="weak-spots")
     assert section is not None and "TF-IDF of the questions" in section.get_text()
