@@ -60,6 +60,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -98,6 +99,7 @@ from moto.stepfunctions.parser.asl.utils import json_path
 
 from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.moto_s3 import InProcessS3Client
+from evalrunner.errors import ConfigError
 
 MOTO_VERSION = "5.2.5"
 
@@ -359,10 +361,12 @@ class InProcessLambdaClient:
 
 
 @contextmanager
-def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
+def routed_lambda_invocations(invoke: LambdaInvoke, *, direct: bool = True) -> Iterator[None]:
     """Send the interpreter's Lambda tasks, and any other docker-free Lambda invocation in
     the mock (a target Lambda called by a handler), to ``invoke(function_name, body,
-    headers)``; the interpreter's go there directly (:class:`InProcessLambdaClient`)."""
+    headers)``. The backend seam is always on (it is how the mock reaches the real handlers);
+    with ``direct`` (a speed seam, :func:`speed_seams_from_env`) the interpreter's tasks skip
+    botocore and moto's HTTP layer too (:class:`InProcessLambdaClient`)."""
     with _patch_lock:
         original = LambdaSimpleBackend.invoke
         client_for: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
@@ -388,7 +392,8 @@ def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
             return invoke(function_name, body, response_headers)
 
         setattr(LambdaSimpleBackend, _INVOKE, patched)
-        setattr(lambda_eval_utils, _CLIENT_FOR, routed_client_for)
+        if direct:
+            setattr(lambda_eval_utils, _CLIENT_FOR, routed_client_for)
     try:
         yield
     finally:
@@ -471,11 +476,39 @@ class ThreadFailures:
                     threading.excepthook = previous
 
 
+#: The switch for every speed seam above (a documented setting, README "The embedded
+#: engine's speed seams"): ``0`` runs the engine through moto's ordinary botocore path.
+FAST_ENV = "EVALRUNNER_ENGINE_FAST"
+_ON, _OFF = frozenset({"1", "true", "on", "yes"}), frozenset({"0", "false", "off", "no"})
+
+
+def speed_seams_from_env() -> bool:
+    """Whether the engine's speed seams are on: ``EVALRUNNER_ENGINE_FAST`` (default on).
+
+    On: the caches of :func:`interpreter_speedups`, the bounded retention, and the direct
+    paths to moto's backends (the in-process S3, Lambda and Step Functions clients, with
+    ``CompactKey`` objects). Off: only the Map-worker fix (a correctness fix) and the Lambda
+    backend seam (how the mock reaches the handlers) are patched, and every S3, Lambda and
+    Step Functions call goes through boto3, botocore and moto's HTTP layer, as the deployed
+    pipeline's calls go through botocore to AWS: slower, and the check that the seams change
+    nothing a run produces."""
+    raw = os.environ.get(FAST_ENV, "").strip().lower()
+    if not raw or raw in _ON:
+        return True
+    if raw in _OFF:
+        return False
+    raise ConfigError(
+        f"{FAST_ENV}={raw!r} is not a switch: set it to 1 (the default: the embedded "
+        "engine's speed seams on) or 0 (every call through moto's ordinary botocore path)"
+    )
+
+
 def installed_moto_version() -> str:
     return str(getattr(moto, "__version__", "unknown"))
 
 
 __all__ = [
+    "FAST_ENV",
     "MAP_WORKER_CLASSES",
     "MAX_SYNC_PAYLOAD",
     "MOTO_VERSION",
@@ -494,4 +527,5 @@ __all__ = [
     "installed_moto_version",
     "interpreter_speedups",
     "routed_lambda_invocations",
+    "speed_seams_from_env",
 ]
