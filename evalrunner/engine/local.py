@@ -34,6 +34,7 @@ from evalrunner.engine.moto_compat import (
     InProcessLambdaClient,
     InProcessS3Client,
     LambdaInvoke,
+    check_speed_seams_fit,
     embedded_aws,
     install_bounded_retention,
     install_iterative_map_workers,
@@ -167,9 +168,10 @@ class LocalEngine:
         ``~/.cache/evalrunner/definitions``; None: in memory only). ``fast``: the speed seams
         in moto (caches, bounded retention, the in-process S3, Lambda and Step Functions
         clients; :mod:`evalrunner.engine.moto_compat`) on or off; default
-        ``EVALRUNNER_ENGINE_FAST``, else on. Off, every AWS call of the run goes through
-        botocore and moto's HTTP layer, as a deployed run's go through botocore: the same
-        reports, slower. The Map-worker fix (a correctness fix) is on either way."""
+        ``EVALRUNNER_ENGINE_FAST``, else on with the moto they are written for (5.2.5).
+        Off, every AWS call of the run goes through botocore and moto's HTTP layer, as a
+        deployed run's go through botocore: the same reports, slower. The Map-worker fix (a
+        correctness fix) is on either way."""
         self.pipeline = pipeline
         #: Functions besides the pipeline's: targets that live inside the engine.
         self.targets = {**local_target_functions(), **(extra_functions or {})}
@@ -181,6 +183,8 @@ class LocalEngine:
         )
         self.definitions = user_cache_dir("definitions") if definitions == "user" else definitions
         self.fast = speed_seams_from_env() if fast is None else fast
+        if self.fast:
+            check_speed_seams_fit()  # a moto they were not written for: say so, start nothing
         install_iterative_map_workers()
         if self.fast:
             # process-wide and never undone (other runs' threads may hold the list), so an

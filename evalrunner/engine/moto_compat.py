@@ -4,6 +4,18 @@ Written for moto 5.2.5 (``MOTO_VERSION``); ``tests/unit/engine/test_moto_compat.
 version and checks each patch still fits the code it patches, so a moto upgrade that moves
 one of these seams fails there, loudly, rather than in a user's run.
 
+**One switch** (``LocalEngine(fast=...)``, else ``EVALRUNNER_ENGINE_FAST``:
+:func:`speed_seams_from_env`) turns every speed seam below on or off: the definition and
+JSONPath caches, the boto3-client and S3 URL caches, the bounded retention, and the direct
+paths to moto's backends (the in-process S3 with its ``CompactKey`` objects, Lambda and Step
+Functions clients). Off, a run's every AWS call goes through boto3, botocore and moto's HTTP
+layer, as a deployed run's go through botocore to AWS;
+``tests/integration/test_engine_seams_off.py`` runs a suite both ways and compares the
+reports. Two patches are always on: the Map-worker fix (a correctness
+fix) and the Lambda backend seam (how moto's Lambda reaches the handlers at all). Those two
+fit moto ``MOTO_OLDEST`` to ``MOTO_VERSION``, so the ``local`` extra allows that range, and on
+a moto other than ``MOTO_VERSION`` the seams are off unless asked for (then refused).
+
 What is patched, and why:
 
 - **Map workers loop instead of recursing.** moto's Map workers (the inline iteration worker
@@ -482,8 +494,14 @@ FAST_ENV = "EVALRUNNER_ENGINE_FAST"
 _ON, _OFF = frozenset({"1", "true", "on", "yes"}), frozenset({"0", "false", "off", "no"})
 
 
+#: The oldest moto the engine is tested with, seams off (pyproject's ``local`` extra allows
+#: ``MOTO_OLDEST`` to ``MOTO_VERSION``; bench/RESULTS.md "The moto speed seams' switch").
+MOTO_OLDEST = "5.2.0"
+
+
 def speed_seams_from_env() -> bool:
-    """Whether the engine's speed seams are on: ``EVALRUNNER_ENGINE_FAST`` (default on).
+    """Whether the engine's speed seams are on: ``EVALRUNNER_ENGINE_FAST``; unset, on where
+    the installed moto is the one they are written for (``MOTO_VERSION``), else off.
 
     On: the caches of :func:`interpreter_speedups`, the bounded retention, and the direct
     paths to moto's backends (the in-process S3, Lambda and Step Functions clients, with
@@ -493,7 +511,10 @@ def speed_seams_from_env() -> bool:
     pipeline's calls go through botocore to AWS: slower, and the check that the seams change
     nothing a run produces."""
     raw = os.environ.get(FAST_ENV, "").strip().lower()
-    if not raw or raw in _ON:
+    if not raw:
+        return installed_moto_version() == MOTO_VERSION
+    if raw in _ON:
+        check_speed_seams_fit()
         return True
     if raw in _OFF:
         return False
@@ -501,6 +522,18 @@ def speed_seams_from_env() -> bool:
         f"{FAST_ENV}={raw!r} is not a switch: set it to 1 (the default: the embedded "
         "engine's speed seams on) or 0 (every call through moto's ordinary botocore path)"
     )
+
+
+def check_speed_seams_fit() -> None:
+    """The speed seams asked for: refused, with what to do, on a moto they were not written
+    for (they reach into its private code; another release may have moved any of it)."""
+    installed = installed_moto_version()
+    if installed != MOTO_VERSION:
+        raise ConfigError(
+            f"the embedded engine's speed seams are written for moto {MOTO_VERSION}, and moto "
+            f"{installed} is installed: install moto=={MOTO_VERSION} for them, or leave "
+            f"{FAST_ENV} unset (or 0) to run through moto's ordinary botocore path"
+        )
 
 
 def installed_moto_version() -> str:
@@ -511,6 +544,7 @@ __all__ = [
     "FAST_ENV",
     "MAP_WORKER_CLASSES",
     "MAX_SYNC_PAYLOAD",
+    "MOTO_OLDEST",
     "MOTO_VERSION",
     "ClientMeta",
     "FinishedThreadsForgotten",
@@ -520,6 +554,7 @@ __all__ = [
     "ThreadFailure",
     "ThreadFailures",
     "UnrecordedEventManager",
+    "check_speed_seams_fit",
     "detach_request_hook",
     "embedded_aws",
     "install_bounded_retention",
