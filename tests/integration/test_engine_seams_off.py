@@ -136,3 +136,36 @@ def test_on_another_moto_the_seams_are_off_unless_asked_for(monkeypatch):
     monkeypatch.setenv(FAST_ENV, "1")
     with pytest.raises(ConfigError, match=f"install moto=={MOTO_VERSION}"):
         speed_seams_from_env()
+
+
+def test_a_bad_switch_is_bad_input_before_the_target_is_called(tmp_path, monkeypatch):
+    """``evalrunner run`` with a value that is not a switch: exit 2, naming the variable, and
+    the target (a loopback server) never called, not even by the pre-flight."""
+    from typer.testing import CliRunner
+
+    from evalrunner.cli import app
+    from tests.support.loopback_http import Loopback
+
+    suite = tmp_path / "s.csv"
+    suite.write_text("question,expected_answer\nHow many days?,25 days\n", "utf-8")
+    monkeypatch.setenv(FAST_ENV, "fastest")
+    with Loopback() as server:
+        server.always(200, {"answer": "25 days"})
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--suite",
+                str(suite),
+                "--target",
+                json.dumps({"url": server.url}),
+                "--metric",
+                "Token F1",
+                "--out",
+                str(tmp_path / "out"),
+                "--quiet",
+            ],
+        )
+        assert result.exit_code == 2, result.output
+        assert f"{FAST_ENV}='fastest' is not a switch" in result.output
+        assert server.requests == []
