@@ -4,7 +4,9 @@ Runs N cases through the real state machine in the embedded engine and reports c
 peak RSS (of the whole process so far). Without --warmup the first size is measured cold,
 as a CLI user sees it (imports and the first mock start included).
 Usage: python bench/bench_engine.py [N ...] [--concurrency C] [--warmup] [--logged]
-       [--cases-per-task K]
+       [--cases-per-task K] [--seams on|off]
+--seams off: the engine's moto speed seams off (LocalEngine(fast=False)), every AWS call
+through botocore and moto's HTTP layer (default: EVALRUNNER_ENGINE_FAST, else on).
 """
 
 from __future__ import annotations
@@ -65,8 +67,11 @@ def bench(
     *,
     logged: bool = False,
     cases_per_task: int | None = None,
+    fast: bool | None = None,
 ) -> dict:
-    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"instant": instant_target})
+    engine = LocalEngine(
+        pipeline=local_pipeline, extra_functions={"instant": instant_target}, fast=fast
+    )
     event = {
         "key": "test-suites/bench.csv",
         "iterations": 1,
@@ -87,6 +92,7 @@ def bench(
         "concurrency": concurrency,
         "target": "logged" if logged else "instant Lambda",
         "cases_per_task": cases_per_task or "auto",
+        "seams": "on" if engine.fast else "off",
         "seconds": round(seconds, 2),
         "cases_per_s": round(n / seconds, 1),
         "cpu_seconds": round(cpu, 2),
@@ -110,10 +116,18 @@ if __name__ == "__main__":
         "--logged", action="store_true", help="the answers in the suite: no target call"
     )
     parser.add_argument("--cases-per-task", type=int, help="default: the run's own choice")
+    parser.add_argument("--seams", choices=["on", "off"], help="the moto speed seams' switch")
     args = parser.parse_args()
+    fast = None if args.seams is None else args.seams == "on"
     if args.warmup:
-        bench(20, args.concurrency)
+        bench(20, args.concurrency, fast=fast)
     for n in args.sizes:
-        result = bench(n, args.concurrency, logged=args.logged, cases_per_task=args.cases_per_task)
+        result = bench(
+            n,
+            args.concurrency,
+            logged=args.logged,
+            cases_per_task=args.cases_per_task,
+            fast=fast,
+        )
         print(json.dumps(result), flush=True)
     sys.exit(0)

@@ -138,15 +138,16 @@ def run_local(
     from evalrunner.engine.local import LocalEngine
     from lambdas.local import local_pipeline  # here the engine is composed with the handlers
 
+    # first: a bad EVALRUNNER_ENGINE_FAST is bad input, refused before any probe is spent
+    engine = LocalEngine(
+        pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
+    )
     event = with_judge_cache(event)
     check_suite(suite, event)
     if resume:
         check_resumable(event, suite, out_dir, resume)
     elif preflight:  # a resumed run's target answered before: no case is called twice
         preflight_local(event, suite, functions=functions)
-    engine = LocalEngine(
-        pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
-    )
     return engine.run(event, suite=suite, out_dir=out_dir, on_progress=on_progress, resume=resume)
 
 

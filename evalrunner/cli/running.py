@@ -419,6 +419,9 @@ def run(
 
                 warn_about_defaults(parse_event(event))
             events.append((event, suite_path))
+        from evalrunner.engine.moto_compat import speed_seams_from_env
+
+        speed_seams_from_env()  # a bad EVALRUNNER_ENGINE_FAST is bad input: before any probe
         for event, suite_path in events:
             if resume:  # bad input before anything is called; the target answered before
                 check_resumable(event, suite_path, out_dir, resume)

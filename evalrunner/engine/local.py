@@ -17,9 +17,10 @@ import shutil
 import signal
 import threading
 import time
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -33,10 +34,12 @@ from evalrunner.engine.moto_compat import (
     InProcessLambdaClient,
     InProcessS3Client,
     LambdaInvoke,
+    check_speed_seams_fit,
     embedded_aws,
     install_bounded_retention,
     install_iterative_map_workers,
     interpreter_speedups,
+    speed_seams_from_env,
 )
 from evalrunner.engine.moto_services import (
     InProcessStepFunctions,
@@ -154,6 +157,7 @@ class LocalEngine:
         aws_session: boto3.Session | None = None,
         stall_timeout: float | None = None,
         definitions: Path | Literal["user"] | None = "user",
+        fast: bool | None = None,
     ) -> None:
         """``pipeline`` builds the handlers of the state machine's functions (in the
         repository: ``lambdas.local.local_pipeline``). ``aws_session`` reaches real AWS
@@ -161,7 +165,13 @@ class LocalEngine:
         nothing running before the run is declared stuck (default
         ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``definitions``: where the parsed state
         machine is kept for the next process (default: the user's cache folder,
-        ``~/.cache/evalrunner/definitions``; None: in memory only)."""
+        ``~/.cache/evalrunner/definitions``; None: in memory only). ``fast``: the speed seams
+        in moto (caches, bounded retention, the in-process S3, Lambda and Step Functions
+        clients; :mod:`evalrunner.engine.moto_compat`) on or off; default
+        ``EVALRUNNER_ENGINE_FAST``, else on with the moto they are written for (5.2.5).
+        Off, every AWS call of the run goes through botocore and moto's HTTP layer, as a
+        deployed run's go through botocore: the same reports, slower. The Map-worker fix (a
+        correctness fix) is on either way."""
         self.pipeline = pipeline
         #: Functions besides the pipeline's: targets that live inside the engine.
         self.targets = {**local_target_functions(), **(extra_functions or {})}
@@ -172,8 +182,14 @@ class LocalEngine:
             stall_timeout if stall_timeout is not None else stall_timeout_from_env()
         )
         self.definitions = user_cache_dir("definitions") if definitions == "user" else definitions
+        self.fast = speed_seams_from_env() if fast is None else fast
+        if self.fast:
+            check_speed_seams_fit()  # a moto they were not written for: say so, start nothing
         install_iterative_map_workers()
-        install_bounded_retention()
+        if self.fast:
+            # process-wide and never undone (other runs' threads may hold the list), so an
+            # engine with the seams off in the same process keeps it: it changes no I/O path
+            install_bounded_retention()
 
     # -- public ---------------------------------------------------------------------------
     def run(
@@ -205,7 +221,7 @@ class LocalEngine:
             **this_process(),
         }
         gate = _StopGate()
-        records = _DurableRecords(embedded_s3(), out_dir)
+        records = _DurableRecords(embedded_s3(fast=self.fast), out_dir)
 
         def observe(name: str, ev: dict[str, Any], result: Any, exc: BaseException | None) -> None:
             with lock:
@@ -235,8 +251,8 @@ class LocalEngine:
         if needs_real_aws(event.get("target", {}), self.function_names) or "bedrock" in judge:
             session = self.aws_session or real_session()  # before the mock hides credentials
         # One runtime per run: the run's target, judge and hub, built with that session; its
-        # storage reaches the embedded S3 directly (issue 18: botocore's trip was most of a
-        # case's CPU), while the interpreter and the download below use boto3 as before.
+        # storage reaches the embedded S3 directly when the speed seams are on (issue 18:
+        # botocore's trip was most of a case's CPU), through boto3 when they are off.
         # A target Lambda the engine hosts is invoked in-process too (through the same
         # dispatcher as the state machine's tasks; the dispatcher is made below, from the
         # handlers this runtime builds, hence the late-bound route).
@@ -251,11 +267,14 @@ class LocalEngine:
         functions = self._bound_target(functions, event.get("target"))
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
+        speedups: AbstractContextManager[None] = (
+            interpreter_speedups(self.definitions) if self.fast else nullcontext()
+        )
         with (
             older_objects_frozen(),
             self.embedded_aws(),
-            interpreter_speedups(self.definitions),
-            dispatching(dispatcher),
+            speedups,
+            dispatching(dispatcher, direct=self.fast),
             watchdog.threads.watching(),
             claiming_in(out_dir),  # the report prefix is claimed in out_dir too
             _running(run_ids),
@@ -264,9 +283,10 @@ class LocalEngine:
             self.seed_reports(out_dir, event.get("target", {}))
             if resume:
                 self.seed_records(out_dir, resume)
-            sfn = embedded_stepfunctions()
+            sfn = embedded_stepfunctions(fast=self.fast)
             arn = sfn.start_execution(
                 stateMachineArn=f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner",
+                name=str(uuid.uuid4()),  # as Step Functions names one started without a name
                 input=json.dumps(event),
             )["executionArn"]
             try:
@@ -298,7 +318,7 @@ class LocalEngine:
             if description["status"] != "SUCCEEDED":
                 raise ExecutionFailed(_failure_message(description))
             output = json.loads(description["output"])
-            summary = summary_of_output(output, _embedded_object)
+            summary = summary_of_output(output, self._object)
             try:
                 files = self._download(summary, out_dir)
             except ReportsNotWritten as exc:
@@ -367,16 +387,29 @@ class LocalEngine:
         error shape as through boto3 and moto's Lambda, without that trip's ~2 ms of CPU a
         case); every other target, a deployed Lambda included, is built as in the cloud."""
         hosted = self.function_names
-        client = InProcessLambdaClient(
-            route, lambda: boto3.client("lambda", region_name=REGION), region_name=REGION
-        )
+        clients: list[Any] = []  # made at the first build, inside the run's mock
+        clients_lock = threading.Lock()
+
+        def client() -> Any:
+            with clients_lock:
+                if not clients:
+                    clients.append(
+                        InProcessLambdaClient(
+                            route,
+                            lambda: boto3.client("lambda", region_name=REGION),
+                            region_name=REGION,
+                        )
+                        if self.fast
+                        else boto3.client("lambda", region_name=REGION)  # moto's HTTP layer
+                    )
+                return clients[0]
 
         def build(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
             if (
                 target_class(spec) is LambdaTarget
                 and function_name(str(spec["lambdaArn"])) in hosted
             ):
-                built: Target = LambdaTarget(spec, session=session, client=client)
+                built: Target = LambdaTarget(spec, session=session, client=client())
             else:
                 built = default_target(spec, session=session)
             return built if gate is None else _GatedTarget(built, gate)
@@ -405,28 +438,33 @@ class LocalEngine:
 
     def deploy(self, suite: bytes, key: str) -> str:
         """Create the bucket, functions and state machine inside an active embedded AWS
-        (straight into moto's backends: :mod:`evalrunner.engine.moto_services`)."""
-        create_bucket(BUCKET, account=ACCOUNT, region=REGION)
-        embedded_s3().put_object(Bucket=BUCKET, Key=key, Body=suite)
-        role = create_role(
-            "evalrunner-local",
-            account=ACCOUNT,
-            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": []}),
-        )
+        (with the speed seams on, straight into moto's backends:
+        :mod:`evalrunner.engine.moto_services`; off, through boto3)."""
+        policy = json.dumps({"Version": "2012-10-17", "Statement": []})
+        if self.fast:
+            create_bucket(BUCKET, account=ACCOUNT, region=REGION)
+            role = create_role("evalrunner-local", account=ACCOUNT, assume_role_policy=policy)
+        else:
+            boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+            role = boto3.client("iam", region_name=REGION).create_role(
+                RoleName="evalrunner-local", AssumeRolePolicyDocument=policy
+            )["Role"]["Arn"]
+        embedded_s3(fast=self.fast).put_object(Bucket=BUCKET, Key=key, Body=suite)
         code = _placeholder_zip()
+        lambda_client = None if self.fast else boto3.client("lambda", region_name=REGION)
         for name in sorted(self.function_names):
-            create_function(
-                {
-                    "FunctionName": name,
-                    "Runtime": "python3.12",
-                    "Role": role,
-                    "Handler": "index.handler",
-                    "Code": {"ZipFile": code},
-                    "Timeout": 900,
-                },
-                account=ACCOUNT,
-                region=REGION,
-            )
+            spec: dict[str, Any] = {
+                "FunctionName": name,
+                "Runtime": "python3.12",
+                "Role": role,
+                "Handler": "index.handler",
+                "Code": {"ZipFile": code},
+                "Timeout": 900,
+            }
+            if lambda_client is None:
+                create_function(spec, account=ACCOUNT, region=REGION)
+            else:
+                lambda_client.create_function(**spec)
         values = {
             placeholder: f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
             for placeholder, name in PIPELINE_FUNCTIONS.items()
@@ -440,7 +478,7 @@ class LocalEngine:
             f"arn:aws:batch:{REGION}:{ACCOUNT}:job-definition/evalrunner-local-score:1"
         )
         definition = state_machines.substitute(state_machines.test_runner_asl(), values)
-        embedded_stepfunctions().create_state_machine(
+        embedded_stepfunctions(fast=self.fast).create_state_machine(
             name="evalrunner-test-runner", definition=definition, roleArn=role
         )
         return definition
@@ -462,7 +500,7 @@ class LocalEngine:
             return 0
         if not folder.is_dir():
             return 0
-        s3 = embedded_s3()
+        s3 = embedded_s3(fast=self.fast)
         count = 0
         for manifest_path in sorted(folder.glob(f"*{MANIFEST_NAME}")):
             base = manifest_path.relative_to(out_dir).as_posix()[: -len(MANIFEST_NAME)]
@@ -513,7 +551,7 @@ class LocalEngine:
         """Put the case records a stopped run saved back into the embedded bucket (its
         folder was checked by :func:`check_resume` before the run started)."""
         folder = saved_run_dir(out_dir, run_id)
-        s3 = embedded_s3()
+        s3 = embedded_s3(fast=self.fast)
         count = 0
         for path in sorted(folder.glob("cases/*.json")):
             key = f"runs/{run_id}/cases/{path.name}"
@@ -562,7 +600,7 @@ class LocalEngine:
             output = handlers[PIPELINE_FUNCTIONS["AggregateFunctionArn"]](
                 {"state": state}, _context("evalrunner-aggregate")
             )
-            salvaged = summary_of_output(output, _embedded_object)
+            salvaged = summary_of_output(output, self._object)
             files = self._download(salvaged, out_dir)
             notices = _local_history(salvaged.target, out_dir)  # listed as PARTIAL
         except Exception as exc:
@@ -612,7 +650,11 @@ class LocalEngine:
         return count
 
     def _download(self, summary: RunSummary, out_dir: Path) -> list[Path]:
-        return download_set(summary, _embedded_object, out_dir)
+        return download_set(summary, self._object, out_dir)
+
+    def _object(self, key: str) -> bytes:
+        """An object of the embedded run bucket (inside the run's mock)."""
+        return bytes(embedded_s3(fast=self.fast).get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def download_set(summary: RunSummary, read: Callable[[str], bytes], out_dir: Path) -> list[Path]:
@@ -640,20 +682,39 @@ def _output_pending(description: Mapping[str, Any]) -> bool:
     return description.get("status") == "SUCCEEDED" and "output" not in description
 
 
-def embedded_s3() -> InProcessS3Client:
-    """An S3 client on the embedded bucket's backend (inside the run's mock): the engine's
-    own puts and gets take no trip through botocore; anything else falls back to boto3."""
+def embedded_s3(*, fast: bool = True) -> Any:
+    """An S3 client on the embedded bucket (inside the run's mock). ``fast`` (the speed
+    seams): the engine's own puts and gets take no trip through botocore
+    (:class:`InProcessS3Client`; anything else falls back to boto3); else a boto3 client."""
+    if not fast:
+        return _LateClient("s3")
     return InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
 
 
-def embedded_stepfunctions() -> InProcessStepFunctions:
-    """The embedded Step Functions (inside the run's mock), as a boto3-shaped client."""
+class _LateClient:
+    """A boto3 client made at its first call: a client takes its credentials when it is
+    made, and the run's storage is made before the run's mock (and its credentials) starts."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not ours to forward (and no recursion before __init__)
+            raise AttributeError(name)
+        with self._lock:
+            if self._client is None:
+                self._client = boto3.client(self._service, region_name=REGION)
+        return getattr(self._client, name)
+
+
+def embedded_stepfunctions(*, fast: bool = True) -> Any:
+    """The embedded Step Functions (inside the run's mock): a boto3-shaped client on moto's
+    backend (``fast``, the speed seams), or a boto3 client."""
+    if not fast:
+        return boto3.client("stepfunctions", region_name=REGION)
     return InProcessStepFunctions(account=ACCOUNT, region=REGION)
-
-
-def _embedded_object(key: str) -> bytes:
-    """An object of the embedded run bucket (inside the run's mock)."""
-    return bytes(embedded_s3().get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -> list[str]:

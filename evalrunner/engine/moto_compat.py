@@ -4,6 +4,18 @@ Written for moto 5.2.5 (``MOTO_VERSION``); ``tests/unit/engine/test_moto_compat.
 version and checks each patch still fits the code it patches, so a moto upgrade that moves
 one of these seams fails there, loudly, rather than in a user's run.
 
+**One switch** (``LocalEngine(fast=...)``, else ``EVALRUNNER_ENGINE_FAST``:
+:func:`speed_seams_from_env`) turns every speed seam below on or off: the definition and
+JSONPath caches, the boto3-client and S3 URL caches, the bounded retention, and the direct
+paths to moto's backends (the in-process S3 with its ``CompactKey`` objects, Lambda and Step
+Functions clients). Off, a run's every AWS call goes through boto3, botocore and moto's HTTP
+layer, as a deployed run's go through botocore to AWS;
+``tests/integration/test_engine_seams_off.py`` runs a suite both ways and compares the
+reports. Two patches are always on: the Map-worker fix (a correctness
+fix) and the Lambda backend seam (how moto's Lambda reaches the handlers at all). Those two
+fit moto ``MOTO_OLDEST`` to ``MOTO_VERSION``, so the ``local`` extra allows that range, and on
+a moto other than ``MOTO_VERSION`` the seams are off unless asked for (then refused).
+
 What is patched, and why:
 
 - **Map workers loop instead of recursing.** moto's Map workers (the inline iteration worker
@@ -60,6 +72,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -98,6 +111,7 @@ from moto.stepfunctions.parser.asl.utils import json_path
 
 from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.moto_s3 import InProcessS3Client
+from evalrunner.errors import ConfigError
 
 MOTO_VERSION = "5.2.5"
 
@@ -359,10 +373,12 @@ class InProcessLambdaClient:
 
 
 @contextmanager
-def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
+def routed_lambda_invocations(invoke: LambdaInvoke, *, direct: bool = True) -> Iterator[None]:
     """Send the interpreter's Lambda tasks, and any other docker-free Lambda invocation in
     the mock (a target Lambda called by a handler), to ``invoke(function_name, body,
-    headers)``; the interpreter's go there directly (:class:`InProcessLambdaClient`)."""
+    headers)``. The backend seam is always on (it is how the mock reaches the real handlers);
+    with ``direct`` (a speed seam, :func:`speed_seams_from_env`) the interpreter's tasks skip
+    botocore and moto's HTTP layer too (:class:`InProcessLambdaClient`)."""
     with _patch_lock:
         original = LambdaSimpleBackend.invoke
         client_for: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
@@ -388,7 +404,8 @@ def routed_lambda_invocations(invoke: LambdaInvoke) -> Iterator[None]:
             return invoke(function_name, body, response_headers)
 
         setattr(LambdaSimpleBackend, _INVOKE, patched)
-        setattr(lambda_eval_utils, _CLIENT_FOR, routed_client_for)
+        if direct:
+            setattr(lambda_eval_utils, _CLIENT_FOR, routed_client_for)
     try:
         yield
     finally:
@@ -471,13 +488,63 @@ class ThreadFailures:
                     threading.excepthook = previous
 
 
+#: The switch for every speed seam above (a documented setting, README "The embedded
+#: engine's speed seams"): ``0`` runs the engine through moto's ordinary botocore path.
+FAST_ENV = "EVALRUNNER_ENGINE_FAST"
+_ON, _OFF = frozenset({"1", "true", "on", "yes"}), frozenset({"0", "false", "off", "no"})
+
+
+#: The oldest moto the engine is tested with, seams off (pyproject's ``local`` extra allows
+#: ``MOTO_OLDEST`` to ``MOTO_VERSION``; bench/RESULTS.md "The moto speed seams' switch").
+MOTO_OLDEST = "5.2.0"
+
+
+def speed_seams_from_env() -> bool:
+    """Whether the engine's speed seams are on: ``EVALRUNNER_ENGINE_FAST``; unset, on where
+    the installed moto is the one they are written for (``MOTO_VERSION``), else off.
+
+    On: the caches of :func:`interpreter_speedups`, the bounded retention, and the direct
+    paths to moto's backends (the in-process S3, Lambda and Step Functions clients, with
+    ``CompactKey`` objects). Off: only the Map-worker fix (a correctness fix) and the Lambda
+    backend seam (how the mock reaches the handlers) are patched, and every S3, Lambda and
+    Step Functions call goes through boto3, botocore and moto's HTTP layer, as the deployed
+    pipeline's calls go through botocore to AWS: slower, and the check that the seams change
+    nothing a run produces."""
+    raw = os.environ.get(FAST_ENV, "").strip().lower()
+    if not raw:
+        return installed_moto_version() == MOTO_VERSION
+    if raw in _ON:
+        check_speed_seams_fit()
+        return True
+    if raw in _OFF:
+        return False
+    raise ConfigError(
+        f"{FAST_ENV}={raw!r} is not a switch: set it to 1 (the default: the embedded "
+        "engine's speed seams on) or 0 (every call through moto's ordinary botocore path)"
+    )
+
+
+def check_speed_seams_fit() -> None:
+    """The speed seams asked for: refused, with what to do, on a moto they were not written
+    for (they reach into its private code; another release may have moved any of it)."""
+    installed = installed_moto_version()
+    if installed != MOTO_VERSION:
+        raise ConfigError(
+            f"the embedded engine's speed seams are written for moto {MOTO_VERSION}, and moto "
+            f"{installed} is installed: install moto=={MOTO_VERSION} for them, or leave "
+            f"{FAST_ENV} unset (or 0) to run through moto's ordinary botocore path"
+        )
+
+
 def installed_moto_version() -> str:
     return str(getattr(moto, "__version__", "unknown"))
 
 
 __all__ = [
+    "FAST_ENV",
     "MAP_WORKER_CLASSES",
     "MAX_SYNC_PAYLOAD",
+    "MOTO_OLDEST",
     "MOTO_VERSION",
     "ClientMeta",
     "FinishedThreadsForgotten",
@@ -487,6 +554,7 @@ __all__ = [
     "ThreadFailure",
     "ThreadFailures",
     "UnrecordedEventManager",
+    "check_speed_seams_fit",
     "detach_request_hook",
     "embedded_aws",
     "install_bounded_retention",
@@ -494,4 +562,5 @@ __all__ = [
     "installed_moto_version",
     "interpreter_speedups",
     "routed_lambda_invocations",
+    "speed_seams_from_env",
 ]

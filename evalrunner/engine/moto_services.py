@@ -88,10 +88,14 @@ class InProcessStepFunctions:
         )
         return {"stateMachineArn": machine.arn, "creationDate": machine.creation_date}
 
-    def start_execution(self, *, stateMachineArn: str, input: str) -> dict[str, Any]:
-        """Named with a UUID, as Step Functions names an execution started without a name
-        (moto would name it ``None``, and a second such start of the machine would fail)."""
-        execution = self._backend().start_execution(stateMachineArn, str(uuid.uuid4()), input)
+    def start_execution(
+        self, *, stateMachineArn: str, input: str, name: str | None = None
+    ) -> dict[str, Any]:
+        """Without a name, named with a UUID, as Step Functions names an execution started
+        without one (moto would name it ``None``, and a second such start would fail)."""
+        execution = self._backend().start_execution(
+            stateMachineArn, name or str(uuid.uuid4()), input
+        )
         return {"executionArn": execution.execution_arn, "startDate": execution.start_date}
 
     def describe_execution(self, *, executionArn: str) -> dict[str, Any]:

@@ -30,7 +30,9 @@ def test_an_engine_run_invokes_its_hosted_target_in_process(
         asked.append(event["question"])
         return echo_target(event, context)
 
-    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"echo-target": target})
+    engine = LocalEngine(
+        pipeline=local_pipeline, extra_functions={"echo-target": target}, fast=True
+    )
     event = {
         "key": "test-suites/mini.csv",
         "iterations": 2,

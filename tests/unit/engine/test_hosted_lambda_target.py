@@ -72,7 +72,7 @@ HOSTED = {
 def hosting() -> Iterator[tuple[LocalEngine, Dispatcher]]:
     """An engine hosting :data:`HOSTED`, its dispatcher routing moto's Lambda, in the mock."""
     EVENTS.clear()
-    engine = LocalEngine(pipeline=local_pipeline, extra_functions=HOSTED)
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions=HOSTED, fast=True)
     dispatcher = Dispatcher(dict(HOSTED))
     with engine.embedded_aws(), embedded_aws(), dispatching(dispatcher):
         yield engine, dispatcher

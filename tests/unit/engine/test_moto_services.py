@@ -124,7 +124,7 @@ def test_a_local_run_makes_no_botocore_request(monkeypatch, tmp_path: Path):
     suite = b"id,question,expected_answer,actual_answer\n" + b"".join(
         f"c{i},Q{i}?,{i} days,{i} days\n".encode() for i in range(6)
     )
-    result = LocalEngine(pipeline=local_pipeline).run(
+    result = LocalEngine(pipeline=local_pipeline, fast=True).run(
         {
             "key": "test-suites/direct.csv",
             "iterations": 1,
