@@ -46,6 +46,7 @@ DRIVER = textwrap.dedent(
     from moto import mock_aws
     from evalrunner.pipeline import prepare, run_case
     from evalrunner.pipeline.context import RunContext
+    from evalrunner.run import ManifestItem
     from evalrunner.storage import RunStore
     from gpu_tasks import score_entrypoint
 
