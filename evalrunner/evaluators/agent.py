@@ -51,7 +51,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -132,13 +132,11 @@ class ToolCorrectnessOptions(BaseModel):
 
 
 @register
-class ToolCorrectness(Evaluator):
+class ToolCorrectness(Evaluator[ToolCorrectnessOptions]):
     name = "Tool correctness"
     aliases = ("Tool call correctness", "ToolCorrectness")
     description = "the expected tools (expected_tools) were called, optionally in order"
     inputs = frozenset({Input.EXPECTED_TOOLS, Input.ANSWER})
-    options_model: ClassVar[type[BaseModel]] = ToolCorrectnessOptions
-    options: ToolCorrectnessOptions
     metrics = (
         MetricSpec(
             "Tool correctness",
@@ -208,13 +206,11 @@ class ArgumentOptions(BaseModel):
 
 
 @register
-class ArgumentCorrectness(Evaluator):
+class ArgumentCorrectness(Evaluator[ArgumentOptions]):
     name = "Argument correctness"
     aliases = ("Tool argument correctness", "ArgumentCorrectness")
     description = "the tools got the arguments expected_steps gives them"
     inputs = frozenset({Input.EXPECTED_STEPS, Input.ANSWER})
-    options_model: ClassVar[type[BaseModel]] = ArgumentOptions
-    options: ArgumentOptions
     metrics = (
         MetricSpec(
             "Argument correctness",
@@ -383,14 +379,12 @@ class SanityOptions(BaseModel):
 
 
 @register
-class AgentSanityCheck(Evaluator):
+class AgentSanityCheck(Evaluator[SanityOptions]):
     name = "Agent sanity check"
     aliases = ("Agent sanity", "Agent sanity check (H2O)")
     description = "no loop, no failed or nameless step, ends with an answer"
     inputs = frozenset({Input.STEPS})
     in_defaults = False  # only agent runs have steps: named, not defaulted
-    options_model: ClassVar[type[BaseModel]] = SanityOptions
-    options: SanityOptions
     metrics = (
         MetricSpec(
             "Agent sanity",

@@ -104,7 +104,7 @@ def confusion_summary(pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None
     }
 
 
-class LabelMatch(Evaluator):
+class LabelMatch(Evaluator[ClassificationOptions]):
     """Shared logic: the target's reported label against the case's expected label."""
 
     #: Sample field with the expected label, and the one with the target's label.
@@ -117,8 +117,6 @@ class LabelMatch(Evaluator):
 
     # The expected label is not an ``Input``: its absence is checked in ``score``.
     inputs = frozenset({Input.QUESTION})
-    options_model: ClassVar[type[BaseModel]] = ClassificationOptions
-    options: ClassificationOptions
 
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:

@@ -220,7 +220,7 @@ class EncodingOptions(LeakageOptions):
 
 
 @register
-class EncodingGuardrail(Evaluator):
+class EncodingGuardrail(Evaluator[EncodingOptions]):
     name = "Encoding guardrail"
     aliases = ("Encoding",)
     description = (
@@ -255,8 +255,6 @@ class EncodingGuardrail(Evaluator):
             high=math.inf,
         ),
     )
-    options_model = EncodingOptions
-    options: EncodingOptions
 
     def __init__(
         self,

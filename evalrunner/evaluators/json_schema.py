@@ -235,7 +235,7 @@ def _load_schema(text: str) -> tuple[Any, str | None]:
 
 
 @register
-class JsonSchema(Evaluator):
+class JsonSchema(Evaluator[JsonSchemaOptions]):
     name = "JSON schema"
     aliases = ("JSON Schema validation",)
     description = (
@@ -253,7 +253,6 @@ class JsonSchema(Evaluator):
             kind="pass_fail",
         ),
     )
-    options_model = JsonSchemaOptions
 
     @classmethod
     def check_case(cls, sample: Sample) -> list[str]:

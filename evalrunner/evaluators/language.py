@@ -50,7 +50,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -343,7 +343,7 @@ class LanguageOptions(BaseModel):
 
 
 @register
-class LanguageMismatch(Evaluator):
+class LanguageMismatch(Evaluator[LanguageOptions]):
     name = "Language mismatch"
     aliases = ("Language Mismatch", "Language match")
     description = (
@@ -361,8 +361,6 @@ class LanguageMismatch(Evaluator):
             kind="pass_fail",
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = LanguageOptions
-    options: LanguageOptions
 
     def __init__(
         self,

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypeVar
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.detectors import (
@@ -196,7 +197,13 @@ def _ignored(n: int) -> str:
     return f" ({_count(n, 'allowed finding')} ignored)" if n else ""
 
 
-class _Leakage(Evaluator):
+#: The options model of a leakage evaluator (each kind extends :class:`LeakageOptions`).
+LeakageOptionsT = TypeVar(
+    "LeakageOptionsT", bound=LeakageOptions, default=LeakageOptions, covariant=True
+)
+
+
+class _Leakage(Evaluator[LeakageOptionsT]):
     """Shared body: ``label`` names the metrics, ``phrase`` the findings in reasons, and
     ``detect`` finds them."""
 
@@ -205,7 +212,6 @@ class _Leakage(Evaluator):
     # a staticmethod, so that mypy does not read it as a method taking self
     detect: ClassVar[staticmethod[[str], list[Finding]]]
     inputs = frozenset({Input.ANSWER})
-    options: LeakageOptions
 
     def __init__(
         self,
@@ -274,7 +280,7 @@ def _metrics(label: str, what: str) -> tuple[MetricSpec, ...]:
 
 
 @register
-class PiiLeakage(_Leakage):
+class PiiLeakage(_Leakage[PiiOptions]):
     name = "PII leakage"
     aliases = ("PII",)
     description = (
@@ -284,11 +290,10 @@ class PiiLeakage(_Leakage):
     label = phrase = "PII"
     detect = staticmethod(find_pii)
     metrics = _metrics("PII", "personal data (card, SSN, email, phone, IBAN, IP address)")
-    options_model = PiiOptions
 
 
 @register
-class SensitiveDataLeakage(_Leakage):
+class SensitiveDataLeakage(_Leakage[SecretOptions]):
     name = "Sensitive data leakage"
     aliases = ("Secrets", "Secret leakage")
     description = (
@@ -299,4 +304,3 @@ class SensitiveDataLeakage(_Leakage):
     label, phrase = "Sensitive data", "sensitive data"
     detect = staticmethod(find_secrets)
     metrics = _metrics("Sensitive data", "a secret (key, token, password, certificate)")
-    options_model = SecretOptions

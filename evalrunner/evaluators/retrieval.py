@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -105,7 +105,7 @@ def _mean(values: list[float]) -> float | None:
 
 
 @register
-class RetrievalRank(Evaluator):
+class RetrievalRank(Evaluator[RetrievalOptions]):
     name = "Retrieval rank"
     aliases = ("Retrieval ranks", "Reciprocal rank", "reciprocal_rank_score")
     description = (
@@ -132,8 +132,6 @@ class RetrievalRank(Evaluator):
             "share of the expected documents among the first k retrieved",
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = RetrievalOptions
-    options: RetrievalOptions
 
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:

@@ -55,7 +55,7 @@ def _failure(name: str, description: str) -> MetricSpec:
 
 
 @register
-class TextMatching(Evaluator):
+class TextMatching(Evaluator[TextMatchingOptions]):
     name = "Text matching"
     aliases = ("Tokens presence",)
     description = (
@@ -76,7 +76,6 @@ class TextMatching(Evaluator):
         _failure(_GENERATION, "the context satisfies the condition but the answer does not"),
         _failure(_PARSE, "the condition could not be evaluated in time (regex timeout)"),
     )
-    options_model = TextMatchingOptions
 
     @classmethod
     def check_case(cls, sample: Sample) -> list[str]:

@@ -18,7 +18,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -165,7 +165,7 @@ def _steps_slot(judge: Judge, criteria: str) -> _StepsSlot:
 
 
 @register
-class GEval(JudgeEvaluator):
+class GEval(JudgeEvaluator[GEvalOptions]):
     name = "GEval"
     aliases = ("G-Eval",)
     description = (
@@ -181,8 +181,6 @@ class GEval(JudgeEvaluator):
             primary=True,
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = GEvalOptions
-    options: GEvalOptions
 
     def __init__(
         self,
