@@ -267,7 +267,6 @@ class JsonSchema(Evaluator[JsonSchemaOptions]):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None
-        assert isinstance(self.options, JsonSchemaOptions)
         schema, problem = _case_schema(sample)
         if problem:
             raise ValueError(problem)
@@ -298,7 +297,6 @@ class JsonSchema(Evaluator[JsonSchemaOptions]):
         return {_VALID: parsed, _SCHEMA: self._validate(instance, schema, source)}
 
     def _validate(self, instance: Any, schema: Any, source: str) -> Scored:
-        assert isinstance(self.options, JsonSchemaOptions)
         canonical = json.dumps(schema, sort_keys=True)
         validator = _validator(canonical, self.options.check_formats)
         try:

@@ -248,7 +248,6 @@ class Refusal(Evaluator[RefusalOptions]):
 
     @property
     def _opts(self) -> RefusalOptions:
-        assert isinstance(self.options, RefusalOptions)
         return self.options
 
     @cached_property

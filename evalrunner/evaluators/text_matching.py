@@ -90,7 +90,6 @@ class TextMatching(Evaluator[TextMatchingOptions]):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.condition is not None
-        assert isinstance(self.options, TextMatchingOptions)
         condition = parse_condition(sample.condition)
         timeout = self.options.regex_timeout_s
 
