@@ -29,12 +29,11 @@ class RougeMetric(Evaluator):
     measure; cheap and model-free, but blind to paraphrase (the same facts in another order
     score low on ROUGE-2 and ROUGE-L).
 
-        >>> sample = Sample(
-        ...     question="Who wrote Hamlet?",
-        ...     answer="Hamlet was written by Shakespeare.",
-        ...     expected_answer="William Shakespeare wrote Hamlet.",
-        ... )
-
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
     >>> for r in RougeMetric().evaluate(sample):
     ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
     ROUGE-1: 0.44 ROUGE-1 F1 0.444 (precision 0.400, recall 0.500) against the expected answer
@@ -84,12 +83,11 @@ class Bleu(Evaluator):
     """Cumulative BLEU-1..4: n-gram precision against the expected answer, smoothed so a short
     answer with no 4-gram match is not flattened to 0.
 
-        >>> sample = Sample(
-        ...     question="Who wrote Hamlet?",
-        ...     answer="Hamlet was written by Shakespeare.",
-        ...     expected_answer="William Shakespeare wrote Hamlet.",
-        ... )
-
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
     >>> for r in Bleu().evaluate(sample):
     ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
     BLEU-1: 0.40 BLEU-1 0.400 (5 answer words, 4 expected)
@@ -159,12 +157,11 @@ class TokenF1(Evaluator):
     """SQuAD's token F1: partial credit for an answer that says part of the expected one, where
     exact match gives none. Case, punctuation and articles are ignored.
 
-        >>> sample = Sample(
-        ...     question="Who wrote Hamlet?",
-        ...     answer="Hamlet was written by Shakespeare.",
-        ...     expected_answer="William Shakespeare wrote Hamlet.",
-        ... )
-
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
     >>> for r in TokenF1().evaluate(sample):
     ...     print(f"{r.metric}: {r.score:.2f} {r.success} - {r.reason}")
     Token F1: 0.44 False - 2 shared tokens: precision 0.400, recall 0.500

@@ -56,6 +56,22 @@ def _failure(name: str, description: str) -> MetricSpec:
 
 @register
 class TextMatching(Evaluator[TextMatchingOptions]):
+    """The case's condition checked on the answer and on the retrieved context, so a failure says
+    whose it is: retrieval (the context lacks it) or generation (the context has it, the answer
+    lost it).
+
+    >>> sample = Sample(question="Capital of France?", answer="It is Lyon.",
+    ...                 contexts=["Paris is the capital of France."], condition='"Paris"')
+    >>> for r in TextMatching().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.0f} - {r.reason}")
+    Model passes: 0 - the answer fails the condition: does not contain "Paris"
+    Model failures: 1 - the answer fails the condition: does not contain "Paris"
+    Retrieval failures: 0 - the context (1 chunk) satisfies it: contains "Paris"
+    Generation failures: 1 - the context satisfies the condition (contains "Paris") but the
+        answer does not: does not contain "Paris"
+    Parse failures: 0 - the condition was evaluated in time
+    """
+
     name = "Text matching"
     aliases = ("Tokens presence",)
     description = (
