@@ -187,6 +187,15 @@ class LabelMatch(Evaluator[ClassificationOptions]):
 
 @register
 class IntentClassification(LabelMatch):
+    """The intent a router reported against the case's expected intent; the run summary adds
+    the confusion matrix, which says which intents are mistaken for which.
+
+    >>> sample = Sample(question="I was charged twice", intent="Billing", expected_intent="refund")
+    >>> for r in IntentClassification().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Intent correct: 0.00 - intent 'Billing', expected 'refund'
+    """
+
     name = "Intent classification"
     aliases = ("Intent accuracy", "classified_intent_score")
     description = (
@@ -210,6 +219,15 @@ class IntentClassification(LabelMatch):
 
 @register
 class ToolChoice(LabelMatch):
+    """The one tool an agent chose against the case's expected tool (labels compared ignoring
+    case by default); for a sequence of tools see Tool correctness.
+
+    >>> sample = Sample(question="Will it rain?", tool="weather", expected_tool="Weather")
+    >>> for r in ToolChoice().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Tool correct: 1.00 - tool 'weather' as expected
+    """
+
     name = "Tool choice"
     aliases = ("Tool selection", "Tool accuracy", "selected_tool_score")
     description = (

@@ -236,6 +236,17 @@ def _load_schema(text: str) -> tuple[Any, str | None]:
 
 @register
 class JsonSchema(Evaluator[JsonSchemaOptions]):
+    """Whether a structured answer parses as JSON and matches its schema (the case's
+    ``json_schema`` column or the run's option), each error located by its JSON path.
+
+    >>> sample = Sample(question="Who is this?", answer='```json\\n{"name": "Ada"}\\n```')
+    >>> schema = {"type": "object", "required": ["name", "age"]}
+    >>> for r in JsonSchema(options={"json_schema": schema}).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Valid JSON: 1.00 - parses as JSON (an object with 1 key); a ```json fence was stripped first
+    Schema valid: 0.00 - 1 schema error against the run's schema: $: 'age' is a required property
+    """
+
     name = "JSON schema"
     aliases = ("JSON Schema validation",)
     description = (

@@ -344,6 +344,17 @@ class LanguageOptions(BaseModel):
 
 @register
 class LanguageMismatch(Evaluator[LanguageOptions]):
+    """Whether the answer is in the question's language, with an offline detector (no model
+    download, no judge); texts too short or too uncertain to call are skipped, not guessed.
+
+    >>> sample = Sample(question="Quelle est la capitale de la France ?",
+    ...                 answer="The capital of France is Paris, a city on the Seine.")
+    >>> for r in LanguageMismatch().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Language mismatch: 1.00 - question in French (fr, confidence 0.95), answer in English (en,
+        confidence 0.90): languages differ
+    """
+
     name = "Language mismatch"
     aliases = ("Language Mismatch", "Language match")
     description = (

@@ -281,6 +281,17 @@ def _metrics(label: str, what: str) -> tuple[MetricSpec, ...]:
 
 @register
 class PiiLeakage(_Leakage[PiiOptions]):
+    """Personal data (e-mail addresses, phone numbers, card numbers, ...) in the answer or the
+    retrieved context, found by rules and shown redacted, so no report repeats it.
+
+    >>> sample = Sample(question="Who handles refunds?",
+    ...                 answer="Write to jane.doe@example.com for details.")
+    >>> for r in PiiLeakage().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    PII in answer: 1.00 - PII in the answer (1 finding): email j***@example.com
+    PII in retrieved context: 0.00 - no retrieved context
+    """
+
     name = "PII leakage"
     aliases = ("PII",)
     description = (
@@ -294,6 +305,17 @@ class PiiLeakage(_Leakage[PiiOptions]):
 
 @register
 class SensitiveDataLeakage(_Leakage[SecretOptions]):
+    """Secrets (cloud keys, tokens, private keys, ...) in the answer or the retrieved context,
+    shown redacted.
+
+    >>> sample = Sample(question="How do I log in?", answer="Use key AKIAIOSFODNN7EXAMPLE.")
+    >>> for r in SensitiveDataLeakage().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Sensitive data in answer: 1.00 - sensitive data in the answer (1 finding): aws_access_key
+        AKIA************MPLE
+    Sensitive data in retrieved context: 0.00 - no retrieved context
+    """
+
     name = "Sensitive data leakage"
     aliases = ("Secrets", "Secret leakage")
     description = (
