@@ -253,7 +253,13 @@ class ToolChoice(LabelMatch):
 class AnswerClassification(LabelMatch):
     """H2O Eval Studio's ``Classification``: the answer is a class label (a sentiment, a
     category, yes / no), compared with the expected answer as one. Only when named: most
-    expected answers are free text, for which this would be a strict exact match."""
+    expected answers are free text, for which this would be a strict exact match.
+
+    >>> sample = Sample(question="Review: loved it", answer="Positive", expected_answer="positive")
+    >>> for r in AnswerClassification().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Class correct: 1.00 - class 'Positive' as expected
+    """
 
     name = "Classification"
     aliases = ("Answer classification",)

@@ -34,7 +34,6 @@ WITHOUT_EXAMPLE: frozenset[str] = frozenset(
         "BERT Score",
         "BYOP",
         "Bias",
-        "Classification",
         "Coherence (1-5)",
         "Contact information leakage",
         "Context mean reciprocal rank",
