@@ -21,13 +21,12 @@ MODULES = sorted(
     for m in pkgutil.walk_packages(evaluators_package.__path__, evaluators_package.__name__ + ".")
 )
 
-#: Evaluators whose docstring has no runnable example yet (judge and model metrics mostly:
-#: their examples need the pure parts split out first). Remove a name when it gets one.
+#: Evaluators whose docstring has no runnable example yet: judge and model metrics, whose
+#: examples need a pure part (how a reply becomes a score) split out of the judge or model
+#: call first. Remove a name when it gets one.
 WITHOUT_EXAMPLE: frozenset[str] = frozenset(
     {
         "Answer Relevancy",
-        "Answer correctness",
-        "Answer relevancy (question generation)",
         "Answer relevancy (sentence similarity)",
         "Answer semantic sentence similarity",
         "Answer semantic similarity",
@@ -38,7 +37,6 @@ WITHOUT_EXAMPLE: frozenset[str] = frozenset(
         "Contact information leakage",
         "Context mean reciprocal rank",
         "Context relevancy (soft recall and precision)",
-        "Contextual Precision",
         "Contextual Recall",
         "Contextual Relevancy",
         "Conversation completeness",
@@ -55,7 +53,6 @@ WITHOUT_EXAMPLE: frozenset[str] = frozenset(
         "Language mismatch (judge)",
         "Misinformation handled",
         "Perplexity",
-        "Ragas composite",
         "Relevance (1-5)",
         "Retrieval score (1-5)",
         "Role adherence",
