@@ -44,7 +44,6 @@ WITHOUT_EXAMPLE: frozenset[str] = frozenset(
         "Fact-check",
         "Faithfulness",
         "Fluency (1-5)",
-        "GEval",
         "Groundedness",
         "Groundedness (1-5)",
         "Hallucination",
