@@ -51,7 +51,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -132,13 +132,24 @@ class ToolCorrectnessOptions(BaseModel):
 
 
 @register
-class ToolCorrectness(Evaluator):
+class ToolCorrectness(Evaluator[ToolCorrectnessOptions]):
+    """Whether the agent called the tools the case expects (DeepEval's tool correctness): the
+    share of expected tools called, so a skipped step costs its share, not the whole case.
+
+    >>> steps = [AgentStep(name="search_flights", arguments={"to": "Paris"}),
+    ...          AgentStep(name="book_flight", arguments={"flight": "AF12"})]
+    >>> sample = Sample(question="Book me a flight to Paris", answer="Booked AF12.", steps=steps,
+    ...                 expected_tools=["search_flights", "book_flight", "send_receipt"])
+    >>> for r in ToolCorrectness().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Tool correctness: 0.67 - expected search_flights, book_flight, send_receipt, called
+        search_flights, book_flight: missing send_receipt
+    """
+
     name = "Tool correctness"
     aliases = ("Tool call correctness", "ToolCorrectness")
     description = "the expected tools (expected_tools) were called, optionally in order"
     inputs = frozenset({Input.EXPECTED_TOOLS, Input.ANSWER})
-    options_model: ClassVar[type[BaseModel]] = ToolCorrectnessOptions
-    options: ToolCorrectnessOptions
     metrics = (
         MetricSpec(
             "Tool correctness",
@@ -208,13 +219,25 @@ class ArgumentOptions(BaseModel):
 
 
 @register
-class ArgumentCorrectness(Evaluator):
+class ArgumentCorrectness(Evaluator[ArgumentOptions]):
+    """Whether the tools were called with the expected arguments: the right tool with the wrong
+    flight number is a wrong booking, which tool correctness alone cannot see.
+
+    >>> steps = [AgentStep(name="search_flights", arguments={"to": "Paris"}),
+    ...          AgentStep(name="book_flight", arguments={"flight": "AF12"})]
+    >>> expected = [ExpectedStep(name="search_flights", arguments={"to": "Paris"}),
+    ...             ExpectedStep(name="book_flight", arguments={"flight": "AF34"})]
+    >>> sample = Sample(question="Book me a flight to Paris", answer="Booked AF12.", steps=steps,
+    ...                 expected_steps=expected)
+    >>> for r in ArgumentCorrectness().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Argument correctness: 0.50 - book_flight: flight = "AF12", expected "AF34"
+    """
+
     name = "Argument correctness"
     aliases = ("Tool argument correctness", "ArgumentCorrectness")
     description = "the tools got the arguments expected_steps gives them"
     inputs = frozenset({Input.EXPECTED_STEPS, Input.ANSWER})
-    options_model: ClassVar[type[BaseModel]] = ArgumentOptions
-    options: ArgumentOptions
     metrics = (
         MetricSpec(
             "Argument correctness",
@@ -325,6 +348,22 @@ def _label(step: AgentStep | ExpectedStep) -> str:
 
 @register
 class StepAlignment(Evaluator):
+    """The agent's path against the expected one: completeness (which expected steps it took)
+    and alignment (in the expected order, with nothing unexpected between them).
+
+    >>> steps = [AgentStep(name="search_flights", arguments={"to": "Paris"}),
+    ...          AgentStep(name="book_flight", arguments={"flight": "AF12"})]
+    >>> expected = [ExpectedStep(name=n) for n in ("search_flights", "book_flight", "send_receipt")]
+    >>> sample = Sample(question="Book me a flight to Paris", answer="Booked AF12.", steps=steps,
+    ...                 expected_steps=expected)
+    >>> for r in StepAlignment().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Step completeness: 0.67 - expected search_flights, book_flight, send_receipt; took
+        search_flights, book_flight: missing send_receipt
+    Step alignment: 0.67 - expected search_flights, book_flight, send_receipt; took
+        search_flights, book_flight: in order, nothing between
+    """
+
     name = "Step alignment & completeness"
     aliases = ("Step alignment", "Step alignment and completeness")
     description = "the agent took the expected_steps, in that order"
@@ -383,14 +422,24 @@ class SanityOptions(BaseModel):
 
 
 @register
-class AgentSanityCheck(Evaluator):
+class AgentSanityCheck(Evaluator[SanityOptions]):
+    """What is wrong with an agent's run whatever the case expected (a loop of identical
+    calls, a failed or nameless step, no final answer): it needs no expectations, so it
+    runs on every trace.
+
+    >>> steps = [AgentStep(name="search_flights", arguments={"to": "Paris"}),
+    ...          AgentStep(name="book_flight", failed=True, error="timeout")]
+    >>> sample = Sample(question="Book me a flight to Paris", answer="Booked.", steps=steps)
+    >>> for r in AgentSanityCheck().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Agent sanity: 0.00 - failed step: book_flight (timeout)
+    """
+
     name = "Agent sanity check"
     aliases = ("Agent sanity", "Agent sanity check (H2O)")
     description = "no loop, no failed or nameless step, ends with an answer"
     inputs = frozenset({Input.STEPS})
     in_defaults = False  # only agent runs have steps: named, not defaulted
-    options_model: ClassVar[type[BaseModel]] = SanityOptions
-    options: SanityOptions
     metrics = (
         MetricSpec(
             "Agent sanity",

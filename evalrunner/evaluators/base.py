@@ -15,9 +15,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Self
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    Self,
+    cast,
+    get_args,
+    get_origin,
+)
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar, get_original_bases
 
 from evalrunner.judge.base import Judge, JudgeError, JudgeParseError
 from evalrunner.models.locate import ModelUnavailable
@@ -190,8 +202,20 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Evaluator(ABC):
-    """Base class of every evaluator; subclasses are registered by name with ``@register``."""
+#: An evaluator's options model. Covariant, so every evaluator is an ``Evaluator`` (of
+#: ``BaseModel``) wherever a run holds evaluators of several kinds; the default keeps a bare
+#: ``Evaluator`` meaning "any evaluator".
+OptionsT = TypeVar("OptionsT", bound=BaseModel, default=BaseModel, covariant=True)
+
+
+class Evaluator(ABC, Generic[OptionsT]):
+    """Base class of every evaluator; subclasses are registered by name with ``@register``.
+
+    An evaluator with settings names its options model once, as the type argument
+    (``class LabelMatch(Evaluator[ClassificationOptions])``): ``options_model`` (what Prepare
+    validates the event's ``evaluator_options`` with) is taken from it, and ``self.options``
+    is typed as that model, so no evaluator reads its settings untyped.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -202,18 +226,38 @@ class Evaluator(ABC):
     #: meaning is not: a free-text expected answer is not a class label).
     in_defaults: ClassVar[bool] = True
     metrics: ClassVar[tuple[MetricSpec, ...]]
-    #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare.
+    #: Run-wide settings from the event's ``evaluator_options``, validated at Prepare. Set
+    #: from the class's type argument (see :meth:`__init_subclass__`), not by hand.
     options_model: ClassVar[type[BaseModel]] = NoOptions
     #: True for evaluators that score a whole conversation (``Sample.turns``) once, on the
     #: conversation's own record; the others score each turn like a single-turn case.
     conversational: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Take ``options_model`` from the options model the class is parametrised with, so
+        the model that validates the event and the type of ``self.options`` are one
+        declaration and cannot drift apart."""
+        super().__init_subclass__(**kwargs)
+        for base in get_original_bases(cls):
+            origin = get_origin(base)
+            if not (isinstance(origin, type) and issubclass(origin, Evaluator)):
+                continue
+            for arg in get_args(base):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    if "options_model" in cls.__dict__:
+                        raise TypeError(
+                            f"{cls.__name__}: name the options model once, as the type "
+                            f"argument ({arg.__name__}), not also as options_model"
+                        )
+                    cls.options_model = arg
 
     def __init__(
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        self.options = self.options_model.model_validate(dict(options or {}))
+        # The model validated here is the class's type argument (see __init_subclass__).
+        self._options = cast(OptionsT, self.options_model.model_validate(dict(options or {})))
         self._thresholds = {m.name: m.threshold for m in self.metrics}
         for key, value in (thresholds or {}).items():
             if key in self._thresholds:
@@ -251,6 +295,11 @@ class Evaluator(ABC):
         judge: judge evaluators always; others only when an option says so (Argument
         correctness with ``judged: true``). A run without a judge warns about these."""
         return cls.requires is Requirement.JUDGE
+
+    @property
+    def options(self) -> OptionsT:
+        """The run-wide settings, validated, typed as this evaluator's options model."""
+        return self._options
 
     @cached_property
     def asks_judge(self) -> bool:
@@ -355,7 +404,7 @@ class Evaluator(ABC):
         return [self._one(spec, status=status, reason=reason) for spec in self.metrics]
 
 
-class BatchEvaluator(Evaluator):
+class BatchEvaluator(Evaluator[OptionsT]):
     """An evaluator whose model work is done once for the whole run (the Score step).
 
     ``score_batch`` receives every sample that has the declared inputs and returns one raw

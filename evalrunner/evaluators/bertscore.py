@@ -61,7 +61,7 @@ def f1(precision: float, recall: float) -> float:
 
 
 @register
-class BERTScore(ModelEvaluator):
+class BERTScore(ModelEvaluator[BertScoreOptions]):
     """BERTScore of the answer against the expected answer. The name is the exact one
     existing events use; an empty answer is a wrong answer and scores 0."""
 
@@ -73,7 +73,6 @@ class BERTScore(ModelEvaluator):
     )
     inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
     role: ClassVar[ModelRole] = ModelRole.BERTSCORE
-    options_model = BertScoreOptions
     metrics = (
         MetricSpec(
             PRECISION,
@@ -95,7 +94,7 @@ class BERTScore(ModelEvaluator):
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         name = self.model_name()
-        scorer = self.hub.bertscore(name, self.options.num_layers)  # type: ignore[attr-defined]
+        scorer = self.hub.bertscore(name, self.options.num_layers)
         pairs = [_pair(s) for s in samples]
         unique = list(dict.fromkeys(p for p in pairs if p is not None))
         values: dict[tuple[str, str], tuple[float, float]] = {}

@@ -104,7 +104,7 @@ def confusion_summary(pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None
     }
 
 
-class LabelMatch(Evaluator):
+class LabelMatch(Evaluator[ClassificationOptions]):
     """Shared logic: the target's reported label against the case's expected label."""
 
     #: Sample field with the expected label, and the one with the target's label.
@@ -117,8 +117,6 @@ class LabelMatch(Evaluator):
 
     # The expected label is not an ``Input``: its absence is checked in ``score``.
     inputs = frozenset({Input.QUESTION})
-    options_model: ClassVar[type[BaseModel]] = ClassificationOptions
-    options: ClassificationOptions
 
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:
@@ -189,6 +187,15 @@ class LabelMatch(Evaluator):
 
 @register
 class IntentClassification(LabelMatch):
+    """The intent a router reported against the case's expected intent; the run summary adds
+    the confusion matrix, which says which intents are mistaken for which.
+
+    >>> sample = Sample(question="I was charged twice", intent="Billing", expected_intent="refund")
+    >>> for r in IntentClassification().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Intent correct: 0.00 - intent 'Billing', expected 'refund'
+    """
+
     name = "Intent classification"
     aliases = ("Intent accuracy", "classified_intent_score")
     description = (
@@ -212,6 +219,15 @@ class IntentClassification(LabelMatch):
 
 @register
 class ToolChoice(LabelMatch):
+    """The one tool an agent chose against the case's expected tool (labels compared ignoring
+    case by default); for a sequence of tools see Tool correctness.
+
+    >>> sample = Sample(question="Will it rain?", tool="weather", expected_tool="Weather")
+    >>> for r in ToolChoice().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Tool correct: 1.00 - tool 'weather' as expected
+    """
+
     name = "Tool choice"
     aliases = ("Tool selection", "Tool accuracy", "selected_tool_score")
     description = (
@@ -237,7 +253,13 @@ class ToolChoice(LabelMatch):
 class AnswerClassification(LabelMatch):
     """H2O Eval Studio's ``Classification``: the answer is a class label (a sentiment, a
     category, yes / no), compared with the expected answer as one. Only when named: most
-    expected answers are free text, for which this would be a strict exact match."""
+    expected answers are free text, for which this would be a strict exact match.
+
+    >>> sample = Sample(question="Review: loved it", answer="Positive", expected_answer="positive")
+    >>> for r in AnswerClassification().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Class correct: 1.00 - class 'Positive' as expected
+    """
 
     name = "Classification"
     aliases = ("Answer classification",)

@@ -99,7 +99,7 @@ def overflowing(scorer: PairScorer, pairs: Sequence[Pair]) -> set[Pair]:
 
 
 @register
-class Hallucination(ModelEvaluator):
+class Hallucination(ModelEvaluator[HallucinationOptions]):
     """Consistency of the answer with the retrieved context by a dedicated cross-encoder:
     cheaper and more repeatable than the judge variant, and it needs no expected context."""
 
@@ -110,7 +110,6 @@ class Hallucination(ModelEvaluator):
     )
     inputs = frozenset({Input.ANSWER, Input.CONTEXTS})
     role: ClassVar[ModelRole] = ModelRole.HALLUCINATION
-    options_model = HallucinationOptions
     metrics = (
         MetricSpec(
             METRIC,
@@ -122,7 +121,7 @@ class Hallucination(ModelEvaluator):
     )
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
-        per_chunk: bool = self.options.per_chunk  # type: ignore[attr-defined]
+        per_chunk = self.options.per_chunk
         scorer = self.hub.cross_encoder(self.model_name(), ModelRole.HALLUCINATION)
         column = 0 if scorer.num_labels == 1 else scorer.label_index(*CONSISTENT_LABELS)
         wanted = [_pairs(s, per_chunk) for s in samples]

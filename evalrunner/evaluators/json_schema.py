@@ -235,7 +235,18 @@ def _load_schema(text: str) -> tuple[Any, str | None]:
 
 
 @register
-class JsonSchema(Evaluator):
+class JsonSchema(Evaluator[JsonSchemaOptions]):
+    """Whether a structured answer parses as JSON and matches its schema (the case's
+    ``json_schema`` column or the run's option), each error located by its JSON path.
+
+    >>> sample = Sample(question="Who is this?", answer='```json\\n{"name": "Ada"}\\n```')
+    >>> schema = {"type": "object", "required": ["name", "age"]}
+    >>> for r in JsonSchema(options={"json_schema": schema}).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Valid JSON: 1.00 - parses as JSON (an object with 1 key); a ```json fence was stripped first
+    Schema valid: 0.00 - 1 schema error against the run's schema: $: 'age' is a required property
+    """
+
     name = "JSON schema"
     aliases = ("JSON Schema validation",)
     description = (
@@ -253,7 +264,6 @@ class JsonSchema(Evaluator):
             kind="pass_fail",
         ),
     )
-    options_model = JsonSchemaOptions
 
     @classmethod
     def check_case(cls, sample: Sample) -> list[str]:
@@ -268,7 +278,6 @@ class JsonSchema(Evaluator):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None
-        assert isinstance(self.options, JsonSchemaOptions)
         schema, problem = _case_schema(sample)
         if problem:
             raise ValueError(problem)
@@ -299,7 +308,6 @@ class JsonSchema(Evaluator):
         return {_VALID: parsed, _SCHEMA: self._validate(instance, schema, source)}
 
     def _validate(self, instance: Any, schema: Any, source: str) -> Scored:
-        assert isinstance(self.options, JsonSchemaOptions)
         canonical = json.dumps(schema, sort_keys=True)
         validator = _validator(canonical, self.options.check_formats)
         try:

@@ -20,6 +20,7 @@ from evalrunner.evaluators.base import (
     Evaluator,
     Input,
     MetricResult,
+    OptionsT,
     Requirement,
     RunServices,
     Sample,
@@ -82,7 +83,7 @@ class Unscored(Scored):
         return cls(math.nan, f"error: judge: {exc.message}", "error")
 
 
-class JudgeEvaluator(Evaluator):
+class JudgeEvaluator(Evaluator[OptionsT]):
     """Base of the judge evaluators: the judge call, and per-metric skips and failures.
 
     ``score`` may return :class:`Unscored` for some metrics; the others are thresholded as

@@ -50,7 +50,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -343,7 +343,18 @@ class LanguageOptions(BaseModel):
 
 
 @register
-class LanguageMismatch(Evaluator):
+class LanguageMismatch(Evaluator[LanguageOptions]):
+    """Whether the answer is in the question's language, with an offline detector (no model
+    download, no judge); texts too short or too uncertain to call are skipped, not guessed.
+
+    >>> sample = Sample(question="Quelle est la capitale de la France ?",
+    ...                 answer="The capital of France is Paris, a city on the Seine.")
+    >>> for r in LanguageMismatch().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Language mismatch: 1.00 - question in French (fr, confidence 0.95), answer in English (en,
+        confidence 0.90): languages differ
+    """
+
     name = "Language mismatch"
     aliases = ("Language Mismatch", "Language match")
     description = (
@@ -361,8 +372,6 @@ class LanguageMismatch(Evaluator):
             kind="pass_fail",
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = LanguageOptions
-    options: LanguageOptions
 
     def __init__(
         self,

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypeVar
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.detectors import (
@@ -196,7 +197,13 @@ def _ignored(n: int) -> str:
     return f" ({_count(n, 'allowed finding')} ignored)" if n else ""
 
 
-class _Leakage(Evaluator):
+#: The options model of a leakage evaluator (each kind extends :class:`LeakageOptions`).
+LeakageOptionsT = TypeVar(
+    "LeakageOptionsT", bound=LeakageOptions, default=LeakageOptions, covariant=True
+)
+
+
+class _Leakage(Evaluator[LeakageOptionsT]):
     """Shared body: ``label`` names the metrics, ``phrase`` the findings in reasons, and
     ``detect`` finds them."""
 
@@ -205,7 +212,6 @@ class _Leakage(Evaluator):
     # a staticmethod, so that mypy does not read it as a method taking self
     detect: ClassVar[staticmethod[[str], list[Finding]]]
     inputs = frozenset({Input.ANSWER})
-    options: LeakageOptions
 
     def __init__(
         self,
@@ -274,7 +280,18 @@ def _metrics(label: str, what: str) -> tuple[MetricSpec, ...]:
 
 
 @register
-class PiiLeakage(_Leakage):
+class PiiLeakage(_Leakage[PiiOptions]):
+    """Personal data (e-mail addresses, phone numbers, card numbers, ...) in the answer or the
+    retrieved context, found by rules and shown redacted, so no report repeats it.
+
+    >>> sample = Sample(question="Who handles refunds?",
+    ...                 answer="Write to jane.doe@example.com for details.")
+    >>> for r in PiiLeakage().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    PII in answer: 1.00 - PII in the answer (1 finding): email j***@example.com
+    PII in retrieved context: 0.00 - no retrieved context
+    """
+
     name = "PII leakage"
     aliases = ("PII",)
     description = (
@@ -284,11 +301,21 @@ class PiiLeakage(_Leakage):
     label = phrase = "PII"
     detect = staticmethod(find_pii)
     metrics = _metrics("PII", "personal data (card, SSN, email, phone, IBAN, IP address)")
-    options_model = PiiOptions
 
 
 @register
-class SensitiveDataLeakage(_Leakage):
+class SensitiveDataLeakage(_Leakage[SecretOptions]):
+    """Secrets (cloud keys, tokens, private keys, ...) in the answer or the retrieved context,
+    shown redacted.
+
+    >>> sample = Sample(question="How do I log in?", answer="Use key AKIAIOSFODNN7EXAMPLE.")
+    >>> for r in SensitiveDataLeakage().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Sensitive data in answer: 1.00 - sensitive data in the answer (1 finding): aws_access_key
+        AKIA************MPLE
+    Sensitive data in retrieved context: 0.00 - no retrieved context
+    """
+
     name = "Sensitive data leakage"
     aliases = ("Secrets", "Secret leakage")
     description = (
@@ -299,4 +326,3 @@ class SensitiveDataLeakage(_Leakage):
     label, phrase = "Sensitive data", "sensitive data"
     detect = staticmethod(find_secrets)
     metrics = _metrics("Sensitive data", "a secret (key, token, password, certificate)")
-    options_model = SecretOptions

@@ -25,6 +25,22 @@ _ANSWER_VS_EXPECTED = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
 
 @register
 class RougeMetric(Evaluator):
+    """ROUGE-1/2/L F1: word overlap with the expected answer, the long-standing summarisation
+    measure; cheap and model-free, but blind to paraphrase (the same facts in another order
+    score low on ROUGE-2 and ROUGE-L).
+
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
+    >>> for r in RougeMetric().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    ROUGE-1: 0.44 ROUGE-1 F1 0.444 (precision 0.400, recall 0.500) against the expected answer
+    ROUGE-2: 0.00 ROUGE-2 F1 0.000 (precision 0.000, recall 0.000) against the expected answer
+    ROUGE-L: 0.22 ROUGE-L F1 0.222 (precision 0.200, recall 0.250) against the expected answer
+    """
+
     name = "Rouge Metric"
     aliases = ("Rouge", "ROUGE")
     description = "ROUGE-1, ROUGE-2 and ROUGE-L F1 of the answer against the expected answer."
@@ -64,6 +80,22 @@ def _words(text: str) -> list[str]:
 
 @register
 class Bleu(Evaluator):
+    """Cumulative BLEU-1..4: n-gram precision against the expected answer, smoothed so a short
+    answer with no 4-gram match is not flattened to 0.
+
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
+    >>> for r in Bleu().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    BLEU-1: 0.40 BLEU-1 0.400 (5 answer words, 4 expected)
+    BLEU-2: 0.10 BLEU-2 0.100 (5 answer words, 4 expected)
+    BLEU-3: 0.07 BLEU-3 0.069 (5 answer words, 4 expected)
+    BLEU-4: 0.06 BLEU-4 0.064 (5 answer words, 4 expected)
+    """
+
     name = "BLEU"
     description = "BLEU-1..4 of the answer against the expected answer, smoothed for short texts."
     inputs = _ANSWER_VS_EXPECTED
@@ -122,6 +154,19 @@ def _normalized(text: str) -> str:
 
 @register
 class TokenF1(Evaluator):
+    """SQuAD's token F1: partial credit for an answer that says part of the expected one, where
+    exact match gives none. Case, punctuation and articles are ignored.
+
+    >>> sample = Sample(
+    ...     question="Who wrote Hamlet?",
+    ...     answer="Hamlet was written by Shakespeare.",
+    ...     expected_answer="William Shakespeare wrote Hamlet.",
+    ... )
+    >>> for r in TokenF1().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.success} - {r.reason}")
+    Token F1: 0.44 False - 2 shared tokens: precision 0.400, recall 0.500
+    """
+
     name = "Token F1"
     aliases = ("F1 score",)
     description = "SQuAD-style token overlap F1 of the answer against the expected answer."
@@ -147,6 +192,16 @@ class TokenF1(Evaluator):
 
 @register
 class ExactMatch(Evaluator):
+    """SQuAD's exact match: pass/fail equality after normalisation (case, punctuation, articles),
+    for short factual answers where anything else is wrong.
+
+    >>> sample = Sample(question="Tallest tower in Paris?", answer="The Eiffel Tower!",
+    ...                 expected_answer="eiffel tower")
+    >>> for r in ExactMatch().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.success} - {r.reason}")
+    Exact match: 1.00 True - answer equals the expected answer
+    """
+
     name = "Exact match"
     aliases = ("Exact Match", "EM")
     description = "1 when the normalised answer equals the normalised expected answer."

@@ -183,6 +183,18 @@ def _non_overlapping(positions: list[int], length: int) -> int:
 
 @register
 class LoopingDetection(Evaluator):
+    """Repetition in the answer, the mark of a model stuck in a loop: three views (unique
+    sentences, the longest repeated substring, how well the answer compresses), no model.
+    A loop this short still passes the compression threshold; the other two views catch it.
+
+    >>> answer = "I can help with that. " * 3 + "I can help with that."
+    >>> for r in LoopingDetection().evaluate(Sample(question="Can you help?", answer=answer)):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.success}")
+    Unique sentences: 0.25 False
+    Longest repeated substring: 0.75 False
+    Compression ratio: 0.38 True
+    """
+
     name = "Looping detection"
     aliases = ("Looping",)
     description = (

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeVar
 
 from evalrunner.evaluators.base import BatchEvaluator, RunServices
 from evalrunner.models import ModelHub, ModelRole, ModelUnavailable, default_model
@@ -24,7 +25,11 @@ class ModelOptions(BaseModel):
     )
 
 
-class ModelEvaluator(BatchEvaluator):
+#: A model evaluator's options model: :class:`ModelOptions` or one that extends it.
+ModelOptionsT = TypeVar("ModelOptionsT", bound=ModelOptions, default=ModelOptions, covariant=True)
+
+
+class ModelEvaluator(BatchEvaluator[ModelOptionsT]):
     """A batched evaluator backed by one model of ``role``.
 
     The Score step builds every model evaluator of a run with the run's one
@@ -65,7 +70,7 @@ class ModelEvaluator(BatchEvaluator):
         """The model this run uses for ``role`` (the evaluator's own role by default)."""
         role = role or self.role
         if role is self.role:
-            chosen = getattr(self.options, "model", None)
+            chosen = self.options.model
             if chosen:
                 return str(chosen)
         return default_model(role)

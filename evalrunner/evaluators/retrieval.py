@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -105,7 +105,21 @@ def _mean(values: list[float]) -> float | None:
 
 
 @register
-class RetrievalRank(Evaluator):
+class RetrievalRank(Evaluator[RetrievalOptions]):
+    """Where the expected documents came among those the target retrieved: reciprocal rank,
+    hit@k and recall@k, the standard retrieval measures, with no model (documents compared by
+    basename by default, so a bucket prefix does not make a miss).
+
+    >>> sample = Sample(question="How do I reset my password?",
+    ...                 documents=["docs/billing.md", "docs/password-reset.md"],
+    ...                 expected_documents=["password-reset.md"])
+    >>> for r in RetrievalRank().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Reciprocal rank: 0.50 - first expected document 'password-reset.md' at rank 2: 1/2
+    Hit@k: 1.00 - 'password-reset.md' within the first 3
+    Document recall@k: 1.00 - 1 of 1 expected documents within the first 3
+    """
+
     name = "Retrieval rank"
     aliases = ("Retrieval ranks", "Reciprocal rank", "reciprocal_rank_score")
     description = (
@@ -132,8 +146,6 @@ class RetrievalRank(Evaluator):
             "share of the expected documents among the first k retrieved",
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = RetrievalOptions
-    options: RetrievalOptions
 
     @classmethod
     def applies_to(cls, sample: Sample) -> bool:
@@ -272,6 +284,19 @@ def _match(e: str, chunk: _Chunk, e_tokens: Counter[str] | None) -> str | None:
 
 @register
 class ChunkMatch(Evaluator):
+    """Share of the expected contexts the retriever found, by text (containment or token
+    overlap) rather than by id, for suites that record the passages themselves.
+
+    >>> sample = Sample(question="What is the refund policy?",
+    ...                 contexts=["Refunds are issued within 14 days.", "Shipping is free."],
+    ...                 expected_contexts=["refunds are issued within 14 days",
+    ...                                    "Returns need a receipt."])
+    >>> for r in ChunkMatch().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Chunk match: 0.50 - 1 of 2 expected contexts found in 2 retrieved chunks; 'refunds are
+        issued within 14 days' contained in chunk 1; not found: 'returns need a receipt.'
+    """
+
     name = "Chunk match"
     description = (
         "Share of the expected contexts found in the retrieved chunks (containment either way "

@@ -50,6 +50,16 @@ def data_equal(expected: str, actual: str) -> bool:
 
 @register
 class RetrievedDataMatch(Evaluator):
+    """Whether a tool or query fetched the data the case expects, compared as JSON values when
+    both sides are JSON (key order and spacing do not matter), else as normalised text.
+
+    >>> sample = Sample(question="Order total?", data='{"total": 42, "currency": "EUR"}',
+    ...                 expected_data='{"currency": "EUR", "total": 42}')
+    >>> for r in RetrievedDataMatch().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} - {r.reason}")
+    Retrieved data match: 1.00 - retrieved '{"total": 42, "currency": "EUR"}' as expected
+    """
+
     name = "Retrieved data match"
     aliases = ("Retrieved data exact match", "retrieved_data_score")
     description = (

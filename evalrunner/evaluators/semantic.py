@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import Field
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
-from evalrunner.evaluators.model_base import ModelEvaluator, ModelOptions
+from evalrunner.evaluators.model_base import ModelEvaluator, ModelOptions, ModelOptionsT
 from evalrunner.evaluators.registry import register
 from evalrunner.evaluators.sentences import split_sentences
 from evalrunner.models import ModelRole, default_model
@@ -58,7 +58,7 @@ def _chunk_sentences(chunks: Sequence[str]) -> list[list[str]]:
     return [split_sentences(c) or ([c.strip()] if c.strip() else []) for c in chunks]
 
 
-class EmbeddingEvaluator(ModelEvaluator):
+class EmbeddingEvaluator(ModelEvaluator[ModelOptionsT]):
     """Lists the texts each sample needs, encodes them all at once, then scores each sample
     from the cached embeddings; a failure on one sample is that sample's error only."""
 
@@ -102,7 +102,7 @@ class SimilarityOptions(ModelOptions):
 
 
 @register
-class AnswerSemanticSimilarity(EmbeddingEvaluator):
+class AnswerSemanticSimilarity(EmbeddingEvaluator[SimilarityOptions]):
     name = "Answer semantic similarity"
     aliases = ("Semantic similarity", "Answer similarity", "ada_similarity")
     description = (
@@ -110,7 +110,6 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
         "or an STS cross-encoder's score with the option cross_encoder."
     )
     inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
-    options_model = SimilarityOptions
     metrics = (
         MetricSpec(
             "Answer semantic similarity",
@@ -129,13 +128,13 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator):
         return {self.name: Scored(value, f"cosine similarity {value:.2f} ({encoder.name})")}
 
     def models_used(self) -> list[str]:
-        chosen = self.options.cross_encoder  # type: ignore[attr-defined]
+        chosen = self.options.cross_encoder
         if not chosen:
             return super().models_used()
         return [chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)]
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
-        chosen = self.options.cross_encoder  # type: ignore[attr-defined]
+        chosen = self.options.cross_encoder
         if not chosen:
             return super().score_batch(samples)
         name = chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)
@@ -367,7 +366,7 @@ class RankOptions(ModelOptions):
 
 
 @register
-class ContextMeanReciprocalRank(EmbeddingEvaluator):
+class ContextMeanReciprocalRank(EmbeddingEvaluator[RankOptions]):
     name = "Context mean reciprocal rank"
     aliases = ("Context MRR",)
     description = (
@@ -375,7 +374,6 @@ class ContextMeanReciprocalRank(EmbeddingEvaluator):
         "Context relevancy); the run average is the MRR."
     )
     inputs = frozenset({Input.QUESTION, Input.CONTEXTS})
-    options_model = RankOptions
     metrics = (
         MetricSpec(
             "Context mean reciprocal rank",
@@ -386,10 +384,10 @@ class ContextMeanReciprocalRank(EmbeddingEvaluator):
     )
 
     def texts(self, sample: Sample) -> list[str]:
-        return _context_texts(sample, sample.contexts[: self.options.max_rank])  # type: ignore[attr-defined]
+        return _context_texts(sample, sample.contexts[: self.options.max_rank])
 
     def score_one(self, sample: Sample, encoder: TextEncoder) -> Mapping[str, Scored]:
-        options: RankOptions = self.options  # type: ignore[assignment]
+        options = self.options
         relevance, _ = _chunk_relevance(sample, encoder, sample.contexts[: options.max_rank])
         hits = np.flatnonzero(relevance >= options.relevance_threshold)
         if hits.size == 0:

@@ -115,7 +115,7 @@ class _Plan:
 
 
 @register
-class Summarization(ModelEvaluator):
+class Summarization(ModelEvaluator[SummarizationOptions]):
     """Reference-free summary quality: no expected summary and no judge, only the source,
     so it can gate every summarisation case of a suite."""
 
@@ -127,7 +127,6 @@ class Summarization(ModelEvaluator):
     )
     inputs = frozenset({Input.QUESTION, Input.ANSWER})
     role: ClassVar[ModelRole] = ModelRole.NLI
-    options_model = SummarizationOptions
     metrics = (
         MetricSpec(
             FAITHFULNESS,
@@ -146,13 +145,13 @@ class Summarization(ModelEvaluator):
     extra_roles = (ModelRole.EMBEDDING,)
 
     def model_name(self, role: ModelRole | None = None) -> str:
-        chosen = self.options.embedding_model  # type: ignore[attr-defined]
+        chosen = self.options.embedding_model
         if role is ModelRole.EMBEDDING and chosen:
             return str(chosen)
         return super().model_name(role)
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
-        options: SummarizationOptions = self.options  # type: ignore[assignment]
+        options = self.options
         # Both models first: a missing one skips the run before any work is spent.
         nli = self.hub.cross_encoder(self.model_name(), ModelRole.NLI)
         encoder = self.hub.encoder(self.model_name(ModelRole.EMBEDDING))
@@ -213,7 +212,7 @@ class Summarization(ModelEvaluator):
         cut = ""
         if plan.total > len(plan.source):
             cut = f" (source cut to its first {len(plan.source)} of {plan.total} sentences)"
-        kept = int((f_s >= self.options.faithful_threshold).sum())  # type: ignore[attr-defined]
+        kept = int((f_s >= self.options.faithful_threshold).sum())
         why_faithful = (
             f"mean best entailment − contradiction {float(f_s.mean()):.2f} over "
             f"{len(plan.summary)} summary sentence(s); least faithful ({f_s[worst]:.2f}): "

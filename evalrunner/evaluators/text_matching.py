@@ -55,7 +55,23 @@ def _failure(name: str, description: str) -> MetricSpec:
 
 
 @register
-class TextMatching(Evaluator):
+class TextMatching(Evaluator[TextMatchingOptions]):
+    """The case's condition checked on the answer and on the retrieved context, so a failure says
+    whose it is: retrieval (the context lacks it) or generation (the context has it, the answer
+    lost it).
+
+    >>> sample = Sample(question="Capital of France?", answer="It is Lyon.",
+    ...                 contexts=["Paris is the capital of France."], condition='"Paris"')
+    >>> for r in TextMatching().evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.0f} - {r.reason}")
+    Model passes: 0 - the answer fails the condition: does not contain "Paris"
+    Model failures: 1 - the answer fails the condition: does not contain "Paris"
+    Retrieval failures: 0 - the context (1 chunk) satisfies it: contains "Paris"
+    Generation failures: 1 - the context satisfies the condition (contains "Paris") but the
+        answer does not: does not contain "Paris"
+    Parse failures: 0 - the condition was evaluated in time
+    """
+
     name = "Text matching"
     aliases = ("Tokens presence",)
     description = (
@@ -76,7 +92,6 @@ class TextMatching(Evaluator):
         _failure(_GENERATION, "the context satisfies the condition but the answer does not"),
         _failure(_PARSE, "the condition could not be evaluated in time (regex timeout)"),
     )
-    options_model = TextMatchingOptions
 
     @classmethod
     def check_case(cls, sample: Sample) -> list[str]:
@@ -91,7 +106,6 @@ class TextMatching(Evaluator):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.condition is not None
-        assert isinstance(self.options, TextMatchingOptions)
         condition = parse_condition(sample.condition)
         timeout = self.options.regex_timeout_s
 

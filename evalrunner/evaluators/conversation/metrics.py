@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
+from evalrunner.evaluators.base import Input, MetricSpec, OptionsT, Sample, Scored, SkipCase
 from evalrunner.evaluators.conversation.turns import (
     TURN_LEGEND,
     TURN_VERDICTS_REPLY,
@@ -50,7 +50,7 @@ from evalrunner.judge.prompts import build, tagged, wrapped
 MAX_ITEMS = 50
 
 
-class ConversationEvaluator(JudgeEvaluator):
+class ConversationEvaluator(JudgeEvaluator[OptionsT]):
     """A judge metric of a whole conversation: needs the turns, runs once per conversation."""
 
     inputs: ClassVar[frozenset[Input]] = frozenset({Input.TURNS})
@@ -83,12 +83,10 @@ _RELEVANCY_TASK = (
 
 
 @register
-class ConversationRelevancy(ConversationEvaluator):
+class ConversationRelevancy(ConversationEvaluator[RelevancyOptions]):
     name = "Conversation relevancy"
     aliases = ("ConversationRelevancy", "Conversation relevance", "Turn relevancy")
     description = "each reply is relevant given the last turns of the conversation (LLM judge)"
-    options_model: ClassVar[type[BaseModel]] = RelevancyOptions
-    options: RelevancyOptions
     metrics = (
         MetricSpec(
             "Conversation relevancy",
@@ -346,12 +344,10 @@ NO_ROLE = (
 
 
 @register
-class RoleAdherence(ConversationEvaluator):
+class RoleAdherence(ConversationEvaluator[RoleOptions]):
     name = "Role adherence"
     aliases = ("RoleAdherence", "Role adherence (conversation)")
     description = "each reply stays in the configured role (LLM judge)"
-    options_model: ClassVar[type[BaseModel]] = RoleOptions
-    options: RoleOptions
     metrics = (
         MetricSpec(
             "Role adherence",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -87,7 +87,7 @@ class TrueFalseVerdict(BaseModel):
 
 
 @register
-class BYOP(JudgeEvaluator):
+class BYOP(JudgeEvaluator[BYOPOptions]):
     name = "BYOP"
     aliases = ("Bring your own prompt", "BYOP: Bring your own prompt", "Parameterizable BYOP")
     description = (
@@ -104,8 +104,6 @@ class BYOP(JudgeEvaluator):
             kind="pass_fail",
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = BYOPOptions
-    options: BYOPOptions
 
     def __init__(
         self,

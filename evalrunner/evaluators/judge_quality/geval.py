@@ -18,7 +18,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -165,7 +165,19 @@ def _steps_slot(judge: Judge, criteria: str) -> _StepsSlot:
 
 
 @register
-class GEval(JudgeEvaluator):
+class GEval(JudgeEvaluator[GEvalOptions]):
+    """G-Eval (Liu et al., 2023): the judge scores your criteria on a 1-5 (or 1-10) scale, and
+    where it returns log-probabilities the score is their expectation rather than the one
+    token it printed, so a hesitant 4 counts less than a sure one.
+
+    >>> import math
+    >>> reply = [{"{": 0.0}, {'"score"': 0.0}, {":": 0.0},  # the reply's tokens, in order
+    ...          {"4": math.log(0.6), "3": math.log(0.3), "5": math.log(0.1)}]
+    >>> value, probabilities = weighted_score(reply, scale=5, chosen=4)
+    >>> round(value, 2), {k: round(p, 2) for k, p in probabilities.items()}
+    (3.8, {3: 0.3, 4: 0.6, 5: 0.1})
+    """
+
     name = "GEval"
     aliases = ("G-Eval",)
     description = (
@@ -181,8 +193,6 @@ class GEval(JudgeEvaluator):
             primary=True,
         ),
     )
-    options_model: ClassVar[type[BaseModel]] = GEvalOptions
-    options: GEvalOptions
 
     def __init__(
         self,

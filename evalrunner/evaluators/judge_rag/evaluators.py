@@ -74,6 +74,20 @@ class AnswerRelevancy(_JudgeMetric):
 
 @register
 class AnswerRelevancyQuestionGeneration(_JudgeMetric, EmbeddingSimilarityPart):
+    """Ragas' answer relevancy: the judge writes the questions the answer answers, and the score
+    is how similar they are to the question asked (embeddings in the Score step; the lexical
+    stand-in below when no embedding model is available).
+
+    >>> from evalrunner.evaluators.judge_rag.rag import QuestionParts, relevancy_qg_score
+    >>> from evalrunner.evaluators.judge_rag.shared import lexical_similarity
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet in 1601.")
+    >>> parts = QuestionParts(questions=["Who wrote Hamlet?", "When was Hamlet written?"])
+    >>> scored = relevancy_qg_score(sample, parts, lexical_similarity, "lexical stand-in")
+    >>> print(f"{scored.value:.3f} - {scored.reason}")
+    0.750 - mean similarity 0.750 of the question to 2 questions the answer answers (lexical
+        stand-in); least similar (0.500): "When was Hamlet written?"
+    """
+
     name = "Answer relevancy (question generation)"
     description = (
         "Ragas-style: mean similarity of the question to 3 questions the judge writes from "
@@ -105,6 +119,17 @@ class AnswerRelevancyQuestionGeneration(_JudgeMetric, EmbeddingSimilarityPart):
 
 @register
 class ContextualPrecision(_JudgeMetric):
+    """Whether the chunks that matter are ranked first (DeepEval's contextual precision): the
+    judge says which chunks are relevant, and this rank-weighted precision scores the order,
+    so the same chunks ranked better score higher.
+
+    >>> from evalrunner.evaluators.judge_rag.shared import weighted_precision
+    >>> round(weighted_precision([True, False, True]), 3)  # relevant chunks at ranks 1 and 3
+    0.833
+    >>> round(weighted_precision([False, True, True]), 3)  # the same two, ranked lower
+    0.583
+    """
+
     name = "Contextual Precision"
     aliases = ("Context precision",)
     description = "Rank-weighted precision of the retrieved chunks relevant to the question."
@@ -165,6 +190,22 @@ class HallucinationJudge(_JudgeMetric):
 
 @register
 class AnswerCorrectness(_JudgeMetric, EmbeddingSimilarityPart):
+    """Ragas' answer correctness: the judge counts the answer's statements that the expected
+    answer backs (TP), those it does not (FP) and the expected ones left out (FN); the score
+    weighs their F1 with a similarity, here the lexical stand-in used when no embedding model
+    is available.
+
+    >>> from evalrunner.evaluators.judge_rag.answers import CorrectnessParts, correctness_score
+    >>> from evalrunner.evaluators.judge_rag.shared import lexical_similarity
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet in 1601.",
+    ...                 expected_answer="William Shakespeare wrote Hamlet.")
+    >>> parts = CorrectnessParts(tp=1, fp=1, fn=0)  # what the judge's verdicts add up to
+    >>> scored = correctness_score(sample, parts, lexical_similarity, "lexical stand-in")
+    >>> print(f"{scored.value:.3f} - {scored.reason}")
+    0.688 - 0.75 · factuality F1 0.667 (TP 1, FP 1, FN 0) + 0.25 · similarity 0.750 (lexical
+        stand-in)
+    """
+
     name = "Answer correctness"
     description = "0.75 · factuality F1 against the expected answer + 0.25 · similarity."
     inputs = frozenset({Input.ANSWER, Input.EXPECTED_ANSWER})
@@ -186,6 +227,17 @@ class AnswerCorrectness(_JudgeMetric, EmbeddingSimilarityPart):
 
 @register
 class RagasComposite(_JudgeMetric):
+    """One number for a RAG answer, as Ragas reports it: the harmonic mean of Faithfulness,
+    Answer Relevancy, Contextual Precision and Contextual Recall, so one weak part pulls the
+    whole down (and a 0 anywhere makes it 0).
+
+    >>> from evalrunner.evaluators.judge_rag.shared import harmonic_mean
+    >>> round(harmonic_mean([1.0, 0.8, 0.5, 1.0]), 3)
+    0.762
+    >>> harmonic_mean([1.0, 0.8, 0.0, 1.0])
+    0.0
+    """
+
     name = "Ragas composite"
     aliases = ("Ragas score", "Ragas")
     description = (

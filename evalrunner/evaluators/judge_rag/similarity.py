@@ -47,10 +47,8 @@ class SimilarityPartOptions(BaseModel):
     )
 
 
-class EmbeddingSimilarityPart(JudgeEvaluator, ScoreStepPart):
+class EmbeddingSimilarityPart(JudgeEvaluator[SimilarityPartOptions], ScoreStepPart):
     """A single-metric judge evaluator whose score has a similarity part."""
-
-    options_model = SimilarityPartOptions
 
     def __init__(
         self,
@@ -62,7 +60,7 @@ class EmbeddingSimilarityPart(JudgeEvaluator, ScoreStepPart):
         self._used: list[str] = []
 
     def embedding_model(self) -> str:
-        chosen: str | None = self.options.embedding_model  # type: ignore[attr-defined]
+        chosen = self.options.embedding_model
         return chosen or default_model(ModelRole.EMBEDDING)
 
     @abstractmethod
