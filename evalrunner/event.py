@@ -1,8 +1,8 @@
 """The run event: the JSON contract shared by the CLI, the upload trigger, schedules and the
 state machine. Defined by :class:`evalrunner.event_schema.EventSpec` and the target kinds'
-spec models; validated against the JSON Schema generated from them (shipped in the package,
-whose messages users know), then checked for what a schema cannot say (suite key safety,
-metric names and ranges, evaluator options, allowed secrets, the network policy)."""
+spec models, validated by them (their errors worded as the JSON Schema generated from them
+says, :mod:`evalrunner.event_messages`), then checked for what a schema cannot say (suite key
+safety, metric names and ranges, evaluator options, allowed secrets, the network policy)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrunner import network, redaction, run_defaults, secrets
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
-from evalrunner.event_schema import EventSpec, spec_parts
+from evalrunner.event_messages import event_problems
+from evalrunner.event_schema import EventSpec
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import DEFAULT_MAX_ERROR_SHARE, FailOn, VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -99,70 +99,6 @@ def event_schema() -> dict[str, Any]:
     return schema
 
 
-def _where(path: Any) -> str:
-    parts = [str(p) for p in path]
-    return ".".join(parts) if parts else "event"
-
-
-_HINTS = {
-    "iterations": "iterations must be a whole number of at least 1, written without quotes, "
-    'e.g. "iterations": 2 (there is no default)',
-}
-
-
-def _format(error: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
-    path = (*prefix, *error.absolute_path)
-    where = _where(path)
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        field = _where((*path, missing))
-        return f"{field}: required field is missing" + (
-            f" ({_HINTS[field]})" if field in _HINTS else ""
-        )
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list(error.schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in allowed]
-        return _unknown_fields(where, extra, allowed)
-    hint = _HINTS.get(where)
-    return f"{where}: {error.message}" + (f" ({hint})" if hint else "")
-
-
-def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _target_problems(target: Any) -> list[str]:
-    """Validate the target against the one kind it names, for errors a user can act on
-    (the whole-union error of a oneOf would list every kind's complaints)."""
-    if not isinstance(target, dict):
-        return [f"target: must be an object, got {type(target).__name__}"]
-    registered = target_registry.available()
-    kinds = [k for k in registered if k in target]
-    if not kinds:
-        valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
-        return [f"target: no target kind given; use exactly one of {valid}"]
-    if len(kinds) > 1:
-        return [f"target: give exactly one target kind, found {' and '.join(kinds)}"]
-    defs = _schema()["$defs"]
-    names = [part.schema_def for part in spec_parts(registered[kinds[0]].spec_model)]
-    sub = {"$defs": defs, "allOf": [{"$ref": f"#/$defs/{d}"} for d in names]}
-    errors = sorted(_validator(sub).iter_errors(target), key=lambda e: list(e.absolute_path))
-    problems = [_format(e, ("target",)) for e in errors]
-    allowed = [p for d in names for p in defs[d].get("properties", {})]
-    extra = [k for k in target if k not in allowed]
-    if extra:
-        problems.append(_unknown_fields(f"target ({kinds[0]} kind)", extra, allowed))
-    return problems
-
-
-def _unknown_fields(where: str, extra: list[str], allowed: list[str]) -> str:
-    return (
-        f"{where}: unknown field{'s' if len(extra) > 1 else ''} "
-        f"{', '.join(repr(k) for k in extra)}; valid fields: {', '.join(allowed)} "
-        "(see 'evalrunner schema event')"
-    )
-
-
 def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:
     """Refuse keys that would read outside the suite prefix of the bucket."""
     if key.startswith("/") or "\\" in key:
@@ -188,12 +124,12 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
 
     redaction.register_event(raw)  # before anything can log or echo it
     problems: list[str] = []
-    top = copy.deepcopy(_schema())
-    top["properties"]["target"] = {}  # validated below, kind by kind
-    for error in sorted(_validator(top).iter_errors(raw), key=lambda e: list(e.absolute_path)):
-        problems.append(_format(error))
-    if "target" in raw:
-        problems.extend(_target_problems(raw["target"]))
+    typed: EventSpec | None = None
+    try:
+        typed = EventSpec.model_validate(raw)
+    except ValidationError as exc:
+        kinds = {k: c.spec_model for k, c in target_registry.available().items()}
+        problems.extend(event_problems(exc, kinds))
 
     if isinstance(raw.get("key"), str) and raw["key"]:
         try:
@@ -260,12 +196,8 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
                 found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
             )
     perturbations = _perturbations(raw.get("perturbations"), problems)
-    if problems:
+    if problems or typed is None:
         raise EventError(problems)
-    try:  # the typed event; the schema it was generated from has just accepted it
-        typed = EventSpec.model_validate(raw)
-    except ValidationError as exc:  # pragma: no cover - the model and its schema disagree
-        raise EventError(pydantic_problems(exc)) from exc
 
     target = raw["target"]
     concurrency, requested_concurrency = _capped_concurrency(

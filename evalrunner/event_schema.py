@@ -3,8 +3,9 @@
 The top level comes from :class:`EventSpec`, each target kind from the spec model its class
 registers (:mod:`evalrunner.targets.registry`): a field is written once, as a pydantic field,
 and the shipped ``schemas/event.schema.json`` is this module's output (a test keeps the two
-equal; ``python -m evalrunner.event_schema`` rewrites the file). Validation still runs the
-shipped schema through jsonschema, whose messages users already know.
+equal; ``python -m evalrunner.event_schema`` rewrites the file). The schema is for users and
+docs; events are validated by the models themselves, their errors worded as the schema's
+(:mod:`evalrunner.event_messages`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema, field_validator
+from pydantic_core import PydanticCustomError
 
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
@@ -146,6 +148,30 @@ class EventSpec(SpecModel):
         'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
         "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
     )
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _one_kind(cls, value: Any) -> Any:
+        """A target names exactly one registered kind; said before the kind's own model
+        runs, so that a user hears which kind is missing, not every kind's complaints."""
+        if not isinstance(value, dict):
+            raise PydanticCustomError(
+                "target_kind", "must be an object, got {got}", {"got": type(value).__name__}
+            )
+        registered = available()
+        kinds = [k for k in registered if k in value]
+        if not kinds:
+            valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
+            raise PydanticCustomError(
+                "target_kind", "no target kind given; use exactly one of {valid}", {"valid": valid}
+            )
+        if len(kinds) > 1:
+            raise PydanticCustomError(
+                "target_kind",
+                "give exactly one target kind, found {found}",
+                {"found": " and ".join(kinds)},
+            )
+        return value
 
 
 METRIC_SELECTION: dict[str, Any] = {

@@ -7,9 +7,19 @@ its description are written once, here or in the target's module.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
 from evalrunner.targets._common import (
@@ -18,9 +28,25 @@ from evalrunner.targets._common import (
     DEFAULT_TIMEOUT_SECONDS,
 )
 
+
+def _metric_selection(value: Any) -> Any:
+    """A metric selection is one non-empty name or a non-empty list of them (the schema's
+    ``metricSelection``); null is not one (leave the field out)."""
+    names = value if isinstance(value, list) else [value]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise PydanticCustomError(
+            "one_of", "{value} is not valid under any of the given schemas", {"value": repr(value)}
+        )
+    return value
+
+
 #: One metric name or a list of them (the legacy ``target.metric``), checked against the
 #: registry by :func:`evalrunner.event.parse_event`.
-MetricSelection = Annotated[str | list[str] | None, WithJsonSchema({"x-ref": "metricSelection"})]
+MetricSelection = Annotated[
+    str | list[str] | None,
+    BeforeValidator(_metric_selection),
+    WithJsonSchema({"x-ref": "metricSelection"}),
+]
 
 
 def _integral(value: Any) -> Any:
@@ -50,6 +76,35 @@ class SpecModel(BaseModel):
     #: Name of the schema's $defs entry for the fields this class declares itself (set on
     #: the classes that are parts of a kind: common, responseMapping, the kind's own).
     schema_def: ClassVar[str]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_null(cls, value: Any, info: ValidationInfo) -> Any:
+        """An optional field is left out to mean unset; null was never accepted (the JSON
+        Schema has no null), and is refused in the schema's words."""
+        if value is None and info.field_name is not None:
+            why = _null_refusal(cls, info.field_name)
+            if why is not None:
+                raise PydanticCustomError("null_given", "{why}", {"why": why})
+        return value
+
+
+@cache
+def _null_refusal(model: type[SpecModel], field: str) -> str | None:
+    """Why null does not fit ``field``, as the JSON Schema says it; None where the field's
+    own validator says so (the target, a metric selection)."""
+    node: dict[str, Any] = model.model_json_schema()["properties"][field]
+    options = [o for o in node.get("anyOf", [node]) if o != {"type": "null"}]
+    if len(options) != 1:
+        return None
+    (option,) = options
+    if "type" in option:
+        return f"None is not of type {option['type']!r}"
+    if "enum" in option:
+        return f"None is not one of {option['enum']!r}"
+    if "$ref" in option:
+        return "None is not of type 'object'"
+    return None
 
 
 class TargetSpec(SpecModel):
