@@ -8,29 +8,27 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
-import posixpath
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner import network, redaction, run_defaults, secrets
+from evalrunner import redaction, run_defaults
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
-from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
+from evalrunner.evaluators.base import Requirement
 from evalrunner.event_messages import event_problems
+from evalrunner.event_rules import SUITE_EXTENSIONS as SUITE_EXTENSIONS
+from evalrunner.event_rules import SUITE_PREFIX as SUITE_PREFIX
+from evalrunner.event_rules import pydantic_problems as pydantic_problems
 from evalrunner.event_schema import EventSpec
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import DEFAULT_MAX_ERROR_SHARE, FailOn, VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets import registry as target_registry
 from evalrunner.targets.spec import TargetSpec
-
-SUITE_PREFIX = "test-suites/"
-SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
 
 DEFAULT_MAX_CONCURRENCY = 10
 #: The deployment's reserved concurrency of the case runner (cdk.json
@@ -80,6 +78,43 @@ class RunEvent(BaseModel):
     def target_kind(self) -> str:
         return target_registry.detect_kind(self.target)
 
+    @classmethod
+    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
+        """The run ``spec`` describes, its defaults and the deployment's cap applied;
+        ``target``: the target object as the event gave it (carried to every case)."""
+        resolved = spec.resolution
+        concurrency, requested = _capped_concurrency(spec.max_concurrency)
+        return cls(
+            key=spec.key,
+            iterations=spec.iterations,
+            target=target,
+            target_spec=spec.target,
+            metrics=resolved.metrics,
+            metrics_explicit=resolved.metrics_explicit,
+            thresholds=spec.thresholds or {},
+            fail_under=spec.fail_under or {},
+            evaluator_options=resolved.evaluator_options,
+            baseline=spec.baseline,
+            policy=VerdictPolicy(
+                fail_on=FailOn(spec.fail_on or FailOn.FAILURES),
+                fail_on_regression=bool(spec.fail_on_regression),
+                max_error_share=(
+                    DEFAULT_MAX_ERROR_SHARE
+                    if spec.max_error_share is None
+                    else spec.max_error_share
+                ),
+            ),
+            judge=resolved.judge,
+            max_concurrency=concurrency,
+            max_concurrency_requested=requested,
+            cases_per_task=spec.cases_per_task,
+            tolerated_failure_percentage=spec.tolerated_failure_percentage,
+            scoring=spec.scoring,
+            run_id=spec.run_id,
+            max_text_chars=spec.max_text_chars,
+            perturbations=resolved.perturbations,
+        )
+
 
 @cache
 def _schema() -> dict[str, Any]:
@@ -99,19 +134,6 @@ def event_schema() -> dict[str, Any]:
     return schema
 
 
-def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:
-    """Refuse keys that would read outside the suite prefix of the bucket."""
-    if key.startswith("/") or "\\" in key:
-        raise EventError(f"key: {key!r} must be a relative S3 key like '{prefix}my-suite.xlsx'")
-    if ".." in key.split("/") or posixpath.normpath(key) != key:
-        raise EventError(f"key: {key!r} must not contain '..', '.' or empty path segments")
-    if not key.startswith(prefix):
-        raise EventError(f"key: {key!r} must be under '{prefix}', e.g. '{prefix}my-suite.xlsx'")
-    if not key.lower().endswith(SUITE_EXTENSIONS):
-        raise EventError(f"key: {key!r} must end with one of {', '.join(SUITE_EXTENSIONS)}")
-    return key
-
-
 def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     """Validate a raw event and return it resolved; every problem is reported in one error."""
     if isinstance(raw, str | bytes):
@@ -123,114 +145,12 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         raise EventError(f"event: must be a JSON object, got {type(raw).__name__}")
 
     redaction.register_event(raw)  # before anything can log or echo it
-    problems: list[str] = []
-    typed: EventSpec | None = None
     try:
-        typed = EventSpec.model_validate(raw)
+        spec = EventSpec.model_validate(raw, context={"suite_prefix": suite_prefix})
     except ValidationError as exc:
         kinds = {k: c.spec_model for k, c in target_registry.available().items()}
-        problems.extend(event_problems(exc, kinds))
-
-    if isinstance(raw.get("key"), str) and raw["key"]:
-        try:
-            check_suite_key(raw["key"], suite_prefix)
-        except EventError as exc:
-            problems.extend(exc.problems)
-
-    judge, judge_from = _judge(raw, problems)
-    names = _selected_metrics(raw)
-    classes = []
-    if names is not None:
-        try:
-            classes = registry.resolve_all(names)
-        except ConfigError as exc:
-            problems.extend(f"metric: {line}" for line in exc.message.splitlines())
-    else:
-        classes = _default_classes(isinstance(judge, dict), problems)
-
-    problems.extend(non_finite_numbers(raw))
-    known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
-    for field in ("thresholds", "fail_under"):
-        value = raw.get(field)
-        if isinstance(value, dict):
-            for metric, number in value.items():
-                if metric not in known:
-                    problems.append(
-                        f"{field}.{metric}: not a metric of this run; valid names: "
-                        f"{', '.join(known)}"
-                    )
-                    continue
-                spec = registry.gated_metric(classes, metric)
-                problem = out_of_range(f"{field}.{metric}", number, spec)
-                if problem:
-                    problems.append(problem)
-    options = raw.get("evaluator_options")
-    resolved_options: dict[str, dict[str, Any]] = {}
-    if isinstance(options, dict):
-        by_name = {registry._key(c.name): c for c in classes}
-        for name, value in options.items():
-            cls = by_name.get(registry._key(name))
-            if cls is None:
-                problems.append(
-                    f"evaluator_options.{name}: not an evaluator of this run; selected: "
-                    f"{', '.join(c.name for c in classes)}"
-                )
-                continue
-            try:
-                cls.options_model.model_validate(value)
-            except ValidationError as exc:
-                problems.extend(pydantic_problems(exc, f"evaluator_options.{name}"))
-                continue
-            resolved_options[cls.name] = value
-    problems.extend(secrets.event_problems(raw))
-    problems.extend(network.event_problems(raw))
-    if isinstance(judge, dict):
-        from evalrunner.judge.config import JudgeConfig
-
-        try:
-            JudgeConfig.model_validate(judge)
-        except ValidationError as exc:
-            found = pydantic_problems(exc, "judge")
-            # the event's own judge is named by the path; a default one by where it is set
-            problems.extend(
-                found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
-            )
-    perturbations = _perturbations(raw.get("perturbations"), problems)
-    if problems or typed is None:
-        raise EventError(problems)
-
-    target = raw["target"]
-    concurrency, requested_concurrency = _capped_concurrency(
-        raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
-    )
-    return RunEvent(
-        key=raw["key"],
-        iterations=raw["iterations"],
-        target=target,
-        target_spec=typed.target,
-        metrics=[c.name for c in classes],
-        metrics_explicit=names is not None,
-        thresholds=raw.get("thresholds", {}),
-        fail_under=raw.get("fail_under", {}),
-        evaluator_options=resolved_options,
-        baseline=raw.get("baseline"),
-        policy=VerdictPolicy(
-            fail_on=raw.get("fail_on") or FailOn.FAILURES,
-            fail_on_regression=bool(raw.get("fail_on_regression")),
-            max_error_share=raw.get("max_error_share", DEFAULT_MAX_ERROR_SHARE),
-        ),
-        judge=judge if isinstance(judge, dict) else None,
-        max_concurrency=concurrency,
-        max_concurrency_requested=requested_concurrency,
-        cases_per_task=raw.get("cases_per_task"),
-        tolerated_failure_percentage=raw.get(
-            "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
-        ),
-        scoring=raw.get("scoring", "auto"),
-        run_id=raw.get("run_id"),
-        max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
-        perturbations=perturbations,
-    )
+        raise EventError(event_problems(exc, kinds)) from None
+    return RunEvent.from_spec(spec, target=raw["target"])
 
 
 def concurrency_cap() -> int | None:
@@ -266,105 +186,6 @@ def concurrency_notice(event: RunEvent) -> str | None:
         "(cdk.json case_runner_reserved_concurrency): more tasks at once would only be "
         "throttled. Raise the reservation there and redeploy to run more cases at once."
     )
-
-
-def _perturbations(value: Any, problems: list[str]) -> list[PerturbationSpec]:
-    """The event's perturbations resolved (kind known, names unique), or [] with the
-    problems added; the schema has already reported a malformed entry."""
-    from evalrunner.perturb.registry import resolve
-
-    if not isinstance(value, list):
-        return []
-    try:
-        specs = [PerturbationSpec.model_validate(v) for v in value]
-    except ValidationError:
-        return []  # reported by the schema
-    try:
-        return resolve(specs)
-    except EventError as exc:
-        problems.extend(exc.problems)
-        return []
-
-
-def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
-    """pydantic's errors in the project's style, one line each: ``field.path: what is
-    wrong``. A target's kind tag (the union's branch, first in the location after
-    ``target``) is dropped: users wrote ``target.timeout_seconds``, not
-    ``target.agentId.timeout_seconds``."""
-    kinds = target_registry.available()
-    lines = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        if prefix == "" and loc[:1] == ["target"] and len(loc) > 1 and loc[1] in kinds:
-            del loc[1]
-        where = ".".join(p for p in (prefix, *loc) if p) or "event"
-        lines.append(f"{where}: {err['msg']}")
-    return lines
-
-
-def non_finite_numbers(value: Any, where: str = "event") -> list[str]:
-    """Every NaN, Infinity and -Infinity in a raw event, by field. Python's JSON reader
-    accepts them, but no threshold, gate or setting means anything with one, and a NaN that
-    got through would make summary.json invalid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return [
-            f"{where}: {value} is not a finite number; write a plain number such as 0.5 "
-            "(NaN, Infinity and -Infinity are not allowed)"
-        ]
-    if isinstance(value, dict):
-        prefix = "" if where == "event" else f"{where}."
-        return [p for k, v in value.items() for p in non_finite_numbers(v, f"{prefix}{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in non_finite_numbers(v, f"{where}[{i}]")]
-    return []
-
-
-def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None:
-    """Why a threshold or gate value cannot apply to its metric, or None when it can: it
-    must be a finite number inside the range the metric declares."""
-    if isinstance(number, bool) or not isinstance(number, int | float):
-        return None  # the schema reports the type
-    if not math.isfinite(number) or spec is None:
-        return None  # reported by non_finite_numbers / the name check
-    if spec.low <= number <= spec.high:
-        return None
-    if math.isinf(spec.high):
-        valid = f"at least {spec.low:g}"
-    else:
-        valid = f"between {spec.low:g} and {spec.high:g}"
-    return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
-
-
-def _judge(raw: dict[str, Any], problems: list[str]) -> tuple[Any, str]:
-    """The event's judge, else the operator's default (:mod:`evalrunner.run_defaults`), and
-    where it came from (for messages)."""
-    if "judge" in raw:
-        return raw["judge"], "the event"
-    try:
-        found = run_defaults.default_judge()
-    except ConfigError as exc:
-        problems.append(f"judge: {exc.message}")
-        return None, ""
-    return found if found is not None else (None, "")
-
-
-def _default_classes(with_judge: bool, problems: list[str]) -> list[type[Evaluator]]:
-    """The evaluators of a run that names no metric: the cheap CPU checks, plus the
-    operator's default metrics (cdk.json / EVALRUNNER_DEFAULT_METRICS) when configured, else
-    the five RAG judge metrics when there is a judge. Judge metrics are left out without a
-    judge (:func:`left_out_by_default` says so)."""
-    try:
-        configured = run_defaults.default_metrics()
-        extra = registry.resolve_all(configured or [])
-    except ConfigError as exc:
-        problems.extend(f"default metrics: {line}" for line in exc.message.splitlines())
-        configured, extra = None, []
-    names = registry.default_names(with_judge=with_judge and configured is None)
-    classes = [registry.resolve(n) for n in names]
-    for cls in extra:
-        if cls not in classes and (with_judge or cls.requires is not Requirement.JUDGE):
-            classes.append(cls)
-    return classes
 
 
 def left_out_by_default(event: RunEvent) -> list[str]:
@@ -405,15 +226,3 @@ def judge_metrics_without_judge(event: RunEvent) -> list[str]:
     return [
         n for n in event.metrics if registry.resolve(n).uses_judge(event.evaluator_options.get(n))
     ]
-
-
-def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:
-    names: list[str] = []
-    target = raw.get("target")
-    legacy = target.get("metric") if isinstance(target, dict) else None
-    for value in (legacy, raw.get("metrics")):
-        if isinstance(value, str):
-            names.append(value)
-        elif isinstance(value, list):
-            names.extend(v for v in value if isinstance(v, str))
-    return names or None

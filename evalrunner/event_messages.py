@@ -9,13 +9,17 @@ module is the one translation; the rules themselves live on the models.
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+
+from evalrunner.event_schema import EventSpec
 
 #: pydantic's type errors and the JSON Schema type each one means.
 _TYPES = {
@@ -59,30 +63,75 @@ def unknown_fields(place: str, extra: list[str], allowed: list[str]) -> str:
     )
 
 
-def _wording(err: ErrorDetails) -> str:
-    """What is wrong with one value, in JSON Schema's words (pydantic's own otherwise)."""
+def _wording(err: ErrorDetails, schema: dict[str, Any]) -> list[str]:
+    """What is wrong with one value, in JSON Schema's words (pydantic's own otherwise), one
+    line per keyword of the field's ``schema`` it breaks, in the schema's order."""
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    if kind in _TYPES:
-        return f"{value!r} is not of type {_TYPES[kind]!r}"
     if kind in _BOUNDS:
-        words, key = _BOUNDS[kind]
-        bound = ctx[key]
-        if isinstance(bound, float) and bound.is_integer():
-            bound = int(bound)  # the schema says 0, not 0.0
-        return f"{value!r} {words} {bound!r}"
+        if isinstance(value, float) and math.isnan(value):
+            return []  # NaN is within every bound for the schema; the rules refuse it
+        return [_bound(value, kind, ctx[_BOUNDS[kind][1]])]
+    if kind in _TYPES:
+        lines = [f"{value!r} is not of type {_TYPES[kind]!r}"]
+        if kind == "int_type" and isinstance(value, float):  # 1.5 is a number: bounds apply
+            bounds = [(k, schema[k]) for k in _SCHEMA_BOUNDS if k in schema]
+            lines += [_bound(value, k, b) for k, b in bounds if _breaks(value, k, b)]
+        return lines
     if kind == "string_pattern_mismatch":
-        return f"{value!r} does not match {ctx['pattern']!r}"
+        return [f"{value!r} does not match {ctx['pattern']!r}"]
     if kind in ("string_too_short", "too_short") and ctx.get("min_length") == 1:
-        return f"{value!r} should be non-empty"
+        return [f"{value!r} should be non-empty"]
     if kind == "string_too_short":
-        return f"{value!r} is too short"
+        return [f"{value!r} is too short"]
     if kind == "too_long":
-        return f"{value!r} is too long"
+        return [f"{value!r} is too long"]
     if kind == "literal_error":
-        return f"{value!r} is not one of [{str(ctx['expected']).replace(' or ', ', ')}]"
-    if kind == "event_rule":
-        return str(ctx["reason"])
-    return err["msg"]
+        options = f"{value!r} is not one of [{str(ctx['expected']).replace(' or ', ', ')}]"
+        if schema.get("type") == "string" and not isinstance(value, str):
+            return [f"{value!r} is not of type 'string'", options]
+        return [options]
+    return err["msg"].split("\n")
+
+
+#: The schema's bound keywords, in the order it checks them, and pydantic's error for each.
+_SCHEMA_BOUNDS = {
+    "minimum": "greater_than_equal",
+    "exclusiveMinimum": "greater_than",
+    "maximum": "less_than_equal",
+    "exclusiveMaximum": "less_than",
+}
+
+
+def _bound(value: Any, kind: str, bound: Any) -> str:
+    """``value`` breaking ``bound`` (a pydantic error type or a schema keyword), worded."""
+    words = _BOUNDS[_SCHEMA_BOUNDS.get(kind, kind)][0]
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)  # the schema says 0, not 0.0
+    return f"{value!r} {words} {bound!r}"
+
+
+def _breaks(value: float, kind: str, bound: float) -> bool:
+    """Whether ``value`` is outside the schema keyword ``kind``'s ``bound``."""
+    return {
+        "minimum": value < bound,
+        "exclusiveMinimum": value <= bound,
+        "maximum": value > bound,
+        "exclusiveMaximum": value >= bound,
+    }[kind]
+
+
+@cache
+def _properties(model: type[BaseModel]) -> dict[str, Any]:
+    properties: dict[str, Any] = model.model_json_schema().get("properties", {})
+    return properties
+
+
+def _field_schema(root: type[BaseModel] | None, loc: Sequence[Any]) -> dict[str, Any]:
+    """The JSON Schema of the model field at ``loc`` (its non-null option), or {}."""
+    parent = _model_at(root, loc[:-1]) if root is not None and loc else None
+    node = _properties(parent).get(str(loc[-1]), {}) if parent is not None else {}
+    options = [o for o in node.get("anyOf", [node]) if o != {"type": "null"}]
+    return options[0] if len(options) == 1 and isinstance(options[0], dict) else {}
 
 
 def _fields(model: type[BaseModel]) -> list[str]:
@@ -113,17 +162,20 @@ def _model_at(root: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | N
 def event_problems(exc: ValidationError, kinds: Mapping[str, type[BaseModel]]) -> list[str]:
     """The event model's errors, one line each, as the JSON Schema reported them: the
     event's own fields by path, then the target's (its kind tag dropped from the path, its
-    unknown fields last). ``kinds``: each target kind's spec model, by kind key."""
-    from evalrunner.event_schema import EventSpec
-
+    unknown fields last), then what the cross-field rules found, in their order.
+    ``kinds``: each target kind's spec model, by kind key."""
     # (path, rank, line): JSON Schema's error path, a missing field's being its object's;
     # at one path the missing fields come first, then unknown fields, then the rest
     top: list[tuple[list[Any], int, str]] = []
     target: list[tuple[list[Any], int, str]] = []
     target_extra: list[str] = []
     extras: dict[tuple[Any, ...], list[str]] = {}
+    rules: list[str] = []  # the cross-field rules' lines, after the fields' own
     kind = ""
     for err in exc.errors():
+        if err["type"] == "event_rule":
+            rules.append(str((err.get("ctx") or {})["reason"]))
+            continue
         loc = list(err["loc"])
         in_target = loc[:1] == ["target"]
         if in_target and len(loc) > 1 and loc[1] in kinds:
@@ -133,14 +185,15 @@ def event_problems(exc: ValidationError, kinds: Mapping[str, type[BaseModel]]) -
             continue
         field = where(loc)
         if err["type"] == "missing":
-            line = f"{field}: required field is missing"
+            lines = [f"{field}: required field is missing"]
             key = (loc[:-1], 0)
         else:
-            line = f"{field}: {_wording(err)}"
+            root = kinds.get(kind) if in_target else EventSpec
+            lines = [f"{field}: {w}" for w in _wording(err, _field_schema(root, loc[in_target:]))]
             key = (loc, 2)
-        if field in HINTS:
-            line += f" ({HINTS[field]})"
-        (target if in_target else top).append((*key, line))
+        for line in lines:
+            hint = f" ({HINTS[field]})" if field in HINTS else ""
+            (target if in_target else top).append((*key, line + hint))
     for parent, names in extras.items():
         path = list(parent)
         if path == ["target"]:
@@ -157,4 +210,4 @@ def event_problems(exc: ValidationError, kinds: Mapping[str, type[BaseModel]]) -
         return [str(p) for p in problem[0]], problem[1]
 
     ordered = sorted(top, key=order) + sorted(target, key=order)
-    return [line for _, _, line in ordered] + target_extra
+    return [line for _, _, line in ordered] + target_extra + rules

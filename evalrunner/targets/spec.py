@@ -15,11 +15,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
+    WrapValidator,
     field_validator,
 )
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
 from evalrunner.targets._common import (
@@ -49,18 +52,25 @@ MetricSelection = Annotated[
 ]
 
 
-def _integral(value: Any) -> Any:
+def _integral(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """JSON Schema counts 2.0 as an integer; so does the model (strict mode otherwise would
-    not), and the value becomes 2."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    not), and the value becomes 2. A bound it breaks is reported on 2.0, as written."""
+    if not (isinstance(value, float) and value.is_integer()):
+        return handler(value)
+    try:
+        return handler(int(value))
+    except ValidationError as exc:
+        errors = [
+            InitErrorDetails(type=e["type"], loc=e["loc"], input=value, ctx=e.get("ctx", {}))
+            for e in exc.errors()
+        ]
+        raise ValidationError.from_exception_data(exc.title, errors) from None
 
 
 #: Makes an ``int`` field an integer as JSON Schema means it: a whole number, written 2 or
 #: 2.0. Put it after the field's bounds (``Annotated[int, Field(ge=1), integral]``) so that
 #: the bounds still reach the generated schema.
-integral = BeforeValidator(_integral)
+integral = WrapValidator(_integral)
 #: An integer as JSON Schema means it.
 JsonInt = Annotated[int, integral]
 #: Report folder names: they end up in S3 keys and local paths.
@@ -98,10 +108,13 @@ def _null_refusal(model: type[SpecModel], field: str) -> str | None:
     if len(options) != 1:
         return None
     (option,) = options
+    lines = []  # one per keyword null breaks, as the schema reports them
     if "type" in option:
-        return f"None is not of type {option['type']!r}"
+        lines.append(f"None is not of type {option['type']!r}")
     if "enum" in option:
-        return f"None is not one of {option['enum']!r}"
+        lines.append(f"None is not one of {option['enum']!r}")
+    if lines:
+        return "\n".join(lines)
     if "$ref" in option:
         return "None is not of type 'object'"
     return None

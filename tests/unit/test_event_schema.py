@@ -74,3 +74,74 @@ def test_pydantic_errors_read_like_the_schema_s() -> None:
     with pytest.raises(ValidationError) as info:
         EventSpec.model_validate({"key": "k", "iterations": 1, "target": {"x": 1}})
     assert pydantic_problems(info.value)[0].startswith("target: ")
+
+
+def _problems(raw: dict[str, object], **context: str) -> list[str]:
+    import pytest
+    from pydantic import ValidationError
+
+    from evalrunner.event_messages import event_problems
+    from evalrunner.event_schema import EventSpec
+    from evalrunner.targets.registry import available
+
+    with pytest.raises(ValidationError) as info:
+        EventSpec.model_validate(raw, context=context or None)
+    return event_problems(info.value, {k: c.spec_model for k, c in available().items()})
+
+
+def test_the_event_model_alone_applies_every_rule_and_reports_all_at_once() -> None:
+    """EventSpec is the whole definition: a Python caller validating with it gets the field
+    errors and the cross-field rules together, worded as parse_event words them."""
+    from evalrunner.event_schema import EventSpec
+
+    target = {"lambdaArn": "fn"}
+    lines = _problems({"key": "other/a.csv", "iterations": 0, "target": target, "metrics": ["x"]})
+    assert lines[0].startswith("iterations: 0 is less than the minimum of 1 (")
+    assert (
+        lines[1]
+        == "key: 'other/a.csv' must be under 'test-suites/', e.g. 'test-suites/my-suite.xlsx'"
+    )
+    assert lines[2].startswith("metric: unknown metric 'x'")
+    assert len(lines) == 3
+    # the suite prefix is the caller's (an upload trigger's bucket layout)
+    spec = EventSpec.model_validate(
+        {"key": "other/a.csv", "iterations": 1, "target": target, "metrics": ["BLEU"]},
+        context={"suite_prefix": "other/"},
+    )
+    assert (spec.resolution.metrics, spec.resolution.metrics_explicit) == (["BLEU"], True)
+
+
+def test_null_for_an_optional_field_is_refused_in_the_schema_s_words() -> None:
+    base = {"key": "test-suites/a.csv", "iterations": 1}
+    assert _problems({**base, "target": {"lambdaArn": "fn"}, "baseline": None}) == [
+        "baseline: None is not of type 'string'"
+    ]
+    assert _problems({**base, "target": {"url": "http://127.0.0.1:9/", "method": None}}) == [
+        "target.method: None is not one of ['POST', 'PUT']"
+    ]
+    assert _problems({**base, "target": {"lambdaArn": "fn", "metric": None}}) == [
+        "target.metric: None is not valid under any of the given schemas"
+    ]
+
+
+def test_every_bound_reaches_the_schema_and_its_message() -> None:
+    """An optional integer's bounds are JSON Schema keywords (not pydantic's ge/le, which a
+    schema validator ignores), and breaking one reads like any other bound."""
+    from evalrunner.event_schema import build_event_schema
+
+    text = json.dumps(build_event_schema())
+    assert not any(f'"{k}":' in text for k in ("ge", "le", "gt", "lt"))
+    cases = build_event_schema()["properties"]["cases_per_task"]
+    assert (cases["minimum"], cases["maximum"]) == (1, 1000)
+    base = {"key": "test-suites/a.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}
+    assert _problems({**base, "cases_per_task": 0}) == [
+        "cases_per_task: 0 is less than the minimum of 1"
+    ]
+    # a whole number written 2.0 is an integer; a bound it breaks names it as written
+    assert _problems({**base, "max_text_chars": 2.0}) == [
+        "max_text_chars: 2.0 is less than the minimum of 1000"
+    ]
+    assert _problems({**base, "max_text_chars": 1.5}) == [
+        "max_text_chars: 1.5 is not of type 'integer'",
+        "max_text_chars: 1.5 is less than the minimum of 1000",
+    ]
