@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrunner import redaction, run_defaults
 from evalrunner.errors import ConfigError, EventError
@@ -26,7 +26,6 @@ from evalrunner.event_rules import pydantic_problems as pydantic_problems
 from evalrunner.event_schema import EventSpec
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import DEFAULT_MAX_ERROR_SHARE, FailOn, VerdictPolicy
-from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets import registry as target_registry
 from evalrunner.targets.spec import TargetSpec
 
@@ -36,84 +35,121 @@ DEFAULT_MAX_CONCURRENCY = 10
 #: ``max_concurrency`` above it is capped to it. More tasks at once than the function may run
 #: would only be throttled (TooManyRequestsException) and retried.
 ENV_CONCURRENCY_CAP = "EVALRUNNER_MAX_CONCURRENCY"
-DEFAULT_TOLERATED_FAILURE_PERCENTAGE = 100.0
 
 
 class RunEvent(BaseModel):
-    """A validated event. ``metrics`` is the resolved evaluator selection (display names)."""
+    """A validated event, resolved for the run: the parsed :class:`EventSpec` (``spec``;
+    every field of the event is read from it) plus what a run needs beyond the event as
+    written: the evaluator selection (``metrics``, display names; Prepare may settle it
+    against the suite), the judge (the event's or the operator's default), the checked
+    evaluator options and perturbations, and ``max_concurrency`` under the deployment's cap.
+    Built by :meth:`from_spec`; nothing here redefines a field of the event."""
 
     model_config = ConfigDict(extra="forbid")
 
-    key: str
-    iterations: int = Field(ge=1)
+    spec: EventSpec
     #: The target object as the event gave it: what the manifest carries to each case.
     target: dict[str, Any]
-    #: The same, typed: the kind's own spec model (BedrockAgentSpec, HttpSpec, ...).
-    target_spec: TargetSpec
     metrics: list[str]
-    #: False when ``metrics`` is the default selection (the event named none).
-    metrics_explicit: bool = True
-    thresholds: dict[str, float] = Field(default_factory=dict)
-    fail_under: dict[str, float] = Field(default_factory=dict)
-    evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    baseline: str | None = None
-    #: What fails the run (``fail_on``, ``fail_on_regression``, ``max_error_share``).
-    policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
-    judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     #: What the event asked for when it was more than the deployment allows (then
     #: ``max_concurrency`` is the cap): :func:`concurrency_notice` says so.
     max_concurrency_requested: int | None = None
-    #: None: Prepare chooses from the run's size (see :mod:`evalrunner.pipeline.batching`).
-    cases_per_task: int | None = None
-    tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
-    #: "cpu": never the GPU Batch job, the Score Lambda scores in-process.
-    scoring: Literal["auto", "cpu"] = "auto"
-    run_id: str | None = None
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
-    #: Resolved (intensity and name filled in); empty: no robustness run.
-    perturbations: list[PerturbationSpec] = Field(default_factory=list)
+
+    @classmethod
+    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
+        """The run ``spec`` describes, the deployment's cap applied; ``target``: the target
+        object as the event gave it (carried to every case)."""
+        concurrency, requested = _capped_concurrency(spec.max_concurrency)
+        return cls(
+            spec=spec,
+            target=target,
+            metrics=spec.resolution.metrics,
+            max_concurrency=concurrency,
+            max_concurrency_requested=requested,
+        )
 
     @property
     def target_kind(self) -> str:
         return target_registry.detect_kind(self.target)
 
-    @classmethod
-    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
-        """The run ``spec`` describes, its defaults and the deployment's cap applied;
-        ``target``: the target object as the event gave it (carried to every case)."""
-        resolved = spec.resolution
-        concurrency, requested = _capped_concurrency(spec.max_concurrency)
-        return cls(
-            key=spec.key,
-            iterations=spec.iterations,
-            target=target,
-            target_spec=spec.target,
-            metrics=resolved.metrics,
-            metrics_explicit=resolved.metrics_explicit,
-            thresholds=spec.thresholds or {},
-            fail_under=spec.fail_under or {},
-            evaluator_options=resolved.evaluator_options,
-            baseline=spec.baseline,
-            policy=VerdictPolicy(
-                fail_on=FailOn(spec.fail_on or FailOn.FAILURES),
-                fail_on_regression=bool(spec.fail_on_regression),
-                max_error_share=(
-                    DEFAULT_MAX_ERROR_SHARE
-                    if spec.max_error_share is None
-                    else spec.max_error_share
-                ),
-            ),
-            judge=resolved.judge,
-            max_concurrency=concurrency,
-            max_concurrency_requested=requested,
-            cases_per_task=spec.cases_per_task,
-            tolerated_failure_percentage=spec.tolerated_failure_percentage,
-            scoring=spec.scoring,
-            run_id=spec.run_id,
-            max_text_chars=spec.max_text_chars,
-            perturbations=resolved.perturbations,
+    @property
+    def target_spec(self) -> TargetSpec:
+        """The target, typed: the kind's own spec model (BedrockAgentSpec, HttpSpec, ...)."""
+        return self.spec.target
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def iterations(self) -> int:
+        return self.spec.iterations
+
+    @property
+    def metrics_explicit(self) -> bool:
+        """False when ``metrics`` is the default selection (the event named none)."""
+        return self.spec.resolution.metrics_explicit
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return self.spec.thresholds or {}
+
+    @property
+    def fail_under(self) -> dict[str, float]:
+        return self.spec.fail_under or {}
+
+    @property
+    def evaluator_options(self) -> dict[str, dict[str, Any]]:
+        """Options by evaluator display name, each checked by its evaluator."""
+        return self.spec.resolution.evaluator_options
+
+    @property
+    def baseline(self) -> str | None:
+        return self.spec.baseline
+
+    @property
+    def policy(self) -> VerdictPolicy:
+        """What fails the run (``fail_on``, ``fail_on_regression``, ``max_error_share``)."""
+        spec = self.spec
+        share = spec.max_error_share
+        return VerdictPolicy(
+            fail_on=FailOn(spec.fail_on or FailOn.FAILURES),
+            fail_on_regression=bool(spec.fail_on_regression),
+            max_error_share=DEFAULT_MAX_ERROR_SHARE if share is None else share,
         )
+
+    @property
+    def judge(self) -> dict[str, Any] | None:
+        """The event's judge, else the operator's default; None: no judge anywhere."""
+        return self.spec.resolution.judge
+
+    @property
+    def cases_per_task(self) -> int | None:
+        """None: Prepare chooses from the run's size (:mod:`evalrunner.pipeline.batching`)."""
+        return self.spec.cases_per_task
+
+    @property
+    def tolerated_failure_percentage(self) -> float:
+        return self.spec.tolerated_failure_percentage
+
+    @property
+    def scoring(self) -> Literal["auto", "cpu"]:
+        """ "cpu": never the GPU Batch job, the Score Lambda scores in-process."""
+        return self.spec.scoring
+
+    @property
+    def run_id(self) -> str | None:
+        return self.spec.run_id
+
+    @property
+    def max_text_chars(self) -> int:
+        return self.spec.max_text_chars
+
+    @property
+    def perturbations(self) -> list[PerturbationSpec]:
+        """Resolved (intensity and name filled in); empty: no robustness run."""
+        return self.spec.resolution.perturbations
 
 
 @cache
