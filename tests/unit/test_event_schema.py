@@ -145,3 +145,45 @@ def test_every_bound_reaches_the_schema_and_its_message() -> None:
         "max_text_chars: 1.5 is not of type 'integer'",
         "max_text_chars: 1.5 is less than the minimum of 1000",
     ]
+
+
+def test_a_value_is_told_every_schema_keyword_it_breaks_and_only_those() -> None:
+    """The schema's wording per keyword: an enum field with a type says both; NaN is within
+    every bound for the schema, so only the rule against non-finite numbers speaks."""
+    base = {"key": "test-suites/a.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}
+    assert _problems({**base, "fail_on": 0}) == [
+        "fail_on: 0 is not of type 'string'",
+        "fail_on: 0 is not one of ['failures', 'regressions', 'errors', 'never']",
+    ]
+    nan = float("nan")
+    assert _problems({**base, "target": {"lambdaArn": "fn", "timeout_seconds": nan}}) == [
+        "target.timeout_seconds: nan is not a finite number; write a plain number such as 0.5 "
+        "(NaN, Infinity and -Infinity are not allowed)"
+    ]
+
+
+def test_the_run_event_is_the_parsed_spec_and_declares_no_event_field_again() -> None:
+    from evalrunner.event import RunEvent, parse_event
+    from evalrunner.event_schema import EventSpec
+    from evalrunner.reports.verdict import FailOn
+
+    raw = {
+        "key": "test-suites/a.csv",
+        "iterations": 2,
+        "target": {"lambdaArn": "fn"},
+        "metrics": ["BLEU"],
+        "thresholds": {"BLEU": 0.2},
+        "fail_on": "never",
+    }
+    parsed = parse_event(raw)
+    assert isinstance(parsed.spec, EventSpec)
+    assert (parsed.key, parsed.iterations, parsed.thresholds) == (raw["key"], 2, {"BLEU": 0.2})
+    assert (parsed.metrics, parsed.metrics_explicit, parsed.policy.fail_on) == (
+        ["BLEU"],
+        True,
+        FailOn.NEVER,
+    )
+    assert parsed.fail_under == {} and parsed.max_concurrency == 10
+    shared = set(RunEvent.model_fields) & set(EventSpec.model_fields)
+    # what the run adds: the raw target, the resolved selection, the capped concurrency
+    assert shared == {"target", "metrics", "max_concurrency"}
