@@ -142,7 +142,7 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     """The model a field holds (``Options | None`` -> Options), or None."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated):
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType, typing.Annotated, list):
         for arg in typing.get_args(annotation):
             found = _model_of(arg)
             if found is not None:
@@ -153,6 +153,8 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def _model_at(root: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | None:
     model: type[BaseModel] | None = root
     for part in path:
+        if isinstance(part, int) and model is not None:
+            continue  # an item of a list of models
         if model is None or part not in model.model_fields:
             return None
         model = _model_of(model.model_fields[part].annotation)

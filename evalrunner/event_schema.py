@@ -42,6 +42,12 @@ MetricName = Annotated[str, Field(min_length=1)]
 AnyObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
 
 
+# A perturbation as an event gives it: strict like every other part of the event (no
+# string-to-number coercion, no null for a field left unset); its fields are PerturbationSpec's.
+class EventPerturbation(PerturbationSpec, SpecModel):
+    """One perturbation of a run: a kind, how much of the text it touches, and its seed."""
+
+
 class EventSpec(SpecModel):
     """Starts one evaluation run: the suite to read, how often to repeat it, and the target to
     call. Compatible with the original test-runner events ({key, iterations, target}); other
@@ -152,7 +158,7 @@ class EventSpec(SpecModel):
         description="Identifier of the run's intermediates under runs/; generated when absent.",
     )
 
-    perturbations: list[PerturbationSpec] | None = Field(
+    perturbations: list[EventPerturbation] | None = Field(
         default=None,
         max_length=20,
         description="Robustness: run every case again under each perturbation (typos, ocr, "

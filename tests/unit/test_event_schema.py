@@ -187,3 +187,17 @@ def test_the_run_event_is_the_parsed_spec_and_declares_no_event_field_again() ->
     shared = set(RunEvent.model_fields) & set(EventSpec.model_fields)
     # what the run adds: the raw target, the resolved selection, the capped concurrency
     assert shared == {"target", "metrics", "max_concurrency"}
+
+
+def test_a_perturbation_is_as_strict_as_the_rest_of_the_event() -> None:
+    base = {"key": "test-suites/a.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}
+    assert _problems({**base, "perturbations": [{"kind": "typos", "intensity": None}]}) == [
+        "perturbations.0.intensity: None is not of type 'number'"
+    ]
+    assert _problems({**base, "perturbations": [{"kind": "typos", "seed": "7"}]}) == [
+        "perturbations.0.seed: '7' is not of type 'integer'"
+    ]
+    assert _problems({**base, "perturbations": [{"kind": "typos", "bogus": 1}]}) == [
+        "perturbations.0: unknown field 'bogus'; valid fields: kind, intensity, seed, name, "
+        "context (see 'evalrunner schema event')"
+    ]
