@@ -1,36 +1,33 @@
 """The run event: the JSON contract shared by the CLI, the upload trigger, schedules and the
 state machine. Defined by :class:`evalrunner.event_schema.EventSpec` and the target kinds'
-spec models; validated against the JSON Schema generated from them (shipped in the package,
-whose messages users know), then checked for what a schema cannot say (suite key safety,
-metric names and ranges, evaluator options, allowed secrets, the network policy)."""
+spec models, validated by them (their errors worded as the JSON Schema generated from them
+says, :mod:`evalrunner.event_messages`), then checked for what a schema cannot say (suite key
+safety, metric names and ranges, evaluator options, allowed secrets, the network policy)."""
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import os
-import posixpath
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evalrunner import network, redaction, run_defaults, secrets
+from evalrunner import redaction, run_defaults
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
-from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
-from evalrunner.event_schema import EventSpec, spec_parts
+from evalrunner.evaluators.base import Requirement
+from evalrunner.event_messages import event_problems
+from evalrunner.event_rules import SUITE_EXTENSIONS as SUITE_EXTENSIONS
+from evalrunner.event_rules import SUITE_PREFIX as SUITE_PREFIX
+from evalrunner.event_rules import pydantic_problems as pydantic_problems
+from evalrunner.event_schema import EventSpec
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import DEFAULT_MAX_ERROR_SHARE, FailOn, VerdictPolicy
-from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets import registry as target_registry
 from evalrunner.targets.spec import TargetSpec
-
-SUITE_PREFIX = "test-suites/"
-SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
 
 DEFAULT_MAX_CONCURRENCY = 10
 #: The deployment's reserved concurrency of the case runner (cdk.json
@@ -38,47 +35,121 @@ DEFAULT_MAX_CONCURRENCY = 10
 #: ``max_concurrency`` above it is capped to it. More tasks at once than the function may run
 #: would only be throttled (TooManyRequestsException) and retried.
 ENV_CONCURRENCY_CAP = "EVALRUNNER_MAX_CONCURRENCY"
-DEFAULT_TOLERATED_FAILURE_PERCENTAGE = 100.0
 
 
 class RunEvent(BaseModel):
-    """A validated event. ``metrics`` is the resolved evaluator selection (display names)."""
+    """A validated event, resolved for the run: the parsed :class:`EventSpec` (``spec``;
+    every field of the event is read from it) plus what a run needs beyond the event as
+    written: the evaluator selection (``metrics``, display names; Prepare may settle it
+    against the suite), the judge (the event's or the operator's default), the checked
+    evaluator options and perturbations, and ``max_concurrency`` under the deployment's cap.
+    Built by :meth:`from_spec`; nothing here redefines a field of the event."""
 
     model_config = ConfigDict(extra="forbid")
 
-    key: str
-    iterations: int = Field(ge=1)
+    spec: EventSpec
     #: The target object as the event gave it: what the manifest carries to each case.
     target: dict[str, Any]
-    #: The same, typed: the kind's own spec model (BedrockAgentSpec, HttpSpec, ...).
-    target_spec: TargetSpec
     metrics: list[str]
-    #: False when ``metrics`` is the default selection (the event named none).
-    metrics_explicit: bool = True
-    thresholds: dict[str, float] = Field(default_factory=dict)
-    fail_under: dict[str, float] = Field(default_factory=dict)
-    evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    baseline: str | None = None
-    #: What fails the run (``fail_on``, ``fail_on_regression``, ``max_error_share``).
-    policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
-    judge: dict[str, Any] | None = None
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     #: What the event asked for when it was more than the deployment allows (then
     #: ``max_concurrency`` is the cap): :func:`concurrency_notice` says so.
     max_concurrency_requested: int | None = None
-    #: None: Prepare chooses from the run's size (see :mod:`evalrunner.pipeline.batching`).
-    cases_per_task: int | None = None
-    tolerated_failure_percentage: float = DEFAULT_TOLERATED_FAILURE_PERCENTAGE
-    #: "cpu": never the GPU Batch job, the Score Lambda scores in-process.
-    scoring: Literal["auto", "cpu"] = "auto"
-    run_id: str | None = None
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
-    #: Resolved (intensity and name filled in); empty: no robustness run.
-    perturbations: list[PerturbationSpec] = Field(default_factory=list)
+
+    @classmethod
+    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
+        """The run ``spec`` describes, the deployment's cap applied; ``target``: the target
+        object as the event gave it (carried to every case)."""
+        concurrency, requested = _capped_concurrency(spec.max_concurrency)
+        return cls(
+            spec=spec,
+            target=target,
+            metrics=spec.resolution.metrics,
+            max_concurrency=concurrency,
+            max_concurrency_requested=requested,
+        )
 
     @property
     def target_kind(self) -> str:
         return target_registry.detect_kind(self.target)
+
+    @property
+    def target_spec(self) -> TargetSpec:
+        """The target, typed: the kind's own spec model (BedrockAgentSpec, HttpSpec, ...)."""
+        return self.spec.target
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def iterations(self) -> int:
+        return self.spec.iterations
+
+    @property
+    def metrics_explicit(self) -> bool:
+        """False when ``metrics`` is the default selection (the event named none)."""
+        return self.spec.resolution.metrics_explicit
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return self.spec.thresholds or {}
+
+    @property
+    def fail_under(self) -> dict[str, float]:
+        return self.spec.fail_under or {}
+
+    @property
+    def evaluator_options(self) -> dict[str, dict[str, Any]]:
+        """Options by evaluator display name, each checked by its evaluator."""
+        return self.spec.resolution.evaluator_options
+
+    @property
+    def baseline(self) -> str | None:
+        return self.spec.baseline
+
+    @property
+    def policy(self) -> VerdictPolicy:
+        """What fails the run (``fail_on``, ``fail_on_regression``, ``max_error_share``)."""
+        spec = self.spec
+        share = spec.max_error_share
+        return VerdictPolicy(
+            fail_on=FailOn(spec.fail_on or FailOn.FAILURES),
+            fail_on_regression=bool(spec.fail_on_regression),
+            max_error_share=DEFAULT_MAX_ERROR_SHARE if share is None else share,
+        )
+
+    @property
+    def judge(self) -> dict[str, Any] | None:
+        """The event's judge, else the operator's default; None: no judge anywhere."""
+        return self.spec.resolution.judge
+
+    @property
+    def cases_per_task(self) -> int | None:
+        """None: Prepare chooses from the run's size (:mod:`evalrunner.pipeline.batching`)."""
+        return self.spec.cases_per_task
+
+    @property
+    def tolerated_failure_percentage(self) -> float:
+        return self.spec.tolerated_failure_percentage
+
+    @property
+    def scoring(self) -> Literal["auto", "cpu"]:
+        """ "cpu": never the GPU Batch job, the Score Lambda scores in-process."""
+        return self.spec.scoring
+
+    @property
+    def run_id(self) -> str | None:
+        return self.spec.run_id
+
+    @property
+    def max_text_chars(self) -> int:
+        return self.spec.max_text_chars
+
+    @property
+    def perturbations(self) -> list[PerturbationSpec]:
+        """Resolved (intensity and name filled in); empty: no robustness run."""
+        return self.spec.resolution.perturbations
 
 
 @cache
@@ -99,83 +170,6 @@ def event_schema() -> dict[str, Any]:
     return schema
 
 
-def _where(path: Any) -> str:
-    parts = [str(p) for p in path]
-    return ".".join(parts) if parts else "event"
-
-
-_HINTS = {
-    "iterations": "iterations must be a whole number of at least 1, written without quotes, "
-    'e.g. "iterations": 2 (there is no default)',
-}
-
-
-def _format(error: jsonschema.ValidationError, prefix: tuple[Any, ...] = ()) -> str:
-    path = (*prefix, *error.absolute_path)
-    where = _where(path)
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        field = _where((*path, missing))
-        return f"{field}: required field is missing" + (
-            f" ({_HINTS[field]})" if field in _HINTS else ""
-        )
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list(error.schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in allowed]
-        return _unknown_fields(where, extra, allowed)
-    hint = _HINTS.get(where)
-    return f"{where}: {error.message}" + (f" ({hint})" if hint else "")
-
-
-def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _target_problems(target: Any) -> list[str]:
-    """Validate the target against the one kind it names, for errors a user can act on
-    (the whole-union error of a oneOf would list every kind's complaints)."""
-    if not isinstance(target, dict):
-        return [f"target: must be an object, got {type(target).__name__}"]
-    registered = target_registry.available()
-    kinds = [k for k in registered if k in target]
-    if not kinds:
-        valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
-        return [f"target: no target kind given; use exactly one of {valid}"]
-    if len(kinds) > 1:
-        return [f"target: give exactly one target kind, found {' and '.join(kinds)}"]
-    defs = _schema()["$defs"]
-    names = [part.schema_def for part in spec_parts(registered[kinds[0]].spec_model)]
-    sub = {"$defs": defs, "allOf": [{"$ref": f"#/$defs/{d}"} for d in names]}
-    errors = sorted(_validator(sub).iter_errors(target), key=lambda e: list(e.absolute_path))
-    problems = [_format(e, ("target",)) for e in errors]
-    allowed = [p for d in names for p in defs[d].get("properties", {})]
-    extra = [k for k in target if k not in allowed]
-    if extra:
-        problems.append(_unknown_fields(f"target ({kinds[0]} kind)", extra, allowed))
-    return problems
-
-
-def _unknown_fields(where: str, extra: list[str], allowed: list[str]) -> str:
-    return (
-        f"{where}: unknown field{'s' if len(extra) > 1 else ''} "
-        f"{', '.join(repr(k) for k in extra)}; valid fields: {', '.join(allowed)} "
-        "(see 'evalrunner schema event')"
-    )
-
-
-def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:
-    """Refuse keys that would read outside the suite prefix of the bucket."""
-    if key.startswith("/") or "\\" in key:
-        raise EventError(f"key: {key!r} must be a relative S3 key like '{prefix}my-suite.xlsx'")
-    if ".." in key.split("/") or posixpath.normpath(key) != key:
-        raise EventError(f"key: {key!r} must not contain '..', '.' or empty path segments")
-    if not key.startswith(prefix):
-        raise EventError(f"key: {key!r} must be under '{prefix}', e.g. '{prefix}my-suite.xlsx'")
-    if not key.lower().endswith(SUITE_EXTENSIONS):
-        raise EventError(f"key: {key!r} must end with one of {', '.join(SUITE_EXTENSIONS)}")
-    return key
-
-
 def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     """Validate a raw event and return it resolved; every problem is reported in one error."""
     if isinstance(raw, str | bytes):
@@ -187,118 +181,12 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
         raise EventError(f"event: must be a JSON object, got {type(raw).__name__}")
 
     redaction.register_event(raw)  # before anything can log or echo it
-    problems: list[str] = []
-    top = copy.deepcopy(_schema())
-    top["properties"]["target"] = {}  # validated below, kind by kind
-    for error in sorted(_validator(top).iter_errors(raw), key=lambda e: list(e.absolute_path)):
-        problems.append(_format(error))
-    if "target" in raw:
-        problems.extend(_target_problems(raw["target"]))
-
-    if isinstance(raw.get("key"), str) and raw["key"]:
-        try:
-            check_suite_key(raw["key"], suite_prefix)
-        except EventError as exc:
-            problems.extend(exc.problems)
-
-    judge, judge_from = _judge(raw, problems)
-    names = _selected_metrics(raw)
-    classes = []
-    if names is not None:
-        try:
-            classes = registry.resolve_all(names)
-        except ConfigError as exc:
-            problems.extend(f"metric: {line}" for line in exc.message.splitlines())
-    else:
-        classes = _default_classes(isinstance(judge, dict), problems)
-
-    problems.extend(non_finite_numbers(raw))
-    known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
-    for field in ("thresholds", "fail_under"):
-        value = raw.get(field)
-        if isinstance(value, dict):
-            for metric, number in value.items():
-                if metric not in known:
-                    problems.append(
-                        f"{field}.{metric}: not a metric of this run; valid names: "
-                        f"{', '.join(known)}"
-                    )
-                    continue
-                spec = registry.gated_metric(classes, metric)
-                problem = out_of_range(f"{field}.{metric}", number, spec)
-                if problem:
-                    problems.append(problem)
-    options = raw.get("evaluator_options")
-    resolved_options: dict[str, dict[str, Any]] = {}
-    if isinstance(options, dict):
-        by_name = {registry._key(c.name): c for c in classes}
-        for name, value in options.items():
-            cls = by_name.get(registry._key(name))
-            if cls is None:
-                problems.append(
-                    f"evaluator_options.{name}: not an evaluator of this run; selected: "
-                    f"{', '.join(c.name for c in classes)}"
-                )
-                continue
-            try:
-                cls.options_model.model_validate(value)
-            except ValidationError as exc:
-                problems.extend(pydantic_problems(exc, f"evaluator_options.{name}"))
-                continue
-            resolved_options[cls.name] = value
-    problems.extend(secrets.event_problems(raw))
-    problems.extend(network.event_problems(raw))
-    if isinstance(judge, dict):
-        from evalrunner.judge.config import JudgeConfig
-
-        try:
-            JudgeConfig.model_validate(judge)
-        except ValidationError as exc:
-            found = pydantic_problems(exc, "judge")
-            # the event's own judge is named by the path; a default one by where it is set
-            problems.extend(
-                found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
-            )
-    perturbations = _perturbations(raw.get("perturbations"), problems)
-    if problems:
-        raise EventError(problems)
-    try:  # the typed event; the schema it was generated from has just accepted it
-        typed = EventSpec.model_validate(raw)
-    except ValidationError as exc:  # pragma: no cover - the model and its schema disagree
-        raise EventError(pydantic_problems(exc)) from exc
-
-    target = raw["target"]
-    concurrency, requested_concurrency = _capped_concurrency(
-        raw.get("max_concurrency", DEFAULT_MAX_CONCURRENCY)
-    )
-    return RunEvent(
-        key=raw["key"],
-        iterations=raw["iterations"],
-        target=target,
-        target_spec=typed.target,
-        metrics=[c.name for c in classes],
-        metrics_explicit=names is not None,
-        thresholds=raw.get("thresholds", {}),
-        fail_under=raw.get("fail_under", {}),
-        evaluator_options=resolved_options,
-        baseline=raw.get("baseline"),
-        policy=VerdictPolicy(
-            fail_on=raw.get("fail_on") or FailOn.FAILURES,
-            fail_on_regression=bool(raw.get("fail_on_regression")),
-            max_error_share=raw.get("max_error_share", DEFAULT_MAX_ERROR_SHARE),
-        ),
-        judge=judge if isinstance(judge, dict) else None,
-        max_concurrency=concurrency,
-        max_concurrency_requested=requested_concurrency,
-        cases_per_task=raw.get("cases_per_task"),
-        tolerated_failure_percentage=raw.get(
-            "tolerated_failure_percentage", DEFAULT_TOLERATED_FAILURE_PERCENTAGE
-        ),
-        scoring=raw.get("scoring", "auto"),
-        run_id=raw.get("run_id"),
-        max_text_chars=raw.get("max_text_chars", DEFAULT_MAX_TEXT_CHARS),
-        perturbations=perturbations,
-    )
+    try:
+        spec = EventSpec.model_validate(raw, context={"suite_prefix": suite_prefix})
+    except ValidationError as exc:
+        kinds = {k: c.spec_model for k, c in target_registry.available().items()}
+        raise EventError(event_problems(exc, kinds)) from None
+    return RunEvent.from_spec(spec, target=raw["target"])
 
 
 def concurrency_cap() -> int | None:
@@ -334,105 +222,6 @@ def concurrency_notice(event: RunEvent) -> str | None:
         "(cdk.json case_runner_reserved_concurrency): more tasks at once would only be "
         "throttled. Raise the reservation there and redeploy to run more cases at once."
     )
-
-
-def _perturbations(value: Any, problems: list[str]) -> list[PerturbationSpec]:
-    """The event's perturbations resolved (kind known, names unique), or [] with the
-    problems added; the schema has already reported a malformed entry."""
-    from evalrunner.perturb.registry import resolve
-
-    if not isinstance(value, list):
-        return []
-    try:
-        specs = [PerturbationSpec.model_validate(v) for v in value]
-    except ValidationError:
-        return []  # reported by the schema
-    try:
-        return resolve(specs)
-    except EventError as exc:
-        problems.extend(exc.problems)
-        return []
-
-
-def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
-    """pydantic's errors in the project's style, one line each: ``field.path: what is
-    wrong``. A target's kind tag (the union's branch, first in the location after
-    ``target``) is dropped: users wrote ``target.timeout_seconds``, not
-    ``target.agentId.timeout_seconds``."""
-    kinds = target_registry.available()
-    lines = []
-    for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
-        if prefix == "" and loc[:1] == ["target"] and len(loc) > 1 and loc[1] in kinds:
-            del loc[1]
-        where = ".".join(p for p in (prefix, *loc) if p) or "event"
-        lines.append(f"{where}: {err['msg']}")
-    return lines
-
-
-def non_finite_numbers(value: Any, where: str = "event") -> list[str]:
-    """Every NaN, Infinity and -Infinity in a raw event, by field. Python's JSON reader
-    accepts them, but no threshold, gate or setting means anything with one, and a NaN that
-    got through would make summary.json invalid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return [
-            f"{where}: {value} is not a finite number; write a plain number such as 0.5 "
-            "(NaN, Infinity and -Infinity are not allowed)"
-        ]
-    if isinstance(value, dict):
-        prefix = "" if where == "event" else f"{where}."
-        return [p for k, v in value.items() for p in non_finite_numbers(v, f"{prefix}{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in non_finite_numbers(v, f"{where}[{i}]")]
-    return []
-
-
-def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None:
-    """Why a threshold or gate value cannot apply to its metric, or None when it can: it
-    must be a finite number inside the range the metric declares."""
-    if isinstance(number, bool) or not isinstance(number, int | float):
-        return None  # the schema reports the type
-    if not math.isfinite(number) or spec is None:
-        return None  # reported by non_finite_numbers / the name check
-    if spec.low <= number <= spec.high:
-        return None
-    if math.isinf(spec.high):
-        valid = f"at least {spec.low:g}"
-    else:
-        valid = f"between {spec.low:g} and {spec.high:g}"
-    return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
-
-
-def _judge(raw: dict[str, Any], problems: list[str]) -> tuple[Any, str]:
-    """The event's judge, else the operator's default (:mod:`evalrunner.run_defaults`), and
-    where it came from (for messages)."""
-    if "judge" in raw:
-        return raw["judge"], "the event"
-    try:
-        found = run_defaults.default_judge()
-    except ConfigError as exc:
-        problems.append(f"judge: {exc.message}")
-        return None, ""
-    return found if found is not None else (None, "")
-
-
-def _default_classes(with_judge: bool, problems: list[str]) -> list[type[Evaluator]]:
-    """The evaluators of a run that names no metric: the cheap CPU checks, plus the
-    operator's default metrics (cdk.json / EVALRUNNER_DEFAULT_METRICS) when configured, else
-    the five RAG judge metrics when there is a judge. Judge metrics are left out without a
-    judge (:func:`left_out_by_default` says so)."""
-    try:
-        configured = run_defaults.default_metrics()
-        extra = registry.resolve_all(configured or [])
-    except ConfigError as exc:
-        problems.extend(f"default metrics: {line}" for line in exc.message.splitlines())
-        configured, extra = None, []
-    names = registry.default_names(with_judge=with_judge and configured is None)
-    classes = [registry.resolve(n) for n in names]
-    for cls in extra:
-        if cls not in classes and (with_judge or cls.requires is not Requirement.JUDGE):
-            classes.append(cls)
-    return classes
 
 
 def left_out_by_default(event: RunEvent) -> list[str]:
@@ -473,15 +262,3 @@ def judge_metrics_without_judge(event: RunEvent) -> list[str]:
     return [
         n for n in event.metrics if registry.resolve(n).uses_judge(event.evaluator_options.get(n))
     ]
-
-
-def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:
-    names: list[str] = []
-    target = raw.get("target")
-    legacy = target.get("metric") if isinstance(target, dict) else None
-    for value in (legacy, raw.get("metrics")):
-        if isinstance(value, str):
-            names.append(value)
-        elif isinstance(value, list):
-            names.extend(v for v in value if isinstance(v, str))
-    return names or None

@@ -3,8 +3,9 @@
 The top level comes from :class:`EventSpec`, each target kind from the spec model its class
 registers (:mod:`evalrunner.targets.registry`): a field is written once, as a pydantic field,
 and the shipped ``schemas/event.schema.json`` is this module's output (a test keeps the two
-equal; ``python -m evalrunner.event_schema`` rewrites the file). Validation still runs the
-shipped schema through jsonschema, whose messages users already know.
+equal; ``python -m evalrunner.event_schema`` rewrites the file). The schema is for users and
+docs; events are validated by the models themselves, their errors worded as the schema's
+(:mod:`evalrunner.event_messages`).
 """
 
 from __future__ import annotations
@@ -14,18 +15,37 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from evalrunner import event_rules
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
-from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec
+from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec, integral
 
 SHIPPED = Path(__file__).parent / "schemas" / "event.schema.json"
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 MetricName = Annotated[str, Field(min_length=1)]
 #: A JSON object whose content another model checks (evaluator options, the judge).
 AnyObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
+
+
+# A perturbation as an event gives it: strict like every other part of the event (no
+# string-to-number coercion, no null for a field left unset); its fields are PerturbationSpec's.
+class EventPerturbation(PerturbationSpec, SpecModel):
+    """One perturbation of a run: a kind, how much of the text it touches, and its seed."""
 
 
 class EventSpec(SpecModel):
@@ -102,10 +122,9 @@ class EventSpec(SpecModel):
     max_concurrency: JsonInt = Field(
         default=10, ge=1, le=1000, description="Test cases run at once by the Distributed Map."
     )
-    cases_per_task: JsonInt | None = Field(
+    # the bounds on the integer itself: on the optional field they would not reach the schema
+    cases_per_task: Annotated[int, Field(ge=1, le=1000), integral] | None = Field(
         default=None,
-        ge=1,
-        le=1000,
         description="Test cases (x iterations) one Map task runs, one after another. Each task "
         "costs a Lambda invoke and state transitions whatever it holds, so large runs are "
         "cheaper and faster with many; default: chosen from the run's size (1 until there are "
@@ -139,12 +158,87 @@ class EventSpec(SpecModel):
         description="Identifier of the run's intermediates under runs/; generated when absent.",
     )
 
-    perturbations: list[PerturbationSpec] | None = Field(
+    perturbations: list[EventPerturbation] | None = Field(
         default=None,
         max_length=20,
         description="Robustness: run every case again under each perturbation (typos, ocr, "
         'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
         "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
+    )
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _one_kind(cls, value: Any) -> Any:
+        """A target names exactly one registered kind; said before the kind's own model
+        runs, so that a user hears which kind is missing, not every kind's complaints."""
+        if not isinstance(value, dict):
+            raise PydanticCustomError(
+                "target_kind", "must be an object, got {got}", {"got": type(value).__name__}
+            )
+        registered = available()
+        kinds = [k for k in registered if k in value]
+        if not kinds:
+            valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
+            raise PydanticCustomError(
+                "target_kind", "no target kind given; use exactly one of {valid}", {"valid": valid}
+            )
+        if len(kinds) > 1:
+            raise PydanticCustomError(
+                "target_kind",
+                "give exactly one target kind, found {found}",
+                {"found": " and ".join(kinds)},
+            )
+        return value
+
+    #: What the cross-field rules resolved (set by :meth:`_rules` on every parsed spec).
+    _resolution: event_rules.Resolution = PrivateAttr(default_factory=event_rules.Resolution)
+
+    @property
+    def resolution(self) -> event_rules.Resolution:
+        """The evaluators, judge, options and perturbations this event resolves to."""
+        return self._resolution
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _rules(
+        cls, data: Any, handler: ModelWrapValidatorHandler[EventSpec], info: ValidationInfo
+    ) -> EventSpec:
+        """The rules no field's type can state (:mod:`evalrunner.event_rules`). They run on
+        the raw event whether or not its fields are valid, so that one error lists every
+        problem; each is a ``event_rule`` error whose ``reason`` is the whole line.
+        ``context={"suite_prefix": ...}`` moves the prefix suite keys must be under."""
+        if not isinstance(data, dict):
+            return handler(data)
+        prefix = (info.context or {}).get("suite_prefix", event_rules.SUITE_PREFIX)
+        problems, resolution = event_rules.check(data, prefix)
+        found: list[InitErrorDetails] = []
+        try:
+            spec = handler(data)
+        except ValidationError as exc:
+            if not problems:
+                raise
+            found = [_again(e) for e in exc.errors()]
+        if problems:
+            found += [_rule_error(p, data) for p in problems]
+            raise ValidationError.from_exception_data(cls.__name__, found)
+        spec._resolution = resolution
+        return spec
+
+
+def _rule_error(problem: str, data: Any) -> InitErrorDetails:
+    return InitErrorDetails(
+        type=PydanticCustomError("event_rule", "{reason}", {"reason": problem}),
+        loc=(),
+        input=data,
+    )
+
+
+def _again(error: ErrorDetails) -> InitErrorDetails:
+    """A field's error as it was, to raise with the rules' own."""
+    return InitErrorDetails(
+        type=PydanticCustomError(error["type"], error["msg"], error.get("ctx")),
+        loc=error["loc"],
+        input=error["input"],
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.suite.model import Perturbation
 from evalrunner.suite.variants import VARIANT
+from evalrunner.targets.spec import integral
 
 __all__ = ["VARIANT", "Perturbation", "PerturbationSpec"]
 
@@ -34,8 +35,8 @@ class PerturbationSpec(BaseModel):
         description="Share of the characters (character kinds) or words (word kinds) touched; "
         "default: the kind's own (see 'evalrunner perturbations').",
     )
-    seed: int = Field(
-        default=0, ge=0, le=2**32 - 1, description="Same seed, same perturbed text, anywhere."
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1), integral] = Field(
+        default=0, description="Same seed, same perturbed text, anywhere."
     )
     name: Name | None = Field(
         default=None,

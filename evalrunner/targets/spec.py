@@ -7,9 +7,22 @@ its description are written once, here or in the target's module.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+    field_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
 from evalrunner.targets._common import (
@@ -18,23 +31,46 @@ from evalrunner.targets._common import (
     DEFAULT_TIMEOUT_SECONDS,
 )
 
+
+def _metric_selection(value: Any) -> Any:
+    """A metric selection is one non-empty name or a non-empty list of them (the schema's
+    ``metricSelection``); null is not one (leave the field out)."""
+    names = value if isinstance(value, list) else [value]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise PydanticCustomError(
+            "one_of", "{value} is not valid under any of the given schemas", {"value": repr(value)}
+        )
+    return value
+
+
 #: One metric name or a list of them (the legacy ``target.metric``), checked against the
 #: registry by :func:`evalrunner.event.parse_event`.
-MetricSelection = Annotated[str | list[str] | None, WithJsonSchema({"x-ref": "metricSelection"})]
+MetricSelection = Annotated[
+    str | list[str] | None,
+    BeforeValidator(_metric_selection),
+    WithJsonSchema({"x-ref": "metricSelection"}),
+]
 
 
-def _integral(value: Any) -> Any:
+def _integral(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """JSON Schema counts 2.0 as an integer; so does the model (strict mode otherwise would
-    not), and the value becomes 2."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    not), and the value becomes 2. A bound it breaks is reported on 2.0, as written."""
+    if not (isinstance(value, float) and value.is_integer()):
+        return handler(value)
+    try:
+        return handler(int(value))
+    except ValidationError as exc:
+        errors = [
+            InitErrorDetails(type=e["type"], loc=e["loc"], input=value, ctx=e.get("ctx", {}))
+            for e in exc.errors()
+        ]
+        raise ValidationError.from_exception_data(exc.title, errors) from None
 
 
 #: Makes an ``int`` field an integer as JSON Schema means it: a whole number, written 2 or
 #: 2.0. Put it after the field's bounds (``Annotated[int, Field(ge=1), integral]``) so that
 #: the bounds still reach the generated schema.
-integral = BeforeValidator(_integral)
+integral = WrapValidator(_integral)
 #: An integer as JSON Schema means it.
 JsonInt = Annotated[int, integral]
 #: Report folder names: they end up in S3 keys and local paths.
@@ -50,6 +86,38 @@ class SpecModel(BaseModel):
     #: Name of the schema's $defs entry for the fields this class declares itself (set on
     #: the classes that are parts of a kind: common, responseMapping, the kind's own).
     schema_def: ClassVar[str]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_null(cls, value: Any, info: ValidationInfo) -> Any:
+        """An optional field is left out to mean unset; null was never accepted (the JSON
+        Schema has no null), and is refused in the schema's words."""
+        if value is None and info.field_name is not None:
+            why = _null_refusal(cls, info.field_name)
+            if why is not None:
+                raise PydanticCustomError("null_given", "{why}", {"why": why})
+        return value
+
+
+@cache
+def _null_refusal(model: type[SpecModel], field: str) -> str | None:
+    """Why null does not fit ``field``, as the JSON Schema says it; None where the field's
+    own validator says so (the target, a metric selection)."""
+    node: dict[str, Any] = model.model_json_schema()["properties"][field]
+    options = [o for o in node.get("anyOf", [node]) if o != {"type": "null"}]
+    if len(options) != 1:
+        return None
+    (option,) = options
+    lines = []  # one per keyword null breaks, as the schema reports them
+    if "type" in option:
+        lines.append(f"None is not of type {option['type']!r}")
+    if "enum" in option:
+        lines.append(f"None is not one of {option['enum']!r}")
+    if lines:
+        return "\n".join(lines)
+    if "$ref" in option:
+        return "None is not of type 'object'"
+    return None
 
 
 class TargetSpec(SpecModel):

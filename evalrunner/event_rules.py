@@ -1,0 +1,272 @@
+"""The event's rules that no single field's type can state: the suite key stays under the
+suite prefix, the metric selection names known evaluators, thresholds and gates name metrics of
+the run inside their ranges, evaluator options fit their evaluator, no number is NaN or
+infinite, secrets come only from allowed variables, the network policy holds, the judge (the
+event's or the operator's default) is complete, perturbations name known kinds.
+
+:class:`evalrunner.event_schema.EventSpec` runs them in its validator, on the raw event and
+whether or not its fields are valid, so that one error lists every problem; what they resolve
+(the evaluators, the judge, the options, the perturbations) is kept with the parsed spec as a
+:class:`Resolution`.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalrunner import network, run_defaults, secrets
+from evalrunner.errors import ConfigError, EventError
+from evalrunner.evaluators import registry
+from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
+from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.targets import registry as target_registry
+
+SUITE_PREFIX = "test-suites/"
+SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
+
+
+def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:
+    """Refuse keys that would read outside the suite prefix of the bucket."""
+    if key.startswith("/") or "\\" in key:
+        raise EventError(f"key: {key!r} must be a relative S3 key like '{prefix}my-suite.xlsx'")
+    if ".." in key.split("/") or posixpath.normpath(key) != key:
+        raise EventError(f"key: {key!r} must not contain '..', '.' or empty path segments")
+    if not key.startswith(prefix):
+        raise EventError(f"key: {key!r} must be under '{prefix}', e.g. '{prefix}my-suite.xlsx'")
+    if not key.lower().endswith(SUITE_EXTENSIONS):
+        raise EventError(f"key: {key!r} must end with one of {', '.join(SUITE_EXTENSIONS)}")
+    return key
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What the rules resolved from a valid event."""
+
+    #: Display names of the evaluators that run.
+    metrics: list[str] = field(default_factory=list)
+    #: False when ``metrics`` is the default selection (the event named none).
+    metrics_explicit: bool = True
+    #: The event's judge, else the operator's default; None: no judge anywhere.
+    judge: dict[str, Any] | None = None
+    #: Options by evaluator display name, as the event gave them (each checked).
+    evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Resolved (intensity and name filled in); empty: no robustness run.
+    perturbations: list[PerturbationSpec] = field(default_factory=list)
+
+
+def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[str], Resolution]:
+    """Every rule on ``raw``, in the order users have always read their problems: the
+    problems (``field.path: what is wrong``) and what was resolved."""
+    problems: list[str] = []
+    if isinstance(raw.get("key"), str) and raw["key"]:
+        try:
+            check_suite_key(raw["key"], suite_prefix)
+        except EventError as exc:
+            problems.extend(exc.problems)
+    judge, judge_from = _judge(raw, problems)
+    names = _selected_metrics(raw)
+    classes = _evaluators(names, isinstance(judge, dict), problems)
+    problems.extend(non_finite_numbers(raw))
+    _gates(raw, classes, problems)
+    options = _options(raw.get("evaluator_options"), classes, problems)
+    problems.extend(secrets.event_problems(raw))
+    problems.extend(network.event_problems(raw))
+    if isinstance(judge, dict):
+        _judge_config(judge, judge_from, problems)
+    perturbations = _perturbations(raw.get("perturbations"), problems)
+    return problems, Resolution(
+        metrics=[c.name for c in classes],
+        metrics_explicit=names is not None,
+        judge=judge if isinstance(judge, dict) else None,
+        evaluator_options=options,
+        perturbations=perturbations,
+    )
+
+
+def _evaluators(
+    names: list[str] | None, with_judge: bool, problems: list[str]
+) -> list[type[Evaluator]]:
+    """The evaluators the event names (``metrics``, the legacy ``target.metric``), else the
+    default selection."""
+    if names is None:
+        return _default_classes(with_judge, problems)
+    try:
+        return registry.resolve_all(names)
+    except ConfigError as exc:
+        problems.extend(f"metric: {line}" for line in exc.message.splitlines())
+        return []
+
+
+def _gates(raw: dict[str, Any], classes: list[type[Evaluator]], problems: list[str]) -> None:
+    """``thresholds`` and ``fail_under`` name metrics of this run, inside their ranges."""
+    known = list(dict.fromkeys([*(c.name for c in classes), *registry.metric_names(classes)]))
+    for name in ("thresholds", "fail_under"):
+        value = raw.get(name)
+        if not isinstance(value, dict):
+            continue
+        for metric, number in value.items():
+            if metric not in known:
+                problems.append(
+                    f"{name}.{metric}: not a metric of this run; valid names: {', '.join(known)}"
+                )
+                continue
+            spec = registry.gated_metric(classes, metric)
+            problem = out_of_range(f"{name}.{metric}", number, spec)
+            if problem:
+                problems.append(problem)
+
+
+def _options(
+    options: Any, classes: list[type[Evaluator]], problems: list[str]
+) -> dict[str, dict[str, Any]]:
+    """``evaluator_options`` by evaluator display name, each checked by its evaluator's
+    options model."""
+    resolved: dict[str, dict[str, Any]] = {}
+    if not isinstance(options, dict):
+        return resolved
+    by_name = {registry._key(c.name): c for c in classes}
+    for name, value in options.items():
+        cls = by_name.get(registry._key(name))
+        if cls is None:
+            problems.append(
+                f"evaluator_options.{name}: not an evaluator of this run; selected: "
+                f"{', '.join(c.name for c in classes)}"
+            )
+            continue
+        try:
+            cls.options_model.model_validate(value)
+        except ValidationError as exc:
+            problems.extend(pydantic_problems(exc, f"evaluator_options.{name}"))
+            continue
+        resolved[cls.name] = value
+    return resolved
+
+
+def _judge_config(judge: dict[str, Any], judge_from: str, problems: list[str]) -> None:
+    """The judge is a complete :class:`~evalrunner.judge.config.JudgeConfig`."""
+    from evalrunner.judge.config import JudgeConfig
+
+    try:
+        JudgeConfig.model_validate(judge)
+    except ValidationError as exc:
+        found = pydantic_problems(exc, "judge")
+        # the event's own judge is named by the path; a default one by where it is set
+        problems.extend(
+            found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
+        )
+
+
+def _perturbations(value: Any, problems: list[str]) -> list[PerturbationSpec]:
+    """The event's perturbations resolved (kind known, names unique), or [] with the
+    problems added; the schema has already reported a malformed entry."""
+    from evalrunner.perturb.registry import resolve
+
+    if not isinstance(value, list):
+        return []
+    try:
+        specs = [PerturbationSpec.model_validate(v) for v in value]
+    except ValidationError:
+        return []  # reported by the schema
+    try:
+        return resolve(specs)
+    except EventError as exc:
+        problems.extend(exc.problems)
+        return []
+
+
+def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
+    """pydantic's errors in the project's style, one line each: ``field.path: what is
+    wrong``. A target's kind tag (the union's branch, first in the location after
+    ``target``) is dropped: users wrote ``target.timeout_seconds``, not
+    ``target.agentId.timeout_seconds``."""
+    kinds = target_registry.available()
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        if prefix == "" and loc[:1] == ["target"] and len(loc) > 1 and loc[1] in kinds:
+            del loc[1]
+        where = ".".join(p for p in (prefix, *loc) if p) or "event"
+        lines.append(f"{where}: {err['msg']}")
+    return lines
+
+
+def non_finite_numbers(value: Any, where: str = "event") -> list[str]:
+    """Every NaN, Infinity and -Infinity in a raw event, by field. Python's JSON reader
+    accepts them, but no threshold, gate or setting means anything with one, and a NaN that
+    got through would make summary.json invalid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [
+            f"{where}: {value} is not a finite number; write a plain number such as 0.5 "
+            "(NaN, Infinity and -Infinity are not allowed)"
+        ]
+    if isinstance(value, dict):
+        prefix = "" if where == "event" else f"{where}."
+        return [p for k, v in value.items() for p in non_finite_numbers(v, f"{prefix}{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in non_finite_numbers(v, f"{where}[{i}]")]
+    return []
+
+
+def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None:
+    """Why a threshold or gate value cannot apply to its metric, or None when it can: it
+    must be a finite number inside the range the metric declares."""
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        return None  # the schema reports the type
+    if not math.isfinite(number) or spec is None:
+        return None  # reported by non_finite_numbers / the name check
+    if spec.low <= number <= spec.high:
+        return None
+    if math.isinf(spec.high):
+        valid = f"at least {spec.low:g}"
+    else:
+        valid = f"between {spec.low:g} and {spec.high:g}"
+    return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
+
+
+def _judge(raw: dict[str, Any], problems: list[str]) -> tuple[Any, str]:
+    """The event's judge, else the operator's default (:mod:`evalrunner.run_defaults`), and
+    where it came from (for messages)."""
+    if "judge" in raw:
+        return raw["judge"], "the event"
+    try:
+        found = run_defaults.default_judge()
+    except ConfigError as exc:
+        problems.append(f"judge: {exc.message}")
+        return None, ""
+    return found if found is not None else (None, "")
+
+
+def _default_classes(with_judge: bool, problems: list[str]) -> list[type[Evaluator]]:
+    """The evaluators of a run that names no metric: the cheap CPU checks, plus the
+    operator's default metrics (cdk.json / EVALRUNNER_DEFAULT_METRICS) when configured, else
+    the five RAG judge metrics when there is a judge. Judge metrics are left out without a
+    judge (:func:`left_out_by_default` says so)."""
+    try:
+        configured = run_defaults.default_metrics()
+        extra = registry.resolve_all(configured or [])
+    except ConfigError as exc:
+        problems.extend(f"default metrics: {line}" for line in exc.message.splitlines())
+        configured, extra = None, []
+    names = registry.default_names(with_judge=with_judge and configured is None)
+    classes = [registry.resolve(n) for n in names]
+    for cls in extra:
+        if cls not in classes and (with_judge or cls.requires is not Requirement.JUDGE):
+            classes.append(cls)
+    return classes
+
+
+def _selected_metrics(raw: dict[str, Any]) -> list[str] | None:
+    names: list[str] = []
+    target = raw.get("target")
+    legacy = target.get("metric") if isinstance(target, dict) else None
+    for value in (legacy, raw.get("metrics")):
+        if isinstance(value, str):
+            names.append(value)
+        elif isinstance(value, list):
+            names.extend(v for v in value if isinstance(v, str))
+    return names or None
