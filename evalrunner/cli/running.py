@@ -44,6 +44,7 @@ from evalrunner.cli.common import (
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed
+from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import (
     check_resumable,
@@ -101,36 +102,41 @@ def _execute_local(
     resume: str | None = None,
     preflight: bool = True,
 ) -> RunResult:
-    if quiet:
-        return run_local(
-            event,
-            suite,
-            out_dir,
-            stall_timeout=stall_timeout,
-            resume=resume,
-            preflight=preflight,
-        )
-    bar, task = _progress_bar()
-    with bar:
-
-        def update(p: Any) -> None:
-            bar.update(
-                task,
-                total=p.total or None,
-                completed=p.done,
-                errors=p.errors,
-                description=f"{p.phase}",
+    """The CLI's local run. Its process is the run's alone, so its older objects (the
+    imported libraries) are set aside from the cyclic collector while it
+    runs (:mod:`evalrunner.gc_freeze`); the Python API leaves a notebook's or a test
+    session's collector as it found it."""
+    with older_objects_frozen():
+        if quiet:
+            return run_local(
+                event,
+                suite,
+                out_dir,
+                stall_timeout=stall_timeout,
+                resume=resume,
+                preflight=preflight,
             )
+        bar, task = _progress_bar()
+        with bar:
 
-        return run_local(
-            event,
-            suite,
-            out_dir,
-            on_progress=update,
-            stall_timeout=stall_timeout,
-            resume=resume,
-            preflight=preflight,
-        )
+            def update(p: Any) -> None:
+                bar.update(
+                    task,
+                    total=p.total or None,
+                    completed=p.done,
+                    errors=p.errors,
+                    description=f"{p.phase}",
+                )
+
+            return run_local(
+                event,
+                suite,
+                out_dir,
+                on_progress=update,
+                stall_timeout=stall_timeout,
+                resume=resume,
+                preflight=preflight,
+            )
 
 
 def _report(result: RunResult, *, as_json: bool) -> int:

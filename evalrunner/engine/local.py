@@ -62,7 +62,6 @@ from evalrunner.errors import (
     ReportsNotWritten,
     RunStopped,
 )
-from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
@@ -252,7 +251,6 @@ class LocalEngine:
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
         with (
-            older_objects_frozen(),
             self.embedded_aws(),
             interpreter_speedups(self.definitions),
             dispatching(dispatcher),

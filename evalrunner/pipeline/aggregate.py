@@ -20,7 +20,6 @@ from evalrunner.errors import EvalRunnerError
 from evalrunner.estimate.model import ActualFigures
 from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, MetricResult, resolve
-from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import applicable, flatten
@@ -310,10 +309,9 @@ def aggregate_run(
 ) -> RunSummary:
     """Merge, aggregate, compare, write the report set (the manifest last) and return the
     summary; ``summary.json`` holds the same."""
-    # Aggregate's allocations set off full collections that walked every imported object and,
-    # locally, the engine with the whole run: a quarter of its CPU at 2,000 cases (issue 18).
-    with older_objects_frozen():
-        return _aggregate(context, map_failure=map_failure, score_failure=score_failure, now=now)
+    # The collector is the caller's to tune: the CLI and the deployed handler run this with the
+    # older objects frozen (evalrunner/gc_freeze.py); a notebook or a test run is left alone.
+    return _aggregate(context, map_failure=map_failure, score_failure=score_failure, now=now)
 
 
 def _aggregate(
