@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import boto3
 
@@ -68,7 +68,6 @@ from evalrunner.reports.summary import RunSummary, summary_of_output
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
-from evalrunner.user_cache import user_cache_dir
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -152,15 +151,12 @@ class LocalEngine:
         log_level: str = "WARNING",
         aws_session: boto3.Session | None = None,
         stall_timeout: float | None = None,
-        definitions: Path | Literal["user"] | None = "user",
     ) -> None:
         """``pipeline`` builds the handlers of the state machine's functions (in the
         repository: ``lambdas.local.local_pipeline``). ``aws_session`` reaches real AWS
         targets; default: the environment's credentials. ``stall_timeout``: seconds with
         nothing running before the run is declared stuck (default
-        ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``definitions``: where the parsed state
-        machine is kept for the next process (default: the user's cache folder,
-        ``~/.cache/evalrunner/definitions``; None: in memory only)."""
+        ``EVALRUNNER_STALL_TIMEOUT``, else 120)."""
         self.pipeline = pipeline
         #: Functions besides the pipeline's: targets that live inside the engine.
         self.targets = {**local_target_functions(), **(extra_functions or {})}
@@ -170,7 +166,6 @@ class LocalEngine:
         self.stall_timeout = (
             stall_timeout if stall_timeout is not None else stall_timeout_from_env()
         )
-        self.definitions = user_cache_dir("definitions") if definitions == "user" else definitions
         install_iterative_map_workers()
         install_bounded_retention()
 
@@ -252,7 +247,7 @@ class LocalEngine:
         dispatcher = Dispatcher(handlers, observer=observe)
         with (
             self.embedded_aws(),
-            interpreter_speedups(self.definitions),
+            interpreter_speedups(),
             dispatching(dispatcher),
             watchdog.threads.watching(),
             claiming_in(out_dir),  # the report prefix is claimed in out_dir too
