@@ -106,6 +106,9 @@ def _execute_local(
     imported libraries) are set aside from the cyclic collector while it
     runs (:mod:`evalrunner.gc_freeze`); the Python API leaves a notebook's or a test
     session's collector as it found it."""
+    # Imported before the block, so the engine's libraries (moto, botocore) are set aside too.
+    import evalrunner.engine.local  # noqa: F401
+
     with older_objects_frozen():
         if quiet:
             return run_local(
