@@ -61,9 +61,7 @@ def child_outputs(definition: str) -> list[Any]:
     original = state_machines.test_runner_asl
     state_machines.test_runner_asl = lambda: json.dumps(asl)  # type: ignore[assignment]
     try:
-        engine = LocalEngine(
-            pipeline=pipeline, extra_functions={"bench-target": _target}, definitions=None
-        )
+        engine = LocalEngine(pipeline=pipeline, extra_functions={"bench-target": _target})
         suite = "id,question,expected_answer\n" + "".join(
             f"q{i},How many days of leave?,Employees get 25 days.\n" for i in range(CASES)
         )

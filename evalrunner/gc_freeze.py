@@ -16,9 +16,12 @@ that live to their end (Prepare's cases, Aggregate's report rows), and each full
 walked them all to find nothing: at 10,000 cases 14 of them, 0.5 s, every one of them
 collecting nothing. The thresholds are put back when the outermost block ends.
 
-Blocks nest (the local engine freezes what exists when a run starts, and Aggregate, inside
-it, what the run has built by then); only the outermost thaws. A process that froze objects
-itself (a server after its imports) or turned the collector off is left alone.
+Only a process that is the run's alone uses it (issue 30): the CLI around a local run
+(``cli/running.py``) and the deployed Aggregate handler (``lambdas/_common.py``
+``collector_frozen``). The engine and the pipeline's core never do, so the Python API leaves
+a notebook's or a test session's collector as it found it. Blocks nest; only the outermost
+thaws. A process that froze objects itself (a server after its imports) or turned the
+collector off is left alone.
 """
 
 from __future__ import annotations

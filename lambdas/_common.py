@@ -4,6 +4,7 @@ cases of a run share its configuration, target client, judge and model hub)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import RunSummary
 from evalrunner.storage import RunStore
@@ -22,6 +24,21 @@ RUNTIME = Runtime()
 
 #: A Lambda handler: the event and the Lambda context object.
 Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def collector_frozen(handler: Handler) -> Handler:
+    """``handler`` as Lambda calls it: inside :func:`~evalrunner.gc_freeze.older_objects_frozen`
+    (a Lambda container's process is the handler's alone, so the imported libraries are set
+    aside from the cyclic collector while it runs, and put back after). Only the deployed
+    handlers are wrapped: the local engine runs the unwrapped ones inside the caller's
+    process, whose collector the CLI sets and the Python API leaves alone."""
+
+    @functools.wraps(handler)
+    def frozen(event: dict[str, Any], context: Any) -> Any:
+        with older_objects_frozen():
+            return handler(event, context)
+
+    return frozen
 
 
 def store_for(bucket: str | None = None, runtime: Runtime = RUNTIME) -> RunStore:

@@ -9,7 +9,14 @@ from evalrunner.pipeline.aggregate import aggregate_run
 from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import fit_output
 from evalrunner.run import AggregateEvent
-from lambdas._common import RUNTIME, Handler, emit_run_metrics, logger, store_for
+from lambdas._common import (
+    RUNTIME,
+    Handler,
+    collector_frozen,
+    emit_run_metrics,
+    logger,
+    store_for,
+)
 
 
 def build(runtime: Runtime) -> Handler:
@@ -33,4 +40,6 @@ def build(runtime: Runtime) -> Handler:
     return handler
 
 
-handler = build(RUNTIME)
+# Aggregate builds the report rows, objects that live to its end: full collections walked
+# them and every imported library for nothing (issue 18), so the deployed handler runs frozen.
+handler = collector_frozen(build(RUNTIME))

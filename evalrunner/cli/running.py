@@ -50,6 +50,7 @@ from evalrunner.errors import (
     ExecutionFailed,
     RunStopped,
 )
+from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import (
     check_resumable,
@@ -107,36 +108,44 @@ def _execute_local(
     resume: str | None = None,
     preflight: bool = True,
 ) -> RunResult:
-    if quiet:
-        return run_local(
-            event,
-            suite,
-            out_dir,
-            stall_timeout=stall_timeout,
-            resume=resume,
-            preflight=preflight,
-        )
-    bar, task = _progress_bar()
-    with bar:
+    """The CLI's local run. Its process is the run's alone, so its older objects (the
+    imported libraries) are set aside from the cyclic collector while it
+    runs (:mod:`evalrunner.gc_freeze`); the Python API leaves a notebook's or a test
+    session's collector as it found it."""
+    # Imported before the block, so the engine's libraries (moto, botocore) are set aside too.
+    import evalrunner.engine.local  # noqa: F401
 
-        def update(p: Any) -> None:
-            bar.update(
-                task,
-                total=p.total or None,
-                completed=p.done,
-                errors=p.errors,
-                description=f"{p.phase}",
+    with older_objects_frozen():
+        if quiet:
+            return run_local(
+                event,
+                suite,
+                out_dir,
+                stall_timeout=stall_timeout,
+                resume=resume,
+                preflight=preflight,
             )
+        bar, task = _progress_bar()
+        with bar:
 
-        return run_local(
-            event,
-            suite,
-            out_dir,
-            on_progress=update,
-            stall_timeout=stall_timeout,
-            resume=resume,
-            preflight=preflight,
-        )
+            def update(p: Any) -> None:
+                bar.update(
+                    task,
+                    total=p.total or None,
+                    completed=p.done,
+                    errors=p.errors,
+                    description=f"{p.phase}",
+                )
+
+            return run_local(
+                event,
+                suite,
+                out_dir,
+                on_progress=update,
+                stall_timeout=stall_timeout,
+                resume=resume,
+                preflight=preflight,
+            )
 
 
 def _report(result: RunResult, *, as_json: bool) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import boto3
 
@@ -65,14 +65,12 @@ from evalrunner.errors import (
     ReportsNotWritten,
     RunStopped,
 )
-from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
-from evalrunner.user_cache import user_cache_dir
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -156,16 +154,13 @@ class LocalEngine:
         log_level: str = "WARNING",
         aws_session: boto3.Session | None = None,
         stall_timeout: float | None = None,
-        definitions: Path | Literal["user"] | None = "user",
         fast: bool | None = None,
     ) -> None:
         """``pipeline`` builds the handlers of the state machine's functions (in the
         repository: ``lambdas.local.local_pipeline``). ``aws_session`` reaches real AWS
         targets; default: the environment's credentials. ``stall_timeout``: seconds with
         nothing running before the run is declared stuck (default
-        ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``definitions``: where the parsed state
-        machine is kept for the next process (default: the user's cache folder,
-        ``~/.cache/evalrunner/definitions``; None: in memory only). ``fast``: the speed seams
+        ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``fast``: the speed seams
         in moto (caches, bounded retention, the in-process S3, Lambda and Step Functions
         clients; :mod:`evalrunner.engine.moto_compat`) on or off; default
         ``EVALRUNNER_ENGINE_FAST``, else on with the moto they are written for (5.2.5).
@@ -181,7 +176,6 @@ class LocalEngine:
         self.stall_timeout = (
             stall_timeout if stall_timeout is not None else stall_timeout_from_env()
         )
-        self.definitions = user_cache_dir("definitions") if definitions == "user" else definitions
         self.fast = speed_seams_from_env() if fast is None else fast
         if self.fast:
             check_speed_seams_fit()  # a moto they were not written for: say so, start nothing
@@ -268,10 +262,9 @@ class LocalEngine:
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
         dispatcher = Dispatcher(handlers, observer=observe)
         speedups: AbstractContextManager[None] = (
-            interpreter_speedups(self.definitions) if self.fast else nullcontext()
+            interpreter_speedups() if self.fast else nullcontext()
         )
         with (
-            older_objects_frozen(),
             self.embedded_aws(),
             speedups,
             dispatching(dispatcher, direct=self.fast),

@@ -26,11 +26,10 @@ What is patched, and why:
   trampoline turns it into a loop without copying moto's bodies: the patched method runs the
   original, and a nested call only records its arguments for the loop to run next.
   The upstream report is ``docs/upstream/moto-map-worker-recursion.md``.
-- **The definition is parsed once per user and moto version, not twice per run**: moto's
-  ANTLR parser reads it when the state machine is created (to validate it; the result is
-  thrown away) and again when the execution starts; each call now gets a fresh copy of a
-  program parsed once and kept in memory and in the user's cache folder
-  (:mod:`evalrunner.engine.definition_cache`). About 0.1–0.3 s of a run's start-up.
+- **The definition is parsed once per process, not twice per run**: moto's ANTLR parser
+  reads it when the state machine is created (to validate it; the result is thrown away) and
+  again when the execution starts; each call now gets a fresh copy of a program parsed once
+  and kept in memory (:mod:`evalrunner.engine.definition_cache`). About 0.05–0.13 s a run.
 - **Three caches** (JSONPath parsing, boto3 clients for Lambda tasks, S3's URL table): moto
   rebuilds a yacc JSONPath parser per path (and per Task's ``ResultPath``) and a boto3 client
   per task, and its S3 backend
@@ -78,7 +77,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -140,19 +138,17 @@ _EVENT_MANAGER = "EventManager"  # distributed_iteration_component's import of i
 _URL_MODULE = "_url_module"  # S3Backend's property: moto.s3.urls, reloaded on every read
 _ASL_PARSE = "parse"  # AmazonStateLanguageParser.parse, a staticmethod
 _patch_lock = threading.Lock()
-_definition_caches: dict[Path | None, DefinitionCache] = {}
+_definition_cache: list[DefinitionCache] = []
 _caches_lock = threading.Lock()
 
 
-def parsed_definitions(parser: Callable[[str], Any], folder: Path | None) -> DefinitionCache:
-    """The process's cache of parsed definitions kept in ``folder`` (one per folder, so a
-    run after the first in a process parses nothing)."""
+def parsed_definitions(parser: Callable[[str], Any]) -> DefinitionCache:
+    """The process's cache of parsed definitions (a run after the first in a process parses
+    nothing)."""
     with _caches_lock:
-        cache = _definition_caches.get(folder)
-        if cache is None:
-            cache = DefinitionCache(parser, version=MOTO_VERSION, folder=folder)
-            _definition_caches[folder] = cache
-        return cache
+        if not _definition_cache:
+            _definition_cache.append(DefinitionCache(parser))
+        return _definition_cache[0]
 
 
 def _iterative(original: Callable[..., None]) -> Callable[..., None]:
@@ -230,10 +226,9 @@ def install_bounded_retention() -> None:
 
 
 @contextmanager
-def interpreter_speedups(definitions: Path | None = None) -> Iterator[None]:
+def interpreter_speedups() -> Iterator[None]:
     """The JSONPath, boto3-client and S3 URL caches for the duration of one run, and the
-    parsed definitions of the process (kept in ``definitions`` too, if given, for the next
-    process: :mod:`evalrunner.engine.definition_cache`)."""
+    parsed definitions of the process (:mod:`evalrunner.engine.definition_cache`)."""
     with _patch_lock:
         original_parse: Callable[[str], Any] = getattr(json_path, _PARSE)
         original_client: Callable[..., Any] = getattr(lambda_eval_utils, _CLIENT_FOR)
@@ -277,7 +272,7 @@ def interpreter_speedups(definitions: Path | None = None) -> Iterator[None]:
                 return urls_module[0]
 
         original_asl: staticmethod[[str], Any] = AmazonStateLanguageParser.__dict__[_ASL_PARSE]
-        parsed = parsed_definitions(original_asl.__func__, definitions)
+        parsed = parsed_definitions(original_asl.__func__)
 
         setattr(json_path, _PARSE, cached_parse)
         setattr(result_path, _PARSE, cached_result_parse)

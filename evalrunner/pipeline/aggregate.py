@@ -21,7 +21,6 @@ from evalrunner.errors import EvalRunnerError
 from evalrunner.estimate.model import ActualFigures
 from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, resolve
-from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.merge import FoldedRecords, fold_records
@@ -197,10 +196,9 @@ def aggregate_run(
     and write the report set (``summary.json`` among it, the manifest last); the summary is
     the execution's output. ``state``: the state machine's state, with the Map's and the
     Score step's failures (None: a run whose steps all succeeded)."""
-    # Aggregate's allocations set off full collections that walked every imported object and,
-    # locally, the engine with the whole run: a quarter of its CPU at 2,000 cases (issue 18).
-    with older_objects_frozen():
-        return _aggregate(context, state, now=now)
+    # The collector is the caller's to tune: the CLI and the deployed handler run this with the
+    # older objects frozen (evalrunner/gc_freeze.py); a notebook or a test run is left alone.
+    return _aggregate(context, state, now=now)
 
 
 def _aggregate(

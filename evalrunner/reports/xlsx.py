@@ -3,10 +3,14 @@
 The workbook holds the same columns as details.csv and result.csv (built by
 :mod:`evalrunner.reports.stats`, so the files cannot disagree), with what a spreadsheet adds:
 typed numbers (sorting and filters work), a frozen header and case column, an autofilter,
-wrapped long text, green/red success cells and a colour scale on scores. It is written in
-openpyxl's write-only mode, row by row, so its memory does not grow with the run; the body
-rows are serialised by :mod:`.xlsx_rows` (the same bytes openpyxl writes, at a seventh of its
-CPU) and spliced into the package openpyxl saved.
+wrapped long text, green/red success cells and a colour scale on scores. It is written by
+XlsxWriter in its constant-memory mode, row by row (each row goes to a temporary file as it
+is finished), so its memory does not grow with the run. Issue 18 had openpyxl's body rows
+serialised by hand and spliced into its package through its private API (~0.1 s of CPU at
+2,000 cases); issue 30 traded that for a supported writer. XlsxWriter, not openpyxl's
+write-only mode: without lxml openpyxl serialises each cell through a pure-Python element
+writer and hashes its style, about three times XlsxWriter's CPU for the same cells
+(bench/RESULTS.md, issue 30).
 
 Answers come from a model and are untrusted. Every string cell that a spreadsheet would read as
 a formula is neutralised by the rule the CSV files use (:func:`formulas.neutralise`: a user who
@@ -14,23 +18,25 @@ edits the cell and presses Enter would otherwise bring the formula to life) and 
 the string type, so openpyxl can never turn it into a formula either. Numbers are written as
 numbers and never pass through the rule: a score of -0.5 stays a number, not the text "'-0.5".
 Characters that XML cannot carry are dropped, and text over Excel's cell limit is truncated
-with a marker rather than producing a file Excel "repairs" on open.
+with a marker rather than producing a file Excel "repairs" on open. (XlsxWriter stores a
+carriage return, the one control character kept, as Excel does: ``_x000D_``, which Excel reads
+back as the character.)
 """
 
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Iterable, Sequence
 from itertools import chain, islice
+from typing import Any
 
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-from openpyxl.formatting.rule import ColorScaleRule, FormulaRule
-from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
-from openpyxl.worksheet._write_only import WriteOnlyWorksheet
+from xlsxwriter import Workbook
+from xlsxwriter.format import Format
+from xlsxwriter.worksheet import Worksheet
 
 from evalrunner.reports.formulas import neutralise
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
@@ -50,7 +56,6 @@ from evalrunner.reports.stats import (
     result_cells,
     result_kinds,
 )
-from evalrunner.reports.xlsx_rows import RowWriter, splice
 
 #: Excel's limit on the characters of one cell (counted in UTF-16 code units).
 EXCEL_CELL_LIMIT = 32_767
@@ -62,17 +67,14 @@ _UNCLEAN = re.compile(f"{ILLEGAL_CHARACTERS_RE.pattern}|{_SURROGATES.pattern}")
 _NUMBER_FORMATS: dict[ColumnKind, str] = {"latency": "0.0", "number": "0.0000"}
 
 # Excel's own "Good" and "Bad" cell styles, which users already read as pass and fail.
-_GOOD = PatternFill(start_color="C6EFCE", end_color="C6EFCE", fill_type="solid")
-_BAD = PatternFill(start_color="FFC7CE", end_color="FFC7CE", fill_type="solid")
-_GOOD_FONT = Font(color="006100")
-_BAD_FONT = Font(color="9C0006")
+_GOOD = {"bg_color": "#C6EFCE", "font_color": "#006100"}
+_BAD = {"bg_color": "#FFC7CE", "font_color": "#9C0006"}
 # Excel's red-yellow-green colour scale.
-_RED, _YELLOW, _GREEN = "F8696B", "FFEB84", "63BE7B"
+_RED, _YELLOW, _GREEN = "#F8696B", "#FFEB84", "#63BE7B"
 
-_HEADER_FONT = Font(bold=True)
-_HEADER_FILL = PatternFill(start_color="DDEBF7", end_color="DDEBF7", fill_type="solid")
-_WRAP = Alignment(wrap_text=True, vertical="top")
-_TOP = Alignment(vertical="top")
+_HEADER = {"bold": True, "bg_color": "#DDEBF7", "pattern": 1, "text_wrap": True, "valign": "top"}
+_WRAP = {"text_wrap": True, "valign": "top"}
+_TOP = {"valign": "top"}
 
 _WIDTH_SAMPLE = 200  # rows looked at to size a column; enough, and cheap on big runs
 _MIN_WIDTH, _MAX_WIDTH, _MAX_WRAP_WIDTH = 8, 30, 60
@@ -106,51 +108,69 @@ def safe_text(text: str) -> str:
     return truncate(neutralise(text))
 
 
-def _header_cell(sheet: WriteOnlyWorksheet, name: str) -> WriteOnlyCell:
-    cell = WriteOnlyCell(sheet)
-    cell.alignment = _WRAP
-    cell.value = safe_text(name)
-    cell.data_type = "s"  # a column name is never a formula either
-    cell.font = _HEADER_FONT
-    cell.fill = _HEADER_FILL
-    return cell
-
-
 def _fill_sheet(
-    sheet: WriteOnlyWorksheet,
+    workbook: Workbook,
+    sheet: Worksheet,
     header: Sequence[str],
     kinds: Sequence[ColumnKind],
     body: Iterable[Sequence[Cell]],
     wrap: Sequence[bool],
-) -> RowWriter:
-    """Header, typed body, frozen header row and first column, autofilter and widths; returns
-    the body rows' writer (its row count, and its file for :func:`splice`).
+) -> None:
+    """Header, typed body, frozen header row and first column, autofilter and widths.
 
-    The sheet is write-only (openpyxl streams it to a temporary file; the body rows go to
-    another through :class:`RowWriter`, so a run of any size holds one row of cells, not one
-    object per cell of the sheet): the column widths and the frozen panes go into the sheet's
-    head and must be set before the first row, so the first :data:`_WIDTH_SAMPLE` rows are
-    read ahead to size the columns; the autofilter goes into its tail and is set once the rows
-    are counted."""
+    The sheet is in constant-memory mode (a run of any size holds one row of cells): the
+    first :data:`_WIDTH_SAMPLE` rows are read ahead to size the columns, then every row is
+    written in order."""
     rows = iter(body)
     sample = list(islice(rows, _WIDTH_SAMPLE))
-    for c, name in enumerate(header, start=1):
-        longest = max([len(name), *(_display_len(row[c - 1], kinds[c - 1]) for row in sample)])
-        cap = _MAX_WRAP_WIDTH if wrap[c - 1] else _MAX_WIDTH
-        sheet.column_dimensions[get_column_letter(c)].width = min(max(longest + 2, _MIN_WIDTH), cap)
-    sheet.freeze_panes = "B2"
-    sheet.append([_header_cell(sheet, name) for name in header])
-    writer = RowWriter(
-        sheet,
-        [_WRAP if w else _TOP for w in wrap],
-        [_NUMBER_FORMATS.get(k) for k in kinds],
-        safe_text,
-    )
-    for values in chain(sample, rows):
-        writer.row(values)
-    last = get_column_letter(len(header))
-    sheet.auto_filter.ref = f"A1:{last}{max(writer.count + 1, 2)}"
-    return writer
+    for c, name in enumerate(header):
+        longest = max([len(name), *(_display_len(row[c], kinds[c]) for row in sample)])
+        cap = _MAX_WRAP_WIDTH if wrap[c] else _MAX_WIDTH
+        sheet.set_column(c, c, min(max(longest + 2, _MIN_WIDTH), cap))
+    sheet.freeze_panes(1, 1)
+    header_format = workbook.add_format(_HEADER)
+    for c, name in enumerate(header):
+        sheet.write_string(0, c, safe_text(name), header_format)  # never a formula either
+    text_formats = [workbook.add_format(_WRAP if w else _TOP) for w in wrap]
+    number_formats = [
+        workbook.add_format({**(_WRAP if w else _TOP), "num_format": _NUMBER_FORMATS[k]})
+        if k in _NUMBER_FORMATS
+        else None
+        for w, k in zip(wrap, kinds, strict=True)
+    ]
+    count = 0
+    for r, values in enumerate(chain(sample, rows), start=1):
+        for c, value in enumerate(values):
+            _write(sheet, r, c, value, text_formats[c], number_formats[c])
+        count = r
+    sheet.autofilter(0, 0, max(count, 1), len(header) - 1)
+
+
+def _write(
+    sheet: Worksheet, r: int, c: int, value: Cell, text: Format, number: Format | None
+) -> None:
+    """One body cell: text made safe (:func:`safe_text`) and stored as a string, never a
+    formula; a value of a number column (a boolean too) as a float in the column's number
+    format; a boolean elsewhere as a boolean; None, NaN and infinities an empty cell that
+    keeps the column's alignment (an empty text too, as before)."""
+    if isinstance(value, str):
+        value = safe_text(value) or None
+    if isinstance(value, str):
+        sheet.write_string(r, c, value, text)
+    elif value is None:
+        sheet.write_blank(r, c, None, text)
+    elif number is not None:
+        number_value = float(value)
+        if math.isfinite(number_value):
+            sheet.write_number(r, c, number_value, number)
+        else:
+            sheet.write_blank(r, c, None, number)
+    elif isinstance(value, bool):
+        sheet.write_boolean(r, c, value, text)
+    elif math.isfinite(value):
+        sheet.write_number(r, c, value, text)
+    else:
+        sheet.write_blank(r, c, None, text)
 
 
 def _display_len(value: Cell, kind: ColumnKind) -> int:
@@ -169,37 +189,34 @@ def _range(column: int, rows: int) -> str:
 
 
 def _format_metrics(
-    sheet: WriteOnlyWorksheet, metrics: Sequence[MetricInfo], rows: int, first: int
+    workbook: Workbook, sheet: Worksheet, metrics: Sequence[MetricInfo], rows: int, first: int
 ) -> None:
     """Conditional formats, so they follow the values when a user sorts or edits: success
     true green / false red (blank, i.e. skipped or errored, left alone: in Excel a blank cell
     equals FALSE, hence ISLOGICAL), and a red-to-green scale on scores, reversed for metrics
     where lower is better."""
+    good, bad = workbook.add_format(_GOOD), workbook.add_format(_BAD)
     for i, info in enumerate(metrics):
         score_col, success_col = first + 3 * i, first + 3 * i + 1
         top = f"{get_column_letter(success_col)}2"
         success = _range(success_col, rows)
-        sheet.conditional_formatting.add(
-            success,
-            FormulaRule(formula=[f"AND(ISLOGICAL({top}),{top}=TRUE)"], fill=_GOOD, font=_GOOD_FONT),
-        )
-        sheet.conditional_formatting.add(
-            success,
-            FormulaRule(formula=[f"AND(ISLOGICAL({top}),{top}=FALSE)"], fill=_BAD, font=_BAD_FONT),
-        )
+        for verdict, look in (("TRUE", good), ("FALSE", bad)):
+            rule: dict[str, Any] = {
+                "type": "formula",
+                "criteria": f"=AND(ISLOGICAL({top}),{top}={verdict})",
+                "format": look,
+            }
+            sheet.conditional_format(success, rule)
         low, high = (_RED, _GREEN) if info.higher_is_better else (_GREEN, _RED)
-        sheet.conditional_formatting.add(
-            _range(score_col, rows),
-            ColorScaleRule(
-                start_type="min",
-                start_color=low,
-                mid_type="percentile",
-                mid_value=50,
-                mid_color=_YELLOW,
-                end_type="max",
-                end_color=high,
-            ),
-        )
+        scale: dict[str, Any] = {
+            "type": "3_color_scale",
+            "min_color": low,
+            "mid_type": "percentile",
+            "mid_value": 50,
+            "mid_color": _YELLOW,
+            "max_color": high,
+        }
+        sheet.conditional_format(_range(score_col, rows), scale)
 
 
 def details_xlsx(
@@ -216,39 +233,33 @@ def details_xlsx(
         iterations = max((row.iteration for row in rows), default=1)
         stats = compute_stats(rows, metrics, iterations)
 
-    workbook = Workbook(write_only=True)
-    details = workbook.create_sheet("Details")
+    buffer = io.BytesIO()
+    # constant_memory: each row is flushed to a temporary file once the next one starts
+    workbook = Workbook(buffer, {"constant_memory": True})
+    details = workbook.add_worksheet("Details")
     perturbed, conversations = has_perturbations(rows), has_conversations(rows)
     fixed = fixed_columns(perturbed, conversations)
     header = detail_header(metrics, perturbed, conversations)
     # Long text wraps: the free-text columns and every metric's reason.
     wrap = [name in LONG_TEXT_COLUMNS for name in fixed] + [False, False, True] * len(metrics)
-    details_rows = _fill_sheet(
+    _fill_sheet(
+        workbook,
         details,
         header,
         detail_kinds(metrics, perturbed, conversations),
         (detail_cells(r, metrics, perturbed, conversations) for r in rows),
         wrap,
     )
-    _format_metrics(details, metrics, len(rows), len(fixed) + 1)
+    _format_metrics(workbook, details, metrics, len(rows), len(fixed) + 1)
 
-    results = workbook.create_sheet("Results")
-    results_rows = _fill_sheet(
+    results = workbook.add_worksheet("Results")
+    _fill_sheet(
+        workbook,
         results,
         RESULT_COLUMNS,
         result_kinds(),
         (result_cells(s) for s in ordered_stats(stats)),
         [False] * len(RESULT_COLUMNS),
     )
-
-    buffer = io.BytesIO()
-    workbook.save(buffer)  # the sheets' parts are named (xl/worksheets/sheetN.xml) on saving
-    bodies = {
-        details.path.lstrip("/"): details_rows.file,
-        results.path.lstrip("/"): results_rows.file,
-    }
-    try:
-        return splice(buffer.getvalue(), bodies)
-    finally:
-        for body in bodies.values():
-            body.close()
+    workbook.close()
+    return buffer.getvalue()

@@ -67,9 +67,7 @@ def collected(tmp_path_factory) -> list[Any]:
     patch = pytest.MonkeyPatch()
     patch.setattr(state_machines, "test_runner_asl", lambda: json.dumps(asl))
     try:
-        engine = LocalEngine(
-            pipeline=pipeline, extra_functions={"echo-target": echo_target}, definitions=None
-        )
+        engine = LocalEngine(pipeline=pipeline, extra_functions={"echo-target": echo_target})
         event = {
             "key": "test-suites/many.csv",
             "iterations": 1,

@@ -1,9 +1,11 @@
-"""A run keeps the process's older objects out of the cyclic collector while it runs, puts
-them back after, nests, and leaves a process that froze objects itself as it was."""
+"""A block keeps the process's older objects out of the cyclic collector while it runs, puts
+them back after, nests, and leaves a process that froze objects itself as it was; the CLI's
+run is such a block, the Python API's is not (issue 30)."""
 
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
 import pytest
@@ -57,24 +59,68 @@ def test_a_disabled_collector_is_left_alone() -> None:
     assert not gc.isenabled()
 
 
-def test_a_local_run_runs_frozen_and_thaws(tmp_path: Path) -> None:
-    from evalrunner.engine import LocalEngine
-    from lambdas.local import local_pipeline
+def test_evaluate_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """A notebook or a pytest run calling the Python API keeps its collector: nothing frozen
+    during the run (seen from the target, on an interpreter thread) and the thresholds
+    untouched (issue 30)."""
+    from evalrunner.api import evaluate
 
-    seen: list[int] = []
+    thresholds = gc.get_threshold()
+    seen: list[tuple[int, tuple[int, int, int]]] = []
 
-    def target(event: dict, context: object) -> dict:
-        seen.append(gc.get_freeze_count())  # on an interpreter thread, mid-run
-        return {"answer": "42 days"}
+    def target(question: str) -> str:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()))
+        return "42 days"
 
-    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"t": target})
-    engine.run(
-        {"key": "test-suites/f.csv", "iterations": 1, "target": {"lambdaArn": "t"}},
-        suite=b"id,question,expected_answer\nc1,How long?,42 days\n",
-        out_dir=tmp_path,
+    run = evaluate(
+        [{"question": "How long?", "expected_answer": "42 days"}],
+        target,
+        metrics=["Exact match"],
+        out=tmp_path / "out",
+        preflight=False,
     )
-    assert seen and all(count > 0 for count in seen)
-    assert gc.get_freeze_count() == 0
+    assert run.summary.items == 1
+    assert seen and all(state == (0, thresholds) for state in seen)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+
+
+def test_a_cli_run_runs_frozen_and_thaws(tmp_path: Path) -> None:
+    """``evalrunner run``'s process is the run's alone: older objects are set aside for the
+    run (seen by the target, an HTTP server in this process) and put back after."""
+    from typer.testing import CliRunner
+
+    from evalrunner.cli import app
+    from tests.support.loopback_http import Loopback, Reply, Seen
+
+    thresholds = gc.get_threshold()
+    seen: list[tuple[int, int]] = []
+
+    def respond(request: Seen) -> Reply:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[2]))
+        return Reply(body={"answer": "42 days"})
+
+    suite = tmp_path / "s.csv"
+    suite.write_text("question,expected_answer\nHow long?,42 days\n", "utf-8")
+    with Loopback(responder=respond) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--suite",
+                str(suite),
+                "--target",
+                json.dumps({"url": server.url}),
+                "--metric",
+                "Exact match",
+                "--out",
+                str(tmp_path / "out"),
+                "--quiet",
+                "--no-preflight",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert seen and all(frozen > 0 and full > thresholds[2] for frozen, full in seen)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
 
 
 def test_full_collections_are_paused_inside_and_the_thresholds_put_back() -> None:

@@ -11,7 +11,7 @@ from evalrunner.user_cache import is_private, user_cache_dir
 
 def test_xdg_cache_home_is_honoured_by_every_cache(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert user_cache_dir("definitions") == tmp_path / "evalrunner" / "definitions"
+    assert user_cache_dir("a", "b") == tmp_path / "evalrunner" / "a" / "b"
     assert judge_cache_dir() == tmp_path / "evalrunner" / "judge"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert user_cache_dir() == Path.home() / ".cache" / "evalrunner"

@@ -1,11 +1,9 @@
-"""The parsed state machine is made once per user and moto version (issue 18): kept in memory
-and in a private cache folder, each caller given its own copy, and never read from a place
-someone else could have written."""
+"""The parsed state machine is made once per process (issue 18), each caller given its own
+copy, and kept in memory only: nothing is written under the user's cache folder (issue 30)."""
 
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,6 @@ import pytest
 import state_machines
 from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.local import PIPELINE_FUNCTIONS, LocalEngine
-from evalrunner.engine.moto_compat import MOTO_VERSION
 
 
 class Program:
@@ -35,77 +32,40 @@ def toy_parser(calls: list[str]):
 DEFINITION = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
 
 
-def test_parsed_once_and_every_caller_gets_its_own_copy(tmp_path: Path):
+def test_parsed_once_and_every_caller_gets_its_own_copy():
     calls: list[str] = []
-    cache = DefinitionCache(toy_parser(calls), version="1", folder=tmp_path / "defs")
+    cache = DefinitionCache(toy_parser(calls))
     first, tree = cache.parse(DEFINITION)
     second, no_tree = cache.parse(DEFINITION)
+    third, _ = cache.parse(DEFINITION)
     assert calls == [DEFINITION] and cache.parses == 1
     assert (tree, no_tree) == ("tree", None)
     assert first is not second and first.states is not second.states
-    assert first.states == second.states
+    assert second is not third and second.states is not third.states
+    assert first.states == second.states == third.states
 
 
-def test_a_later_process_reads_the_folder_instead_of_parsing(tmp_path: Path):
-    folder = tmp_path / "defs"
-    DefinitionCache(toy_parser([]), version="1", folder=folder).parse(DEFINITION)
-    (stored,) = folder.glob("*.pickle")
-    assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+def test_another_definition_is_parsed_on_its_own():
     calls: list[str] = []
-    program, tree = DefinitionCache(toy_parser(calls), version="1", folder=folder).parse(DEFINITION)
-    assert calls == [] and tree is None and program.states == {"P": {"Type": "Pass", "End": True}}
-    # another moto (or Python) version, or another definition, is another key
-    DefinitionCache(toy_parser(calls), version="2", folder=folder).parse(DEFINITION)
-    assert calls == [DEFINITION]
-    assert len(list(folder.glob("*.pickle"))) == 2 and stored.exists()
+    cache = DefinitionCache(toy_parser(calls))
+    other = json.dumps({"StartAt": "Q", "States": {"Q": {"Type": "Succeed"}}})
+    cache.parse(DEFINITION)
+    program, _ = cache.parse(other)
+    assert calls == [DEFINITION, other] and program.states == {"Q": {"Type": "Succeed"}}
 
 
-def test_a_damaged_file_is_parsed_again_and_replaced(tmp_path: Path):
-    folder = tmp_path / "defs"
-    DefinitionCache(toy_parser([]), version="1", folder=folder).parse(DEFINITION)
-    (stored,) = folder.glob("*.pickle")
-    stored.write_bytes(b"\x80\x05 not a pickle")
+def test_an_invalid_definition_raises_every_time_and_is_not_kept():
     calls: list[str] = []
-    program, _ = DefinitionCache(toy_parser(calls), version="1", folder=folder).parse(DEFINITION)
-    assert calls == [DEFINITION] and isinstance(program, Program)
-    assert isinstance(pickle.loads(stored.read_bytes()), Program)
-
-
-@pytest.mark.parametrize("what", ["folder", "file"])
-def test_nothing_is_unpickled_from_a_place_others_may_write(tmp_path: Path, what: str):
-    """Unpickling runs code: a folder or file that is group- or world-writable is ignored
-    (as Jinja's bytecode cache does), and the definition is parsed."""
-    folder = tmp_path / "defs"
-    DefinitionCache(toy_parser([]), version="1", folder=folder).parse(DEFINITION)
-    (stored,) = folder.glob("*.pickle")
-    (folder if what == "folder" else stored).chmod(0o777 if what == "folder" else 0o666)
-    calls: list[str] = []
-    DefinitionCache(toy_parser(calls), version="1", folder=folder).parse(DEFINITION)
-    assert calls == [DEFINITION]
-
-
-def test_an_invalid_definition_raises_every_time_and_is_not_kept(tmp_path: Path):
-    calls: list[str] = []
-    cache = DefinitionCache(toy_parser(calls), version="1", folder=tmp_path / "defs")
+    cache = DefinitionCache(toy_parser(calls))
     for _ in range(2):
         with pytest.raises(json.JSONDecodeError):
             cache.parse("{not json")
-    assert len(calls) == 2 and not list((tmp_path / "defs").glob("*.pickle"))
+    assert len(calls) == 2
 
 
-def test_an_unwritable_folder_only_costs_the_parse(tmp_path: Path):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    calls: list[str] = []
-    cache = DefinitionCache(toy_parser(calls), version="1", folder=blocker / "defs")
-    cache.parse(DEFINITION)
-    cache.parse(DEFINITION)  # still held in memory
-    assert calls == [DEFINITION]
-
-
-def test_the_pipeline_definition_round_trips_through_moto_parser(tmp_path: Path):
-    """moto's program for the real definition pickles, and the copy read back is the same
-    program (its pickle, byte for byte)."""
+def test_the_pipeline_definition_round_trips_through_moto_parser():
+    """moto's program for the real definition is kept, and the copy handed out is the same
+    program as a fresh parse."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     definition = state_machines.substitute(
@@ -120,13 +80,10 @@ def test_the_pipeline_definition_round_trips_through_moto_parser(tmp_path: Path)
             "BatchJobDefinitionArn": "arn:aws:batch:us-east-1:123456789012:job-definition/d:1",
         },
     )
-    folder = tmp_path / "defs"
-    DefinitionCache(AmazonStateLanguageParser.parse, version=MOTO_VERSION, folder=folder).parse(
-        definition
-    )
-    again = DefinitionCache(AmazonStateLanguageParser.parse, version=MOTO_VERSION, folder=folder)
-    program, tree = again.parse(definition)
-    assert again.parses == 0 and tree is None
+    cache = DefinitionCache(AmazonStateLanguageParser.parse)
+    cache.parse(definition)
+    program, tree = cache.parse(definition)
+    assert cache.parses == 1 and tree is None
     fresh, _ = AmazonStateLanguageParser.parse(definition)
     assert _shape(program) == _shape(fresh)
 
@@ -144,11 +101,29 @@ def _shape(value: object, depth: int = 0) -> object:
     return value
 
 
-def test_the_engine_keeps_definitions_in_the_user_cache(monkeypatch, tmp_path: Path):
+def test_a_local_run_writes_nothing_under_the_users_cache(monkeypatch, tmp_path: Path):
+    """Two runs in one process parse the definition once between them, and neither leaves a
+    file in the user's cache folder (the on-disk pickles are gone: issue 30)."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    from evalrunner.engine import moto_compat
     from lambdas.local import local_pipeline
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert LocalEngine(pipeline=local_pipeline).definitions == (
-        tmp_path / "evalrunner" / "definitions"
-    )
-    assert LocalEngine(pipeline=local_pipeline, definitions=None).definitions is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    parsed: list[str] = []
+    original = AmazonStateLanguageParser.__dict__["parse"].__func__
+
+    def counting(definition: str):
+        parsed.append(definition)
+        return original(definition)
+
+    monkeypatch.setattr(moto_compat, "_definition_cache", [DefinitionCache(counting)])
+    engine = LocalEngine(pipeline=local_pipeline, extra_functions={"t": lambda e, c: "42 days"})
+    for n in range(2):
+        engine.run(
+            {"key": "test-suites/f.csv", "iterations": 1, "target": {"lambdaArn": "t"}},
+            suite=b"id,question,expected_answer\nc1,How long?,42 days\n",
+            out_dir=tmp_path / f"out{n}",
+        )
+    assert len(parsed) == 1
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*"))

@@ -381,7 +381,7 @@ def test_s3_url_table_is_read_once_per_run(monkeypatch):
         assert reloads == ["moto.s3.urls"]
 
 
-def test_the_definition_is_parsed_once_per_process(monkeypatch, tmp_path):
+def test_the_definition_is_parsed_once_per_process(monkeypatch):
     """moto parses a definition when the state machine is created (and throws the result
     away) and again when each execution starts; with the speedups on, the parser runs once
     and every caller gets its own copy of the program; executions still run it, and the
@@ -405,10 +405,11 @@ def test_the_definition_is_parsed_once_per_process(monkeypatch, tmp_path):
         return original.__func__(definition)
 
     monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counting))
+    monkeypatch.setattr(moto_compat, "_definition_cache", [])  # this process's, made afresh
     definition = json.dumps(
         {"StartAt": "P", "States": {"P": {"Type": "Pass", "Result": {"ok": 1}, "End": True}}}
     )
-    with moto_compat.embedded_aws(), moto_compat.interpreter_speedups(tmp_path / "defs"):
+    with moto_compat.embedded_aws(), moto_compat.interpreter_speedups():
         cached = AmazonStateLanguageParser.__dict__["parse"].__func__
         assert cached is not counting
 

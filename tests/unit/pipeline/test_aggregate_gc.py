@@ -1,36 +1,68 @@
-"""Aggregate sets the process's older objects aside from the cyclic collector while it runs
-(issue 18: full collections walking the imported libraries and the embedded engine were a
-quarter of its CPU); inside a local run, it adds what the run built to what the engine froze
-(the block itself: tests/unit/test_gc_freeze.py)."""
+"""Who sets the cyclic collector aside (issue 30): the deployed Aggregate handler runs with the
+process's older objects frozen (issue 18: full collections walking the imported libraries were
+a quarter of its CPU), while ``aggregate_run`` itself, the core a notebook or a test session
+reaches through the Python API, leaves the collector as it found it (the block itself:
+tests/unit/test_gc_freeze.py)."""
 
 from __future__ import annotations
 
 import gc
+from types import SimpleNamespace
 
 import pytest
 
+import lambdas.aggregate
 from evalrunner.pipeline import aggregate
+from lambdas._common import RUNTIME
 
 pytestmark = pytest.mark.usefixtures("thawed_collector")
 
 
-def test_aggregate_runs_with_older_objects_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[int] = []
-    monkeypatch.setattr(aggregate, "_aggregate", lambda *a, **k: seen.append(gc.get_freeze_count()))
+class Seen(Exception):
+    """Raised by the stand-in step once it has looked at the collector."""
+
+
+def lambda_context() -> SimpleNamespace:
+    return SimpleNamespace(
+        function_name="evalrunner-aggregate",
+        function_version="$LATEST",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:evalrunner-aggregate",
+        memory_limit_in_mb=1024,
+        aws_request_id="r-1",
+        get_remaining_time_in_millis=lambda: 900_000,
+    )
+
+
+def test_aggregate_run_leaves_the_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    thresholds = gc.get_threshold()
+    seen: list[tuple[int, tuple[int, int, int]]] = []
+    monkeypatch.setattr(
+        aggregate,
+        "_aggregate",
+        lambda *a, **k: seen.append((gc.get_freeze_count(), gc.get_threshold())),
+    )
     aggregate.aggregate_run(None)  # type: ignore[arg-type]
-    assert seen and seen[0] > 0
-    assert gc.get_freeze_count() == 0
+    assert seen == [(0, thresholds)]
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
 
 
-def test_inside_a_run_aggregate_freezes_what_the_run_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalrunner.gc_freeze import older_objects_frozen
+def test_the_deployed_aggregate_handler_runs_frozen_and_thaws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    thresholds = gc.get_threshold()
+    seen: list[tuple[int, int]] = []
 
-    seen: list[int] = []
-    monkeypatch.setattr(aggregate, "_aggregate", lambda *a, **k: seen.append(gc.get_freeze_count()))
-    with older_objects_frozen():  # the engine's, at the run's start
-        at_start = gc.get_freeze_count()
-        built = [[i] for i in range(2000)]  # what the run made before Aggregate
-        aggregate.aggregate_run(None)  # type: ignore[arg-type]
-        assert gc.get_freeze_count() >= at_start + len(built)  # still frozen: the engine thaws
-    assert seen[0] >= at_start + len(built)
-    assert gc.get_freeze_count() == 0
+    def step(context: object, **kwargs: object) -> None:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[2]))
+        raise Seen
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(lambdas.aggregate, "aggregate_run", step)
+    monkeypatch.setattr(RUNTIME, "context", lambda store, run_id: None)
+    with pytest.raises(Seen):
+        lambdas.aggregate.handler(
+            {"state": {"run_id": "r1", "bucket": "gc-bucket"}}, lambda_context()
+        )
+    ((frozen, full_threshold),) = seen
+    assert frozen > 0 and full_threshold > thresholds[2]
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
