@@ -25,9 +25,10 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 
 def store_for(event: dict[str, Any] | None = None, runtime: Runtime = RUNTIME) -> RunStore:
-    """The event's bucket, else the function's configured one (EVALRUNNER_BUCKET), through
-    ``runtime``'s client (the local engine's reaches its embedded S3 directly)."""
-    bucket = (event or {}).get("bucket") or os.environ["EVALRUNNER_BUCKET"]
+    """The event's bucket, else ``runtime``'s configured one (its settings: the function's
+    EVALRUNNER_BUCKET, or the local engine's embedded bucket), through ``runtime``'s client
+    (the local engine's reaches its embedded S3 directly)."""
+    bucket = (event or {}).get("bucket") or runtime.settings.require_bucket()
     return runtime.store(bucket)
 
 
