@@ -12,11 +12,11 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
-from evalrunner.targets._common import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS,
-    DEFAULT_TIMEOUT_SECONDS,
-)
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_MAX_RETRIES = 3
+#: The default retry budget never exceeds this (see :func:`total_timeout_seconds`).
+DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
 
 #: One metric name or a list of them (the legacy ``target.metric``), checked against the
 #: registry by :func:`evalrunner.event.parse_event`.
