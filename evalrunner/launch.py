@@ -13,7 +13,7 @@ from evalrunner.user_cache import user_cache_dir
 
 if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `import evalrunner`
     from evalrunner.engine.dispatch import Handler
-    from evalrunner.engine.local import Progress, RunResult
+    from evalrunner.engine.local import Pipeline, Progress, RunResult
     from evalrunner.event import RunEvent
     from evalrunner.suite.model import Suite
 
@@ -109,6 +109,40 @@ def local_event(
     return event
 
 
+#: The entry-point group through which ``lambdas/`` hands the local engine its handlers.
+PIPELINE_GROUP = "evalrunner.local_pipeline"
+
+
+def local_pipeline() -> Pipeline:
+    """The handlers a local run hosts: the very ones Lambda runs, which ``lambdas/`` registers
+    under the entry point :data:`PIPELINE_GROUP` (``pyproject.toml``). Looked up, not
+    imported, so the core knows nothing of Lambda and depends on nothing in ``lambdas/``."""
+    from importlib.metadata import distributions
+
+    from evalrunner.errors import ConfigError
+
+    # Every installed copy's, not entry_points()'s first by name: a stale evalrunner.egg-info
+    # left in a checkout (on sys.path as the working folder) would hide the installed one's.
+    found = list(
+        {
+            (e.name, e.value): e
+            for dist in distributions()
+            for e in dist.entry_points
+            if e.group == PIPELINE_GROUP
+        }.values()
+    )
+    if len(found) != 1:
+        names = ", ".join(sorted(f"{e.name} = {e.value}" for e in found)) or "none"
+        raise ConfigError(
+            f"a local run needs exactly one pipeline registered under the entry point "
+            f"group {PIPELINE_GROUP!r}; found {names}. Reinstall evalrunner "
+            f"(pip install -e . in a checkout) so its entry points are current."
+        )
+    (entry,) = found
+    pipeline: Pipeline = entry.load()
+    return pipeline
+
+
 def check_resumable(event: dict[str, Any], suite: Path, out_dir: Path, resume: str) -> None:
     """Refuse a ``--resume`` that cannot be honoured (no such stopped run under ``out_dir``,
     one still running, another suite or event) as bad input, before anything is called."""
@@ -136,11 +170,10 @@ def run_local(
     endpoint, a refused key or an unmappable response stops the run before anything is
     spent (:class:`~evalrunner.preflight.PreflightFailed`)."""
     from evalrunner.engine.local import LocalEngine
-    from lambdas.local import local_pipeline  # here the engine is composed with the handlers
 
     # first: a bad EVALRUNNER_ENGINE_FAST is bad input, refused before any probe is spent
     engine = LocalEngine(
-        pipeline=local_pipeline, stall_timeout=stall_timeout, extra_functions=functions
+        pipeline=local_pipeline(), stall_timeout=stall_timeout, extra_functions=functions
     )
     event = with_judge_cache(event)
     check_suite(suite, event)
@@ -156,6 +189,7 @@ __all__ = [
     "check_suite",
     "judge_cache_dir",
     "local_event",
+    "local_pipeline",
     "preflight_local",
     "run_local",
     "settled_suite",

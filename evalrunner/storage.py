@@ -24,10 +24,16 @@ REPORTS_PREFIX = "test-reports/"
 class RunStore:
     """Typed access to one bucket. Thread-safe: boto3 clients may be shared across threads."""
 
-    def __init__(self, bucket: str, *, client: Any | None = None) -> None:
+    def __init__(
+        self, bucket: str, *, client: Any | None = None, region: str | None = None
+    ) -> None:
+        """``client``: the S3 client to use; else boto3's, in ``region`` (None: boto3's
+        default region)."""
         self.bucket = bucket
         self.s3 = client or boto3.client(
-            "s3", config=Config(retries={"max_attempts": 5, "mode": "standard"})
+            "s3",
+            region_name=region,
+            config=Config(retries={"max_attempts": 5, "mode": "standard"}),
         )
 
     # -- keys -------------------------------------------------------------------------------

@@ -42,9 +42,10 @@ def collector_frozen(handler: Handler) -> Handler:
 
 
 def store_for(bucket: str | None = None, runtime: Runtime = RUNTIME) -> RunStore:
-    """The event's bucket, else the function's configured one (EVALRUNNER_BUCKET), through
-    ``runtime``'s client (the local engine's reaches its embedded S3 directly)."""
-    return runtime.store(bucket or os.environ["EVALRUNNER_BUCKET"])
+    """The event's bucket, else ``runtime``'s configured one (its settings: the function's
+    EVALRUNNER_BUCKET, or the local engine's embedded bucket), through ``runtime``'s client
+    (the local engine's reaches its embedded S3 directly)."""
+    return runtime.store(bucket or runtime.settings.require_bucket())
 
 
 METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "evalrunner")

@@ -2,8 +2,9 @@
 runs, built over the engine's :class:`~evalrunner.pipeline.context.Runtime` (one per local
 run, holding the session that reaches real-AWS targets from inside the mock).
 
-This is where the laptop side composes the engine with the handlers, so the engine itself
-imports nothing from ``lambdas`` (it is handed them)::
+``pyproject.toml`` registers :func:`local_pipeline` under the entry point group
+``evalrunner.local_pipeline``; :func:`evalrunner.launch.local_pipeline` finds it there and
+hands it to the engine, so the core imports nothing from ``lambdas`` (it is handed them)::
 
     engine = LocalEngine(pipeline=local_pipeline)
 

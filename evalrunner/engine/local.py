@@ -1,7 +1,9 @@
 """The local engine: the deployed state machine definition, executed by the Step Functions
 interpreter that ships inside moto, over an embedded S3, with Lambda tasks dispatched
-in-process to the handlers it is handed (the very ones in ``lambdas/``: see
-``lambdas/local.py``, which composes the two).
+in-process to the handlers it is handed (the very ones in ``lambdas/``: ``lambdas/local.py``
+builds them and registers that builder as an entry point, which ``evalrunner.launch`` looks
+up; the engine imports nothing from ``lambdas/``). Its bucket and region reach the handlers
+in their runtime's :class:`~evalrunner.pipeline.context.Settings`, not the environment.
 
 Nothing here re-implements the pipeline: if a run works locally, the same definition and the
 same handlers run in the cloud.
@@ -12,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import shutil
 import signal
 import threading
@@ -65,7 +66,7 @@ from evalrunner.errors import (
     ReportsNotWritten,
     RunStopped,
 )
-from evalrunner.pipeline.context import Runtime, TargetFactory, default_target
+from evalrunner.pipeline.context import Runtime, Settings, TargetFactory, default_target
 from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
@@ -157,7 +158,8 @@ class LocalEngine:
         fast: bool | None = None,
     ) -> None:
         """``pipeline`` builds the handlers of the state machine's functions (in the
-        repository: ``lambdas.local.local_pipeline``). ``aws_session`` reaches real AWS
+        repository: ``lambdas.local.local_pipeline``, found by
+        :func:`evalrunner.launch.local_pipeline`). ``aws_session`` reaches real AWS
         targets; default: the environment's credentials. ``stall_timeout``: seconds with
         nothing running before the run is declared stuck (default
         ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``fast``: the speed seams
@@ -255,7 +257,14 @@ class LocalEngine:
         # stop gate (a stopped run starts no new call while its reports are written).
         targets = self.target_factory(lambda *call: dispatcher.invoke(*call), gate)
         functions = self.functions_for(
-            Runtime(session=session, s3_client=records, target_factory=targets)
+            Runtime(
+                session=session,
+                s3_client=records,
+                target_factory=targets,
+                settings=Settings.from_env().model_copy(
+                    update={"bucket": BUCKET, "region": REGION}
+                ),
+            )
         )
         watchdog = Watchdog(stall_timeout=self.stall_timeout)
         functions = self._bound_target(functions, event.get("target"))
@@ -412,22 +421,13 @@ class LocalEngine:
     # -- steps ----------------------------------------------------------------------------
     @contextmanager
     def embedded_aws(self) -> Iterator[None]:
-        """The mock, the environment the handlers read, and quiet logs, for one run."""
-        saved = {k: os.environ.get(k) for k in ("EVALRUNNER_BUCKET", "AWS_DEFAULT_REGION")}
-        os.environ["EVALRUNNER_BUCKET"] = BUCKET
-        os.environ["AWS_DEFAULT_REGION"] = REGION
+        """The mock and quiet logs, for one run (the bucket and region go to the handlers in
+        their runtime's settings, not through the environment of the whole process)."""
         # moto's ASL parser warns once per definition that tolerated-failure fields are
         # accepted but not enforced locally; that is documented, not news for every run.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.ERROR)
-        try:
-            with embedded_aws():
-                yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        with embedded_aws():
+            yield
 
     def deploy(self, suite: bytes, key: str) -> str:
         """Create the bucket, functions and state machine inside an active embedded AWS

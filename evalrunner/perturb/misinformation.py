@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.errors import EventError
 from evalrunner.judge.prompts import build, tagged
+from evalrunner.perturb.spec import case_rng
 from evalrunner.suite.model import Perturbation, TestCase
 
 if TYPE_CHECKING:
@@ -69,8 +70,6 @@ def rewrite_messages(question: str, chunk: str) -> list[Any]:
 def chosen_chunk(spec: PerturbationSpec, case: TestCase) -> int | None:
     """0-based index of the chunk to falsify: drawn from the seed and the case id among the
     non-blank chunks (same seed, same chunk, on every machine); None when there is none."""
-    from evalrunner.perturb.registry import case_rng
-
     chunks = [i for i, c in enumerate(case.contexts or []) if c.strip()]
     if not chunks:
         return None

@@ -9,7 +9,6 @@ with no change to the state machine.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Literal
 
 from evalrunner.errors import EventError
 from evalrunner.perturb import chars, misinformation, words
-from evalrunner.perturb.spec import Perturbation, PerturbationSpec
+from evalrunner.perturb.spec import Perturbation, PerturbationSpec, case_rng
 from evalrunner.suite.model import TestCase
 
 Apply = Callable[[str, float, random.Random], str]
@@ -142,14 +141,6 @@ def resolve(specs: list[PerturbationSpec]) -> list[PerturbationSpec]:
     if problems:
         raise EventError(problems)
     return out
-
-
-def case_rng(seed: int, kind: str, case_id: str, field: str) -> random.Random:
-    """The generator for one text of one case: derived from the seed, the kind, the case id
-    and the field by SHA-256 (never ``hash()``, which is salted per process), so each case
-    gets its own draw and the same draw on every machine."""
-    digest = hashlib.sha256(f"{seed}\x00{kind}\x00{case_id}\x00{field}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def perturb_text(text: str, spec: PerturbationSpec, case_id: str, field: str = "question") -> str:

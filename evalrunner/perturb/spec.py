@@ -8,6 +8,8 @@ text it started from, so reports can show original and perturbed side by side.
 
 from __future__ import annotations
 
+import hashlib
+import random
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +18,7 @@ from evalrunner.suite.model import Perturbation
 from evalrunner.suite.variants import VARIANT
 from evalrunner.targets.spec import integral
 
-__all__ = ["VARIANT", "Perturbation", "PerturbationSpec"]
+__all__ = ["VARIANT", "Perturbation", "PerturbationSpec", "case_rng"]
 
 
 Name = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")]
@@ -48,3 +50,13 @@ class PerturbationSpec(BaseModel):
         description="Also perturb the retrieved contexts of cases whose answers were computed "
         "elsewhere (test-lab suites).",
     )
+
+
+def case_rng(seed: int, kind: str, case_id: str, field: str) -> random.Random:
+    """The generator for one text of one case: derived from the seed, the kind, the case id
+    and the field by SHA-256 (never ``hash()``, which is salted per process), so each case
+    gets its own draw and the same draw on every machine. Here, next to the seed it draws
+    from, so every kind (the registry's and misinformation, which the registry lists) can
+    use it without the two importing each other."""
+    digest = hashlib.sha256(f"{seed}\x00{kind}\x00{case_id}\x00{field}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))

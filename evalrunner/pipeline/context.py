@@ -18,9 +18,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from pydantic import BaseModel, ConfigDict
+
+from evalrunner.errors import ConfigError
 from evalrunner.evaluators import Evaluator, Requirement, resolve
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
@@ -66,14 +69,61 @@ def default_judge(spec: JudgeConfig, *, store: RunStore, session: boto3.Session 
     return build_judge(spec, store=store, session=session)
 
 
-def hub_from_env() -> ModelHub:
-    """A model hub configured from the environment (the GPU job definition sets it; locally
+#: The bucket a deployed function reads and writes when its event names none.
+ENV_BUCKET = "EVALRUNNER_BUCKET"
+
+
+class Settings(BaseModel):
+    """The process's configuration from its environment, read once (:meth:`from_env`) when
+    a :class:`Runtime` is made and carried by it and by each :class:`RunContext`, so no step
+    reads ``os.environ`` during a run and whoever runs the steps can hand them their own:
+    the local engine gives its embedded bucket and region here instead of setting them in
+    the environment of the whole process (a notebook's, a test run's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: The run bucket when an event names none (``EVALRUNNER_BUCKET``).
+    bucket: str | None = None
+    #: The region of the run's own AWS clients (``AWS_REGION``, else ``AWS_DEFAULT_REGION``);
+    #: None: boto3's default.
+    region: str | None = None
+    #: Where the model work runs (``EVALRUNNER_DEVICE``): auto picks CUDA when present.
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    #: The model batch size (``EVALRUNNER_BATCH_SIZE``).
+    batch_size: int = 64
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings ``environ`` (default: this process's environment) gives."""
+        env = os.environ if environ is None else environ
+        return cls(
+            bucket=env.get(ENV_BUCKET) or None,
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            device=cast(Literal["auto", "cpu", "cuda"], env.get(ENV_DEVICE) or "auto"),
+            batch_size=int(env.get(ENV_BATCH_SIZE) or 64),
+        )
+
+    def require_bucket(self) -> str:
+        """The configured bucket; a deployed function without one is misconfigured."""
+        if not self.bucket:
+            raise ConfigError(
+                f"no run bucket: the event names none and {ENV_BUCKET} is not set "
+                "(the stack sets it on every function; redeploy it)"
+            )
+        return self.bucket
+
+
+def hub_for(settings: Settings) -> ModelHub:
+    """A model hub as ``settings`` configure it (the GPU job definition sets them; locally
     the defaults pick CUDA when there is one)."""
     from evalrunner.models import ModelHub
 
-    device = os.environ.get(ENV_DEVICE) or "auto"
-    batch_size = int(os.environ.get(ENV_BATCH_SIZE) or 64)
-    return ModelHub(device=cast(Literal["auto", "cpu", "cuda"], device), batch_size=batch_size)
+    return ModelHub(device=settings.device, batch_size=settings.batch_size)
+
+
+def hub_from_env() -> ModelHub:
+    """A model hub configured from the environment (:meth:`Settings.from_env`)."""
+    return hub_for(Settings.from_env())
 
 
 class RunContext:
@@ -85,18 +135,21 @@ class RunContext:
         config: RunConfig,
         *,
         session: boto3.Session | None = None,
-        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        hub_factory: Callable[[], ModelHub] | None = None,
         target_factory: TargetFactory = default_target,
         judge_factory: JudgeFactory = default_judge,
         clock: Callable[[], float] = time.perf_counter,
+        settings: Settings | None = None,
     ) -> None:
         self.store = store
         self.config = config
+        #: The process's settings (its :class:`Runtime`'s), read once, not per step.
+        self.settings = Settings.from_env() if settings is None else settings
         #: Credentials for targets and the judge; None: the environment's (boto3's default).
         self.session = session
         #: Monotonic seconds, for latencies (a test may hand a fake one).
         self.clock = clock
-        self._hub_factory = hub_factory
+        self._hub_factory = hub_factory or (lambda: hub_for(self.settings))
         self._target_factory = target_factory
         self._judge_factory = judge_factory
         self._lock = threading.Lock()
@@ -115,10 +168,11 @@ class RunContext:
         run_id: str,
         *,
         session: boto3.Session | None = None,
-        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        hub_factory: Callable[[], ModelHub] | None = None,
         target_factory: TargetFactory = default_target,
         judge_factory: JudgeFactory = default_judge,
         clock: Callable[[], float] = time.perf_counter,
+        settings: Settings | None = None,
     ) -> RunContext:
         """The context of a run whose configuration Prepare wrote to ``store``."""
         config = RunConfig.model_validate(store.get_json(store.run_key(run_id)))
@@ -130,6 +184,7 @@ class RunContext:
             target_factory=target_factory,
             judge_factory=judge_factory,
             clock=clock,
+            settings=settings,
         )
 
     @property
@@ -248,17 +303,20 @@ class Runtime:
         self,
         *,
         session: boto3.Session | None = None,
-        hub_factory: Callable[[], ModelHub] = hub_from_env,
+        hub_factory: Callable[[], ModelHub] | None = None,
         target_factory: TargetFactory = default_target,
         judge_factory: JudgeFactory = default_judge,
         clock: Callable[[], float] = time.perf_counter,
         keep: int = 8,
         s3_client: Any | None = None,
+        settings: Settings | None = None,
     ) -> None:
+        #: This process's settings: given, else read from the environment now, once.
+        self.settings = Settings.from_env() if settings is None else settings
         self.session = session
         self._s3_client = s3_client
         self._stores: dict[str, RunStore] = {}
-        self._hub_factory = hub_factory
+        self._hub_factory = hub_factory or (lambda: hub_for(self.settings))
         self._target_factory = target_factory
         self._judge_factory = judge_factory
         self._clock = clock
@@ -272,7 +330,9 @@ class Runtime:
         with self._lock:
             found = self._stores.get(bucket)
             if found is None:
-                found = self._stores[bucket] = RunStore(bucket, client=self._s3_client)
+                found = self._stores[bucket] = RunStore(
+                    bucket, client=self._s3_client, region=self.settings.region
+                )
             return found
 
     def judge_for(self, spec: JudgeConfig, store: RunStore) -> Judge:
@@ -295,6 +355,7 @@ class Runtime:
             target_factory=self._target_factory,
             judge_factory=self._judge_factory,
             clock=self._clock,
+            settings=self.settings,
         )
         with self._lock:
             context = self._contexts.setdefault(key, made)  # a racing first case may have won
@@ -306,12 +367,15 @@ class Runtime:
 
 __all__ = [
     "ENV_BATCH_SIZE",
+    "ENV_BUCKET",
     "ENV_DEVICE",
     "JudgeFactory",
     "RunContext",
     "Runtime",
+    "Settings",
     "TargetFactory",
     "default_judge",
     "default_target",
+    "hub_for",
     "hub_from_env",
 ]

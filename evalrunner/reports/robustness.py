@@ -28,7 +28,7 @@ Rules:
 - **Per metric**: the same, metric by metric, with every metric of the run (not only the
   primary ones), and the delta of the metric's average (perturbed − original, over the
   originals scored on both sides) with a paired bootstrap interval
-  (:func:`evalrunner.reports.regression.delta_interval`, 95%, seeded by perturbation and
+  (:func:`evalrunner.reports.bootstrap.delta_interval`, 95%, seeded by perturbation and
   metric).
 - **Problem** ``robustness``, one per perturbation with a robustness failure: **high** when
   the failures are 20% of the compared cases or more, **medium** from 5%, else **low**.
@@ -47,6 +47,7 @@ import numpy as np
 
 from evalrunner.perturb.registry import KINDS
 from evalrunner.reports._analysis_common import _names
+from evalrunner.reports.bootstrap import delta_interval
 from evalrunner.reports.model import (
     CaseRow,
     MetricInfo,
@@ -58,7 +59,6 @@ from evalrunner.reports.model import (
     RobustnessMetric,
     Severity,
 )
-from evalrunner.reports.regression import delta_interval
 
 HIGH_SHARE = 0.20
 MEDIUM_SHARE = 0.05

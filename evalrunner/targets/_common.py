@@ -1,25 +1,18 @@
-"""Small helpers every target needs: spec defaults, report-safe names, retry policy, payloads.
+"""Small helpers every target needs: report-safe names, retry policy, payloads.
 
-The limits themselves (timeout, retries, budget, body cap) are fields of
+The limits themselves (timeout, retries, budget, body cap) and their defaults are fields of
 :class:`~evalrunner.targets.spec.TargetSpec`, read from each target's parsed ``options``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalrunner.http_client import ResponseTooLarge
 from evalrunner.retry import RetryPolicy
 from evalrunner.suite.model import TestCase
-
-if TYPE_CHECKING:
-    from evalrunner.targets.spec import TargetSpec
-
-DEFAULT_TIMEOUT_SECONDS = 60.0
-DEFAULT_MAX_RETRIES = 3
-#: The default retry budget never exceeds this (see :func:`total_timeout_seconds`).
-DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
+from evalrunner.targets.spec import TargetSpec
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

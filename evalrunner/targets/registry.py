@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
 from pydantic import Discriminator, Tag, TypeAdapter
@@ -67,9 +68,9 @@ def _ensure_loaded() -> None:
 
 
 def _package_path() -> list[str]:
-    import evalrunner.targets
-
-    return list(evalrunner.targets.__path__)
+    # The folder this module is in is the package's: no import of the package (whose
+    # __init__ names the factory, which imports this registry) is needed to find it.
+    return [str(Path(__file__).resolve().parent)]
 
 
 def available() -> dict[str, type[Target]]:

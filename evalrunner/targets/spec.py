@@ -25,11 +25,11 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from evalrunner.http_client import DEFAULT_MAX_RESPONSE_BYTES
-from evalrunner.targets._common import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS,
-    DEFAULT_TIMEOUT_SECONDS,
-)
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+DEFAULT_MAX_RETRIES = 3
+#: The default retry budget never exceeds this (see :func:`total_timeout_seconds`).
+DEFAULT_MAX_TOTAL_TIMEOUT_SECONDS = 600.0
 
 
 def _metric_selection(value: Any) -> Any:

@@ -77,6 +77,9 @@ def embedded(monkeypatch):
         with mock.patch.dict(os.environ, fail):
             return original(self, *args, **kwargs)
 
+    # The deployed functions' environment (the stack sets both; the engine sets neither).
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("EVALRUNNER_BUCKET", BUCKET)
     engine = LocalEngine(pipeline=local_pipeline)
     try:
         with engine.embedded_aws(), dispatching(Dispatcher(engine.functions_for(Runtime()))):

@@ -172,12 +172,16 @@ def test_start_runs_an_event_locally(tmp_path):
     assert suite.is_file()
 
 
-def test_start_aws_uploads_starts_follows_and_downloads(tmp_path):
+def test_start_aws_uploads_starts_follows_and_downloads(tmp_path, monkeypatch):
     """--aws against a deployed state machine (moto stands in for the account)."""
     import boto3
 
     from evalrunner.engine.dispatch import Dispatcher, dispatching
     from evalrunner.engine.local import BUCKET, LocalEngine
+
+    # The deployed functions' environment (the stack sets both; the engine sets neither).
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("EVALRUNNER_BUCKET", BUCKET)
 
     suite = write(tmp_path, "hr.csv", "question,expected_answer\nHow many sick days?,10 days\n")
     ev = write(

@@ -153,8 +153,13 @@ def test_report_layout_and_numbers(two_iterations):
     assert "echo-target" in html and "Exact match" in html
 
 
-def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_file):
+def test_case_task_failure_goes_through_catch_and_is_recorded(tmp_path, suite_file, monkeypatch):
     from lambdas import run_case
+
+    # run_case.handler is the deployed container's (its runtime builds the target through
+    # boto3, in the function's region): give it the region a deployed function has; the
+    # engine no longer sets one in the process environment.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
     def crashing_run_case(ev, context):
         # one case per task in this small run: the task of manifest item 1 (c2) dies

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from evalrunner.engine import LocalEngine
 from evalrunner.pipeline import run_case as run_case_module
 from lambdas import run_case
@@ -25,6 +27,14 @@ def event(**extra):
         "cases_per_task": 3,
         **extra,
     }
+
+
+@pytest.fixture(autouse=True)
+def deployed_region(monkeypatch):
+    """run_case.handler is the deployed container's (its runtime builds the target through
+    boto3, in the function's region): the region a deployed function has, which the engine
+    no longer sets in the process environment."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
 class Spy:

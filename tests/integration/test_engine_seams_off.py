@@ -53,7 +53,6 @@ def _run(tmp: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, C
             pipeline=local_pipeline,
             extra_functions={"echo-target": echo_target},
             fast=fast,
-            definitions=None,
         )
         result = engine.run(dict(EVENT), suite=SUITE_CSV.encode(), out_dir=tmp)
     return result, seen

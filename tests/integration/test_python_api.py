@@ -216,12 +216,16 @@ def test_bad_iterations_are_refused(tmp_path):
         evalrunner.evaluate(suite=[{"question": "q"}], target=lambda q: q, iterations=0)
 
 
-def test_start_aws_runs_on_the_deployed_machine_and_returns_the_run(tmp_path):
+def test_start_aws_runs_on_the_deployed_machine_and_returns_the_run(tmp_path, monkeypatch):
     """moto stands in for the account, as in the CLI's --aws test."""
     import boto3
 
     from evalrunner.engine.dispatch import Dispatcher, dispatching
     from evalrunner.engine.local import BUCKET, LocalEngine
+
+    # The deployed functions' environment (the stack sets both; the engine sets neither).
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("EVALRUNNER_BUCKET", BUCKET)
 
     suite = tmp_path / "hr.csv"
     suite.write_text("question,expected_answer\nHow many sick days?,10 days\n", "utf-8")

@@ -325,6 +325,9 @@ def deployed(monkeypatch):
     """The embedded runner: bucket, pipeline functions and the state machine."""
     from lambdas import start_from_upload as trigger
 
+    # The deployed functions' environment (the stack sets both; the engine sets neither).
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("EVALRUNNER_BUCKET", BUCKET)
     engine = LocalEngine(pipeline=local_pipeline)
     with engine.embedded_aws(), dispatching(Dispatcher(engine.functions_for(Runtime()))):
         engine.deploy(b"placeholder", "test-suites/placeholder.csv")

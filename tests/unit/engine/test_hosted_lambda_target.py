@@ -69,8 +69,11 @@ HOSTED = {
 
 
 @pytest.fixture
-def hosting() -> Iterator[tuple[LocalEngine, Dispatcher]]:
-    """An engine hosting :data:`HOSTED`, its dispatcher routing moto's Lambda, in the mock."""
+def hosting(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[LocalEngine, Dispatcher]]:
+    """An engine hosting :data:`HOSTED`, its dispatcher routing moto's Lambda, in the mock
+    (the reference path through boto3 takes the mock's region from the environment: the
+    engine no longer sets it there)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     EVENTS.clear()
     engine = LocalEngine(pipeline=local_pipeline, extra_functions=HOSTED, fast=True)
     dispatcher = Dispatcher(dict(HOSTED))
