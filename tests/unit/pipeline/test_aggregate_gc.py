@@ -52,7 +52,7 @@ def test_the_deployed_aggregate_handler_runs_frozen_and_thaws(
     thresholds = gc.get_threshold()
     seen: list[tuple[int, int]] = []
 
-    def step(context: object, **kwargs: object) -> None:
+    def step(context: object, *args: object, **kwargs: object) -> None:
         seen.append((gc.get_freeze_count(), gc.get_threshold()[2]))
         raise Seen
 
