@@ -109,12 +109,9 @@ class ExecutionFailed(EvalRunnerError):
     code = "ExecutionFailed"
 
 
-class EngineStalled(ExecutionFailed):
-    """The embedded engine stopped making progress (a dead interpreter thread, a lost job).
-
-    Carries the run id to resume and the reports written for the cases that did finish."""
-
-    code = "EngineStalled"
+class PartialRun(ExecutionFailed):
+    """A run that ended part-way: carries the run id to resume and the reports written for
+    the cases that did finish."""
 
     def __init__(
         self,
@@ -132,26 +129,17 @@ class EngineStalled(ExecutionFailed):
         self.result = result
 
 
-class RunStopped(ExecutionFailed):
+class EngineStalled(PartialRun):
+    """The embedded engine stopped making progress (a dead interpreter thread, a lost job)."""
+
+    code = "EngineStalled"
+
+
+class RunStopped(PartialRun):
     """A local run was stopped part-way (SIGTERM, Ctrl-C): the reports of the cases that
     finished are written, marked partial, and the run id resumes the rest."""
 
     code = "RunStopped"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        run_id: str | None = None,
-        files: list[Any] | None = None,
-        result: RunResult | None = None,
-    ):
-        super().__init__(message)
-        self.run_id = run_id
-        self.files = list(files or [])
-        #: the partial run (its summary's verdict is ``partial``) when its reports were
-        #: written: the CLI reports it like any finished run (verdict line, CI files)
-        self.result = result
 
 
 class ReportsNotWritten(ExecutionFailed):

@@ -43,13 +43,7 @@ from evalrunner.cli.common import (
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
-from evalrunner.errors import (
-    EngineStalled,
-    EvalRunnerError,
-    EventError,
-    ExecutionFailed,
-    RunStopped,
-)
+from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed, PartialRun
 from evalrunner.gc_freeze import older_objects_frozen
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import (
@@ -613,7 +607,7 @@ def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
     is then reported like every other outcome, its verdict ``PARTIAL`` (exit code 3) on the
     terminal and in ``--junit-xml`` / ``--markdown``. Any other failed run exits 3 on the
     error alone."""
-    partial = exc.result if isinstance(exc, (EngineStalled, RunStopped)) else None
+    partial = exc.result if isinstance(exc, PartialRun) else None
     if partial is None:
         raise _fail(exc, EXIT_RUN) from None
     _fail(exc, EXIT_RUN)  # prints the error line; the exit code is the verdict's (3)

@@ -63,6 +63,7 @@ from evalrunner.errors import (
     ConfigError,
     EngineStalled,
     ExecutionFailed,
+    PartialRun,
     ReportsNotWritten,
     RunStopped,
 )
@@ -562,13 +563,13 @@ class LocalEngine:
         *,
         stopped: bool = False,
         execution: tuple[str, str, float] = ("", "", 0.0),
-    ) -> EngineStalled | RunStopped:
+    ) -> PartialRun:
         """What a stuck or stopped run still owes the user: its finished cases saved for a
         resume, and reports for them (marked partial), made by the same Score and Aggregate
         handlers the machine calls. ``execution`` is the run's (arn, definition, start time):
         the error carries the partial run as a :class:`RunResult`, so it is reported like any
         other (the verdict line, ``--junit-xml``, ``--markdown``)."""
-        kind: type[EngineStalled] | type[RunStopped] = RunStopped if stopped else EngineStalled
+        kind: type[PartialRun] = RunStopped if stopped else EngineStalled
         if stopped:
             lead = f"the run was stopped ({stall.reason})."
             failure = {"Error": "Engine.Stopped", "Cause": stall.reason}
