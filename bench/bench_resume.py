@@ -20,37 +20,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.loopback_http import Loopback, Reply, Seen
+from tests.support.holding_target import HoldingTarget
 
 EVALRUNNER = str(Path(sys.executable).parent / "evalrunner")
-
-
-class Counting:
-    def __init__(self, hold_at: int | None) -> None:
-        self.hold_at = hold_at
-        self.released = threading.Event()
-        self.lock = threading.Lock()
-        self.received: list[str] = []
-        self.answered: list[str] = []
-        self.server = Loopback(responder=self.respond)
-
-    def respond(self, seen: Seen) -> Reply:
-        question = str(seen.json()["question"])
-        with self.lock:
-            self.received.append(question)
-            hold = self.hold_at is not None and len(self.received) > self.hold_at
-        if hold and not self.released.is_set():
-            self.released.wait(120)
-            return Reply(status=503, body={"error": "held"})
-        with self.lock:
-            self.answered.append(question)
-        return Reply(body={"answer": f"The answer to {question}"})
 
 
 def command(suite: Path, url: str, out: Path, concurrency: int, *extra: str) -> list[str]:
@@ -68,12 +45,15 @@ def command(suite: Path, url: str, out: Path, concurrency: int, *extra: str) -> 
         "--out",
         str(out),
         "--quiet",
+        # the pre-flight's probe would ask the first question once more: this counts the
+        # cases' calls (a resumed run makes no probe), as tests/integration/test_stopped_run.py
+        "--no-preflight",
         *extra,
     ]
 
 
 def one(suite: Path, out: Path, n: int, concurrency: int, stop: str | None) -> dict[str, object]:
-    target = Counting(n // 2 if stop else None)
+    target = HoldingTarget(n // 2 if stop else None, lambda q: f"The answer to {q}")
     url = f"{target.server.url}/ask"
     seconds = []
     try:

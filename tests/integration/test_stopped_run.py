@@ -15,13 +15,12 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.loopback_http import Loopback, Reply, Seen
+from tests.support.holding_target import HoldingTarget
 
 pytestmark = pytest.mark.slow
 
@@ -30,42 +29,12 @@ HOLD_AT = 3  # the 4th call is held: three cases finish before the stop
 EVALRUNNER = str(Path(sys.executable).parent / "evalrunner")
 
 
-class HoldingTarget:
-    """Answers each question with its expected answer, except that from call ``hold_at + 1``
-    on it holds the call until :meth:`release` (what a slow target looks like mid-run)."""
-
-    def __init__(self, hold_at: int) -> None:
-        self.hold_at = hold_at
-        self.released = threading.Event()
-        self.lock = threading.Lock()
-        self.received: list[str] = []
-        self.answered: list[str] = []
-        self.server = Loopback(responder=self.respond)
-
-    def respond(self, seen: Seen) -> Reply:
-        question = str(seen.json()["question"])
-        with self.lock:
-            self.received.append(question)
-            hold = len(self.received) > self.hold_at and not self.released.is_set()
-        if hold:
-            self.released.wait(60)
-            return Reply(status=503, body={"error": "held"})  # the client is gone by now
-        with self.lock:
-            self.answered.append(question)
-        number = question.split()[1].rstrip("?")
-        return Reply(body={"answer": f"Answer {number}."})
-
-    def release(self) -> None:
-        self.released.set()
-
-    def close(self) -> None:
-        self.release()
-        self.server.close()
-
-
 @pytest.fixture
 def target():
-    holding = HoldingTarget(HOLD_AT)
+    # each question "Question N?" is answered with its expected answer, "Answer N."
+    holding = HoldingTarget(
+        HOLD_AT, lambda q: f"Answer {q.split()[1].rstrip('?')}.", hold_seconds=60
+    )
     yield holding
     holding.close()
 
