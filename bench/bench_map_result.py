@@ -17,17 +17,15 @@ Usage: PYTHONPATH=. python bench/bench_map_result.py [--definition PATH]
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import state_machines
-from evalrunner.engine import LocalEngine
 from evalrunner.event import parse_event
 from evalrunner.pipeline.batching import batches, cases_per_task
-from lambdas.local import local_pipeline
+from tests.support.map_collect import collect_map_outputs
 
 CASES = 24
 CRASHED_TASK = 5
@@ -40,45 +38,11 @@ def _target(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def child_outputs(definition: str) -> list[Any]:
     """The array the Map collected over a :data:`CASES`-item run of ``definition``."""
-    asl = json.loads(definition)
-    asl["States"]["RunCases"]["ResultPath"] = "$.collected"
-    seen: list[Any] = []
-
-    def pipeline(runtime: Any, *, log_level: str = "WARNING") -> Any:
-        handlers = local_pipeline(runtime, log_level=log_level)
-
-        def run_case(event: dict[str, Any], context: Any) -> Any:
-            if "failure" not in event and event["item"]["first"] == CRASHED_TASK:
-                raise RuntimeError("the task crashed (simulated)")
-            return handlers.run_case(event, context)
-
-        def aggregate(event: dict[str, Any], context: Any) -> Any:
-            seen.append(event["state"].pop("collected"))
-            return handlers.aggregate(event, context)
-
-        return dataclasses.replace(handlers, run_case=run_case, aggregate=aggregate)
-
-    original = state_machines.test_runner_asl
-    state_machines.test_runner_asl = lambda: json.dumps(asl)  # type: ignore[assignment]
-    try:
-        engine = LocalEngine(pipeline=pipeline, extra_functions={"bench-target": _target})
-        suite = "id,question,expected_answer\n" + "".join(
-            f"q{i},How many days of leave?,Employees get 25 days.\n" for i in range(CASES)
+    with tempfile.TemporaryDirectory() as out:
+        _, array = collect_map_outputs(
+            definition, _target, Path(out), cases=CASES, crashed_task=CRASHED_TASK
         )
-        event = {
-            "key": "test-suites/many.csv",
-            "iterations": 1,
-            "target": {"lambdaArn": "bench-target"},
-            "metrics": ["Exact match"],
-            "cases_per_task": 1,
-            "max_concurrency": 8,
-        }
-        with tempfile.TemporaryDirectory() as out:
-            engine.run(event, suite=suite.encode(), out_dir=Path(out))
-    finally:
-        state_machines.test_runner_asl = original  # type: ignore[assignment]
-    (array,) = seen
-    return list(array)
+    return array
 
 
 def _compact(value: Any) -> int:

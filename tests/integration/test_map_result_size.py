@@ -12,18 +12,15 @@ child's output, which is the same for every child.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import state_machines
-from evalrunner.engine import LocalEngine
 from evalrunner.event import parse_event
 from evalrunner.pipeline.batching import batches, cases_per_task
-from lambdas.local import local_pipeline
+from tests.support.map_collect import collect_map_outputs
 
 from .conftest import echo_target
 
@@ -43,47 +40,16 @@ def collected_array(size: int) -> int:
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory) -> list[Any]:
-    asl = json.loads(state_machines.test_runner_asl())
-    asl["States"]["RunCases"]["ResultPath"] = "$.collected"
-    seen: list[Any] = []
-
-    def pipeline(runtime: Any, *, log_level: str = "WARNING") -> Any:
-        handlers = local_pipeline(runtime, log_level=log_level)
-
-        def run_case(event: dict[str, Any], context: Any) -> Any:
-            if "failure" not in event and event["item"]["first"] == CRASHED_TASK:
-                raise RuntimeError("the task crashed (simulated)")
-            return handlers.run_case(event, context)
-
-        def aggregate(event: dict[str, Any], context: Any) -> Any:
-            seen.append(event["state"].pop("collected"))
-            return handlers.aggregate(event, context)
-
-        return dataclasses.replace(handlers, run_case=run_case, aggregate=aggregate)
-
-    suite = "id,question,expected_answer\n" + "".join(
-        f"q{i},How many days of annual leave?,Employees get 25 days.\n" for i in range(CASES)
+    result, array = collect_map_outputs(
+        state_machines.test_runner_asl(),
+        echo_target,
+        tmp_path_factory.mktemp("out"),
+        cases=CASES,
+        crashed_task=CRASHED_TASK,
     )
-    patch = pytest.MonkeyPatch()
-    patch.setattr(state_machines, "test_runner_asl", lambda: json.dumps(asl))
-    try:
-        engine = LocalEngine(pipeline=pipeline, extra_functions={"echo-target": echo_target})
-        event = {
-            "key": "test-suites/many.csv",
-            "iterations": 1,
-            "target": {"lambdaArn": "echo-target"},
-            "metrics": ["Exact match"],
-            "cases_per_task": 1,
-            "max_concurrency": 8,
-        }
-        out: Path = tmp_path_factory.mktemp("out")
-        result = engine.run(event, suite=suite.encode(), out_dir=out)
-    finally:
-        patch.undo()
     assert result.summary.items == CASES
     assert result.summary.task_failures == 1  # RecordFailure recorded the crashed task's case
-    (array,) = seen
-    return list(array)
+    return array
 
 
 def test_every_child_outputs_nothing(collected):
