@@ -44,7 +44,9 @@ class JudgeConfig(BaseModel):
 
     openai: OpenAIJudge | None = None
     bedrock: BedrockJudge | None = None
-    timeout_seconds: float = Field(default=60, gt=0, le=600)
+    #: Seconds one judge call may take (``--judge-timeout``): the whole request, waiting
+    #: in a local server's queue included. Up to an hour, for small models on a CPU.
+    timeout_seconds: float = Field(default=60, gt=0, le=3600)
     max_retries: int = Field(default=4, ge=0, le=10)
     #: The most judge calls in flight at once per endpoint (per process locally, per
     #: function instance in the cloud). The limit under it adapts (evalrunner.judge.limiter):
