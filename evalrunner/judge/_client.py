@@ -39,6 +39,7 @@ from evalrunner.judge.reply_format import (
     reply_budget,
     with_reply_format,
 )
+from evalrunner.judge.structured import CapabilityMemory
 from evalrunner.retry import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
@@ -318,6 +319,12 @@ class _BaseJudge(Judge):
         #: key: the next metric that needs the same reply gets the same failure at no cost,
         #: so one bad reply costs one repair, not one per metric.
         self._failed: dict[str, JudgeError] = {}
+
+    def capability_memory(self, *endpoint: str) -> CapabilityMemory | None:
+        """Where this endpoint's structured-output mode is remembered across runs: the
+        cache's persistent store (none without one)."""
+        store = self.cache.persistent if self.cache is not None else None
+        return CapabilityMemory(store, endpoint) if store is not None else None
 
     @cached_property
     def limiter(self) -> AdaptiveLimiter:
