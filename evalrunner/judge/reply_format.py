@@ -95,6 +95,10 @@ def wire_schema(schema: type[BaseModel]) -> dict[str, Any]:
     for name, n in dict(getattr(schema, "expected_counts", {}) or {}).items():
         if isinstance(props.get(name), dict) and props[name].get("type") == "array":
             props[name] = {**props[name], "minItems": n, "maxItems": n}
+    # lists of open length the metric bounds (extract.bounded: the statements of a text)
+    for name, n in dict(getattr(schema, "max_counts", {}) or {}).items():
+        if isinstance(props.get(name), dict) and props[name].get("type") == "array":
+            props[name] = {**props[name], "maxItems": n}
     return inlined
 
 
@@ -246,10 +250,15 @@ def reply_budget(schema: type[BaseModel], messages: list[Message], cap: int) -> 
     that sentence, not the instructions around it) when a list's length depends on the
     text; never more than ``cap`` (``judge.max_tokens``)."""
     counts = dict(getattr(schema, "expected_counts", {}) or {})
-    fixed, open_list = _size(wire_schema(schema), counts, True)
+    document = wire_schema(schema)
+    fixed, open_list = _size(document, counts, True)
     budget = BUDGET_FLOOR + fixed
     if open_list:
         budget += int(OPEN_LIST_RATIO * data_tokens(messages))
+        limits = dict(getattr(schema, "max_counts", {}) or {})
+        if limits:  # at most that many items: never more than they can take
+            full, _ = _size(document, {**limits, **counts}, True)
+            budget = min(budget, BUDGET_FLOOR + full)
     return max(1, min(cap, budget))
 
 

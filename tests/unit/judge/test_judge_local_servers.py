@@ -246,3 +246,23 @@ def test_a_remembered_mode_expires_and_a_fixed_mode_ignores_it(tmp_path: Any) ->
     assert memory.recall(OPENAI_CHAIN, now=later) is None
     other = CapabilityMemory(FolderStore(tmp_path), ("openai", "http://h/v1", "other-model"))
     assert other.recall(OPENAI_CHAIN) is None
+
+
+def test_statements_of_a_short_answer_ask_for_a_few_items_and_a_few_hundred_tokens(
+    judge_stub: JudgeStub,
+) -> None:
+    """Issue 31: the statements of a one-sentence answer were asked with a 1,100-1,800 token
+    budget and no bound on their number; a 1-5 tokens/s local server never finished them."""
+    from evalrunner.judge.extract import MAX_STATEMENTS, max_statements, statements
+
+    model = LocalModel(server="llama-server")
+    judge_stub.responder = model
+    sentence = "Full-time employees receive 25 days of paid annual leave per calendar year."
+    found = statements(judge_stub.judge(), sentence)
+    assert found and len(found) <= max_statements(sentence)
+    (request,) = judge_stub.requests
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["statements"]["maxItems"] == max_statements(sentence) == 5
+    assert request.body["max_tokens"] < 400
+    # a long text may hold many, up to a ceiling
+    assert max_statements(sentence * 10) > 5 and max_statements(sentence * 1000) == MAX_STATEMENTS
