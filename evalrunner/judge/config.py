@@ -50,7 +50,7 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=10)
     #: The most judge calls in flight at once per endpoint (per process locally, per
     #: function instance in the cloud). The limit under it adapts (evalrunner.judge.limiter):
-    #: it starts at 16 (or this, when lower), grows while the judge keeps up and halves on
+    #: it starts at 16 (or this, when lower), grows while the judge keeps up and narrows on
     #: 429s, 5xx, timeouts and rising latency, so a rate-limited judge slows the run down,
     #: never stops it. Set 1 for a server that answers one request at a time.
     max_concurrency: int = Field(default=32, ge=1, le=256)

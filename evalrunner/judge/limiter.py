@@ -10,12 +10,13 @@ does for the same problem (AIMD):
 * on each answered call while the limit was the bottleneck it **grows**: by one per answer
   until the first sign of overload (slow start, doubling each round trip), then by one per
   round trip (``1 / limit`` per answer);
-* on **overload** it **halves**: a 429, a 5xx, a timeout (anything the clients raise as
-  :class:`~evalrunner.retry.TransientError`), and by :data:`LATENCY_BACKOFF` when the
-  answers' smoothed latency rises past :data:`LATENCY_RISE` × the fastest recent answer and
-  by :data:`LATENCY_RISE_MIN_SECONDS` at least (a server that queues instead of refusing:
-  llama.cpp's single slot). Answers to calls that
-  started before the last decrease do not decrease it again: one decrease per round trip;
+* on **overload** it **narrows** to :data:`OVERLOAD_BACKOFF` of itself: a 429, a 5xx, a
+  timeout (anything the clients raise as :class:`~evalrunner.retry.TransientError`); and to
+  :data:`LATENCY_BACKOFF` of itself when the answers' smoothed latency rises past
+  :data:`LATENCY_RISE` × the fastest recent answer and by :data:`LATENCY_RISE_MIN_SECONDS`
+  at least (a server that queues instead of refusing: llama.cpp's single slot). Answers to
+  calls that started before the last decrease do not decrease it again: one decrease per
+  round trip;
 * a ``Retry-After`` on an overload holds every new call of the endpoint back until then (as
   capped for the retry itself, and at most ``retry_after_cap``), not just the call that got
   it;
@@ -38,8 +39,9 @@ from dataclasses import dataclass
 #: Calls in flight a limiter starts with (lowered to the cap): enough to keep a hosted
 #: endpoint answering in a fraction of a second busy; an overloaded one answers 429 soon.
 START_CONCURRENCY = 16
-#: Multiplicative decrease on a refusal (429, 5xx, timeout).
-OVERLOAD_BACKOFF = 0.5
+#: Multiplicative decrease on a refusal (429, 5xx, timeout): 0.7, as CUBIC (TCP) uses; 0.5
+#: (Reno) left a rate-limited run 1.26x its ideal against 1.18x (bench/RESULTS.md).
+OVERLOAD_BACKOFF = 0.7
 #: Multiplicative decrease when latency rises (gentler: the server still answers).
 LATENCY_BACKOFF = 0.8
 #: Smoothed latency this many times the fastest recent answer counts as queueing.

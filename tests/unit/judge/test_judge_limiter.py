@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from evalrunner.judge import Message
 from evalrunner.judge.limiter import (
     LATENCY_MIN_SAMPLES,
+    OVERLOAD_BACKOFF,
     START_CONCURRENCY,
     AdaptiveLimiter,
     limiter_for,
@@ -62,7 +63,7 @@ def test_grows_only_while_the_limit_holds_calls_back_and_never_past_the_cap() ->
     assert limiter.slots == 6 and limiter.limit == 6.0
 
 
-def test_a_refusal_halves_the_limit_once_per_round_trip() -> None:
+def test_a_refusal_narrows_the_limit_once_per_round_trip() -> None:
     clock = FakeClock()
     limiter = AdaptiveLimiter(32, start=16, clock=clock)
     in_flight = fill(limiter)
@@ -70,12 +71,12 @@ def test_a_refusal_halves_the_limit_once_per_round_trip() -> None:
     for permit in in_flight:  # all sixteen were refused: one decrease, not sixteen
         permit.overloaded()
         limiter._release(permit)
-    assert limiter.slots == 8 and limiter.decreases == 1
-    # a call started after the decrease and refused again halves it again
+    assert limiter.slots == int(16 * OVERLOAD_BACKOFF) and limiter.decreases == 1
+    # a call started after the decrease and refused again narrows it again
     with limiter.slot() as permit:
         clock.now += 0.1
         permit.overloaded()
-    assert limiter.slots == 4 and limiter.decreases == 2
+    assert limiter.slots == int(16 * OVERLOAD_BACKOFF**2) and limiter.decreases == 2
     assert not limiter.slow_start
 
 
@@ -95,15 +96,16 @@ def test_after_the_first_refusal_it_grows_by_one_per_round_trip() -> None:
     with limiter.slot() as permit:
         clock.now += 0.1
         permit.overloaded()
-    assert limiter.slots == 4
-    for _ in range(5):  # a window's worth of answers (1/limit each), limit binding
+    narrowed = limiter.slots
+    assert narrowed == int(8 * OVERLOAD_BACKOFF)
+    for _ in range(narrowed + 1):  # a window's worth of answers (1/limit each), limit binding
         held = fill(limiter)
         clock.now += 0.1
         held[0].ok()
         limiter._release(held[0])
         for permit in held[1:]:
             limiter._release(permit)
-    assert limiter.slots == 5
+    assert limiter.slots == narrowed + 1
 
 
 def test_retry_after_holds_every_new_call_back() -> None:
