@@ -107,3 +107,25 @@ def test_the_cli_takes_the_function_limit(tmp_path):
     result = cli_run(tmp_path, "--function-timeout", "0.5")
     assert result.exit_code == 2, result.output  # below the option's minimum of 1 s
     assert "--function-timeout" in result.output
+
+
+def test_the_python_api_takes_the_function_limit(tmp_path):
+    from evalrunner import evaluate
+    from evalrunner.errors import EventError
+
+    def slow(question):
+        time.sleep(2.5)
+        return "Answer 1."
+
+    rows = [{"question": "Question 1?", "expected_answer": "Answer 1."}]
+    with pytest.raises(EngineStalled, match=r"past the 1 s function limit"):
+        evaluate(
+            rows,
+            slow,
+            metrics=["Exact match"],
+            out=tmp_path / "slow",
+            preflight=False,
+            function_timeout=1,
+        )
+    with pytest.raises(EventError, match="function_timeout"):
+        evaluate(rows, slow, out=tmp_path / "bad", function_timeout=0)
