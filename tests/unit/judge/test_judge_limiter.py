@@ -229,3 +229,16 @@ def test_retry_after_pauses_the_endpoint_for_every_caller(judge_stub: JudgeStub)
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one, range(4))) == [True] * 4
     assert refused_at and early == []
+
+
+def test_a_single_slot_server_that_queues_narrows_the_limit_by_its_latency(
+    judge_stub: JudgeStub,
+) -> None:
+    """llama.cpp answers one request at a time and refuses none: the others wait in its
+    queue, so the answers' latency grows with the calls in flight. The limit narrows from
+    the 16 it starts with, with no refusal to go by."""
+    judge_stub.serial = True
+    judge_stub.responder = lambda messages, request: StubReply('{"verdict": true}', delay=0.05)
+    judge = ask_many(judge_stub, 120, 16, max_concurrency=16)
+    assert judge_stub.refused == 0
+    assert judge.limiter.decreases >= 1 and judge.limiter.slots < 16
