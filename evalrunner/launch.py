@@ -161,6 +161,7 @@ def run_local(
     resume: str | None = None,
     functions: Mapping[str, Handler] | None = None,
     preflight: bool = True,
+    function_timeout: float | None = None,
 ) -> RunResult:
     """Run ``event`` over ``suite`` in the embedded engine and copy its reports to ``out_dir``.
 
@@ -168,12 +169,17 @@ def run_local(
     as the target runs as ``{"lambdaArn": NAME}``, like the demo assistant). ``preflight``:
     first probe the target and the judge once (:mod:`evalrunner.preflight`), so a dead
     endpoint, a refused key or an unmappable response stops the run before anything is
-    spent (:class:`~evalrunner.preflight.PreflightFailed`)."""
+    spent (:class:`~evalrunner.preflight.PreflightFailed`). ``function_timeout``: seconds a
+    pipeline function may run before the run stops (default: no limit locally; a deployed
+    one has Lambda's 900 s)."""
     from evalrunner.engine.local import LocalEngine
 
     # first: a bad EVALRUNNER_ENGINE_FAST is bad input, refused before any probe is spent
     engine = LocalEngine(
-        pipeline=local_pipeline(), stall_timeout=stall_timeout, extra_functions=functions
+        pipeline=local_pipeline(),
+        stall_timeout=stall_timeout,
+        extra_functions=functions,
+        function_timeout=function_timeout,
     )
     event = with_judge_cache(event)
     check_suite(suite, event)

@@ -48,6 +48,7 @@ def evaluate(
     on_progress: Callable[[Progress], None] | None = None,
     preflight: bool = True,
     target_options: Mapping[str, Any] | None = None,
+    function_timeout: float | None = None,
 ) -> EvalRun:
     """Run ``suite`` against ``target`` in the embedded engine, exactly as ``evalrunner run``
     does, and return the finished run.
@@ -67,6 +68,8 @@ def evaluate(
     of the event's target object, for a function target above all: ``{"timeout_seconds": 10,
     "max_response_bytes": 2_000_000}`` (a function that does not answer in time, or answers
     more, is that case's target error; defaults 60 s and 1 MiB, as for an HTTP target).
+    ``function_timeout``: seconds one pipeline function (a task of cases) may run before the
+    run stops, as ``--function-timeout`` (default: no limit locally; deployed, Lambda's 900).
 
     Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` subclass whose message
     names the row, column or field and the fix, before anything runs. ``preflight``: first
@@ -79,6 +82,13 @@ def evaluate(
     check_out_dir(out_dir)
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
         raise EventError(f"iterations: {iterations!r} is not a positive integer")
+    if function_timeout is not None and not (
+        isinstance(function_timeout, int | float) and 1 <= function_timeout < float("inf")
+    ):
+        raise EventError(
+            f"function_timeout: {function_timeout!r} is not a number of seconds of at least 1; "
+            "leave it out for no limit"
+        )
     spec, functions = target_spec(target)
     if target_options:
         spec = {**spec, **dict(target_options)}
@@ -107,6 +117,7 @@ def evaluate(
             on_progress=on_progress,
             functions=functions,
             preflight=preflight,
+            function_timeout=function_timeout,
         )
     return EvalRun(result)
 

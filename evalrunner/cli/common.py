@@ -119,6 +119,50 @@ JudgeOption = Annotated[
     ),
 ]
 
+JudgeTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.1,
+        max=3600,
+        help="Seconds one judge call may take (judge.timeout_seconds, default 60), for the "
+        "--judge given or the default judge: a small model on a CPU writes a few tokens per "
+        "second, and a queued call waits for the ones before it.",
+    ),
+]
+
+FunctionTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        help="Seconds one pipeline function (a task of cases) may run locally before the run "
+        "is stopped as Lambda would stop it (default: no limit locally; deployed, Lambda's "
+        "900 s).",
+    ),
+]
+
+
+def judge_arg(judge: str | None, timeout: float | None) -> Any:
+    """The event's judge: ``--judge`` (JSON or a file) with ``--judge-timeout`` set in it;
+    with only ``--judge-timeout``, the default judge (EVALRUNNER_JUDGE or the config file)
+    with it set, made the event's own. None: the event names no judge."""
+    value = _json_arg(judge, "--judge") if judge else None
+    if timeout is None:
+        return value
+    if value is None:
+        from evalrunner.run_defaults import default_judge
+
+        found = default_judge()
+        if found is None:
+            raise EventError(
+                "--judge-timeout sets the judge's per-call timeout, but no judge is configured: "
+                "give --judge, or set EVALRUNNER_JUDGE or the evalrunner config file's judge"
+            )
+        value = found[0]
+    if not isinstance(value, dict):
+        raise EventError("--judge: must be a JSON object to take --judge-timeout")
+    return {**value, "timeout_seconds": timeout}
+
+
 NoPreflight = Annotated[
     bool,
     typer.Option(

@@ -31,7 +31,9 @@ from evalrunner.cli.common import (
     EXIT_RUN,
     FailOnOption,
     FailOnRegression,
+    FunctionTimeoutOption,
     JudgeOption,
+    JudgeTimeoutOption,
     MaxErrorShare,
     NoPreflight,
     _fail,
@@ -40,6 +42,7 @@ from evalrunner.cli.common import (
     _progress_bar,
     check_out_dir,
     err,
+    judge_arg,
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
@@ -101,6 +104,7 @@ def _execute_local(
     stall_timeout: float | None = None,
     resume: str | None = None,
     preflight: bool = True,
+    function_timeout: float | None = None,
 ) -> RunResult:
     """The CLI's local run. Its process is the run's alone, so its older objects (the
     imported libraries) are set aside from the cyclic collector while it
@@ -118,6 +122,7 @@ def _execute_local(
                 stall_timeout=stall_timeout,
                 resume=resume,
                 preflight=preflight,
+                function_timeout=function_timeout,
             )
         bar, task = _progress_bar()
         with bar:
@@ -139,6 +144,7 @@ def _execute_local(
                 stall_timeout=stall_timeout,
                 resume=resume,
                 preflight=preflight,
+                function_timeout=function_timeout,
             )
 
 
@@ -338,6 +344,7 @@ def run(
     fail_on_regression: FailOnRegression = False,
     max_error_share: MaxErrorShare = None,
     judge: JudgeOption = None,
+    judge_timeout: JudgeTimeoutOption = None,
     evaluator_options: Annotated[
         str | None,
         typer.Option(
@@ -364,6 +371,7 @@ def run(
             "$EVALRUNNER_STALL_TIMEOUT, else 120).",
         ),
     ] = None,
+    function_timeout: FunctionTimeoutOption = None,
     perturb: PerturbOption = None,
     resume: Annotated[
         str | None,
@@ -403,7 +411,7 @@ def run(
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,
-                judge=_json_arg(judge, "--judge") if judge else None,
+                judge=judge_arg(judge, judge_timeout),
                 evaluator_options=(
                     _json_arg(evaluator_options, "--evaluator-options")
                     if evaluator_options
@@ -440,6 +448,7 @@ def run(
                     stall_timeout=stall_timeout,
                     resume=resume,
                     preflight=False,
+                    function_timeout=function_timeout,
                 )
             )
     except PreflightFailed as exc:
@@ -476,6 +485,7 @@ def demo(
     fail_on_regression: FailOnRegression = False,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
+    judge_timeout: JudgeTimeoutOption = None,
     perturb: PerturbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     junit_xml: JunitOption = None,
@@ -502,6 +512,7 @@ def demo(
             fail_on_regression=fail_on_regression,
             max_error_share=None,
             judge=judge,
+            judge_timeout=judge_timeout,
             max_concurrency=10,
             as_json=as_json,
             quiet=as_json,

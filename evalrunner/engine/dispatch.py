@@ -9,6 +9,7 @@ exactly what they would see in the cloud.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 import traceback
@@ -37,15 +38,23 @@ class LambdaContext:
     function_version: str = "$LATEST"
     log_group_name: str = "/aws/lambda/local"
     log_stream_name: str = "local"
-    #: Lambda's longest timeout, which the watchdog also holds a local function to.
+    #: The function's limit: Lambda's longest timeout unless the local engine was given
+    #: another (``--function-timeout``); ``inf``: none (a local run's default).
     timeout_s: float = 900.0
     started: float = field(default_factory=lambda: time.monotonic())
 
     def get_remaining_time_in_millis(self) -> int:
         """Counted from the call, as Lambda counts it: a RunCase task hands the cases it
-        cannot finish in time to a new task, locally as in the cloud."""
+        cannot finish in time to a new task, locally as in the cloud (without a limit,
+        never: a day is always left)."""
+        if math.isinf(self.timeout_s):
+            return NO_LIMIT_MS
         left = self.timeout_s - (time.monotonic() - self.started)
         return max(0, int(left * 1000))
+
+
+#: What a function without a time limit is told it has left: a day.
+NO_LIMIT_MS = 86_400_000
 
 
 class Dispatcher:
@@ -56,9 +65,12 @@ class Dispatcher:
         handlers: dict[str, Handler],
         *,
         observer: Callable[[str, dict[str, Any], Any, BaseException | None], None] | None = None,
+        function_timeout: float = 900.0,
     ) -> None:
         self.handlers = dict(handlers)
         self.observer = observer
+        #: Each function's time limit, as its context tells it (``inf``: none).
+        self.function_timeout = function_timeout
         self._lock = threading.Lock()
 
     def invoke(self, function_name: str, body: Any, response_headers: dict[str, str]) -> bytes:
@@ -70,7 +82,10 @@ class Dispatcher:
         event = json.loads(body) if body else {}
         arn = f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
         try:
-            result = handler(event, LambdaContext(function_name=name, invoked_function_arn=arn))
+            context = LambdaContext(
+                function_name=name, invoked_function_arn=arn, timeout_s=self.function_timeout
+            )
+            result = handler(event, context)
         except Exception as exc:
             if self.observer:
                 self.observer(name, event, None, exc)

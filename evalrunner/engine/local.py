@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import shutil
 import signal
 import threading
@@ -157,13 +158,15 @@ class LocalEngine:
         aws_session: boto3.Session | None = None,
         stall_timeout: float | None = None,
         fast: bool | None = None,
+        function_timeout: float | None = None,
     ) -> None:
         """``pipeline`` builds the handlers of the state machine's functions (in the
         repository: ``lambdas.local.local_pipeline``, found by
         :func:`evalrunner.launch.local_pipeline`). ``aws_session`` reaches real AWS
         targets; default: the environment's credentials. ``stall_timeout``: seconds with
         nothing running before the run is declared stuck (default
-        ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``fast``: the speed seams
+        ``EVALRUNNER_STALL_TIMEOUT``, else 120). ``function_timeout``: seconds a function
+        may run (default: no limit; Lambda's is 900). ``fast``: the speed seams
         in moto (caches, bounded retention, the in-process S3, Lambda and Step Functions
         clients; :mod:`evalrunner.engine.moto_compat`) on or off; default
         ``EVALRUNNER_ENGINE_FAST``, else on with the moto they are written for (5.2.5).
@@ -180,6 +183,7 @@ class LocalEngine:
             stall_timeout if stall_timeout is not None else stall_timeout_from_env()
         )
         self.fast = speed_seams_from_env() if fast is None else fast
+        self.function_timeout = math.inf if function_timeout is None else function_timeout
         if self.fast:
             check_speed_seams_fit()  # a moto they were not written for: say so, start nothing
         install_iterative_map_workers()
@@ -267,10 +271,12 @@ class LocalEngine:
                 ),
             )
         )
-        watchdog = Watchdog(stall_timeout=self.stall_timeout)
+        watchdog = Watchdog(
+            stall_timeout=self.stall_timeout, function_timeout=self.function_timeout
+        )
         functions = self._bound_target(functions, event.get("target"))
         handlers = {name: watchdog.track(name, fn) for name, fn in functions.items()}
-        dispatcher = Dispatcher(handlers, observer=observe)
+        dispatcher = Dispatcher(handlers, observer=observe, function_timeout=self.function_timeout)
         speedups: AbstractContextManager[None] = (
             interpreter_speedups() if self.fast else nullcontext()
         )

@@ -27,7 +27,9 @@ from evalrunner.errors import ConfigError
 
 #: Seconds with no pipeline function running or finishing before a run counts as stalled.
 DEFAULT_STALL_TIMEOUT = 120.0
-#: Lambda's maximum timeout: a local function running longer would have been killed.
+#: Lambda's maximum timeout: a deployed function running longer is killed. A local run holds
+#: its functions to it only when asked (``--function-timeout``): a slow local judge may need
+#: longer, and nothing kills a local function.
 FUNCTION_TIMEOUT = 900.0
 STALL_TIMEOUT_ENV = "EVALRUNNER_STALL_TIMEOUT"
 
@@ -110,8 +112,9 @@ class Watchdog:
         if overdue:
             name, seconds = max(overdue, key=lambda pair: pair[1])
             return Stall(
-                f"function {name} has been running for {seconds:.0f} s, past Lambda's "
-                f"{self.function_timeout:.0f} s limit"
+                f"function {name} has been running for {seconds:.0f} s, past the "
+                f"{self.function_timeout:.0f} s function limit (--function-timeout; "
+                "deployed, Lambda's 900 s)"
             )
         if not in_flight and idle > self.stall_timeout:
             return Stall(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from evalrunner.judge.base import (
 )
 from evalrunner.judge.cache import CachedReply, ResponseCache, SingleFlight, cache_key
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.judge.limiter import AdaptiveLimiter, limiter_for
 from evalrunner.judge.prompts import RESERVED_TAGS
 from evalrunner.judge.reply_format import (
     looks_like_schema,
@@ -39,6 +39,7 @@ from evalrunner.judge.reply_format import (
     reply_budget,
     with_reply_format,
 )
+from evalrunner.judge.structured import CapabilityMemory
 from evalrunner.retry import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
@@ -309,9 +310,8 @@ class _BaseJudge(Judge):
         self.model = config.model_name
         self.timeout = float(config.timeout_seconds)
         self.max_retries = int(config.max_retries)
+        #: The cap on calls in flight; the limit itself adapts (:attr:`limiter`).
         self.max_concurrency = int(config.max_concurrency)
-        #: Run-wide: every call of every case of this run waits for one of these slots.
-        self._slots = threading.BoundedSemaphore(self.max_concurrency)
         self.cache = cache if config.cache else None
         self._flights = SingleFlight()
         self.max_tokens = int(config.max_tokens)
@@ -319,6 +319,18 @@ class _BaseJudge(Judge):
         #: key: the next metric that needs the same reply gets the same failure at no cost,
         #: so one bad reply costs one repair, not one per metric.
         self._failed: dict[str, JudgeError] = {}
+
+    def capability_memory(self, *endpoint: str) -> CapabilityMemory | None:
+        """Where this endpoint's structured-output mode is remembered across runs: the
+        cache's persistent store (none without one)."""
+        store = self.cache.persistent if self.cache is not None else None
+        return CapabilityMemory(store, endpoint) if store is not None else None
+
+    @cached_property
+    def limiter(self) -> AdaptiveLimiter:
+        """The process's concurrency limiter for this endpoint (shared with every judge of
+        the same endpoint: every case of every run of this process waits for its slots)."""
+        return limiter_for((type(self).__name__, self.endpoint), self.max_concurrency)
 
     # -- for subclasses ------------------------------------------------------------------
     @property
@@ -501,16 +513,27 @@ class _BaseJudge(Judge):
         )
 
     def _call(self, request: JudgeRequest, purpose: str, usage: JudgeUsage) -> Completion:
-        """One logical call: bounded attempts with backoff; each attempt holds a slot (the
-        waits between them do not)."""
+        """One logical call: bounded attempts with backoff; each attempt holds a slot of the
+        endpoint's adaptive limiter (the waits between them do not) and tells it how it went:
+        an answer may widen the limit, a refusal or timeout narrows it."""
         clock = self.retry_policy().start()
         usage.calls += 1
         attempt = 0
+        limiter = self.limiter
         while True:
             attempt += 1
             try:
-                with self._slots:
-                    completion = self._complete(request)
+                with limiter.slot() as permit:
+                    try:
+                        completion = self._complete(request)
+                    except TransientError as exc:
+                        # The endpoint's other calls wait as long as this one will.
+                        hold = exc.retry_after
+                        if hold is not None:
+                            hold = min(hold, self.retry_after_cap, self.timeout)
+                        permit.overloaded(hold)
+                        raise
+                    permit.ok()
             except TransientError as exc:
                 wait = clock.next_wait(attempt, exc.retry_after)
                 if wait is None:

@@ -123,10 +123,14 @@ class BedrockJudge(_BaseJudge):
             raise ConfigError('BedrockJudge needs judge.bedrock {"model_id": ...}')
         super().__init__(config, cache=cache)
         self.max_tokens = min(self.max_tokens, MAX_TOKENS)
-        self.output = OutputMode(config.structured_output, BEDROCK_CHAIN)
         options = config.bedrock
         session = session or boto3.Session()
         self.region = options.region or region_from_arn(options.model_id) or session.region_name
+        self.output = OutputMode(
+            config.structured_output,
+            BEDROCK_CHAIN,
+            self.capability_memory("bedrock", str(self.region), self.model),
+        )
         if client is None:
             if not self.region:
                 raise ConfigError(

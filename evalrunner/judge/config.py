@@ -44,11 +44,16 @@ class JudgeConfig(BaseModel):
 
     openai: OpenAIJudge | None = None
     bedrock: BedrockJudge | None = None
-    timeout_seconds: float = Field(default=60, gt=0, le=600)
+    #: Seconds one judge call may take (``--judge-timeout``): the whole request, waiting
+    #: in a local server's queue included. Up to an hour, for small models on a CPU.
+    timeout_seconds: float = Field(default=60, gt=0, le=3600)
     max_retries: int = Field(default=4, ge=0, le=10)
-    #: Judge calls in flight at once for the whole run (per process locally, per function
-    #: instance in the cloud): a rate-limited judge slows the run down, never stops it.
-    max_concurrency: int = Field(default=8, ge=1, le=256)
+    #: The most judge calls in flight at once per endpoint (per process locally, per
+    #: function instance in the cloud). The limit under it adapts (evalrunner.judge.limiter):
+    #: it starts at 16 (or this, when lower), grows while the judge keeps up and narrows on
+    #: 429s, 5xx, timeouts and rising latency, so a rate-limited judge slows the run down,
+    #: never stops it. Set 1 for a server that answers one request at a time.
+    max_concurrency: int = Field(default=32, ge=1, le=256)
     #: Content-addressed response cache: a re-run of unchanged cases costs nothing.
     cache: bool = True
     #: Local folder for the cache; default: the run bucket under judge-cache/.

@@ -72,6 +72,33 @@ def counted(schema: type[R], **counts: int) -> type[R]:
     return _counted(schema, tuple(sorted(counts.items())))
 
 
+@lru_cache(maxsize=512)
+def _bounded(schema: type[R], limits: tuple[tuple[str, int], ...]) -> type[R]:
+    namespace = {"max_counts": dict(limits), "__module__": schema.__module__}
+    return type(schema.__name__, (schema,), namespace)
+
+
+def bounded(schema: type[R], **limits: int) -> type[R]:
+    """``schema`` whose lists ``field`` hold at most ``n`` items as the server is told
+    (``maxItems`` in the wire schema, and the reply budget sized for that many), for lists
+    of open length where a few are all the text can hold. Validation does not refuse a
+    longer list: a judge without structured output may still write one."""
+    return _bounded(schema, tuple(sorted(limits.items())))
+
+
+#: Statements of a text: about one per this many words, at least MIN and at most MAX.
+WORDS_PER_STATEMENT = 4
+MIN_STATEMENTS = 4
+MAX_STATEMENTS = 64
+
+
+def max_statements(text: str) -> int:
+    """How many statements a text can hold, generously: a one-sentence answer a handful
+    (a grammar-constrained small model cannot run on repeating itself), a long one many."""
+    words = len(text.split())
+    return max(MIN_STATEMENTS, min(MAX_STATEMENTS, words // WORDS_PER_STATEMENT + 2))
+
+
 def _wrap_list(key: str, data: Any) -> Any:
     # Some models answer a bare JSON list where an object was asked for; accept it.
     return {key: data} if isinstance(data, list) else data
@@ -111,6 +138,9 @@ class StatementChecks(CountedReply):
 
 
 class Statements(BaseModel):
+    #: At most how many statements the server is told to write (:func:`bounded`).
+    max_counts: ClassVar[Mapping[str, int]] = {}
+
     statements: list[str]
 
     @model_validator(mode="before")
@@ -181,7 +211,8 @@ def statements(judge: Judge, text: str, *, purpose: str = "statements") -> list[
     """The atomic statements of ``text``: one judge call; an empty text gives [] and no call."""
     if not text.strip():
         return []
-    reply = ask(judge, statements_prompt(text), Statements, purpose=purpose)
+    schema = bounded(Statements, statements=max_statements(text))
+    reply = ask(judge, statements_prompt(text), schema, purpose=purpose)
     return _clean(reply.statements)
 
 

@@ -108,8 +108,13 @@ class OpenAIJudge(_BaseJudge):
             header = options.api_key_header
             bearer = header.lower() == "authorization"
             self.headers[header] = f"Bearer {api_key}" if bearer else api_key
-        #: Which structured output to send (detected and remembered with ``auto``).
-        self.output = OutputMode(config.structured_output, OPENAI_CHAIN)
+        #: Which structured output to send (detected with ``auto``, and remembered across
+        #: runs per base URL and model beside the judge cache).
+        self.output = OutputMode(
+            config.structured_output,
+            OPENAI_CHAIN,
+            self.capability_memory("openai", options.base_url.rstrip("/"), self.model),
+        )
         #: Dropped (or renamed) for good once the server rejects them.
         self.logprobs_supported = True
         self.budget_field = "max_tokens"

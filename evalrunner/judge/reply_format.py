@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from evalrunner.judge.base import Message
-from evalrunner.judge.prompts import tagged
+from evalrunner.judge.prompts import RESERVED_TAGS, tagged
 
 #: The line that joins the (last) system message: the reply's shape as an example.
 EXAMPLE_LINE = (
@@ -50,7 +50,9 @@ TOKENS_PER_STRING = 48
 #: ... per other value (a boolean, a number) and per key ...
 TOKENS_PER_VALUE = 4
 #: ... and, when the reply holds a list whose length the text decides (the statements of a
-#: text), this many times the prompt's tokens: statements restate the text they split.
+#: text), this many times the tokens of the prompt's data: statements restate the text they
+#: split (the instructions around it are not restated; sizing from the whole prompt gave
+#: a one-sentence answer 1,100-1,800 tokens, issue 31).
 OPEN_LIST_RATIO = 2.5
 #: Characters per token when estimating a prompt (a low ratio: estimates err high).
 CHARS_PER_TOKEN = 3
@@ -93,6 +95,10 @@ def wire_schema(schema: type[BaseModel]) -> dict[str, Any]:
     for name, n in dict(getattr(schema, "expected_counts", {}) or {}).items():
         if isinstance(props.get(name), dict) and props[name].get("type") == "array":
             props[name] = {**props[name], "minItems": n, "maxItems": n}
+    # lists of open length the metric bounds (extract.bounded: the statements of a text)
+    for name, n in dict(getattr(schema, "max_counts", {}) or {}).items():
+        if isinstance(props.get(name), dict) and props[name].get("type") == "array":
+            props[name] = {**props[name], "maxItems": n}
     return inlined
 
 
@@ -211,16 +217,48 @@ def estimate_tokens(messages: list[Message]) -> int:
     return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN + 1
 
 
+_TAG_NAMES = "|".join(sorted(map(re.escape, RESERVED_TAGS), key=len, reverse=True))
+#: A line that opens or closes one of the prompt's data blocks (prompts.tagged).
+_TAG_LINE = re.compile(rf'^\s*</?(?:{_TAG_NAMES})(?: id="\d+")?>\s*$')
+
+
+def data_tokens(messages: list[Message]) -> int:
+    """Tokens of the data the prompt hands over (the lines inside its tagged blocks: the
+    answer, the contexts, the texts to split), not of its instructions. A prompt without
+    tagged blocks (a user's own template) counts whole."""
+    chars = 0
+    tagged = False
+    for message in messages:
+        depth = 0
+        for line in message.content.split("\n"):
+            if _TAG_LINE.match(line):
+                tagged = True
+                depth += -1 if line.lstrip().startswith("</") else 1
+                depth = max(depth, 0)
+            elif depth > 0:
+                chars += len(line) + 1
+    if not tagged:
+        return estimate_tokens(messages)
+    return chars // CHARS_PER_TOKEN + 1
+
+
 def reply_budget(schema: type[BaseModel], messages: list[Message], cap: int) -> int:
     """``max_tokens`` for one reply to ``messages`` as ``schema``: BUDGET_FLOOR, plus the
     fixed-length part (lists whose length the prompt fixes, e.g. one verdict per statement,
-    from the schema's ``expected_counts``), plus OPEN_LIST_RATIO × the prompt's tokens when a
-    list's length depends on the text; never more than ``cap`` (``judge.max_tokens``)."""
+    from the schema's ``expected_counts``), plus OPEN_LIST_RATIO × the tokens of the data
+    being processed (:func:`data_tokens`: the statements of a one-sentence answer restate
+    that sentence, not the instructions around it) when a list's length depends on the
+    text; never more than ``cap`` (``judge.max_tokens``)."""
     counts = dict(getattr(schema, "expected_counts", {}) or {})
-    fixed, open_list = _size(wire_schema(schema), counts, True)
+    document = wire_schema(schema)
+    fixed, open_list = _size(document, counts, True)
     budget = BUDGET_FLOOR + fixed
     if open_list:
-        budget += int(OPEN_LIST_RATIO * estimate_tokens(messages))
+        budget += int(OPEN_LIST_RATIO * data_tokens(messages))
+        limits = dict(getattr(schema, "max_counts", {}) or {})
+        if limits:  # at most that many items: never more than they can take
+            full, _ = _size(document, {**limits, **counts}, True)
+            budget = min(budget, BUDGET_FLOOR + full)
     return max(1, min(cap, budget))
 
 

@@ -13,12 +13,23 @@ The step is taken once for the whole run (the judge lives for one run and proces
 logged; a mode that has worked once is kept, so a later 500 is an ordinary server error,
 retried as such. A mode set explicitly is never changed: its rejection is an error that says
 what to set instead.
+
+What a step learned is remembered across runs (:class:`CapabilityMemory`): the mode that
+answered, per endpoint (kind, URL or region, model), in the judge cache's persistent store
+(locally the user's cache folder beside the cached replies; deployed, the bucket's
+``judge-cache/``), for :data:`MEMORY_SECONDS`. The next run starts from it instead of
+sending a request the server is known to refuse. Without a persistent cache (``cache:
+false``) nothing is remembered.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
+import time
+from typing import Any, Protocol
 
 log = logging.getLogger("evalrunner.judge")
 
@@ -41,10 +52,68 @@ REJECTION_WORDS = (
 )
 
 
-class OutputMode:
-    """The structured-output mode of one judge: detected (``auto``) or fixed. Thread-safe."""
+#: How long a learned mode is trusted: a server upgraded to support json_schema is asked
+#: again after this (a month).
+MEMORY_SECONDS = 30 * 24 * 3600
 
-    def __init__(self, configured: str, chain: tuple[str, ...]) -> None:
+
+class _Store(Protocol):
+    """What :class:`CapabilityMemory` needs of a cache store (``judge.cache.CacheStore``)."""
+
+    def load(self, key: str) -> dict[str, Any] | None: ...
+
+    def save(self, key: str, value: dict[str, Any]) -> None: ...
+
+
+class CapabilityMemory:
+    """The structured-output mode one endpoint answered, kept in ``store`` across runs.
+
+    A broken store is no memory (logged at debug level), never a failed judgement."""
+
+    def __init__(self, store: _Store, endpoint: tuple[str, ...]) -> None:
+        self.store = store
+        digest = hashlib.sha256(json.dumps(list(endpoint)).encode("utf-8")).hexdigest()
+        self.key = f"endpoint-{digest}"
+        self.endpoint = endpoint
+
+    def recall(self, chain: tuple[str, ...], now: float | None = None) -> str | None:
+        """The remembered mode, when it is one of ``chain`` and not older than
+        :data:`MEMORY_SECONDS`; else None."""
+        try:
+            entry = self.store.load(self.key)
+        except Exception as exc:
+            log.debug("structured-output memory: cannot read %s: %s", self.key, exc)
+            return None
+        if not entry:
+            return None
+        mode, learned = entry.get("structured_output"), entry.get("learned_at")
+        if mode not in chain or not isinstance(learned, int | float):
+            return None
+        if (time.time() if now is None else now) - learned > MEMORY_SECONDS:
+            return None
+        return str(mode)
+
+    def remember(self, mode: str) -> None:
+        value = {
+            "structured_output": mode,
+            "learned_at": time.time(),
+            "endpoint": "/".join(self.endpoint),
+        }
+        try:
+            self.store.save(self.key, value)
+        except Exception as exc:
+            log.debug("structured-output memory: cannot write %s: %s", self.key, exc)
+
+
+class OutputMode:
+    """The structured-output mode of one judge: detected (``auto``) or fixed. Thread-safe.
+
+    With ``memory``, ``auto`` starts from the mode an earlier run found (when there is one)
+    and remembers the mode it steps to once that mode has answered."""
+
+    def __init__(
+        self, configured: str, chain: tuple[str, ...], memory: CapabilityMemory | None = None
+    ) -> None:
         self.configured = configured
         self.auto = configured == "auto"
         self.chain = chain
@@ -53,6 +122,18 @@ class OutputMode:
         self._lock = threading.Lock()
         #: What happened, for the log and for tests: ``(from, to, why)`` per step taken.
         self.steps: list[tuple[str, str, str]] = []
+        self.memory = memory if self.auto else None
+        #: The mode an earlier run learned, when this one started from it.
+        self.recalled: str | None = None
+        if self.memory is not None:
+            self.recalled = self.memory.recall(chain)
+            if self.recalled is not None:
+                self._mode = self.recalled
+                log.info(
+                    "structured output %r, learned by an earlier run for this endpoint",
+                    self.recalled,
+                )
+        self._remembered = self.recalled
 
     @property
     def current(self) -> str:
@@ -60,9 +141,15 @@ class OutputMode:
             return self._mode
 
     def confirm(self, mode: str) -> None:
-        """``mode`` produced a reply: keep it (a later 500 is the server's, not the mode's)."""
+        """``mode`` produced a reply: keep it (a later 500 is the server's, not the mode's),
+        and remember it for the next run when it was stepped to."""
         with self._lock:
             self._confirmed.add(mode)
+            learn = self.memory is not None and self.steps and self._remembered != mode
+            if learn:
+                self._remembered = mode
+        if learn and self.memory is not None:
+            self.memory.remember(mode)
 
     def unproven_hint(self, mode: str) -> str:
         """A hint for a server error to a request sent with ``mode``, set explicitly and never

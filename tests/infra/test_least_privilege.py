@@ -606,12 +606,20 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
     """What each handler must have done with its whole policy."""
     assert not isinstance(result, Exception), result
     if role in ("PrepareRole", "RunCaseRole"):  # the roles that judge use the cache
+        memory = "judge-cache/endpoint-"  # the endpoint's structured-output mode, beside it
         cache = {
             (c.operation, c.error)
             for c in calls
             if c.params.get("Key", "").startswith("judge-cache/")
+            and not c.params.get("Key", "").startswith(memory)
         }
         assert cache == {("GetObject", "NoSuchKey"), ("PutObject", None)}, cache
+        remembered = {
+            (c.operation, c.error) for c in calls if c.params.get("Key", "").startswith(memory)
+        }
+        # read at the start (found or not); written when the judge stepped to another mode
+        assert ("GetObject", None) in remembered or ("GetObject", "NoSuchKey") in remembered
+        assert remembered <= {("GetObject", None), ("GetObject", "NoSuchKey"), ("PutObject", None)}
     if role == "PrepareRole":
         assert result["item_count"] == 4  # 2 cases, each also misinformed
     elif role == "RunCaseRole":

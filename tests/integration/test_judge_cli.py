@@ -112,3 +112,47 @@ def test_a_garbage_judge_gives_parse_failures_not_a_crash(tmp_path, judge_stub):
     assert any(p["type"] == "parsing_failures" for p in summary["problems"])
     details = next((tmp_path / "out").rglob("*-details.csv")).read_text("utf-8-sig")
     assert "parsing failure" in details and "nan" not in details.lower().split(",")
+
+
+def test_judge_timeout_sets_the_judges_per_call_timeout(tmp_path, judge_stub):
+    """--judge-timeout reaches the judge: a judge slower than it times out (named in the
+    error), while the same judge within it answers."""
+    from tests.support.judge_stub import StubReply
+
+    def slow(messages, request):
+        return StubReply(json.dumps(answer_like_a_judge(messages, request)), delay=1.0)
+
+    judge_stub.responder = slow
+    judge = json.dumps(
+        {
+            "openai": {"base_url": judge_stub.url, "model": "stub-judge"},
+            "max_retries": 0,
+            "cache": False,
+        }
+    )
+    result = run(
+        tmp_path,
+        "--judge",
+        judge,
+        "--judge-timeout",
+        "0.3",
+        "--no-preflight",
+        "--fail-on",
+        "errors",
+    )
+    summary = json.loads(result.stdout)
+    (faith,) = [m for m in summary["metrics"] if m["metric"] == "Faithfulness"]
+    assert faith["errored"] == 2, result.output
+    details = (tmp_path / "out").rglob("*details.csv")
+    text = "".join(p.read_text(encoding="utf-8") for p in details)
+    assert "timeout_seconds=0.3" in text
+
+
+def test_judge_timeout_without_any_judge_is_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv("EVALRUNNER_JUDGE", raising=False)
+    config = tmp_path / "config.json"
+    config.write_text('{"default_metrics": ["Exact match"]}', encoding="utf-8")
+    monkeypatch.setenv("EVALRUNNER_CONFIG", str(config))  # a config file with no judge
+    result = run(tmp_path, "--judge-timeout", "300")
+    assert result.exit_code == 2
+    assert "--judge-timeout" in result.output and "no judge is configured" in result.output

@@ -113,7 +113,7 @@ def test_llama_cpp_python_500_on_json_schema_steps_down_once_per_run(
     # position is not bounded), but never more of them than calls in flight: the step-down
     # holds for the whole run, not per case (that would reject one request per call).
     rejected = [f for f in model.formats if f == "json_schema"]
-    assert 1 <= len(rejected) <= 8  # at most the requests in flight (max_concurrency)
+    assert 1 <= len(rejected) <= 10  # at most the requests in flight (the cases at once)
     assert len(model.formats) > 3 * len(rejected)
     last_rejected = max(i for i, f in enumerate(model.formats) if f == "json_schema")
     assert set(model.formats[last_rejected + 1 :]) == {"json_object+schema"}

@@ -31,7 +31,8 @@ is). If it raises, the stub answers HTTP 400 with the exception (the judge fails
 retries) and keeps it in ``stub.errors``.
 
 Also: ``stub.url`` ("http://127.0.0.1:PORT/v1"), ``stub.requests`` (a copy, in arrival order),
-``stub.max_in_flight``, ``stub.clear()``, ``stub.judge_config(**overrides)``, ``scripted(...)``,
+``stub.max_in_flight``, ``stub.capacity`` (429 above that many in flight; ``stub.refused``
+counts them), ``stub.clear()``, ``stub.judge_config(**overrides)``, ``scripted(...)``,
 and ``stub.serial = True`` for a server that answers one request at a time, start to finish
 (llama.cpp's single slot): the others wait, and a reply's delay runs on after its client gave
 up. :class:`tests.support.local_model.LocalModel` is a responder that behaves like a small
@@ -155,6 +156,12 @@ class JudgeStub:
         #: When set, a request without ``Authorization: Bearer <key>`` is answered 401, as
         #: OpenAI answers a missing or wrong key (recorded like any other request).
         self.required_key: str | None = None
+        #: When set, a request arriving while this many are being answered is refused with
+        #: HTTP 429 (and ``retry_after``, when set, as its Retry-After), as a rate-limited
+        #: hosted endpoint refuses what is over its limit; counted in ``refused``.
+        self.capacity: int | None = None
+        self.retry_after: str | None = None
+        self.refused = 0
         self._slot = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -207,9 +214,10 @@ class JudgeStub:
             return self._max_in_flight
 
     def clear(self) -> None:
-        """Forget recorded requests, errors and the in-flight maximum."""
+        """Forget recorded requests, errors, refusals and the in-flight maximum."""
         with self._lock:
             self._requests.clear()
+            self.refused = 0
             self.errors.clear()
             self._max_in_flight = self._in_flight
 
@@ -237,11 +245,16 @@ class JudgeStub:
         return judge
 
     # -- serving -----------------------------------------------------------------------------
-    def _record(self, request: StubRequest) -> None:
+    def _record(self, request: StubRequest) -> bool:
+        """Count the request in; False when it is over ``capacity`` (not counted in flight)."""
         with self._lock:
             self._requests.append(request)
+            if self.capacity is not None and self._in_flight >= self.capacity:
+                self.refused += 1
+                return False
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            return True
 
     def _finish(self) -> None:
         with self._lock:
@@ -325,7 +338,11 @@ class JudgeStub:
                 except ValueError:
                     self._send(400, b'{"error": {"message": "body is not JSON"}}', {})
                     return
-                stub._record(StubRequest(path, dict(self.headers.items()), body))
+                if not stub._record(StubRequest(path, dict(self.headers.items()), body)):
+                    error = {"message": "Rate limit reached", "type": "rate_limit", "code": 429}
+                    after = {"Retry-After": stub.retry_after} if stub.retry_after else {}
+                    self._send(429, json.dumps({"error": error}).encode(), after)
+                    return
                 key = stub.required_key
                 if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
                     message = "You didn't provide an API key, or it is not valid."

@@ -201,3 +201,68 @@ def test_max_completion_tokens_for_servers_that_want_it(judge_stub: JudgeStub) -
     bodies = [r.body for r in judge_stub.requests]
     assert "max_tokens" in bodies[0] and "max_completion_tokens" in bodies[1]
     assert len(bodies) == 3 and "max_tokens" not in bodies[2]
+
+
+# -- what a server refused is remembered across runs (issue 31 goal 6) ----------------------
+def test_the_next_run_does_not_send_json_schema_to_a_server_that_refused_it(
+    judge_stub: JudgeStub, tmp_path: Any
+) -> None:
+    model = LocalModel(server="llama-cpp-python")  # 500 on json_schema, obeys json_object
+    judge_stub.responder = model
+    first = judge_stub.judge(cache_dir=str(tmp_path / "cache"))
+    ask(first, "Claim one?")
+    assert model.formats == ["json_schema", "json_object+schema"]
+
+    # a new run (a new judge, same endpoint and cache folder) asks something else
+    model.formats.clear()
+    judge_stub.clear()
+    second = judge_stub.judge(cache_dir=str(tmp_path / "cache"))
+    assert second.output.recalled == "json_object"
+    ask(second, "Claim two?")
+    assert model.formats == ["json_object+schema"]
+    assert all(r.body["response_format"]["type"] != "json_schema" for r in judge_stub.requests)
+
+    # another cache folder knows nothing: detected again
+    model.formats.clear()
+    third = judge_stub.judge(cache_dir=str(tmp_path / "other"))
+    ask(third, "Claim three?")
+    assert model.formats == ["json_schema", "json_object+schema"]
+
+
+def test_a_remembered_mode_expires_and_a_fixed_mode_ignores_it(tmp_path: Any) -> None:
+    from evalrunner.judge.cache import FolderStore
+    from evalrunner.judge.structured import (
+        MEMORY_SECONDS,
+        OPENAI_CHAIN,
+        CapabilityMemory,
+        OutputMode,
+    )
+
+    memory = CapabilityMemory(FolderStore(tmp_path), ("openai", "http://h/v1", "m"))
+    memory.remember("json_mode")
+    assert OutputMode("auto", OPENAI_CHAIN, memory).current == "json_mode"
+    assert OutputMode("json_schema", OPENAI_CHAIN, memory).current == "json_schema"
+    later = memory.store.load(memory.key)["learned_at"] + MEMORY_SECONDS + 1
+    assert memory.recall(OPENAI_CHAIN, now=later) is None
+    other = CapabilityMemory(FolderStore(tmp_path), ("openai", "http://h/v1", "other-model"))
+    assert other.recall(OPENAI_CHAIN) is None
+
+
+def test_statements_of_a_short_answer_ask_for_a_few_items_and_a_few_hundred_tokens(
+    judge_stub: JudgeStub,
+) -> None:
+    """Issue 31: the statements of a one-sentence answer were asked with a 1,100-1,800 token
+    budget and no bound on their number; a 1-5 tokens/s local server never finished them."""
+    from evalrunner.judge.extract import MAX_STATEMENTS, max_statements, statements
+
+    model = LocalModel(server="llama-server")
+    judge_stub.responder = model
+    sentence = "Full-time employees receive 25 days of paid annual leave per calendar year."
+    found = statements(judge_stub.judge(), sentence)
+    assert found and len(found) <= max_statements(sentence)
+    (request,) = judge_stub.requests
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["statements"]["maxItems"] == max_statements(sentence) == 5
+    assert request.body["max_tokens"] < 400
+    # a long text may hold many, up to a ceiling
+    assert max_statements(sentence * 10) > 5 and max_statements(sentence * 1000) == MAX_STATEMENTS

@@ -22,6 +22,7 @@ from evalrunner.judge.extract import (
 from evalrunner.judge.prompts import STATEMENT_RULES, build, tagged
 from evalrunner.judge.reply_format import (
     BUDGET_FLOOR,
+    estimate_tokens,
     repair_messages,
     reply_budget,
     reply_example,
@@ -179,6 +180,21 @@ def test_reply_budget_is_sized_for_the_schema() -> None:
     # never above judge.max_tokens
     assert reply_budget(Statements, long, 512) == 512
     assert reply_budget(counted(StatementChecks, checks=500), short, 1000) == 1000
+
+
+def test_the_statements_budget_follows_the_text_not_the_instructions() -> None:
+    """Issue 31: a one-sentence answer's statements were given 1,100-1,800 tokens, sized
+    from the whole prompt; a slow local server (1-5 tokens/s) never finished them."""
+    from evalrunner.judge.extract import statements_prompt
+
+    sentence = "Full-time employees receive 25 days of paid annual leave per calendar year."
+    short = wrap(statements_prompt(sentence), Statements)
+    budget = reply_budget(Statements, short, 4096)
+    assert budget < 500  # a few hundred tokens, most of it the floor
+    whole_prompt = BUDGET_FLOOR + 48 + int(2.5 * estimate_tokens(short))
+    assert whole_prompt > 2 * budget  # what it was
+    long = wrap(statements_prompt(sentence * 40), Statements)
+    assert reply_budget(Statements, long, 4096) > budget + 30 * len(sentence) // 3
 
 
 def test_the_repair_quotes_the_reply_and_the_error() -> None:
