@@ -374,6 +374,13 @@ def run_one(
 # --- the whole comparison -------------------------------------------------------------------
 
 
+def _shown(path: str) -> str:
+    """``path`` relative to the checkout where it lies inside it (the venv's python)."""
+    with contextlib.suppress(ValueError):
+        return str(Path(path).relative_to(ROOT))
+    return path
+
+
 def can_unshare() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return False
@@ -437,8 +444,10 @@ def main(argv: list[str] | None = None) -> int:
         "isolation": isolation,
         "quick": args.quick,
         "reps": args.reps,
-        "command": "python bench/peers.py "
-        + " ".join(a for a in (argv or sys.argv[1:]) if a != "--inside"),
+        "command": " ".join(
+            [_shown(sys.executable), "bench/peers.py"]
+            + [a for a in (argv or sys.argv[1:]) if a != "--inside"]
+        ),
     }
     print(json.dumps(header), flush=True)
     rows: list[dict[str, Any]] = []
