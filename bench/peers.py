@@ -91,6 +91,7 @@ ISOLATION_ENV = {
     "OPENAI_API_KEY": "sk-dummy-benchmark-never-used",
 }
 
+MISSING_VAR = "EVALRUNNER_PEERS_MISSING"
 VENV_PEERS = {"ragas": ENVS / "ragas-lock.txt", "deepeval": ENVS / "deepeval-lock.txt"}
 PROMPTFOO_FILES = (ENVS / "promptfoo" / "package.json", ENVS / "promptfoo" / "package-lock.json")
 
@@ -122,13 +123,17 @@ def ensure_env(peer: str, cache: Path, install: bool) -> tuple[Path | None, str]
     if not install:
         return None, f"{peer}: environment not installed at {home}"
     print(f"[peers] installing {peer} into {home} from {', '.join(f.name for f in files)}")
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        if peer not in VENV_PEERS:
+            for f in files:
+                shutil.copy(f, home / f.name)
+    except OSError as exc:
+        return None, f"{peer}: cannot prepare {home}: {exc}"
     if peer in VENV_PEERS:
         steps = [["python3", "-m", "venv", str(home)]]
         steps.append([str(exe), "-m", "pip", "install", "-q", "-r", str(files[0])])
     else:
-        for f in files:
-            shutil.copy(f, home / f.name)
         steps = [["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"]]
     for step in steps:
         try:
@@ -424,18 +429,22 @@ def main(argv: list[str] | None = None) -> int:
     workloads = [wl.WORKLOADS[k] for k in args.only.split(",")]
     wanted = sorted({p for w in workloads for p in w.peers if p != "floor"})
     exes: dict[str, Path] = {}
-    missing: dict[str, str] = {}
+    # why a peer is missing, as the install outside the namespace found it
+    missing: dict[str, str] = json.loads(os.environ.get(MISSING_VAR, "{}")) if args.inside else {}
     for peer in wanted:
         exe, why = ensure_env(peer, args.cache, install=not args.inside)
         if exe is None:
-            missing[peer] = why
-            print(f"[peers] MISSING {why}", file=sys.stderr)
+            missing.setdefault(peer, why)
+            if not args.inside:
+                print(f"[peers] MISSING {why}", file=sys.stderr)
         else:
             exes[peer] = exe
     if not args.inside and not args.no_unshare and can_unshare():
         inner = [sys.executable, str(Path(__file__).resolve()), *(argv or sys.argv[1:]), "--inside"]
         script = 'ip link set lo up && exec "$@"'
-        return subprocess.run(["unshare", "-n", "sh", "-c", script, "sh", *inner]).returncode
+        env = {**os.environ, MISSING_VAR: json.dumps(missing)}
+        cmd = ["unshare", "-n", "sh", "-c", script, "sh", *inner]
+        return subprocess.run(cmd, env=env).returncode
     isolation = "network namespace (loopback only)" if args.inside else "environment only"
     code = args.code.resolve()
     header = {
