@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck check bench install lambda-package chromium cdk-synth asl-check
+.PHONY: demo test lint typecheck check bench bench-peers install lambda-package chromium cdk-synth asl-check
 
 # The demo needs only the core install; the tests also need the dev tools, the CDK and the
 # model code (torch==2.13.0 is pinned: pip takes the CPU build, not a multi-GB CUDA one).
@@ -52,6 +52,11 @@ check: test
 
 bench: install
 	$(BIN)/python bench/bench_engine.py 200 2000
+
+# Side by side with Ragas, DeepEval and promptfoo (bench/peers.py; installs each peer once
+# under ~/.cache/evalrunner-bench/peers from the pins in bench/peer_envs/).
+bench-peers: install
+	$(BIN)/python bench/peers.py
 
 # The Lambda functions' dependencies as a layer directory (PyPI wheels for Python 3.12 on
 # x86_64, no Docker): cdk synth / cdk deploy need it (README, "Deploy").

@@ -70,8 +70,12 @@ class Target:
             self.in_flight -= 1
             self.last = time.monotonic()
 
-    def latency(self) -> float:
+    def latency(self, question: str = "") -> float:
+        """Seconds to wait before answering ``question`` (bench/peers.py draws per case)."""
         return self.low if self.high <= self.low else random.uniform(self.low, self.high)
+
+    def answer(self, question: str) -> str:
+        return f"The answer to {question} is 42."
 
 
 def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
@@ -83,8 +87,8 @@ def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
             try:
                 length = int(self.headers.get("Content-Length", 0))
                 question = json.loads(self.rfile.read(length) or b"{}").get("question", "")
-                target.stopping.wait(target.latency())
-                answer = {"answer": f"The answer to {question} is 42.", "contexts": [question]}
+                target.stopping.wait(target.latency(question))
+                answer = {"answer": target.answer(question), "contexts": [question]}
                 data = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
