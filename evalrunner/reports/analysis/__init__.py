@@ -1,1 +1,2 @@
-"""What a run's numbers mean, computed from its ReportData alone: no rendering, no I/O."""
+"""What a run's numbers mean: the statistics ReportData is built from, and what is computed
+from it. No rendering and no file I/O here: views and writers read the results."""
