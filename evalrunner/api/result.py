@@ -74,7 +74,7 @@ class EvalRun:
         floats, successes as booleans, empty as None)."""
         import pandas as pd
 
-        from evalrunner.reports.stats import (
+        from evalrunner.reports.analysis.stats import (
             detail_cells,
             detail_header,
             has_conversations,
@@ -94,7 +94,7 @@ class EvalRun:
         columns of ``result.csv``."""
         import pandas as pd
 
-        from evalrunner.reports.stats import RESULT_COLUMNS, ordered_stats, result_cells
+        from evalrunner.reports.analysis.stats import RESULT_COLUMNS, ordered_stats, result_cells
 
         rows = [result_cells(s) for s in ordered_stats(self.report.stats)]
         return pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
@@ -109,19 +109,19 @@ class EvalRun:
 
     def junit_xml(self) -> bytes:
         """The run as JUnit XML, as ``--junit-xml`` writes it."""
-        from evalrunner.reports.junit import junit_xml
+        from evalrunner.reports.writers.junit import junit_xml
 
         return junit_xml([(self.report, self.summary)])
 
     def markdown(self) -> str:
         """The run's Markdown CI summary, as ``--markdown`` writes it."""
-        from evalrunner.reports.markdown import markdown_summary
+        from evalrunner.reports.writers.markdown import markdown_summary
 
         return markdown_summary([self.summary])
 
     def _repr_html_(self) -> str:
         """The notebook view: verdict, metrics, gates, top problems, where the report is."""
-        from evalrunner.reports.notebook import render_notebook
+        from evalrunner.reports.views.notebook import render_notebook
 
         return render_notebook(self.summary, self.report_path)
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from evalrunner.cli.common import EXIT_INPUT, _fail, check_out_dir, out
 from evalrunner.errors import EvalRunnerError
-from evalrunner.reports.formatting import pct, score
+from evalrunner.reports.views.formatting import pct, score
 
 
 def calibrate(
@@ -45,7 +45,7 @@ def calibrate(
     "thresholds")."""
     from evalrunner.calibrate import calibrate as run_calibration
     from evalrunner.calibrate import read_labelled_run
-    from evalrunner.reports.html import render_calibration
+    from evalrunner.reports.views.html import render_calibration
 
     try:
         check_out_dir(out_dir)

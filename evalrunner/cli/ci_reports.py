@@ -55,9 +55,9 @@ def write_ci_reports(
     results: Sequence[RunResult], *, junit: Path | None, markdown: Path | None
 ) -> list[Path]:
     """Write the requested CI files for ``results``; returns what was written."""
-    from evalrunner.reports.junit import write_junit
-    from evalrunner.reports.markdown import markdown_summary
     from evalrunner.reports.model import ReportData
+    from evalrunner.reports.writers.junit import write_junit
+    from evalrunner.reports.writers.markdown import markdown_summary
 
     written: list[Path] = []
     if junit is not None:

@@ -30,7 +30,7 @@ def history(
 ) -> None:
     """Write a target's history: every primary metric over time with its threshold,
     regressions marked, pass rate per run, links to each run's report."""
-    from evalrunner.reports.history import history_keys, local_history, refresh_history
+    from evalrunner.reports.writers.history import history_keys, local_history, refresh_history
 
     try:
         if "/" in target or target in ("", ".", ".."):

@@ -38,7 +38,7 @@ def _report_path(run: str, out_dir: Path) -> Path:
     path = Path(run)
     if path.is_file():
         return path
-    from evalrunner.reports.publish import (
+    from evalrunner.reports.writers.publish import (
         MANIFEST_NAME,
         SUMMARY_NAME,
         local_complete_sets,
@@ -63,9 +63,9 @@ def _report_path(run: str, out_dir: Path) -> Path:
 def _leaderboard_from_runs(paths: list[Path], out_dir: Path, *, as_json: bool) -> None:
     from datetime import UTC, datetime
 
-    from evalrunner.reports.html import render_leaderboard
-    from evalrunner.reports.leaderboard import build_leaderboard
+    from evalrunner.reports.analysis.leaderboard import build_leaderboard
     from evalrunner.reports.model import ReportData
+    from evalrunner.reports.views.html import render_leaderboard
 
     runs = []
     for path in paths:

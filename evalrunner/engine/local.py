@@ -69,8 +69,8 @@ from evalrunner.errors import (
     RunStopped,
 )
 from evalrunner.pipeline.context import Runtime, Settings, TargetFactory, default_target
-from evalrunner.reports.publish import claiming_in
 from evalrunner.reports.summary import RunSummary, summary_of_output
+from evalrunner.reports.writers.publish import claiming_in
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
@@ -491,7 +491,7 @@ class LocalEngine:
         baseline lookup checks each file against its manifest, as in the cloud, skips a set
         that fails and names it in the report ("baseline ... ignored"). A set without a
         manifest (a copy or Aggregate cut short) is not seeded: it was never finished."""
-        from evalrunner.reports.publish import MANIFEST_NAME, REPORT_NAME, SUMMARY_NAME
+        from evalrunner.reports.writers.publish import MANIFEST_NAME, REPORT_NAME, SUMMARY_NAME
         from evalrunner.targets.factory import target_name
 
         try:
@@ -721,7 +721,7 @@ def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -
     """Copy the target's history page as Aggregate refreshed it (absent if that failed).
     It is not part of the run's set (written after its manifest): a failure to write it is
     a notice for the user, not a failed run."""
-    from evalrunner.reports.history import history_keys
+    from evalrunner.reports.writers.history import history_keys
 
     notices = []
     for key in history_keys(target):
@@ -742,7 +742,7 @@ def _local_history(target: str, out_dir: Path) -> list[str]:
     embedded bucket's, which knows only the sets seeded when this run started: runs that
     finish together would each list only themselves). Not part of the run's set: a failure
     is a notice for the user, not a failed run."""
-    from evalrunner.reports.history import local_history
+    from evalrunner.reports.writers.history import local_history
 
     try:
         local_history(out_dir, target)

@@ -12,8 +12,8 @@ reach the target.
 Why a fingerprint: the records are answers to *that* suite's cases, scored with *that*
 event's metrics; resuming with another suite or target would mix two runs into one report.
 
-A claim file (``<prefix>claim.json``, see :mod:`evalrunner.reports.publish`) whose set has no
-manifest and whose process is gone is the trace of a run that was killed before it wrote its
+A claim file (``<prefix>claim.json``, see :mod:`evalrunner.reports.writers.publish`) whose set has
+no manifest and whose process is gone is the trace of a run that was killed before it wrote its
 reports: :func:`stopped_run_notices` names it (and removes it when nothing else of its set
 was written), so it does not sit there looking like a run in progress.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrunner.errors import EventError
-from evalrunner.reports.publish import CLAIM_NAME, MANIFEST_NAME
+from evalrunner.reports.writers.publish import CLAIM_NAME, MANIFEST_NAME
 
 RUNS_FOLDER = "runs"
 MARKER_NAME = "resume.json"

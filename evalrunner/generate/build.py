@@ -17,7 +17,7 @@ from evalrunner.generate.kinds import KINDS, REFUSAL_ANSWER, Drafts, Kind, messa
 from evalrunner.generate.topics import Topic, find_topics
 from evalrunner.generate.validate import Candidate, Rejection, Validator
 from evalrunner.judge.base import Judge, JudgeError, JudgeUsage
-from evalrunner.reports.clustering import Embed
+from evalrunner.reports.analysis.clustering import Embed
 
 #: The most chunks one ask shows the judge (a topic's first ones): bounds the prompt size.
 MAX_CHUNKS_PER_ASK = 8

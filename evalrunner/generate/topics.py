@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from evalrunner.generate.chunks import Chunk
-from evalrunner.reports.clustering import Embed, average_linkage, group_name, tfidf
+from evalrunner.reports.analysis.clustering import Embed, average_linkage, group_name, tfidf
 
 #: Cosine similarity at which two groups of chunks join one topic.
 EMBEDDING_SIMILARITY = 0.35

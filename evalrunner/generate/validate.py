@@ -31,7 +31,7 @@ from evalrunner.evaluators.sentences import split_sentences
 from evalrunner.generate.chunks import Chunk
 from evalrunner.judge.base import Judge, JudgeError, Message
 from evalrunner.judge.prompts import tagged, tagged_list
-from evalrunner.reports.clustering import Embed, normalise, tfidf, words
+from evalrunner.reports.analysis.clustering import Embed, normalise, tfidf, words
 
 GROUNDED = 0.6
 ON_TOPIC = 0.3

@@ -27,10 +27,23 @@ from evalrunner.pipeline.merge import FoldedRecords, fold_records
 from evalrunner.pipeline.run_case import sample_of
 from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.redaction import mask_config
-from evalrunner.reports.categories import category_stats
-from evalrunner.reports.csv_writer import to_csv
-from evalrunner.reports.html import render_report
-from evalrunner.reports.insights import find_insights
+from evalrunner.reports.analysis.categories import category_stats
+from evalrunner.reports.analysis.insights import find_insights
+from evalrunner.reports.analysis.problems import find_problems, problem_order
+from evalrunner.reports.analysis.regression import compare
+from evalrunner.reports.analysis.robustness import analyse as analyse_robustness
+from evalrunner.reports.analysis.stats import (
+    compute_stats,
+    detail_lines,
+    metric_infos,
+    result_table,
+)
+from evalrunner.reports.analysis.weakness import (
+    find_weak_spots,
+    question_embedder,
+    weak_spots_enabled,
+    weakness_problems,
+)
 from evalrunner.reports.model import (
     CaseRow,
     Gate,
@@ -38,16 +51,6 @@ from evalrunner.reports.model import (
     Problem,
     Regression,
     ReportData,
-)
-from evalrunner.reports.problems import find_problems, problem_order
-from evalrunner.reports.publish import SetWriter, manifest_key
-from evalrunner.reports.regression import compare
-from evalrunner.reports.robustness import analyse as analyse_robustness
-from evalrunner.reports.stats import (
-    compute_stats,
-    detail_lines,
-    metric_infos,
-    result_table,
 )
 from evalrunner.reports.summary import (
     JudgeTotals,
@@ -59,13 +62,10 @@ from evalrunner.reports.summary import (
     SummaryProblem,
 )
 from evalrunner.reports.verdict import decide
-from evalrunner.reports.weakness import (
-    find_weak_spots,
-    question_embedder,
-    weak_spots_enabled,
-    weakness_problems,
-)
-from evalrunner.reports.xlsx import details_xlsx
+from evalrunner.reports.views.html import render_report
+from evalrunner.reports.writers.csv_writer import to_csv
+from evalrunner.reports.writers.publish import SetWriter, manifest_key
+from evalrunner.reports.writers.xlsx import details_xlsx
 from evalrunner.run import (
     AggregateState,
     CaseRecord,
@@ -474,7 +474,7 @@ def write_report_set(store: RunStore, built: BuiltReport, summary: RunSummary) -
 def _refresh_history(store: RunStore, target: str) -> None:
     """The target's trend page, now including this run. A failure here costs the page, not
     the run: its reports are published already, and the next run rebuilds the page."""
-    from evalrunner.reports.history import refresh_history
+    from evalrunner.reports.writers.history import refresh_history
 
     try:
         refresh_history(store, target)

@@ -1,13 +1,13 @@
 """Finding the run to compare with: the previous run of the same target and suite, or a run
 named by id. Runs are found through their summary.json (small) and compared through their
 report.json (the full :class:`ReportData`), both under ``test-reports/<target>/``, and only
-in complete sets (see :mod:`evalrunner.reports.publish`)."""
+in complete sets (see :mod:`evalrunner.reports.writers.publish`)."""
 
 from __future__ import annotations
 
 from evalrunner.errors import StorageError
 from evalrunner.reports.model import ReportData
-from evalrunner.reports.publish import complete_summaries, read_verified, run_order
+from evalrunner.reports.writers.publish import complete_summaries, read_verified, run_order
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 
 

@@ -12,8 +12,8 @@ from typing import Any
 from evalrunner.evaluators import Evaluator, MetricResult
 from evalrunner.pipeline.conversations import applicable, flatten
 from evalrunner.pipeline.run_case import not_scored
+from evalrunner.reports.analysis.stats import case_rows
 from evalrunner.reports.model import CaseRow
-from evalrunner.reports.stats import case_rows
 from evalrunner.run import CaseRecord, ManifestItem, StepFailure
 
 NO_RECORD = (

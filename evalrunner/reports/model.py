@@ -307,10 +307,10 @@ class ReportData(BaseModel):
     regression: Regression | None = None
     gates: list[Gate] = Field(default_factory=list)
     run_metrics: dict[str, Any] = Field(default_factory=dict)
-    #: Groups of failing cases (reports/weakness.py), and how questions were compared.
+    #: Groups of failing cases (reports/analysis/weakness.py), and how questions were compared.
     weak_spots: list[WeakSpot] = Field(default_factory=list)
     weak_spots_method: str | None = None
-    #: Every metric × every category the suite uses (evalrunner.reports.categories).
+    #: Every metric × every category the suite uses (evalrunner.reports.analysis.categories).
     categories: list[CategoryStats] = Field(default_factory=list)
     #: Why the run was not compared with a baseline (None: it was).
     baseline_note: str | None = None

@@ -18,7 +18,7 @@ from evalrunner.event import ENV_CONCURRENCY_CAP, SUITE_PREFIX
 from evalrunner.judge.cache import BUCKET_PREFIX as JUDGE_CACHE_PREFIX
 from evalrunner.judge.lifecycle import INFERENCE_PROFILE
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
-from evalrunner.reports.publish import CLAIM_NAME
+from evalrunner.reports.writers.publish import CLAIM_NAME
 from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
 from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
 from evalrunner.targets.registry import available as target_kinds

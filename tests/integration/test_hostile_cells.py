@@ -17,7 +17,7 @@ from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
-from evalrunner.reports.formulas import neutralise
+from evalrunner.reports.writers.formulas import neutralise
 from tests.support.loopback_http import serve
 
 #: What the target answers, by question number.

@@ -17,7 +17,7 @@ from openpyxl import load_workbook
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
-from evalrunner.reports.formulas import is_formula_like
+from evalrunner.reports.writers.formulas import is_formula_like
 from tests.support.loopback_http import serve
 
 pytestmark = pytest.mark.slow

@@ -121,7 +121,7 @@ def test_no_secret_in_any_output_file_or_log(
 
     # Redaction rewrote files as they were stored; the set's manifest hashes what was stored,
     # so the run is still a complete set that a later run can take as its baseline.
-    from evalrunner.reports.publish import local_complete_sets, local_verified
+    from evalrunner.reports.writers.publish import local_complete_sets, local_verified
 
     folder = next(out.glob("test-reports/*"))
     sets = list(local_complete_sets(folder))

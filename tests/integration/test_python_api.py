@@ -17,7 +17,7 @@ from evalrunner.cli import app
 from evalrunner.demo.suite import demo_suite_path
 from evalrunner.errors import EventError, SuiteError
 from evalrunner.pipeline.context import Runtime
-from evalrunner.reports.notebook import render_notebook
+from evalrunner.reports.views.notebook import render_notebook
 from lambdas.local import local_pipeline
 
 from .conftest import read_csv

@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 from PIL import Image
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.html import render_report
+from evalrunner.reports.analysis.stats import compute_stats
 from evalrunner.reports.model import (
     CaseFlip,
     CaseRow,
@@ -30,8 +30,8 @@ from evalrunner.reports.model import (
     Regression,
     ReportData,
 )
-from evalrunner.reports.stats import compute_stats
 from evalrunner.reports.verdict import VerdictPolicy, decide
+from evalrunner.reports.views.html import render_report
 
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = (

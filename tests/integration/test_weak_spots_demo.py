@@ -9,8 +9,8 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 from evalrunner.engine.local import LocalEngine
+from evalrunner.reports.analysis.weakness import MODE_ENV, find_weak_spots, question_embedder
 from evalrunner.reports.model import ReportData
-from evalrunner.reports.weakness import MODE_ENV, find_weak_spots, question_embedder
 from lambdas.local import local_pipeline
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from evalrunner.reports.history import History, HistoryMetric, HistoryRun
-from evalrunner.reports.html import render_history, render_leaderboard, render_report
-from evalrunner.reports.leaderboard import build_leaderboard
+from evalrunner.reports.analysis.leaderboard import build_leaderboard
+from evalrunner.reports.views.html import render_history, render_leaderboard, render_report
+from evalrunner.reports.writers.history import History, HistoryMetric, HistoryRun
 from tests.integration.test_report_browser import METRICS, synthetic_report
 
 

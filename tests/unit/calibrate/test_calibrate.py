@@ -27,7 +27,7 @@ from evalrunner.errors import SuiteError
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.event import parse_event
 from evalrunner.reports.model import CaseRow, MetricInfo
-from evalrunner.reports.xlsx import details_xlsx
+from evalrunner.reports.writers.xlsx import details_xlsx
 
 SCORES = [0.9, 0.8, 0.7, 0.6, 0.55, 0.4, 0.3, 0.2]
 HUMAN = ["pass", "pass", "pass", "fail", "fail", "pass", "fail", "fail"]
@@ -182,8 +182,8 @@ def test_labels_in_a_separate_csv_match_by_case_and_apply_to_every_iteration(tmp
 
 
 def test_details_csv_with_result_csv_beside_it(tmp_path):
-    from evalrunner.reports.csv_writer import to_csv
-    from evalrunner.reports.stats import compute_stats, detail_table, result_table
+    from evalrunner.reports.analysis.stats import compute_stats, detail_table, result_table
+    from evalrunner.reports.writers.csv_writer import to_csv
 
     rows = _rows()
     header, body = detail_table(rows, INFOS)

@@ -24,8 +24,8 @@ from evalrunner.evaluators import (
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
-from evalrunner.reports.csv_writer import neutralise, to_csv
 from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
+from evalrunner.reports.writers.csv_writer import neutralise, to_csv
 from evalrunner.run import ManifestItem, RunConfig, StepFailure
 from evalrunner.targets.base import Target, TargetResponse
 from tests.support.suite_bucket import suite_store

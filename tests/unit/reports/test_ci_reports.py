@@ -10,11 +10,11 @@ import pytest
 import xmlschema
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.junit import junit_xml
-from evalrunner.reports.markdown import markdown_summary, md_text
 from evalrunner.reports.model import CaseRow, Gate, MetricInfo, ReportData
 from evalrunner.reports.summary import RunSummary
 from evalrunner.reports.verdict import VerdictPolicy, decide
+from evalrunner.reports.writers.junit import junit_xml
+from evalrunner.reports.writers.markdown import markdown_summary, md_text
 from tests.support.summaries import metric, run_summary
 
 XSD = Path(__file__).parents[2] / "data" / "junit-10.xsd"

@@ -5,8 +5,8 @@ escaped; no section in a run without conversations."""
 from __future__ import annotations
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.html import render_report
 from evalrunner.reports.model import CaseRow, MetricInfo
+from evalrunner.reports.views.html import render_report
 from tests.unit.reports.test_report_html import FAITH, dom, good, make_report, scored
 
 WHOLE = MetricInfo(

@@ -2,7 +2,7 @@
 read back with openpyxl, every cell holds what the table says, as the writer before wrote it
 (the same values and types, text neutralised by the formula rule, blanks blank, numbers in the
 column's format), and the styles, panes, filter and widths a reader sees are the ones before.
-The reference is the table itself (:mod:`evalrunner.reports.stats`) and the cell rules the
+The reference is the table itself (:mod:`evalrunner.reports.analysis.stats`) and the cell rules the
 writer before applied, so a change of writer that loses or retypes a cell fails here."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import pytest
 from openpyxl import load_workbook
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports import xlsx
-from evalrunner.reports.model import CaseRow
-from evalrunner.reports.stats import (
+from evalrunner.reports.analysis.stats import (
     detail_cells,
     detail_header,
     detail_kinds,
     has_conversations,
     has_perturbations,
 )
+from evalrunner.reports.model import CaseRow
+from evalrunner.reports.writers import xlsx
 from evalrunner.suite.model import Perturbation
 from tests.unit.reports.test_report_xlsx import METRICS, column_of
 from tests.unit.reports.test_report_xlsx import rows as formula_rows

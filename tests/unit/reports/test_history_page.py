@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup
 
-from evalrunner.reports.charts import TREND_MIN_WIDTH
-from evalrunner.reports.history import HistoryRun, history_context, run_label
+from evalrunner.reports.views.charts import TREND_MIN_WIDTH
+from evalrunner.reports.writers.history import HistoryRun, history_context, run_label
 from tests.support.pages import history_page
 
 
@@ -40,7 +40,7 @@ def test_trends_are_wide_enough_and_label_every_run() -> None:
 
 
 def test_the_context_gives_each_point_its_label() -> None:
-    from evalrunner.reports.history import History, HistoryMetric
+    from evalrunner.reports.writers.history import History, HistoryMetric
 
     metric = HistoryMetric(metric="m", evaluator="e", threshold=0.5, higher_is_better=True)
     run = a_run("2026-11-26T09:05:00+00:00").model_copy(update={"averages": {"m": 0.7}})

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports._analysis_common import normalize_reason
-from evalrunner.reports.insights import find_insights
+from evalrunner.reports.analysis._common import normalize_reason
+from evalrunner.reports.analysis.insights import find_insights
+from evalrunner.reports.analysis.problems import find_problems
 from evalrunner.reports.model import (
     CaseFlip,
     CaseRow,
@@ -18,7 +19,6 @@ from evalrunner.reports.model import (
     Regression,
     ReportData,
 )
-from evalrunner.reports.problems import find_problems
 
 ROUGE = MetricInfo(
     metric="ROUGE-L", evaluator="Rouge Metric", primary=True, threshold=0.75, higher_is_better=True

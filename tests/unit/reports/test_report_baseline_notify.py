@@ -12,9 +12,9 @@ from evalrunner.errors import StorageError
 from evalrunner.notify import message, publish_summary, subject
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.reports.model import ReportData
-from evalrunner.reports.publish import SetWriter
 from evalrunner.reports.summary import RunSummary
 from evalrunner.reports.verdict import VerdictPolicy, decide
+from evalrunner.reports.writers.publish import SetWriter
 from evalrunner.storage import RunStore
 from tests.support.summaries import metric, report_keys, run_summary
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports import charts, palette
-from evalrunner.reports.formatting import coord
 from evalrunner.reports.model import MetricDelta, MetricInfo, MetricStats
+from evalrunner.reports.views import charts, palette
+from evalrunner.reports.views.formatting import coord
 
 FAITH = MetricInfo(
     metric="Faithfulness", evaluator="Faithfulness", primary=True, threshold=0.7,

@@ -12,11 +12,16 @@ import pytest
 from openpyxl import load_workbook
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.csv_writer import to_csv
-from evalrunner.reports.formulas import is_formula_like, neutralise
+from evalrunner.reports.analysis.stats import (
+    compute_stats,
+    detail_header,
+    detail_table,
+    result_table,
+)
 from evalrunner.reports.model import CaseRow, MetricInfo
-from evalrunner.reports.stats import compute_stats, detail_header, detail_table, result_table
-from evalrunner.reports.xlsx import details_xlsx
+from evalrunner.reports.writers.csv_writer import to_csv
+from evalrunner.reports.writers.formulas import is_formula_like, neutralise
+from evalrunner.reports.writers.xlsx import details_xlsx
 
 #: Answers a hostile model (or a suite author) can send, and whether each must be defused.
 HOSTILE: dict[str, bool] = {

@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.html import HEATMAP_ROWS, WORST_CASES, render_leaderboard, render_report
+from evalrunner.reports.analysis.stats import compute_stats
 from evalrunner.reports.model import (
     CaseFlip,
     CaseRow,
@@ -25,8 +25,13 @@ from evalrunner.reports.model import (
     Regression,
     ReportData,
 )
-from evalrunner.reports.stats import compute_stats
 from evalrunner.reports.verdict import VerdictPolicy, decide
+from evalrunner.reports.views.html import (
+    HEATMAP_ROWS,
+    WORST_CASES,
+    render_leaderboard,
+    render_report,
+)
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_ATTR = '"><img src=x onerror=alert(2)>'

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.leaderboard import build_leaderboard
+from evalrunner.reports.analysis.leaderboard import build_leaderboard
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats, ReportData
 
 ROUGE = MetricInfo(
@@ -242,9 +242,9 @@ def test_each_entry_carries_its_runs_one_verdict_and_the_page_shows_it():
     run was given (passed, a failed gate, a stopped run), never one of its own."""
     from bs4 import BeautifulSoup
 
-    from evalrunner.reports.html import render_leaderboard
     from evalrunner.reports.model import Gate
     from evalrunner.reports.verdict import decide
+    from evalrunner.reports.views.html import render_leaderboard
 
     gate = Gate(metric="ROUGE-L", gate="ROUGE-L", threshold=0.5, average=0.43, passed=False)
     verdicts = [

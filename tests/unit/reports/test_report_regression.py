@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.reports.analysis.regression import case_passes, compare, delta_interval
 from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
-from evalrunner.reports.regression import case_passes, compare, delta_interval
 
 ROUGE = MetricInfo(
     metric="ROUGE-L", evaluator="Rouge Metric", primary=True, threshold=0.1, higher_is_better=True

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.html import render_report
+from evalrunner.reports.analysis.problems import find_problems
+from evalrunner.reports.analysis.regression import compare
+from evalrunner.reports.analysis.robustness import analyse, compare_robustness, robustness_problems
+from evalrunner.reports.analysis.stats import PERTURBATION_COLUMNS, compute_stats, detail_table
 from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
-from evalrunner.reports.problems import find_problems
-from evalrunner.reports.regression import compare
-from evalrunner.reports.robustness import analyse, compare_robustness, robustness_problems
-from evalrunner.reports.stats import PERTURBATION_COLUMNS, compute_stats, detail_table
 from evalrunner.reports.summary import RegressionVerdict, RobustnessSummary
+from evalrunner.reports.views.html import render_report
 from evalrunner.suite.model import Perturbation
 
 ROUGE = MetricInfo(

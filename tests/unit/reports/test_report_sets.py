@@ -16,13 +16,13 @@ from evalrunner.errors import StorageError
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
-from evalrunner.reports.publish import (
+from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.writers.publish import (
     CLAIM_NAME,
     claim_local,
     claim_report_prefix,
     complete_summaries,
 )
-from evalrunner.reports.summary import RunSummary
 from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from tests.unit.pipeline.test_pipeline_steps import NOW, prepared, store  # noqa: F401  (fixture)
@@ -192,7 +192,7 @@ def test_a_local_folder_with_files_of_an_older_set_is_not_claimed(tmp_path):
 
 
 def test_prepare_claims_in_the_local_folder_too(store, tmp_path):  # noqa: F811
-    from evalrunner.reports.publish import claiming_in
+    from evalrunner.reports.writers.publish import claiming_in
 
     (tmp_path / f"{STAMP}{CLAIM_NAME}").parent.mkdir(parents=True)
     (tmp_path / f"{STAMP}{CLAIM_NAME}").write_text("{}")  # another process's run
@@ -288,7 +288,7 @@ def test_the_manifest_hashes_the_bytes_stored_after_redaction(store):  # noqa: F
     redacted the records); the store masks it as it writes, and the manifest must describe
     what was stored, or every reader would skip the set as incomplete."""
     from evalrunner import redaction
-    from evalrunner.reports.publish import SetWriter, verified
+    from evalrunner.reports.writers.publish import SetWriter, verified
 
     redaction.register("sk-live-0123456789abcdef")
     try:
@@ -310,8 +310,8 @@ def test_the_manifest_hashes_the_bytes_stored_after_redaction(store):  # noqa: F
 def test_runs_of_one_second_sort_in_the_order_they_claimed_their_prefixes():
     """Two local runs a second apart are common; their ids' random suffixes must not decide
     which is older: the history and the baseline follow the claims (``<stamp>-`` first)."""
-    from evalrunner.reports.history import build_history
-    from evalrunner.reports.publish import run_order
+    from evalrunner.reports.writers.history import build_history
+    from evalrunner.reports.writers.publish import run_order
     from tests.support.summaries import report_keys, run_summary
 
     stamp = "test-reports/prod-rag/261122-100000-"

@@ -8,12 +8,12 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.pipeline.score import iter_records
-from evalrunner.reports import xlsx
-from evalrunner.reports.formulas import neutralise
+from evalrunner.reports.analysis.problems import find_problems
+from evalrunner.reports.analysis.stats import _result_of, column_results
 from evalrunner.reports.model import CaseRow, MetricInfo
-from evalrunner.reports.problems import find_problems
-from evalrunner.reports.stats import _result_of, column_results
-from evalrunner.reports.xlsx import EXCEL_CELL_LIMIT, safe_text, truncate
+from evalrunner.reports.writers import xlsx
+from evalrunner.reports.writers.formulas import neutralise
+from evalrunner.reports.writers.xlsx import EXCEL_CELL_LIMIT, safe_text, truncate
 from tests.unit.pipeline.test_aggregate_streaming import CountingStore, answered, items
 
 HOSTILE = [
@@ -123,7 +123,7 @@ def test_evaluator_errors_read_each_rows_results_once_with_the_same_findings() -
 
 
 def test_a_rows_cells_are_neutralised_as_one_by_one() -> None:
-    from evalrunner.reports.formulas import neutralise_all
+    from evalrunner.reports.writers.formulas import neutralise_all
 
     cells = [*HOSTILE, "=1+1", "+1", "@SUM", "-inf", "-0.5000", "nan", "true", "'quoted"]
     assert neutralise_all(cells) == [neutralise(c) for c in cells]

@@ -10,8 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricResult, MetricSpec, Sample, Scored
-from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
-from evalrunner.reports.stats import (
+from evalrunner.reports.analysis.stats import (
     RESULT_COLUMNS,
     case_rows,
     compute_stats,
@@ -19,6 +18,7 @@ from evalrunner.reports.stats import (
     metric_infos,
     result_table,
 )
+from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse

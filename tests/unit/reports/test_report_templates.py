@@ -12,9 +12,9 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports import palette
-from evalrunner.reports.html import render_leaderboard, render_report
 from evalrunner.reports.model import CaseRow, Leaderboard, MetricInfo, ReportData
+from evalrunner.reports.views import palette
+from evalrunner.reports.views.html import render_leaderboard, render_report
 
 ROOT = Path(__file__).resolve().parents[3]
 REPORTS = resources.files("evalrunner.reports")

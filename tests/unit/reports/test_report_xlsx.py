@@ -12,15 +12,15 @@ from openpyxl import load_workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.model import CaseRow, MetricInfo
-from evalrunner.reports.stats import (
+from evalrunner.reports.analysis.stats import (
     RESULT_COLUMNS,
     compute_stats,
     detail_header,
     detail_table,
     result_table,
 )
-from evalrunner.reports.xlsx import EXCEL_CELL_LIMIT, details_xlsx, truncate
+from evalrunner.reports.model import CaseRow, MetricInfo
+from evalrunner.reports.writers.xlsx import EXCEL_CELL_LIMIT, details_xlsx, truncate
 
 METRICS = [
     MetricInfo(

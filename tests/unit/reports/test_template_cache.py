@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from jinja2 import Environment
 
-from evalrunner.reports import html
+from evalrunner.reports.views import html
 from tests.unit.reports.test_report_html import make_report
 
 

@@ -8,15 +8,15 @@ import pytest
 from bs4 import BeautifulSoup
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.clustering import average_linkage, group_name, group_names, tfidf
-from evalrunner.reports.html import render_report
-from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
-from evalrunner.reports.weakness import (
+from evalrunner.reports.analysis.clustering import average_linkage, group_name, group_names, tfidf
+from evalrunner.reports.analysis.weakness import (
     MODE_ENV,
     find_weak_spots,
     question_embedder,
     weakness_problems,
 )
+from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
+from evalrunner.reports.views.html import render_report
 
 INFO = MetricInfo(
     metric="Token F1", evaluator="Token F1", primary=True, threshold=0.5, higher_is_better=True

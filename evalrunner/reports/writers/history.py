@@ -22,7 +22,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evalrunner.reports.model import Verdict
-from evalrunner.reports.publish import (
+from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.verdict import Outcome
+from evalrunner.reports.writers.publish import (
     MANIFEST_NAME,
     SUMMARY_NAME,
     complete_summaries,
@@ -31,8 +33,6 @@ from evalrunner.reports.publish import (
     read_summary,
     run_order,
 )
-from evalrunner.reports.summary import RunSummary
-from evalrunner.reports.verdict import Outcome
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 
 HISTORY_JSON = "history.json"
@@ -138,8 +138,8 @@ def build_history(
 
 def history_context(history: History) -> dict[str, Any]:
     """What history.html.j2 draws: a trend chart per metric, and the runs newest first."""
-    from evalrunner.reports.charts import TrendPoint, trend
     from evalrunner.reports.model import MetricInfo
+    from evalrunner.reports.views.charts import TrendPoint, trend
 
     charts = []
     for m in history.metrics:
@@ -189,7 +189,7 @@ def _number(value: float | None) -> str:
 
 def render(history: History) -> tuple[bytes, bytes]:
     """(history.json, history.html) contents."""
-    from evalrunner.reports.html import render_history
+    from evalrunner.reports.views.html import render_history
 
     return (
         history.model_dump_json(indent=2).encode("utf-8"),

@@ -1,7 +1,7 @@
 """report.html and the leaderboard page: each ONE self-contained HTML file.
 
 Everything is inline: the CSS (``static/report.css``), the charts (SVG whose geometry
-:mod:`evalrunner.reports.charts` computes) and a few lines of vanilla JavaScript
+:mod:`evalrunner.reports.views.charts` computes) and a few lines of vanilla JavaScript
 (``static/report.js``: sortable tables, open every collapsible section before printing). No
 library, no CDN, no font or image fetched: the file reads the same offline, attached to a
 ticket, or years later.
@@ -51,22 +51,22 @@ from jinja2.bccache import Bucket
 from jinja2.ext import Extension
 from markupsafe import Markup
 
-from evalrunner.reports import charts, palette
-from evalrunner.reports.formatting import FILTERS
-from evalrunner.reports.leaderboard_view import LEADERBOARD_ROWS, leaderboard_context
 from evalrunner.reports.model import Leaderboard, ReportData
-from evalrunner.reports.report_view import (
+from evalrunner.reports.views import charts, palette
+from evalrunner.reports.views.formatting import FILTERS
+from evalrunner.reports.views.leaderboard_view import LEADERBOARD_ROWS, leaderboard_context
+from evalrunner.reports.views.report_view import (
     HEATMAP_ROWS,
     WORST_CASES,
     WORST_OPEN,
     report_context,
 )
-from evalrunner.reports.run_figures import scalar_text
+from evalrunner.reports.views.run_figures import scalar_text
 from evalrunner.user_cache import is_private
 
 if TYPE_CHECKING:
     from evalrunner.calibrate.agreement import Calibration
-    from evalrunner.reports.history import History
+    from evalrunner.reports.writers.history import History
 
 __all__ = [
     "HEATMAP_ROWS",
@@ -195,13 +195,13 @@ def render_leaderboard(board: Leaderboard) -> str:
 
 def render_history(history: History) -> str:
     """A target's runs over time: one self-contained page (see :mod:`.history`)."""
-    from evalrunner.reports.history import history_context
+    from evalrunner.reports.writers.history import history_context
 
     return _environment().get_template("history.html.j2").render(history_context(history))
 
 
 def render_calibration(result: Calibration) -> str:
     """calibration.html: a run's metrics against human verdicts, one self-contained page."""
-    from evalrunner.reports.calibration_view import calibration_context
+    from evalrunner.reports.views.calibration_view import calibration_context
 
     return _environment().get_template("calibration.html.j2").render(calibration_context(result))

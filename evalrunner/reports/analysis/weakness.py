@@ -28,7 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evalrunner.reports.clustering import MAX_TEXTS, Embed, average_linkage, group_names, tfidf
+from evalrunner.reports.analysis.clustering import (
+    MAX_TEXTS,
+    Embed,
+    average_linkage,
+    group_names,
+    tfidf,
+)
 from evalrunner.reports.model import CaseRow, Problem, ReportData, WeakSpot
 
 logger = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrunner.reports import palette
-from evalrunner.reports.formatting import score, short
+from evalrunner.reports.views import palette
+from evalrunner.reports.views.formatting import score, short
 
 
 def is_scalar(value: Any) -> bool:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrunner.reports.html import _environment
 from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.views.html import _environment
 
 #: How many problems the notebook view lists (the report has them all).
 NOTEBOOK_PROBLEMS = 5

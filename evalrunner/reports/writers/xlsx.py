@@ -1,8 +1,8 @@
 """details.xlsx: the details table and the results for people who open reports in Excel.
 
 The workbook holds the same columns as details.csv and result.csv (built by
-:mod:`evalrunner.reports.stats`, so the files cannot disagree), with what a spreadsheet adds:
-typed numbers (sorting and filters work), a frozen header and case column, an autofilter,
+:mod:`evalrunner.reports.analysis.stats`, so the files cannot disagree), with what a spreadsheet
+adds: typed numbers (sorting and filters work), a frozen header and case column, an autofilter,
 wrapped long text, green/red success cells and a colour scale on scores. It is written by
 XlsxWriter in its constant-memory mode, row by row (each row goes to a temporary file as it
 is finished), so its memory does not grow with the run. Issue 18 had openpyxl's body rows
@@ -38,9 +38,7 @@ from xlsxwriter import Workbook
 from xlsxwriter.format import Format
 from xlsxwriter.worksheet import Worksheet
 
-from evalrunner.reports.formulas import neutralise
-from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
-from evalrunner.reports.stats import (
+from evalrunner.reports.analysis.stats import (
     LONG_TEXT_COLUMNS,
     RESULT_COLUMNS,
     Cell,
@@ -56,6 +54,8 @@ from evalrunner.reports.stats import (
     result_cells,
     result_kinds,
 )
+from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats
+from evalrunner.reports.writers.formulas import neutralise
 
 #: Excel's limit on the characters of one cell (counted in UTF-16 code units).
 EXCEL_CELL_LIMIT = 32_767

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrunner.reports import charts
-from evalrunner.reports.cases import ordered
-from evalrunner.reports.charts import Chart, HeatCell, HeatRow
-from evalrunner.reports.formatting import pct, short
 from evalrunner.reports.model import Leaderboard
+from evalrunner.reports.views import charts
+from evalrunner.reports.views.cases import ordered
+from evalrunner.reports.views.charts import Chart, HeatCell, HeatRow
+from evalrunner.reports.views.formatting import pct, short
 
 #: Rows of the difficult-case × target heatmap of the leaderboard.
 LEADERBOARD_ROWS = 100

@@ -1,7 +1,8 @@
 """The Robustness section of report.html: per perturbation its score, the metrics that
 flipped, and the flipped cases side by side (original and perturbed question, both answers,
-the metrics that flipped with their scores). Data from :mod:`evalrunner.reports.robustness`;
-the page is drawn by ``templates/robustness.html.j2``."""
+the metrics that flipped with their scores). Data from
+:mod:`evalrunner.reports.analysis.robustness`; the page is drawn by
+``templates/robustness.html.j2``."""
 
 from __future__ import annotations
 

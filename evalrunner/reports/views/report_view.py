@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports import charts
-from evalrunner.reports.cases import (
+from evalrunner.reports.model import (
+    CaseFlip,
+    CaseRow,
+    MetricDelta,
+    MetricInfo,
+    MetricStats,
+    Regression,
+    ReportData,
+)
+from evalrunner.reports.views import charts
+from evalrunner.reports.views.cases import (
     Case,
     aggregate,
     iteration_stats,
@@ -23,9 +32,9 @@ from evalrunner.reports.cases import (
     split,
     verdict,
 )
-from evalrunner.reports.charts import Chart, HeatCell, HeatRow, Key, key
-from evalrunner.reports.conversation_view import conversations_view
-from evalrunner.reports.formatting import (
+from evalrunner.reports.views.charts import Chart, HeatCell, HeatRow, Key, key
+from evalrunner.reports.views.conversation_view import conversations_view
+from evalrunner.reports.views.formatting import (
     comparator,
     count,
     duration,
@@ -38,18 +47,9 @@ from evalrunner.reports.formatting import (
     short,
     signed,
 )
-from evalrunner.reports.model import (
-    CaseFlip,
-    CaseRow,
-    MetricDelta,
-    MetricInfo,
-    MetricStats,
-    Regression,
-    ReportData,
-)
-from evalrunner.reports.robustness_view import robustness_view
-from evalrunner.reports.run_figures import config_value, summary_blocks
-from evalrunner.reports.steps_view import agent_steps_view
+from evalrunner.reports.views.robustness_view import robustness_view
+from evalrunner.reports.views.run_figures import config_value, summary_blocks
+from evalrunner.reports.views.steps_view import agent_steps_view
 
 #: How many of the worst cases get a full card (question, answers, contexts, reasons).
 WORST_CASES = 15

@@ -25,13 +25,13 @@ Rules:
   target failed carry "not scored: ..." errors and are reported as target problems).
   **high** at 10% of the evaluator's rows or more, else **medium**.
 - ``robustness`` — a perturbation under which passing cases fail (see
-  :mod:`evalrunner.reports.robustness` for the rules and severities).
+  :mod:`evalrunner.reports.analysis.robustness` for the rules and severities).
 - ``parsing_failures`` — per evaluator, rows with a result whose reason starts with "parsing
   failure" (optionally after "error: "), flagged above 5% of its rows: **medium**, **high**
   above 25%.
 
 - ``weakness`` — a group of alike cases well below the run's pass rate: added by Aggregate
-  from :mod:`evalrunner.reports.weakness`, which states its rules.
+  from :mod:`evalrunner.reports.analysis.weakness`, which states its rules.
 
 Problems are ordered by severity (high first), then type, then metric.
 """
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from evalrunner.reports._analysis_common import (
+from evalrunner.reports.analysis._common import (
     _cases,
     _failing_cases,
     _most_common,
@@ -48,7 +48,8 @@ from evalrunner.reports._analysis_common import (
     _primary,
     _whole_error,
 )
-from evalrunner.reports.categories import missed_planted_failures
+from evalrunner.reports.analysis.categories import missed_planted_failures
+from evalrunner.reports.analysis.robustness import robustness_problems
 from evalrunner.reports.model import (
     CaseRow,
     MetricStats,
@@ -56,7 +57,6 @@ from evalrunner.reports.model import (
     ReportData,
     Severity,
 )
-from evalrunner.reports.robustness import robustness_problems
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 

@@ -4,7 +4,7 @@ synonyms, ...) or rephrased by hand (a suite's ``variant_of`` column).
 Rules:
 
 - **Verdict of a case for a metric**: over its iterations, as in the regression check
-  (:func:`evalrunner.reports.regression.case_passes`): a scored result passes when its
+  (:func:`evalrunner.reports.analysis.regression.case_passes`): a scored result passes when its
   ``success`` is true, an errored one (the evaluator, the target or the task failed) is a
   failure, skipped ones are ignored; no scored or errored result, no verdict.
 - **Flip**: a metric's verdict differs between the original and its perturbed copy.
@@ -28,7 +28,7 @@ Rules:
 - **Per metric**: the same, metric by metric, with every metric of the run (not only the
   primary ones), and the delta of the metric's average (perturbed − original, over the
   originals scored on both sides) with a paired bootstrap interval
-  (:func:`evalrunner.reports.bootstrap.delta_interval`, 95%, seeded by perturbation and
+  (:func:`evalrunner.reports.analysis.bootstrap.delta_interval`, 95%, seeded by perturbation and
   metric).
 - **Problem** ``robustness``, one per perturbation with a robustness failure: **high** when
   the failures are 20% of the compared cases or more, **medium** from 5%, else **low**.
@@ -46,8 +46,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from evalrunner.perturb.registry import KINDS
-from evalrunner.reports._analysis_common import _names
-from evalrunner.reports.bootstrap import delta_interval
+from evalrunner.reports.analysis._common import _names
+from evalrunner.reports.analysis.bootstrap import delta_interval
 from evalrunner.reports.model import (
     CaseRow,
     MetricInfo,

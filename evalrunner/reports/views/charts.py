@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports import palette
-from evalrunner.reports.formatting import chars, comparator, pct, score, short
 from evalrunner.reports.model import Leaderboard, MetricDelta, MetricInfo, MetricStats
+from evalrunner.reports.views import palette
+from evalrunner.reports.views.formatting import chars, comparator, pct, score, short
 
 Key = tuple[str, str]  # (evaluator, metric): two evaluators may name a metric alike
 

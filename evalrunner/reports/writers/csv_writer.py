@@ -15,7 +15,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 
-from evalrunner.reports.formulas import neutralise, neutralise_all
+from evalrunner.reports.writers.formulas import neutralise, neutralise_all
 
 __all__ = ["neutralise", "to_csv"]
 

@@ -19,8 +19,8 @@ Rules:
 - Difficult cases, matched by case_id: a target's pass share on a case is passed / judged over
   its iterations × the run's primary metrics, where a scored result passes on success, an
   errored one fails and a skipped one is not judged. The case is failed by a target when its
-  share is below 1 (the flip rule of :mod:`evalrunner.reports.regression`). Only cases failed
-  by at least one target are listed, most difficult first: failed by more targets, then lower
+  share is below 1 (the flip rule of :mod:`evalrunner.reports.analysis.regression`). Only cases
+  failed by at least one target are listed, most difficult first: failed by more targets, then lower
   mean pass share, then suite order.
 """
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from evalrunner.reports.formatting import pct, score
 from evalrunner.reports.summary import RunSummary
+from evalrunner.reports.views.formatting import pct, score
 
 #: How many problems the summary lists (problems.json has them all).
 MARKDOWN_PROBLEMS = 5

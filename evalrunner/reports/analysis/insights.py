@@ -8,7 +8,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from evalrunner.reports._analysis_common import (
+from evalrunner.reports.analysis._common import (
     _clip,
     _failing_cases,
     _names,

@@ -4,7 +4,7 @@ failures.
 The plan groups cases as jailbreaking prompts, unsafe content, successful examples, failure
 examples, testing examples and unrelated queries; a suite may use any categories. For every
 category a suite uses, each metric gets its average and pass rate over that category's cases
-(the same rules as the run-wide figures, :mod:`evalrunner.reports.stats`): in result.csv
+(the same rules as the run-wide figures, :mod:`evalrunner.reports.analysis.stats`): in result.csv
 (rows with ``Category`` set), summary.json and the report.
 
 **Testing examples are planted failures**: answers the suite knows are wrong. A metric that
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from evalrunner.reports.analysis.stats import _stats
 from evalrunner.reports.model import CaseRow, CategoryStats, MetricInfo, Problem
-from evalrunner.reports.stats import _stats
 
 #: Category spellings of planted failures (compared folded: case, spaces, '_' and '-').
 PLANTED_FAILURE_CATEGORIES = frozenset(

@@ -1,7 +1,8 @@
 """The bootstrap interval of a change in average score between two runs, shared by the
 regression comparison (per metric) and the robustness comparison (per perturbation): one
 statistic, in a module of its own so that neither comparison imports the other for it
-(see :mod:`evalrunner.reports.regression` for the method and why cases are resampled whole).
+(see :mod:`evalrunner.reports.analysis.regression` for the method and why cases are resampled
+whole).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from evalrunner.calibrate.agreement import Calibration, MetricAgreement
-from evalrunner.reports import palette
-from evalrunner.reports.charts import Chart, Circle, Line, Text, scale_range
-from evalrunner.reports.formatting import comparator, score
+from evalrunner.reports.views import palette
+from evalrunner.reports.views.charts import Chart, Circle, Line, Text, scale_range
+from evalrunner.reports.views.formatting import comparator, score
 
 _W, _H, _LEFT, _RIGHT = 560.0, 118.0, 92.0, 16.0
 _ROWS = {True: 34.0, False: 74.0}  # human pass above, human fail below

@@ -29,7 +29,7 @@ Rules:
 - **Flips**: for each primary metric (per the current run) present in both runs and each case
   with a state in both runs: pass → fail is a new failure, fail → pass is fixed.
 - **Robustness** (runs with perturbations): each perturbation of both runs is compared case
-  by case (:func:`evalrunner.reports.robustness.compare_robustness`); a case whose verdict
+  by case (:func:`evalrunner.reports.analysis.robustness.compare_robustness`); a case whose verdict
   held in the baseline and no longer holds makes the run a regression.
 - **Verdict**: "regression" when a primary metric is worse, any case newly fails, or a
   robustness score dropped (above); else
@@ -43,7 +43,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from evalrunner.reports.bootstrap import delta_interval
+from evalrunner.reports.analysis.bootstrap import delta_interval
+from evalrunner.reports.analysis.robustness import change_text, compare_robustness
 from evalrunner.reports.model import (
     CaseFlip,
     MetricDelta,
@@ -52,7 +53,6 @@ from evalrunner.reports.model import (
     ReportData,
     Verdict,
 )
-from evalrunner.reports.robustness import change_text, compare_robustness
 
 #: Interval bounds within this of 0 count as touching 0 (float noise of identical runs).
 _EPS = 1e-12

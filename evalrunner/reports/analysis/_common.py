@@ -1,6 +1,6 @@
-"""Helpers shared by :mod:`~evalrunner.reports.problems` and
-:mod:`~evalrunner.reports.insights`: which metrics are primary, which cases fail, how a reason
-is grouped, and how case lists and texts are shortened for a description."""
+"""Helpers shared by :mod:`~evalrunner.reports.analysis.problems` and
+:mod:`~evalrunner.reports.analysis.insights`: which metrics are primary, which cases fail, how a
+reason is grouped, and how case lists and texts are shortened for a description."""
 
 from __future__ import annotations
 

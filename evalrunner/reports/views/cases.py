@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evalrunner.evaluators.base import MetricResult
-from evalrunner.reports.charts import Key, key
-from evalrunner.reports.formatting import plural
 from evalrunner.reports.model import CaseRow, MetricInfo, MetricStats, ReportData
 from evalrunner.reports.verdict import Outcome
+from evalrunner.reports.views.charts import Key, key
+from evalrunner.reports.views.formatting import plural
 
 
 @dataclass

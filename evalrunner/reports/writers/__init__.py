@@ -1,0 +1,1 @@
+"""The files a run leaves behind, and publishing a report set atomically."""
