@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from evalrunner.judge.base import Judge
     from evalrunner.models import ModelHub
     from evalrunner.targets.base import Target
+    from evalrunner.targets.spec import TargetSpec
 
 #: Where the model work runs: auto (CUDA when present), cpu, cuda; and the batch size.
 ENV_DEVICE = "EVALRUNNER_DEVICE"
@@ -45,10 +46,10 @@ class TargetFactory(Protocol):
     """Builds a run's target client from its spec (default:
     :func:`evalrunner.targets.factory.build_target`)."""
 
-    def __call__(self, spec: dict[str, Any], *, session: boto3.Session | None) -> Target: ...
+    def __call__(self, spec: TargetSpec, *, session: boto3.Session | None) -> Target: ...
 
 
-def default_target(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
+def default_target(spec: TargetSpec, *, session: boto3.Session | None) -> Target:
     from evalrunner.targets.factory import build_target
 
     return build_target(spec, session=session)

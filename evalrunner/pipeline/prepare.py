@@ -253,7 +253,7 @@ def prepare_run(
         bucket=store.bucket,
         suite_key=event.key,
         suite_name=suite.name,
-        target=event.target,
+        target=event.target_spec,
         target_kind=event.target_kind,
         target_name=name,
         iterations=event.iterations,

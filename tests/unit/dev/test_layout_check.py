@@ -19,6 +19,11 @@ def test_the_tree_has_no_import_cycle_and_no_core_import_of_lambdas() -> None:
     assert report.handler_imports == []
 
 
+def test_no_pipeline_signature_takes_or_returns_a_plain_dict() -> None:
+    # the steps take and return models (RunConfig carries a TargetSpec and a JudgeConfig)
+    assert layout.check(ROOT).untyped_signatures == []
+
+
 def test_the_command_reports_and_passes_on_the_tree() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "evalrunner.dev.layout"],
