@@ -42,6 +42,7 @@ from moto import mock_aws
 import evalrunner.pipeline.prepare as prepare
 import evalrunner.sanitize as sanitize
 from evalrunner.engine.moto_s3 import InProcessS3Client
+from evalrunner.event import read_event
 from evalrunner.pipeline import run_case
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import TargetResponse
@@ -160,7 +161,9 @@ def measure(
         event: dict[str, Any] = {"iterations": 1, "target": {"logged": "bench"}}
         if not default_metrics:  # else the event names none: Prepare picks those that apply
             event["metrics"] = METRICS
-        prepare.prepare_run({**event, "key": f"test-suites/warm-{name}", "run_id": "w"}, store)
+        prepare.prepare_run(
+            read_event({**event, "key": f"test-suites/warm-{name}", "run_id": "w"}), store
+        )
         for attempt in range(repeats):
             spent.clear()
             collector.spent.clear()
@@ -172,7 +175,9 @@ def measure(
             if profiler:
                 profiler.enable()
             prepared = prepare.prepare_run(
-                {**event, "key": f"test-suites/{name}", "run_id": run_id}, store, now=NOW
+                read_event({**event, "key": f"test-suites/{name}", "run_id": run_id}),
+                store,
+                now=NOW,
             )
             if profiler:
                 profiler.disable()

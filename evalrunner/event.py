@@ -57,13 +57,13 @@ class RunEvent(BaseModel):
     max_concurrency_requested: int | None = None
 
     @classmethod
-    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
-        """The run ``spec`` describes, the deployment's cap applied; ``target``: the target
-        object as the event gave it (carried to every case)."""
+    def from_spec(cls, spec: EventSpec) -> RunEvent:
+        """The run ``spec`` describes, the deployment's cap applied (``target``: the target
+        object as the event gave it, :meth:`TargetSpec.as_written`)."""
         concurrency, requested = _capped_concurrency(spec.max_concurrency)
         return cls(
             spec=spec,
-            target=target,
+            target=spec.target.as_written(),
             metrics=spec.resolution.metrics,
             max_concurrency=concurrency,
             max_concurrency_requested=requested,
@@ -172,6 +172,14 @@ def event_schema() -> dict[str, Any]:
 
 def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     """Validate a raw event and return it resolved; every problem is reported in one error."""
+    return RunEvent.from_spec(read_event(raw, suite_prefix=suite_prefix))
+
+
+def read_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> EventSpec:
+    """A raw event (JSON text or its object) as an :class:`EventSpec`: what a step takes at
+    its door (the Prepare handler; :func:`parse_event` resolves it further for the CLI and
+    the checks). Its secrets are registered for masking before anything can log or echo it,
+    and every problem is reported in one :class:`EventError`, in the JSON Schema's words."""
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw)
@@ -186,7 +194,7 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     except ValidationError as exc:
         kinds = {k: c.spec_model for k, c in target_registry.available().items()}
         raise EventError(event_problems(exc, kinds)) from None
-    return RunEvent.from_spec(spec, target=raw["target"])
+    return spec
 
 
 def concurrency_cap() -> int | None:

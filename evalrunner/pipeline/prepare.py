@@ -12,14 +12,15 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalrunner.errors import SuiteError
 from evalrunner.estimate.compute import estimate_run
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
-from evalrunner.event import RunEvent, concurrency_notice, parse_event
+from evalrunner.event import RunEvent, concurrency_notice
+from evalrunner.event_schema import EventSpec
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
@@ -219,17 +220,18 @@ def run_estimate(
 
 
 def prepare_run(
-    raw_event: Any,
+    spec: EventSpec,
     store: RunStore,
     *,
     now: datetime | None = None,
     make_judge: JudgeMaker | None = None,
 ) -> PrepareOutput:
-    """``make_judge``: how to build the run's judge (a Lambda container's
-    :class:`~evalrunner.pipeline.context.Runtime` passes its own); default: from the event's
-    judge object, with the judge cache in ``store``."""
+    """Prepare the run ``spec`` (the event, parsed at the handler's door:
+    :func:`evalrunner.event.read_event`) describes. ``make_judge``: how to build the run's
+    judge (a Lambda container's :class:`~evalrunner.pipeline.context.Runtime` passes its
+    own); default: from the event's judge object, with the judge cache in ``store``."""
     now = now or utcnow()
-    event: RunEvent = parse_event(raw_event)
+    event = RunEvent.from_spec(spec)
     notice = concurrency_notice(event)
     if notice:  # the run goes on, at the cap: said in the function's log
         logging.getLogger(__name__).warning(notice)

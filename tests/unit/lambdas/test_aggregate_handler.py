@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare
 from evalrunner.pipeline.context import Runtime
 from lambdas import aggregate, run_case
@@ -20,13 +21,15 @@ from tests.unit.lambdas.test_run_case_handler import SUITE, Echo, context
 def aggregate_and_store():
     with suite_store(SUITE) as store:
         out = prepare.prepare_run(
-            {
-                "key": "test-suites/s.csv",
-                "iterations": 1,
-                "target": {"lambdaArn": "fn"},
-                "metrics": ["Exact match"],
-                "run_id": "ra",
-            },
+            read_event(
+                {
+                    "key": "test-suites/s.csv",
+                    "iterations": 1,
+                    "target": {"lambdaArn": "fn"},
+                    "metrics": ["Exact match"],
+                    "run_id": "ra",
+                }
+            ),
             store,
             now=datetime(2026, 11, 24, tzinfo=UTC),
         )

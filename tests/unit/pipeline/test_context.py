@@ -12,6 +12,7 @@ import pytest
 from evalrunner.evaluators import resolve
 from evalrunner.evaluators.judge_base import JudgeEvaluator
 from evalrunner.evaluators.model_base import ModelEvaluator
+from evalrunner.event import read_event
 from evalrunner.models import ModelHub
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext, Runtime
@@ -56,7 +57,7 @@ def prepare_run(store: RunStore, run_id: str, **event) -> None:
         "iterations": 1,
         **event,
     }
-    prepare.prepare_run(raw, store, now=NOW)
+    prepare.prepare_run(read_event(raw), store, now=NOW)
 
 
 def test_the_cases_of_a_run_share_one_context_and_one_target(store, monkeypatch):

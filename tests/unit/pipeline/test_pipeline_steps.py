@@ -21,6 +21,7 @@ from evalrunner.evaluators import (
     Scored,
     registry,
 )
+from evalrunner.event import read_event
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
@@ -72,7 +73,7 @@ def prepared(store, **event):
         "metrics": ["Exact match"],
         **event,
     }
-    return prepare.prepare_run(raw, store, now=NOW)
+    return prepare.prepare_run(read_event(raw), store, now=NOW)
 
 
 def test_prepare_writes_manifest_and_config(store):
