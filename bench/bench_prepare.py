@@ -43,7 +43,7 @@ import evalrunner.pipeline.prepare as prepare
 import evalrunner.sanitize as sanitize
 from evalrunner.engine.moto_s3 import InProcessS3Client
 from evalrunner.event import read_event
-from evalrunner.pipeline import run_case
+from evalrunner.pipeline import scoring
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import TargetResponse
 
@@ -188,7 +188,7 @@ def measure(
             answers = responses(n)
             sanitise = time.thread_time()
             for response in answers:
-                run_case.sanitized_response(response)
+                scoring.sanitized_response(response)
             sanitise = time.thread_time() - sanitise
             # What RunCase's caller could do (run_case.py is not this bench's): ask once
             # whether the whole dump is clean. Only where the tree has is_clean.
@@ -197,7 +197,7 @@ def measure(
                 once = time.thread_time()
                 for response in answers:
                     if not sanitize.is_clean(response.model_dump()):
-                        run_case.sanitized_response(response)
+                        scoring.sanitized_response(response)
                 once = time.thread_time() - once
             out.append(
                 {

@@ -24,8 +24,8 @@ from evalrunner.evaluators import Evaluator, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.merge import FoldedRecords, fold_records
-from evalrunner.pipeline.run_case import sample_of
 from evalrunner.pipeline.score import iter_records, load_manifest
+from evalrunner.pipeline.scoring import sample_of
 from evalrunner.redaction import mask_config
 from evalrunner.reports.categories import category_stats
 from evalrunner.reports.csv_writer import to_csv

@@ -27,7 +27,7 @@ from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.pipeline.batching import batches, cases_per_task
 from evalrunner.pipeline.conversations import scored_parts, scores
-from evalrunner.pipeline.run_case import sample_of
+from evalrunner.pipeline.scoring import sample_of
 from evalrunner.reports.publish import claim_report_prefix
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
 from evalrunner.storage import RunStore

@@ -14,7 +14,7 @@ from evalrunner.evaluators.judge_base import JudgeEvaluator
 from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.event import read_event
 from evalrunner.models import ModelHub
-from evalrunner.pipeline import prepare, run_case
+from evalrunner.pipeline import prepare, run_case, scoring
 from evalrunner.pipeline.context import RunContext, Runtime
 from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
@@ -129,13 +129,13 @@ def test_a_runs_evaluators_are_built_once_and_serve_every_case(store, monkeypatc
     prepare_run(store, "r1", metrics=["Exact match", "Token F1"], iterations=3)
     context = RunContext.load(store, "r1", target_factory=echo)
     built = []
-    original = run_case.Evaluator.for_run.__func__
+    original = scoring.Evaluator.for_run.__func__
 
     def counting(cls, thresholds, options, services):
         built.append(cls.name)
         return original(cls, thresholds, options, services)
 
-    monkeypatch.setattr(run_case.Evaluator, "for_run", classmethod(counting))
+    monkeypatch.setattr(scoring.Evaluator, "for_run", classmethod(counting))
     items = store.get_json(store.manifest_key("r1"))
     for item in items:
         assert run_case.run_case(context, ManifestItem.model_validate(item)).status == "ok"
@@ -152,7 +152,7 @@ def test_a_run_without_a_judge_builds_none_and_its_judge_metrics_say_why(store):
     context = RunContext.load(store, "r1")
     (faithfulness,) = context.evaluators(run_case.PER_CASE)
     assert context.judge is None and faithfulness.judge is None
-    (result,) = faithfulness.evaluate(run_case.sample_of(_case(), _answer()))
+    (result,) = faithfulness.evaluate(scoring.sample_of(_case(), _answer()))
     assert result.status == "skipped" and "no LLM judge configured" in result.reason
 
 

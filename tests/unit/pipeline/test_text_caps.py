@@ -14,7 +14,7 @@ from evalrunner.evaluators.base import Evaluator, Requirement
 from evalrunner.event import read_event
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
-from evalrunner.pipeline.run_case import capped_sample
+from evalrunner.pipeline.scoring import capped_sample
 from evalrunner.run import ManifestItem
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
