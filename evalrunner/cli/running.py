@@ -610,6 +610,10 @@ def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
     partial = exc.result if isinstance(exc, PartialRun) else None
     if partial is None:
         raise _fail(exc, EXIT_RUN) from None
+    from evalrunner.engine.local import RunResult  # loaded: the engine made the partial run
+
+    if not isinstance(partial, RunResult):
+        raise _fail(exc, EXIT_RUN) from None
     _fail(exc, EXIT_RUN)  # prints the error line; the exit code is the verdict's (3)
     return partial
 

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_the_tree_has_no_import_cycle_and_no_core_import_of_lambdas() -> None:
     report = layout.check(ROOT)
     assert report.cycles == []
+    # not even one closed only by a deferred or TYPE_CHECKING import (issue 30 item 5)
+    assert report.deferred_cycles == []
     assert report.handler_imports == []
 
 
@@ -34,6 +36,7 @@ def test_the_command_reports_and_passes_on_the_tree() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "import cycles: none" in done.stdout
+    assert "cycles through deferred or TYPE_CHECKING imports: none" in done.stdout
     assert "core imports from lambdas/: none" in done.stdout
     assert "dict[str, Any] in pipeline/ signatures:" in done.stdout
     assert "modules over 600 lines:" in done.stdout
