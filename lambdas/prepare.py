@@ -16,7 +16,12 @@ def build(runtime: Runtime) -> Handler:
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         spec = read_event(event["event"])  # parsed at the door: a bad event fails here
         store = store_for(None, runtime)
-        output = prepare_run(spec, store, make_judge=lambda judge: runtime.judge_for(judge, store))
+        output = prepare_run(
+            spec,
+            store,
+            make_judge=lambda judge: runtime.judge_for(judge, store),
+            settings=runtime.settings,
+        )
         logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
         return output.model_dump(mode="json")
 

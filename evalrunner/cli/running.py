@@ -418,9 +418,9 @@ def run(
             check_suite(suite_path, event)  # every event, before the first run starts
             if not quiet:
                 from evalrunner.cli.inputs import warn_about_defaults
-                from evalrunner.event import parse_event
+                from evalrunner.event import concurrency_cap, parse_event
 
-                warn_about_defaults(parse_event(event))
+                warn_about_defaults(parse_event(event, concurrency_cap=concurrency_cap()))
             events.append((event, suite_path))
         from evalrunner.engine.moto_compat import speed_seams_from_env
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from evalrunner.errors import ConfigError
 from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.event import concurrency_cap
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
@@ -72,6 +73,11 @@ def default_judge(spec: JudgeConfig, *, store: RunStore, session: boto3.Session 
 
 #: The bucket a deployed function reads and writes when its event names none.
 ENV_BUCKET = "EVALRUNNER_BUCKET"
+#: The topic the stack gives the Aggregate function (cdk.json notifications).
+ENV_TOPIC_ARN = "EVALRUNNER_TOPIC_ARN"
+#: How Aggregate finds weak spots (the name :mod:`evalrunner.reports.weakness` quotes in its
+#: method notes as ``MODE_ENV``).
+ENV_WEAK_SPOTS = "EVALRUNNER_WEAK_SPOTS"
 
 
 class Settings(BaseModel):
@@ -92,6 +98,14 @@ class Settings(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     #: The model batch size (``EVALRUNNER_BATCH_SIZE``).
     batch_size: int = 64
+    #: The deployment's cap on an event's ``max_concurrency`` (``EVALRUNNER_MAX_CONCURRENCY``,
+    #: the case runner's reserved concurrency), applied by Prepare; None: no cap.
+    max_concurrency_cap: int | None = None
+    #: The SNS topic Aggregate publishes each run summary to (``EVALRUNNER_TOPIC_ARN``).
+    topic_arn: str | None = None
+    #: How Aggregate groups failing cases into weak spots (``EVALRUNNER_WEAK_SPOTS``): auto,
+    #: embeddings, tfidf or off (:mod:`evalrunner.reports.weakness`).
+    weak_spots: str = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -102,6 +116,9 @@ class Settings(BaseModel):
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             device=cast(Literal["auto", "cpu", "cuda"], env.get(ENV_DEVICE) or "auto"),
             batch_size=int(env.get(ENV_BATCH_SIZE) or 64),
+            max_concurrency_cap=concurrency_cap(env),
+            topic_arn=env.get(ENV_TOPIC_ARN) or None,
+            weak_spots=(env.get(ENV_WEAK_SPOTS) or "").strip().lower() or "auto",
         )
 
     def require_bucket(self) -> str:
@@ -370,6 +387,8 @@ __all__ = [
     "ENV_BATCH_SIZE",
     "ENV_BUCKET",
     "ENV_DEVICE",
+    "ENV_TOPIC_ARN",
+    "ENV_WEAK_SPOTS",
     "JudgeFactory",
     "RunContext",
     "Runtime",

@@ -26,6 +26,7 @@ from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.pipeline.batching import batches, cases_per_task
+from evalrunner.pipeline.context import Settings, default_judge
 from evalrunner.pipeline.conversations import scored_parts, scores
 from evalrunner.pipeline.scoring import sample_of
 from evalrunner.reports.publish import claim_report_prefix
@@ -225,13 +226,17 @@ def prepare_run(
     *,
     now: datetime | None = None,
     make_judge: JudgeMaker | None = None,
+    settings: Settings | None = None,
 ) -> PrepareOutput:
     """Prepare the run ``spec`` (the event, parsed at the handler's door:
     :func:`evalrunner.event.read_event`) describes. ``make_judge``: how to build the run's
     judge (a Lambda container's :class:`~evalrunner.pipeline.context.Runtime` passes its
-    own); default: from the event's judge object, with the judge cache in ``store``."""
+    own); default: from the event's judge object, with the judge cache in ``store``.
+    ``settings``: the process's (its runtime's; default: read from the environment now),
+    for the deployment's cap on ``max_concurrency``."""
     now = now or utcnow()
-    event = RunEvent.from_spec(spec)
+    settings = Settings.from_env() if settings is None else settings
+    event = RunEvent.from_spec(spec, concurrency_cap=settings.max_concurrency_cap)
     notice = concurrency_notice(event)
     if notice:  # the run goes on, at the cap: said in the function's log
         logging.getLogger(__name__).warning(notice)
@@ -244,8 +249,6 @@ def prepare_run(
     judge = None
     if judge_config is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
         if make_judge is None:
-            from evalrunner.pipeline.context import default_judge
-
             judge = default_judge(judge_config, store=store, session=None)
         else:
             judge = make_judge(judge_config)

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalrunner.errors import EventError
+from evalrunner.errors import ConfigError, EventError
+from evalrunner.event import ENV_CONCURRENCY_CAP
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.run import PrepareOutput, RunConfig
 from evalrunner.targets.http import HttpSpec
@@ -49,3 +50,19 @@ def test_a_good_event_is_prepared_and_its_target_stored_as_written() -> None:
         assert stored["target"] == target and isinstance(stored["target"]["timeout_seconds"], int)
         config = RunConfig.model_validate(stored)
         assert isinstance(config.target, HttpSpec) and config.target.timeout_seconds == 30.0
+
+
+def test_the_deployments_concurrency_cap_comes_from_the_runtimes_settings(monkeypatch):
+    # read once, when the runtime is made: the environment after that does not count
+    monkeypatch.delenv(ENV_CONCURRENCY_CAP, raising=False)
+    with suite_store(SUITE) as store:
+        environ = {ENV_CONCURRENCY_CAP: "5", "EVALRUNNER_BUCKET": store.bucket}
+        runtime = Runtime(s3_client=store.s3, settings=Settings.from_env(environ))
+        raw = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/ask"}}
+        out = prepare.build(runtime)({"event": {**raw, "max_concurrency": 50}}, context())
+        assert out["max_concurrency"] == 5
+
+
+def test_a_cap_that_is_not_a_number_is_refused_when_the_settings_are_read() -> None:
+    with pytest.raises(ConfigError, match=ENV_CONCURRENCY_CAP):
+        Settings.from_env({ENV_CONCURRENCY_CAP: "fifty"})
