@@ -607,11 +607,9 @@ def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
     is then reported like every other outcome, its verdict ``PARTIAL`` (exit code 3) on the
     terminal and in ``--junit-xml`` / ``--markdown``. Any other failed run exits 3 on the
     error alone."""
-    partial = exc.result if isinstance(exc, PartialRun) else None
-    if partial is None:
-        raise _fail(exc, EXIT_RUN) from None
-    from evalrunner.engine.local import RunResult  # loaded: the engine made the partial run
+    from evalrunner.engine.local import RunResult  # loaded: the engine raised exc
 
+    partial = exc.result if isinstance(exc, PartialRun) else None
     if not isinstance(partial, RunResult):
         raise _fail(exc, EXIT_RUN) from None
     _fail(exc, EXIT_RUN)  # prints the error line; the exit code is the verdict's (3)
