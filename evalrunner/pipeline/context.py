@@ -21,11 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.errors import ConfigError
 from evalrunner.evaluators import Evaluator, Requirement, resolve
 from evalrunner.event import concurrency_cap
+from evalrunner.input_limits import SuiteLimits
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
@@ -106,6 +107,8 @@ class Settings(BaseModel):
     #: How Aggregate groups failing cases into weak spots (``EVALRUNNER_WEAK_SPOTS``): auto,
     #: embeddings, tfidf or off (:mod:`evalrunner.reports.weakness`).
     weak_spots: str = "auto"
+    #: What a suite Prepare reads may unpack to (``EVALRUNNER_MAX_SUITE_*``).
+    suite_limits: SuiteLimits = Field(default_factory=SuiteLimits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -119,6 +122,7 @@ class Settings(BaseModel):
             max_concurrency_cap=concurrency_cap(env),
             topic_arn=env.get(ENV_TOPIC_ARN) or None,
             weak_spots=(env.get(ENV_WEAK_SPOTS) or "").strip().lower() or "auto",
+            suite_limits=SuiteLimits.from_env(env),
         )
 
     def require_bucket(self) -> str:

@@ -233,14 +233,16 @@ def prepare_run(
     judge (a Lambda container's :class:`~evalrunner.pipeline.context.Runtime` passes its
     own); default: from the event's judge object, with the judge cache in ``store``.
     ``settings``: the process's (its runtime's; default: read from the environment now),
-    for the deployment's cap on ``max_concurrency``."""
+    for the deployment's cap on ``max_concurrency`` and the limits on the suite."""
     now = now or utcnow()
     settings = Settings.from_env() if settings is None else settings
     event = RunEvent.from_spec(spec, concurrency_cap=settings.max_concurrency_cap)
     notice = concurrency_notice(event)
     if notice:  # the run goes on, at the cap: said in the function's log
         logging.getLogger(__name__).warning(notice)
-    suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
+    suite = read_suite(
+        store.get_bytes(event.key), posixpath.basename(event.key), settings.suite_limits
+    )
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)

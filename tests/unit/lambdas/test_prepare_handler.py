@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalrunner.errors import ConfigError, EventError
+from evalrunner.errors import ConfigError, EventError, SuiteError
 from evalrunner.event import ENV_CONCURRENCY_CAP
+from evalrunner.input_limits import SUITE_ROWS_ENV, SuiteLimits
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.run import PrepareOutput, RunConfig
 from evalrunner.targets.http import HttpSpec
@@ -66,3 +67,15 @@ def test_the_deployments_concurrency_cap_comes_from_the_runtimes_settings(monkey
 def test_a_cap_that_is_not_a_number_is_refused_when_the_settings_are_read() -> None:
     with pytest.raises(ConfigError, match=ENV_CONCURRENCY_CAP):
         Settings.from_env({ENV_CONCURRENCY_CAP: "fifty"})
+
+
+def test_the_suite_is_read_under_the_limits_of_the_runtimes_settings(monkeypatch):
+    monkeypatch.delenv(SUITE_ROWS_ENV, raising=False)
+    with suite_store(SUITE) as store:
+        environ = {SUITE_ROWS_ENV: "1", "EVALRUNNER_BUCKET": store.bucket}
+        settings = Settings.from_env(environ)
+        assert settings.suite_limits == SuiteLimits(rows=1)
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=settings))
+        raw = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/ask"}}
+        with pytest.raises(SuiteError, match=f"over the limit of 1 rows.*{SUITE_ROWS_ENV}"):
+            handler({"event": raw}, context())
