@@ -19,6 +19,7 @@ from evalrunner.pipeline.context import RunContext, Runtime
 from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.spec import TargetSpec
 from tests.support.fake_judge import FakeJudge
 from tests.support.suite_bucket import suite_store
 
@@ -31,7 +32,7 @@ class Echo(Target):
     kind = "lambdaArn"
     built = 0
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: TargetSpec) -> None:  # the run's target, typed
         Echo.built += 1
 
     def invoke(self, case):
