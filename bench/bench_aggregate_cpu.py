@@ -35,6 +35,7 @@ from moto import mock_aws
 
 import evalrunner.pipeline.aggregate as aggregate
 from evalrunner.engine.moto_s3 import InProcessS3Client
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestItem
@@ -92,7 +93,9 @@ def measure(
         )
         store = RunStore(BUCKET, client=s3)
         event = {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}
-        prepared = prepare.prepare_run({**event, "metrics": METRICS, "run_id": "r"}, store, now=NOW)
+        prepared = prepare.prepare_run(
+            read_event({**event, "metrics": METRICS, "run_id": "r"}), store, now=NOW
+        )
         context = RunContext.load(store, "r", target_factory=instant)
         for item in store.get_json(prepared.manifest_key):
             run_case.run_case(context, ManifestItem.model_validate(item))

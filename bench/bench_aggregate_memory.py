@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import boto3
 from moto import mock_aws
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestItem
@@ -57,7 +58,9 @@ def measure(n: int) -> dict:
         s3.put_object(Bucket=BUCKET, Key="test-suites/s.csv", Body="\n".join(lines).encode())
         store = RunStore(BUCKET, client=s3)
         event = {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}
-        out = prepare.prepare_run({**event, "metrics": METRICS, "run_id": "r"}, store, now=NOW)
+        out = prepare.prepare_run(
+            read_event({**event, "metrics": METRICS, "run_id": "r"}), store, now=NOW
+        )
         context = RunContext.load(store, "r", target_factory=instant)
         for item in store.get_json(out.manifest_key):
             run_case.run_case(context, ManifestItem.model_validate(item))

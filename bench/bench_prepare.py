@@ -42,7 +42,8 @@ from moto import mock_aws
 import evalrunner.pipeline.prepare as prepare
 import evalrunner.sanitize as sanitize
 from evalrunner.engine.moto_s3 import InProcessS3Client
-from evalrunner.pipeline import run_case
+from evalrunner.event import read_event
+from evalrunner.pipeline import scoring
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import TargetResponse
 
@@ -160,7 +161,9 @@ def measure(
         event: dict[str, Any] = {"iterations": 1, "target": {"logged": "bench"}}
         if not default_metrics:  # else the event names none: Prepare picks those that apply
             event["metrics"] = METRICS
-        prepare.prepare_run({**event, "key": f"test-suites/warm-{name}", "run_id": "w"}, store)
+        prepare.prepare_run(
+            read_event({**event, "key": f"test-suites/warm-{name}", "run_id": "w"}), store
+        )
         for attempt in range(repeats):
             spent.clear()
             collector.spent.clear()
@@ -172,7 +175,9 @@ def measure(
             if profiler:
                 profiler.enable()
             prepared = prepare.prepare_run(
-                {**event, "key": f"test-suites/{name}", "run_id": run_id}, store, now=NOW
+                read_event({**event, "key": f"test-suites/{name}", "run_id": run_id}),
+                store,
+                now=NOW,
             )
             if profiler:
                 profiler.disable()
@@ -183,7 +188,7 @@ def measure(
             answers = responses(n)
             sanitise = time.thread_time()
             for response in answers:
-                run_case.sanitized_response(response)
+                scoring.sanitized_response(response)
             sanitise = time.thread_time() - sanitise
             # What RunCase's caller could do (run_case.py is not this bench's): ask once
             # whether the whole dump is clean. Only where the tree has is_clean.
@@ -192,7 +197,7 @@ def measure(
                 once = time.thread_time()
                 for response in answers:
                     if not sanitize.is_clean(response.model_dump()):
-                        run_case.sanitized_response(response)
+                        scoring.sanitized_response(response)
                 once = time.thread_time() - once
             out.append(
                 {

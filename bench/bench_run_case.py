@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import preload, suite_csv
 
 from evalrunner.engine.moto_s3 import InProcessS3Client
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestItem
@@ -68,7 +69,7 @@ def main() -> None:
         }
         runs = [f"bench-{n}" for n in range(args.passes + 1)]
         for run_id in runs:
-            prepare.prepare_run({**event, "run_id": run_id}, store, now=NOW)
+            prepare.prepare_run(read_event({**event, "run_id": run_id}), store, now=NOW)
         if args.profile:
             profile = cProfile.Profile()
             profile.runcall(ms_per_case, store, runs[0])

@@ -7,12 +7,9 @@ Prepare step of the state machine fails the execution with it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalrunner.redaction import redact
-
-if TYPE_CHECKING:
-    from evalrunner.engine.local import RunResult
 
 
 class EvalRunnerError(Exception):
@@ -119,13 +116,15 @@ class PartialRun(ExecutionFailed):
         *,
         run_id: str | None = None,
         files: list[Any] | None = None,
-        result: RunResult | None = None,
+        result: object | None = None,
     ):
         super().__init__(message)
         self.run_id = run_id
         self.files = list(files or [])
-        #: the partial run (its summary's verdict is ``partial``) when its reports were
-        #: written: the CLI reports it like any finished run (verdict line, CI files)
+        #: the partial run (the engine's ``RunResult``; its summary's verdict is ``partial``)
+        #: when its reports were written: the CLI reports it like any finished run (verdict
+        #: line, CI files). Typed ``object`` here because this module, imported by every
+        #: other, names none of their types (the engine imports it, not the other way).
         self.result = result
 
 

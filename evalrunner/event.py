@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -57,13 +58,14 @@ class RunEvent(BaseModel):
     max_concurrency_requested: int | None = None
 
     @classmethod
-    def from_spec(cls, spec: EventSpec, *, target: dict[str, Any]) -> RunEvent:
-        """The run ``spec`` describes, the deployment's cap applied; ``target``: the target
-        object as the event gave it (carried to every case)."""
-        concurrency, requested = _capped_concurrency(spec.max_concurrency)
+    def from_spec(cls, spec: EventSpec, *, concurrency_cap: int | None = None) -> RunEvent:
+        """The run ``spec`` describes, ``concurrency_cap`` (the deployment's, read once into
+        the run's settings: :func:`concurrency_cap`) applied; ``target``: the target object
+        as the event gave it (:meth:`TargetSpec.as_written`)."""
+        concurrency, requested = _capped_concurrency(spec.max_concurrency, concurrency_cap)
         return cls(
             spec=spec,
-            target=target,
+            target=spec.target.as_written(),
             metrics=spec.resolution.metrics,
             max_concurrency=concurrency,
             max_concurrency_requested=requested,
@@ -170,8 +172,21 @@ def event_schema() -> dict[str, Any]:
     return schema
 
 
-def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
-    """Validate a raw event and return it resolved; every problem is reported in one error."""
+def parse_event(
+    raw: Any, *, suite_prefix: str = SUITE_PREFIX, concurrency_cap: int | None = None
+) -> RunEvent:
+    """Validate a raw event and return it resolved; every problem is reported in one error.
+    ``concurrency_cap``: the deployment's cap on ``max_concurrency`` (None: none)."""
+    return RunEvent.from_spec(
+        read_event(raw, suite_prefix=suite_prefix), concurrency_cap=concurrency_cap
+    )
+
+
+def read_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> EventSpec:
+    """A raw event (JSON text or its object) as an :class:`EventSpec`: what a step takes at
+    its door (the Prepare handler; :func:`parse_event` resolves it further for the CLI and
+    the checks). Its secrets are registered for masking before anything can log or echo it,
+    and every problem is reported in one :class:`EventError`, in the JSON Schema's words."""
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw)
@@ -186,12 +201,16 @@ def parse_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> RunEvent:
     except ValidationError as exc:
         kinds = {k: c.spec_model for k, c in target_registry.available().items()}
         raise EventError(event_problems(exc, kinds)) from None
-    return RunEvent.from_spec(spec, target=raw["target"])
+    return spec
 
 
-def concurrency_cap() -> int | None:
-    """The deployment's cap on ``max_concurrency`` (:data:`ENV_CONCURRENCY_CAP`), or None."""
-    value = os.environ.get(ENV_CONCURRENCY_CAP, "").strip()
+def concurrency_cap(environ: Mapping[str, str] | None = None) -> int | None:
+    """The deployment's cap on ``max_concurrency`` (:data:`ENV_CONCURRENCY_CAP` in
+    ``environ``, default: this process's environment), or None. Read once per process: into
+    the run's :class:`~evalrunner.pipeline.context.Settings`, or by the CLI for its
+    warnings."""
+    env = os.environ if environ is None else environ
+    value = env.get(ENV_CONCURRENCY_CAP, "").strip()
     if not value:
         return None
     try:
@@ -204,9 +223,8 @@ def concurrency_cap() -> int | None:
     return cap if cap >= 1 else None
 
 
-def _capped_concurrency(requested: int) -> tuple[int, int | None]:
+def _capped_concurrency(requested: int, cap: int | None) -> tuple[int, int | None]:
     """(max_concurrency to run with, what the event asked for when it was capped)."""
-    cap = concurrency_cap()
     if cap is not None and requested > cap:
         return cap, requested
     return requested, None

@@ -29,8 +29,10 @@ import io
 import os
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
+
+from pydantic import BaseModel, ConfigDict
 
 from evalrunner.errors import ConfigError
 
@@ -69,9 +71,10 @@ _STRING_ELEMENT: Final = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si[\s/>]")
 _JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
-def limit_from_env(name: str, default: int) -> int:
-    """The positive whole number set in the environment variable ``name``, else ``default``."""
-    raw = os.environ.get(name)
+def limit_from_env(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """The positive whole number set in the environment variable ``name`` (of ``environ``,
+    default: this process's environment), else ``default``."""
+    raw = (os.environ if environ is None else environ).get(name)
     if raw is None or not raw.strip():
         return default
     try:
@@ -85,16 +88,34 @@ def limit_from_env(name: str, default: int) -> int:
     return value
 
 
-def suite_rows() -> int:
-    return limit_from_env(SUITE_ROWS_ENV, DEFAULT_SUITE_ROWS)
+class SuiteLimits(BaseModel):
+    """What one suite may unpack to, read once from the operator's environment
+    (:meth:`from_env`): a deployed Prepare step has them in its runtime's settings
+    (:class:`~evalrunner.pipeline.context.Settings`), read when its container starts; the
+    CLI and the upload trigger read them where they read the suite."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-def suite_cells() -> int:
-    return limit_from_env(SUITE_CELLS_ENV, DEFAULT_SUITE_CELLS)
+    #: Rows (:data:`SUITE_ROWS_ENV`).
+    rows: int = DEFAULT_SUITE_ROWS
+    #: Cells (:data:`SUITE_CELLS_ENV`).
+    cells: int = DEFAULT_SUITE_CELLS
+    #: What the file unpacks to, in MiB (:data:`SUITE_MB_ENV`).
+    megabytes: int = DEFAULT_SUITE_MB
 
+    @property
+    def bytes(self) -> int:
+        return self.megabytes * _MIB
 
-def suite_bytes() -> int:
-    return limit_from_env(SUITE_MB_ENV, DEFAULT_SUITE_MB) * _MIB
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SuiteLimits:
+        """The limits ``environ`` (default: this process's environment) sets; a bad value is
+        a ConfigError naming its variable."""
+        return cls(
+            rows=limit_from_env(SUITE_ROWS_ENV, DEFAULT_SUITE_ROWS, environ),
+            cells=limit_from_env(SUITE_CELLS_ENV, DEFAULT_SUITE_CELLS, environ),
+            megabytes=limit_from_env(SUITE_MB_ENV, DEFAULT_SUITE_MB, environ),
+        )
 
 
 def document_bytes() -> int:

@@ -4,12 +4,14 @@ the Score step leaves for Aggregate."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
@@ -23,6 +25,17 @@ from evalrunner.reports.verdict import VerdictPolicy
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse
+from evalrunner.targets.registry import parse_spec
+from evalrunner.targets.spec import TargetSpec
+
+#: The run's target: its kind's spec model (parsed from the event's target object, or from
+#: run.json), stored and shown as the user wrote it (:meth:`TargetSpec.as_written`), so a
+#: typed configuration changes no byte of run.json or of the reports' configuration.
+RunTarget = Annotated[
+    TargetSpec,
+    BeforeValidator(parse_spec),
+    PlainSerializer(lambda spec: spec.as_written(), return_type=dict[str, Any]),
+]
 
 
 class RunConfig(BaseModel):
@@ -34,7 +47,7 @@ class RunConfig(BaseModel):
     bucket: str
     suite_key: str
     suite_name: str
-    target: dict[str, Any]
+    target: RunTarget
     target_kind: str
     target_name: str
     iterations: int

@@ -1,7 +1,6 @@
 """Aggregate step: its return value is the execution's output (the run summary, fitted to
 Step Functions' output limit)."""
 
-import os
 from typing import Any
 
 from evalrunner.notify import publish_summary
@@ -29,7 +28,7 @@ def build(runtime: Runtime) -> Handler:
         gates = [g.model_dump(mode="json") for g in summary.gates]
         logger.info("run aggregated", extra={"run_id": state.run_id, "gates": gates})
         emit_run_metrics(summary)
-        topic = os.environ.get("EVALRUNNER_TOPIC_ARN")
+        topic = runtime.settings.topic_arn
         if topic:
             try:
                 publish_summary(topic, summary)

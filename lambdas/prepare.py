@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from evalrunner.event import read_event
 from evalrunner.pipeline.context import Runtime
 from evalrunner.pipeline.prepare import prepare_run
 from lambdas._common import RUNTIME, Handler, logger, store_for
@@ -13,9 +14,13 @@ def build(runtime: Runtime) -> Handler:
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        spec = read_event(event["event"])  # parsed at the door: a bad event fails here
         store = store_for(None, runtime)
         output = prepare_run(
-            event["event"], store, make_judge=lambda spec: runtime.judge_for(spec, store)
+            spec,
+            store,
+            make_judge=lambda judge: runtime.judge_for(judge, store),
+            settings=runtime.settings,
         )
         logger.info("run prepared", extra={"run_id": output.run_id, "items": output.item_count})
         return output.model_dump(mode="json")

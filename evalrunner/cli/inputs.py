@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 
 def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")]) -> None:
     """Check an event against the contract; exit 0 when valid."""
-    from evalrunner.event import parse_event
+    from evalrunner.event import concurrency_cap, parse_event
 
     try:
         if not event_file.is_file():
             raise EventError(f"{event_file} does not exist")
-        parsed = parse_event(_json_arg(str(event_file), str(event_file)))
+        # the deployment's cap, when this shell has it (README: Lambda concurrency)
+        parsed = parse_event(
+            _json_arg(str(event_file), str(event_file)), concurrency_cap=concurrency_cap()
+        )
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     out.print(

@@ -426,9 +426,9 @@ def run(
             check_suite(suite_path, event)  # every event, before the first run starts
             if not quiet:
                 from evalrunner.cli.inputs import warn_about_defaults
-                from evalrunner.event import parse_event
+                from evalrunner.event import concurrency_cap, parse_event
 
-                warn_about_defaults(parse_event(event))
+                warn_about_defaults(parse_event(event, concurrency_cap=concurrency_cap()))
             events.append((event, suite_path))
         from evalrunner.engine.moto_compat import speed_seams_from_env
 
@@ -618,8 +618,10 @@ def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
     is then reported like every other outcome, its verdict ``PARTIAL`` (exit code 3) on the
     terminal and in ``--junit-xml`` / ``--markdown``. Any other failed run exits 3 on the
     error alone."""
+    from evalrunner.engine.local import RunResult  # loaded: the engine raised exc
+
     partial = exc.result if isinstance(exc, PartialRun) else None
-    if partial is None:
+    if not isinstance(partial, RunResult):
         raise _fail(exc, EXIT_RUN) from None
     _fail(exc, EXIT_RUN)  # prints the error line; the exit code is the verdict's (3)
     return partial

@@ -74,6 +74,7 @@ from evalrunner.reports.writers.publish import claiming_in
 from evalrunner.targets.base import ConversationSession, Target, TargetResponse
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
+from evalrunner.targets.spec import TargetSpec
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -413,12 +414,9 @@ class LocalEngine:
                     )
                 return clients[0]
 
-        def build(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
-            if (
-                target_class(spec) is LambdaTarget
-                and function_name(str(spec["lambdaArn"])) in hosted
-            ):
-                built: Target = LambdaTarget(spec, session=session, client=client())
+        def build(spec: TargetSpec, *, session: boto3.Session | None) -> Target:
+            if isinstance(spec, LambdaSpec) and function_name(spec.lambdaArn) in hosted:
+                built: Target = LambdaTarget(spec.as_written(), session=session, client=client())
             else:
                 built = default_target(spec, session=session)
             return built if gate is None else _GatedTarget(built, gate)

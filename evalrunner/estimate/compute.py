@@ -23,7 +23,7 @@ from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
 from evalrunner.models.hub import ModelHub
 from evalrunner.pipeline.batching import batches, cases_per_task
 from evalrunner.pipeline.conversations import scored_parts, scores
-from evalrunner.pipeline.run_case import sample_of
+from evalrunner.pipeline.scoring import sample_of
 from evalrunner.run import ManifestItem
 from evalrunner.suite.model import Suite, TestCase, Turn
 from evalrunner.targets.base import TargetResponse

@@ -14,8 +14,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.suite.model import Perturbation
-from evalrunner.suite.variants import VARIANT
+from evalrunner.suite.model import VARIANT, Perturbation
 from evalrunner.targets.spec import integral
 
 __all__ = ["VARIANT", "Perturbation", "PerturbationSpec", "case_rng"]

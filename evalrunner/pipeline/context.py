@@ -21,10 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.errors import ConfigError
 from evalrunner.evaluators import Evaluator, Requirement, resolve
+from evalrunner.event import concurrency_cap
+from evalrunner.input_limits import SuiteLimits
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.storage import RunStore
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from evalrunner.judge.base import Judge
     from evalrunner.models import ModelHub
     from evalrunner.targets.base import Target
+    from evalrunner.targets.spec import TargetSpec
 
 #: Where the model work runs: auto (CUDA when present), cpu, cuda; and the batch size.
 ENV_DEVICE = "EVALRUNNER_DEVICE"
@@ -45,10 +48,10 @@ class TargetFactory(Protocol):
     """Builds a run's target client from its spec (default:
     :func:`evalrunner.targets.factory.build_target`)."""
 
-    def __call__(self, spec: dict[str, Any], *, session: boto3.Session | None) -> Target: ...
+    def __call__(self, spec: TargetSpec, *, session: boto3.Session | None) -> Target: ...
 
 
-def default_target(spec: dict[str, Any], *, session: boto3.Session | None) -> Target:
+def default_target(spec: TargetSpec, *, session: boto3.Session | None) -> Target:
     from evalrunner.targets.factory import build_target
 
     return build_target(spec, session=session)
@@ -71,6 +74,11 @@ def default_judge(spec: JudgeConfig, *, store: RunStore, session: boto3.Session 
 
 #: The bucket a deployed function reads and writes when its event names none.
 ENV_BUCKET = "EVALRUNNER_BUCKET"
+#: The topic the stack gives the Aggregate function (cdk.json notifications).
+ENV_TOPIC_ARN = "EVALRUNNER_TOPIC_ARN"
+#: How Aggregate finds weak spots (the name :mod:`evalrunner.reports.analysis.weakness`
+#: quotes in its method notes as ``MODE_ENV``).
+ENV_WEAK_SPOTS = "EVALRUNNER_WEAK_SPOTS"
 
 
 class Settings(BaseModel):
@@ -91,6 +99,16 @@ class Settings(BaseModel):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     #: The model batch size (``EVALRUNNER_BATCH_SIZE``).
     batch_size: int = 64
+    #: The deployment's cap on an event's ``max_concurrency`` (``EVALRUNNER_MAX_CONCURRENCY``,
+    #: the case runner's reserved concurrency), applied by Prepare; None: no cap.
+    max_concurrency_cap: int | None = None
+    #: The SNS topic Aggregate publishes each run summary to (``EVALRUNNER_TOPIC_ARN``).
+    topic_arn: str | None = None
+    #: How Aggregate groups failing cases into weak spots (``EVALRUNNER_WEAK_SPOTS``): auto,
+    #: embeddings, tfidf or off (:mod:`evalrunner.reports.analysis.weakness`).
+    weak_spots: str = "auto"
+    #: What a suite Prepare reads may unpack to (``EVALRUNNER_MAX_SUITE_*``).
+    suite_limits: SuiteLimits = Field(default_factory=SuiteLimits)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -101,6 +119,10 @@ class Settings(BaseModel):
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             device=cast(Literal["auto", "cpu", "cuda"], env.get(ENV_DEVICE) or "auto"),
             batch_size=int(env.get(ENV_BATCH_SIZE) or 64),
+            max_concurrency_cap=concurrency_cap(env),
+            topic_arn=env.get(ENV_TOPIC_ARN) or None,
+            weak_spots=(env.get(ENV_WEAK_SPOTS) or "").strip().lower() or "auto",
+            suite_limits=SuiteLimits.from_env(env),
         )
 
     def require_bucket(self) -> str:
@@ -369,6 +391,8 @@ __all__ = [
     "ENV_BATCH_SIZE",
     "ENV_BUCKET",
     "ENV_DEVICE",
+    "ENV_TOPIC_ARN",
+    "ENV_WEAK_SPOTS",
     "JudgeFactory",
     "RunContext",
     "Runtime",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from evalrunner.evaluators import Evaluator, Sample
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
-from evalrunner.pipeline.run_case import answer_and_score, capped_sample, not_scored
+from evalrunner.pipeline.scoring import answer_and_score, capped_sample, not_scored
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.sanitize import cap_text
 from evalrunner.suite.model import TestCase, Turn

@@ -11,7 +11,7 @@ from typing import Any
 
 from evalrunner.evaluators import Evaluator, MetricResult
 from evalrunner.pipeline.conversations import applicable, flatten
-from evalrunner.pipeline.run_case import not_scored
+from evalrunner.pipeline.scoring import not_scored
 from evalrunner.reports.analysis.stats import case_rows
 from evalrunner.reports.model import CaseRow
 from evalrunner.run import CaseRecord, ManifestItem, StepFailure

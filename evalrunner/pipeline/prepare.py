@@ -12,21 +12,23 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalrunner.errors import SuiteError
 from evalrunner.estimate.compute import estimate_run
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators import Evaluator, Requirement, Sample, resolve
 from evalrunner.evaluators.score_part import ScoreStepPart
-from evalrunner.event import RunEvent, concurrency_notice, parse_event
+from evalrunner.event import RunEvent, concurrency_notice
+from evalrunner.event_schema import EventSpec
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb import misinformation
 from evalrunner.perturb.registry import KINDS, perturb_case
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.pipeline.batching import batches, cases_per_task
+from evalrunner.pipeline.context import Settings, default_judge
 from evalrunner.pipeline.conversations import scored_parts, scores
-from evalrunner.pipeline.run_case import sample_of
+from evalrunner.pipeline.scoring import sample_of
 from evalrunner.reports.writers.publish import claim_report_prefix
 from evalrunner.run import ManifestItem, PrepareOutput, RunConfig
 from evalrunner.storage import RunStore
@@ -219,21 +221,28 @@ def run_estimate(
 
 
 def prepare_run(
-    raw_event: Any,
+    spec: EventSpec,
     store: RunStore,
     *,
     now: datetime | None = None,
     make_judge: JudgeMaker | None = None,
+    settings: Settings | None = None,
 ) -> PrepareOutput:
-    """``make_judge``: how to build the run's judge (a Lambda container's
-    :class:`~evalrunner.pipeline.context.Runtime` passes its own); default: from the event's
-    judge object, with the judge cache in ``store``."""
+    """Prepare the run ``spec`` (the event, parsed at the handler's door:
+    :func:`evalrunner.event.read_event`) describes. ``make_judge``: how to build the run's
+    judge (a Lambda container's :class:`~evalrunner.pipeline.context.Runtime` passes its
+    own); default: from the event's judge object, with the judge cache in ``store``.
+    ``settings``: the process's (its runtime's; default: read from the environment now),
+    for the deployment's cap on ``max_concurrency`` and the limits on the suite."""
     now = now or utcnow()
-    event: RunEvent = parse_event(raw_event)
+    settings = Settings.from_env() if settings is None else settings
+    event = RunEvent.from_spec(spec, concurrency_cap=settings.max_concurrency_cap)
     notice = concurrency_notice(event)
     if notice:  # the run goes on, at the cap: said in the function's log
         logging.getLogger(__name__).warning(notice)
-    suite = read_suite(store.get_bytes(event.key), posixpath.basename(event.key))
+    suite = read_suite(
+        store.get_bytes(event.key), posixpath.basename(event.key), settings.suite_limits
+    )
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
@@ -242,8 +251,6 @@ def prepare_run(
     judge = None
     if judge_config is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
         if make_judge is None:
-            from evalrunner.pipeline.context import default_judge
-
             judge = default_judge(judge_config, store=store, session=None)
         else:
             judge = make_judge(judge_config)
@@ -253,7 +260,7 @@ def prepare_run(
         bucket=store.bucket,
         suite_key=event.key,
         suite_name=suite.name,
-        target=event.target,
+        target=event.target_spec,
         target_kind=event.target_kind,
         target_name=name,
         iterations=event.iterations,

@@ -19,7 +19,7 @@ from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.score_part import ScoreStepPart
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import flatten
-from evalrunner.pipeline.run_case import sample_of
+from evalrunner.pipeline.scoring import sample_of
 from evalrunner.run import (
     CaseRecord,
     ManifestItem,

@@ -27,12 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:  # reports.model holds a RunVerdict: no import at run time either way
-    from evalrunner.reports.model import Gate, MetricStats
 
 #: The default share of a metric's cases (or of the target calls) that may error before the
 #: run is not measured: 10%, a share at which an average no longer describes the suite.
@@ -153,12 +150,52 @@ def _share(part: int, whole: int) -> str:
     return f"{part} of {whole} ({part / whole:.0%})"
 
 
+class MetricFigures(Protocol):
+    """What :func:`decide` reads of a metric's statistics (``reports.model.MetricStats``,
+    which holds a :class:`RunVerdict`: the report model imports this module, so this one
+    names only what it reads)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def iteration(self) -> int | None: ...
+    @property
+    def primary(self) -> bool: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def higher_is_better(self) -> bool: ...
+    @property
+    def average(self) -> float | None: ...
+    @property
+    def pass_rate(self) -> float | None: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def errored(self) -> int: ...
+
+
+class GateFigures(Protocol):
+    """What :func:`decide` reads of a ``fail_under`` gate (``reports.model.Gate``)."""
+
+    @property
+    def gate(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def higher_is_better(self) -> bool: ...
+    @property
+    def average(self) -> float | None: ...
+
+
 def decide(
     *,
     items: int,
     answered: int,
-    stats: Sequence[MetricStats],
-    gates: Sequence[Gate],
+    stats: Sequence[MetricFigures],
+    gates: Sequence[GateFigures],
     regressed: bool,
     regression_reasons: Sequence[str] = (),
     baseline_run_id: str | None = None,

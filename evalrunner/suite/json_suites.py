@@ -22,13 +22,14 @@ _JSON_SHAPES = (
 )
 
 
-def read_json(data: bytes, source: str) -> list[Row]:
+def read_json(data: bytes, source: str, max_cells: int) -> list[Row]:
+    """The rows of a JSON suite of at most ``max_cells`` keys (its limits' cells)."""
     text = decode_text(data, source=source, kind="json")
     key_count = input_limits.json_keys(text)
-    if key_count > input_limits.suite_cells():
+    if key_count > max_cells:
         # Counted before parsing: an object of millions of keys costs seconds to parse.
         raise SuiteError(
-            f"the suite holds {key_count:,} keys, over the limit of {input_limits.suite_cells():,} "
+            f"the suite holds {key_count:,} keys, over the limit of {max_cells:,} "
             f"cells; it was not read. Split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
             source=source,
         )

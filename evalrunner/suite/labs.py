@@ -19,7 +19,7 @@ def split_lab(data: bytes) -> list[tuple[str, bytes]]:
     """``(model name, that model's lab as JSON)`` for each model of a lab in which some case
     was answered by two models or more, in the lab's model order; ``[]`` for anything else
     (not JSON, not a lab, one answer per case, answers not computed yet)."""
-    if len(data) > input_limits.suite_bytes():
+    if len(data) > input_limits.SuiteLimits.from_env().bytes:  # the CLI's limits
         return []  # read_suite refuses it, naming the limit
     try:
         doc = json.loads(data.decode("utf-8-sig"))

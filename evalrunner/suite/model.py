@@ -18,6 +18,11 @@ class Turn(BaseModel):
     content: str
 
 
+#: The kind of a hand-written variant (a suite row naming ``variant_of``), and the label it is
+#: grouped under when its row names no ``variant_kind``.
+VARIANT = "variant"
+
+
 class Perturbation(BaseModel):
     """What links a perturbed (or hand-written variant) case to its original."""
 

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from evalrunner import input_limits
 from evalrunner.errors import SuiteError
+from evalrunner.input_limits import SuiteLimits
 from evalrunner.sanitize import Sanitized, is_clean, sanitize_value
 from evalrunner.suite import xlsx_checks
 from evalrunner.suite.cells import (
@@ -70,12 +71,14 @@ SUPPORTED_FORMATS: Final[dict[str, str]] = {
 # ----------------------------------------------------------------------------- public API
 
 
-def read_suite(data: bytes, filename: str) -> Suite:
+def read_suite(data: bytes, filename: str, limits: SuiteLimits | None = None) -> Suite:
     """Read a suite from the bytes of a file; ``filename`` picks the format and names it.
 
     Bytes, not a path, because suites arrive from S3 objects as often as from disk. The
-    suite's name is the file's stem (``test-suites/hr.xlsx`` -> ``hr``).
+    suite's name is the file's stem (``test-suites/hr.xlsx`` -> ``hr``). ``limits``: what it
+    may unpack to (a run's settings carry them; default: read from the environment now).
     """
+    limits = SuiteLimits.from_env() if limits is None else limits
     suffix = PurePath(filename).suffix.lower()
     kind = SUPPORTED_FORMATS.get(suffix)
     if kind is None:
@@ -86,42 +89,45 @@ def read_suite(data: bytes, filename: str) -> Suite:
             "test labs)",
             source=filename,
         )
-    max_rows = input_limits.suite_rows()
-    _check_unpacked_size(len(data), filename, workbook=data if kind == "xlsx" else None)
+    _check_unpacked_size(len(data), filename, limits, workbook=data if kind == "xlsx" else None)
     if kind == "xlsx":
-        rows = _read_xlsx(data, filename, max_rows)
+        rows = _read_xlsx(data, filename, limits)
     elif kind == "csv":
-        rows = _read_csv(data, filename)
+        rows = _read_csv(data, filename, limits)
     else:
-        rows = read_json(data, filename)
-    if len(rows) > max_rows:
-        raise _too_many_rows(filename, f"{len(rows):,} test cases", max_rows)
+        rows = read_json(data, filename, limits.cells)
+    if len(rows) > limits.rows:
+        raise _too_many_rows(filename, f"{len(rows):,} test cases", limits.rows)
     cells = sum(len(row.values) + len(row.metadata) for row in rows)
-    if cells > input_limits.suite_cells():
-        raise _too_many_cells(filename, f"{cells:,} cells in its {len(rows):,} test cases")
+    if cells > limits.cells:
+        found = f"{cells:,} cells in its {len(rows):,} test cases"
+        raise _too_many_cells(filename, found, limits.cells)
     return Suite(name=PurePath(filename).stem, source=filename, cases=_build_cases(rows, filename))
 
 
-def read_suite_file(path: str | os.PathLike[str]) -> Suite:
+def read_suite_file(path: str | os.PathLike[str], limits: SuiteLimits | None = None) -> Suite:
     """Read a suite from a local file (see :func:`read_suite`)."""
     source = os.fspath(path)
+    limits = SuiteLimits.from_env() if limits is None else limits
     try:
         # A file over the limit on disk is over it unpacked too: refused before it is read.
-        _check_unpacked_size(Path(source).stat().st_size, source)
+        _check_unpacked_size(Path(source).stat().st_size, source, limits)
         data = Path(source).read_bytes()
     except OSError as exc:
         raise SuiteError(f"cannot read the file: {exc.strerror or exc}", source=source) from exc
-    return read_suite(data, source)
+    return read_suite(data, source, limits)
 
 
 # -------------------------------------------------------------------------------- limits
 
 
-def _check_unpacked_size(size: int, source: str, *, workbook: bytes | None = None) -> None:
+def _check_unpacked_size(
+    size: int, source: str, limits: SuiteLimits, *, workbook: bytes | None = None
+) -> None:
     """Refuse a suite that unpacks to more than the limit (see :mod:`evalrunner.input_limits`):
     a CSV or JSON by its ``size``, an xlsx (its bytes given as ``workbook``) by the sizes its
     zip declares for its parts."""
-    limit = input_limits.suite_bytes()
+    limit = limits.bytes
     sizes = input_limits.zip_unpacked_size(workbook) if workbook is not None else None
     if sizes is not None and sizes[0] > limit:
         message = input_limits.over_size(
@@ -143,9 +149,9 @@ def _too_many_rows(source: str, found: str, limit: int, sheet: str | None = None
     )
 
 
-def _too_many_cells(source: str, found: str, sheet: str | None = None) -> SuiteError:
+def _too_many_cells(source: str, found: str, limit: int, sheet: str | None = None) -> SuiteError:
     return SuiteError(
-        f"the suite holds {found}, over the limit of {input_limits.suite_cells():,} cells; it "
+        f"the suite holds {found}, over the limit of {limit:,} cells; it "
         "was not read. Delete the rows and columns outside the table (empty or formatted "
         f"ones included), split the suite, or raise {input_limits.SUITE_CELLS_ENV}",
         source=source,
@@ -411,19 +417,17 @@ def _tabular_rows(
 # ---------------------------------------------------------------------------------- xlsx
 
 
-def _read_xlsx(data: bytes, source: str, max_rows: int) -> list[Row]:
+def _read_xlsx(data: bytes, source: str, limits: SuiteLimits) -> list[Row]:
     xlsx_checks.refuse_ole_container(data, source=source)
     # openpyxl builds every cell of every sheet as it loads: count the rows first (the
     # header and a few blank or title rows above it come on top of the limit).
-    over = input_limits.xml_part_over(
-        data, max_rows + _ROWS_ABOVE_TABLE, input_limits.suite_cells()
-    )
+    over = input_limits.xml_part_over(data, limits.rows + _ROWS_ABOVE_TABLE, limits.cells)
     if over is not None:
         part, what, count = over
         found = f"more than {count - 1:,} {what} (in {part})"
         if what == "rows":
-            raise _too_many_rows(source, found, max_rows)
-        raise _too_many_cells(source, found)
+            raise _too_many_rows(source, found, limits.rows)
+        raise _too_many_cells(source, found, limits.cells)
     try:
         # data_only: a formula cell is read as the value Excel saved, not as "=...".
         workbook = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
@@ -438,7 +442,7 @@ def _read_xlsx(data: bytes, source: str, max_rows: int) -> list[Row]:
         ) from None
     looked: list[str] = []
     for sheet in workbook.worksheets:
-        _check_extent(sheet, source, max_rows)
+        _check_extent(sheet, source, limits)
         records = list(enumerate(sheet.iter_rows(values_only=True), start=1))
         header = next(((n, r) for n, r in records if not _is_blank(r)), None)
         if header is None:
@@ -464,20 +468,21 @@ def _read_xlsx(data: bytes, source: str, max_rows: int) -> list[Row]:
 _ROWS_ABOVE_TABLE: Final = 10
 
 
-def _check_extent(sheet: Any, source: str, max_rows: int) -> None:
+def _check_extent(sheet: Any, source: str, limits: SuiteLimits) -> None:
     """Refuse a sheet whose extent, which every row is padded to when read, is too big: one
     cell far below or to the right of the table (a row number of 1,000,000 needs just one
     row element, column XFD one cell) would make millions of empty cells."""
-    if sheet.max_row > max_rows + _ROWS_ABOVE_TABLE:
+    if sheet.max_row > limits.rows + _ROWS_ABOVE_TABLE:
         raise _too_many_rows(
-            source, f"rows up to row {sheet.max_row:,}", max_rows, sheet=sheet.title
+            source, f"rows up to row {sheet.max_row:,}", limits.rows, sheet=sheet.title
         )
     extent = sheet.max_row * sheet.max_column
-    if extent > input_limits.suite_cells():
+    if extent > limits.cells:
         span = f"A1:{get_column_letter(sheet.max_column)}{sheet.max_row}"
         raise _too_many_cells(
             source,
             f"a sheet spanning {span} ({extent:,} cells, the empty ones included)",
+            limits.cells,
             sheet=sheet.title,
         )
 
@@ -518,7 +523,7 @@ def _pick_delimiter(text: str) -> str:
     return best
 
 
-def _read_csv(data: bytes, source: str) -> list[Row]:
+def _read_csv(data: bytes, source: str, limits: SuiteLimits) -> list[Row]:
     text = decode_text(data, source=source, kind="csv")
     delimiter = _pick_delimiter(text)
     # strict: without it, a quote that never closes makes csv read the rest of the file into
@@ -526,7 +531,7 @@ def _read_csv(data: bytes, source: str) -> list[Row]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     records: list[tuple[int, Sequence[object]]] = []
     start_line = 1  # the line of the file where the record being read begins
-    max_rows, max_cells, cells = input_limits.suite_rows(), input_limits.suite_cells(), 0
+    max_rows, max_cells, cells = limits.rows, limits.cells, 0
     try:
         for number, record in enumerate(reader, start=1):
             records.append((number, record))
@@ -534,7 +539,8 @@ def _read_csv(data: bytes, source: str) -> list[Row]:
             # Counted as read: 32 MB of "1," is 16 million fields, a string object each.
             cells += len(record)
             if cells > max_cells:
-                raise _too_many_cells(source, f"more than {max_cells:,} fields (by row {number})")
+                found = f"more than {max_cells:,} fields (by row {number})"
+                raise _too_many_cells(source, found, max_cells)
             if number > max_rows + _ROWS_ABOVE_TABLE:
                 raise _too_many_rows(source, f"more than {number - 1:,} records", max_rows)
     except csv.Error as exc:

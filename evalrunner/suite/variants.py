@@ -10,10 +10,7 @@ from typing import Any
 from evalrunner.errors import SuiteError
 from evalrunner.sanitize import sanitize_value
 from evalrunner.suite.cells import CellError, parse_text
-from evalrunner.suite.model import Perturbation, TestCase
-
-#: The label a variant is grouped under when its row names no ``variant_kind``.
-VARIANT = "variant"
+from evalrunner.suite.model import VARIANT, Perturbation, TestCase
 
 
 def link_variants(

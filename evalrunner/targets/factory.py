@@ -14,6 +14,7 @@ import boto3
 from evalrunner.targets._common import report_name
 from evalrunner.targets.base import Target
 from evalrunner.targets.registry import available, detect_kind, target_class
+from evalrunner.targets.spec import TargetSpec
 
 __all__ = ["TARGET_KINDS", "build_target", "detect_kind", "target_name"]
 
@@ -26,9 +27,16 @@ def target_name(spec: dict[str, Any]) -> str:
     return report_name(spec, target_class(spec).own_name(spec))
 
 
-def build_target(spec: dict[str, Any], *, session: boto3.Session | None = None) -> Target:
-    """Build the target the spec names; ``session`` is used by the AWS kinds (tests, profiles).
+def build_target(
+    spec: TargetSpec | dict[str, Any], *, session: boto3.Session | None = None
+) -> Target:
+    """Build the target the spec names (a run's parsed spec, or a target object as written);
+    ``session`` is used by the AWS kinds (tests, profiles).
 
-    Clients are created here, once, and shared by all threads calling ``invoke``.
+    A target is built from its object as the user wrote it (:meth:`TargetSpec.as_written`):
+    that is what each kind's constructor reads (a header value naming a secret, say), and it
+    parses it into its own typed ``options``. Clients are created here, once, and shared by
+    all threads calling ``invoke``.
     """
-    return target_class(spec)(spec, session=session)
+    written = spec.as_written() if isinstance(spec, TargetSpec) else spec
+    return target_class(written)(written, session=session)

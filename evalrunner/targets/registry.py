@@ -10,6 +10,7 @@ client) and ``iam`` (what the deployed runner's role must be granted to call it,
 
 from __future__ import annotations
 
+import copy
 import importlib
 import pkgutil
 from functools import lru_cache
@@ -130,5 +131,10 @@ def _adapter(classes: tuple[type[Target], ...]) -> TypeAdapter[TargetSpec]:
 def parse_spec(raw: Any) -> TargetSpec:
     """The target object as its kind's spec model: one discriminated union of every
     registered kind, the discriminator being the kind key present. Raises pydantic's
-    ValidationError (locations start with the kind)."""
-    return _adapter(tuple(available().values())).validate_python(raw)
+    ValidationError (locations start with the kind). The object as written is kept beside
+    the model (:meth:`TargetSpec.as_written`); a spec given already parsed is returned as it
+    is."""
+    spec = _adapter(tuple(available().values())).validate_python(raw)
+    if isinstance(raw, dict):
+        spec._written = copy.deepcopy(raw)
+    return spec

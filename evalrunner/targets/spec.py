@@ -7,6 +7,7 @@ its description are written once, here or in the target's module.
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from typing import Annotated, Any, ClassVar
 
@@ -15,6 +16,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
@@ -151,6 +153,20 @@ class TargetSpec(SpecModel):
         "is recorded as a target error naming this field.",
     )
     region: str | None = Field(default=None, pattern=REGION_PATTERN)
+
+    #: The target object exactly as the event wrote it (set by
+    #: :func:`evalrunner.targets.registry.parse_spec`): what :meth:`as_written` gives back.
+    _written: dict[str, Any] | None = PrivateAttr(default=None)
+
+    def as_written(self) -> dict[str, Any]:
+        """The target object as the user wrote it: a parsed spec is typed (``30`` becomes
+        ``30.0``, defaults are filled in, fields come in the model's order), but what a run
+        stores, shows in its reports and hands each target's constructor is the object the
+        event gave, so parsing it changes nothing a user reads. A spec built in code (not
+        parsed) gives the fields that were set."""
+        if self._written is not None:
+            return copy.deepcopy(self._written)
+        return self.model_dump(mode="json", exclude_unset=True)
 
     @property
     def call_budget(self) -> float:

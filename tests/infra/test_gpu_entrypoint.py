@@ -6,6 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestItem
@@ -38,7 +39,7 @@ def prepared(monkeypatch):
                 "metrics": METRICS,
                 "run_id": "gpu-run",
             }
-            out = prepare.prepare_run(event, store)
+            out = prepare.prepare_run(read_event(event), store)
             for item in store.get_json(out.manifest_key):
                 run_case.run_case(
                     RunContext.load(store, out.run_id), ManifestItem.model_validate(item)

@@ -653,6 +653,7 @@ def test_case_runner_concurrency_is_reserved_and_events_are_capped_to_it(synth):
     """cdk.json case_runner_reserved_concurrency: RunCase may take at most that many of the
     account's executions, and every function caps an event's max_concurrency to it."""
     from evalrunner.event import ENV_CONCURRENCY_CAP, concurrency_notice, parse_event
+    from evalrunner.pipeline.context import Settings
 
     functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
     by_handler = {f["Properties"]["Handler"]: f["Properties"] for f in functions}
@@ -663,16 +664,19 @@ def test_case_runner_concurrency_is_reserved_and_events_are_capped_to_it(synth):
     for props in by_handler.values():
         assert props["Environment"]["Variables"][ENV_CONCURRENCY_CAP] == "50"
     prepare_env = by_handler["lambdas.prepare.handler"]["Environment"]["Variables"]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(ENV_CONCURRENCY_CAP, prepare_env[ENV_CONCURRENCY_CAP])
-        wide = parse_event(
-            {
-                "key": "test-suites/hr.xlsx",
-                "iterations": 1,
-                "target": {"lambdaArn": TARGETS["lambda_arns"][0]},
-                "max_concurrency": 1000,
-            }
-        )
+    # the Prepare function's cap (its other variables are CloudFormation references here),
+    # read as its runtime reads its environment, once, into its settings
+    settings = Settings.from_env({ENV_CONCURRENCY_CAP: prepare_env[ENV_CONCURRENCY_CAP]})
+    cap = settings.max_concurrency_cap
+    wide = parse_event(
+        {
+            "key": "test-suites/hr.xlsx",
+            "iterations": 1,
+            "target": {"lambdaArn": TARGETS["lambda_arns"][0]},
+            "max_concurrency": 1000,
+        },
+        concurrency_cap=cap,
+    )
     assert wide.max_concurrency == 50 and wide.max_concurrency_requested == 1000
     notice = concurrency_notice(wide)
     assert notice is not None

@@ -38,7 +38,7 @@ def test_demo_failures_group_on_minilm_deterministically(tmp_path, monkeypatch):
     leave = next(g for g in groups if "leave-01" in g.cases)
     assert {"leave-02", "leave-03"} <= set(leave.cases)
     # the same report data, grouped again, gives the same groups
-    again, method = find_weak_spots(data, *question_embedder([]))
+    again, method = find_weak_spots(data, *question_embedder([], "embeddings"))
     assert method == data.weak_spots_method and again == data.weak_spots
     # report.html shows them; problems.json has a weakness for each weak group
     html = next(f for f in map(Path, result.files) if f.name.endswith("report.html")).read_text(

@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 from sentence_transformers import SentenceTransformer
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestItem
@@ -47,7 +48,7 @@ def run_on_s3(monkeypatch):
             "evaluator_options": options,
             "run_id": "gpu-models",
         }
-        out = prepare.prepare_run(event, store)
+        out = prepare.prepare_run(read_event(event), store)
         for item in store.get_json(out.manifest_key):
             run_case.run_case(RunContext.load(store, out.run_id), ManifestItem.model_validate(item))
         return store, out.run_id

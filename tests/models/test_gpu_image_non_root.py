@@ -44,6 +44,7 @@ DRIVER = textwrap.dedent(
     import json, os, sys
     import boto3
     from moto import mock_aws
+    from evalrunner.event import read_event
     from evalrunner.pipeline import prepare, run_case
     from evalrunner.pipeline.context import RunContext
     from evalrunner.run import ManifestItem
@@ -67,7 +68,7 @@ DRIVER = textwrap.dedent(
             "evaluator_options": {"Answer semantic similarity": {"model": sys.argv[1]}},
             "run_id": "non-root",
         }
-        out = prepare.prepare_run(event, store)
+        out = prepare.prepare_run(read_event(event), store)
         for item in store.get_json(out.manifest_key):
             run_case.run_case(RunContext.load(store, out.run_id), ManifestItem.model_validate(item))
         code = score_entrypoint.main(["--run-id", out.run_id, "--bucket", "runner-bucket"])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from evalrunner.reports.analysis.leaderboard import build_leaderboard
 from evalrunner.reports.views.html import render_history, render_leaderboard, render_report
-from evalrunner.reports.writers.history import History, HistoryMetric, HistoryRun
+from evalrunner.reports.writers.history import History, HistoryMetric, HistoryRun, history_context
 from tests.integration.test_report_browser import METRICS, synthetic_report
 
 
@@ -52,7 +52,7 @@ def history_page(runs: int = 12) -> str:
             for i in range(runs)
         ],
     )
-    return render_history(history)
+    return render_history(history_context(history))
 
 
 def leaderboard_page() -> str:

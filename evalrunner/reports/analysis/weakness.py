@@ -22,7 +22,6 @@ Rules (the README repeats them):
 from __future__ import annotations
 
 import logging
-import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -181,14 +180,14 @@ def weakness_problems(spots: Sequence[WeakSpot]) -> list[Problem]:
     return sorted(problems, key=lambda p: p.severity != "high")
 
 
-def question_embedder(models_used: Sequence[str]) -> tuple[Embed | None, str]:
-    """The embedder for the run's questions and the method's description. ``auto`` uses the
-    embedding model only when the run's Score step already loaded it (so a run of lexical
-    metrics never pays for loading a model); the Aggregate Lambda carries no model code and
-    falls back to TF-IDF, saying so."""
+def question_embedder(models_used: Sequence[str], mode: str = "auto") -> tuple[Embed | None, str]:
+    """The embedder for the run's questions and the method's description. ``mode`` (the
+    run's settings: :data:`MODE_ENV`, read once): ``auto`` uses the embedding model only
+    when the run's Score step already loaded it (so a run of lexical metrics never pays for
+    loading a model); the Aggregate Lambda carries no model code and falls back to TF-IDF,
+    saying so."""
     from evalrunner.models import ModelRole, default_model
 
-    mode = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
     name = default_model(ModelRole.EMBEDDING)
     tfidf_method = "TF-IDF of the questions"
     if mode == "tfidf":
@@ -207,5 +206,6 @@ def question_embedder(models_used: Sequence[str]) -> tuple[Embed | None, str]:
     return embed, f"question embeddings of {name}"
 
 
-def weak_spots_enabled() -> bool:
-    return os.environ.get(MODE_ENV, "auto").strip().lower() != "off"
+def weak_spots_enabled(mode: str = "auto") -> bool:
+    """Whether ``mode`` (the run's :data:`MODE_ENV` setting) looks for weak spots."""
+    return mode != "off"

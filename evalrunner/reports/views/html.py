@@ -33,6 +33,7 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -66,7 +67,6 @@ from evalrunner.user_cache import is_private
 
 if TYPE_CHECKING:
     from evalrunner.calibrate.agreement import Calibration
-    from evalrunner.reports.writers.history import History
 
 __all__ = [
     "HEATMAP_ROWS",
@@ -193,11 +193,11 @@ def render_leaderboard(board: Leaderboard) -> str:
     return _environment().get_template("leaderboard.html.j2").render(leaderboard_context(board))
 
 
-def render_history(history: History) -> str:
-    """A target's runs over time: one self-contained page (see :mod:`.history`)."""
-    from evalrunner.reports.writers.history import history_context
-
-    return _environment().get_template("history.html.j2").render(history_context(history))
+def render_history(context: Mapping[str, Any]) -> str:
+    """A target's runs over time: one self-contained page, from the context
+    :func:`evalrunner.reports.writers.history.history_context` builds (the history module calls
+    this renderer, so the renderer does not import it back)."""
+    return _environment().get_template("history.html.j2").render(context)
 
 
 def render_calibration(result: Calibration) -> str:

@@ -193,7 +193,7 @@ def render(history: History) -> tuple[bytes, bytes]:
 
     return (
         history.model_dump_json(indent=2).encode("utf-8"),
-        render_history(history).encode("utf-8"),
+        render_history(history_context(history)).encode("utf-8"),
     )
 
 

@@ -16,7 +16,14 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_the_tree_has_no_import_cycle_and_no_core_import_of_lambdas() -> None:
     report = layout.check(ROOT)
     assert report.cycles == []
+    # not even one closed only by a deferred or TYPE_CHECKING import (issue 30 item 5)
+    assert report.deferred_cycles == []
     assert report.handler_imports == []
+
+
+def test_no_pipeline_signature_takes_or_returns_a_plain_dict() -> None:
+    # the steps take and return models (RunConfig carries a TargetSpec and a JudgeConfig)
+    assert layout.check(ROOT).untyped_signatures == []
 
 
 def test_the_command_reports_and_passes_on_the_tree() -> None:
@@ -29,6 +36,7 @@ def test_the_command_reports_and_passes_on_the_tree() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "import cycles: none" in done.stdout
+    assert "cycles through deferred or TYPE_CHECKING imports: none" in done.stdout
     assert "core imports from lambdas/: none" in done.stdout
     assert "dict[str, Any] in pipeline/ signatures:" in done.stdout
     assert "modules over 600 lines:" in done.stdout

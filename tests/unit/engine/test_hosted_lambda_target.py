@@ -21,6 +21,7 @@ from evalrunner.engine.moto_compat import InProcessLambdaClient, embedded_aws
 from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets.base import ConversationSession
 from evalrunner.targets.lambda_function import LambdaTarget
+from evalrunner.targets.registry import parse_spec
 from lambdas.local import local_pipeline
 
 #: (function name, the event as the handler got it, the event object itself)
@@ -86,7 +87,7 @@ def both_targets(
 ) -> tuple[LambdaTarget, LambdaTarget]:
     """(through boto3 and moto, as before; through the engine's factory)."""
     through_boto3 = LambdaTarget(spec)
-    hosted = engine.target_factory(dispatcher.invoke)(spec, session=None)
+    hosted = engine.target_factory(dispatcher.invoke)(parse_spec(spec), session=None)
     assert isinstance(hosted, LambdaTarget)
     assert isinstance(hosted.client, InProcessLambdaClient)
     return through_boto3, hosted
@@ -185,7 +186,9 @@ def test_a_target_the_engine_does_not_host_still_goes_through_boto3(
     is a real botocore request, which inside the mock is the one moto's Lambda answers."""
     engine, dispatcher = hosting
     remote = "arn:aws:lambda:eu-west-1:111122223333:function:hr-assistant"
-    target = engine.target_factory(dispatcher.invoke)({"lambdaArn": remote}, session=None)
+    target = engine.target_factory(dispatcher.invoke)(
+        parse_spec({"lambdaArn": remote}), session=None
+    )
     assert isinstance(target, LambdaTarget)
     assert not isinstance(target.client, InProcessLambdaClient)
     assert target.client.meta.service_model.service_name == "lambda"
@@ -197,7 +200,7 @@ def test_a_target_the_engine_does_not_host_still_goes_through_boto3(
 def test_other_targets_are_built_as_before(hosting: tuple[LocalEngine, Dispatcher]) -> None:
     engine, dispatcher = hosting
     target = engine.target_factory(dispatcher.invoke)(
-        {"url": "http://127.0.0.1:9/ask"}, session=None
+        parse_spec({"url": "http://127.0.0.1:9/ask"}), session=None
     )
     assert not isinstance(target, LambdaTarget)
 

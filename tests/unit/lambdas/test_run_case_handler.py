@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare
 from evalrunner.pipeline.context import Runtime
 from evalrunner.targets.base import Target, TargetResponse
@@ -44,13 +45,15 @@ def context() -> SimpleNamespace:
 def handler_and_store():
     with suite_store(SUITE) as store:
         prepare.prepare_run(
-            {
-                "key": "test-suites/s.csv",
-                "iterations": 1,
-                "target": {"lambdaArn": "fn"},
-                "metrics": ["Exact match"],
-                "run_id": "rh",
-            },
+            read_event(
+                {
+                    "key": "test-suites/s.csv",
+                    "iterations": 1,
+                    "target": {"lambdaArn": "fn"},
+                    "metrics": ["Exact match"],
+                    "run_id": "rh",
+                }
+            ),
             store,
             now=datetime(2026, 11, 24, tzinfo=UTC),
         )

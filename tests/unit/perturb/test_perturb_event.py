@@ -8,7 +8,7 @@ import pytest
 
 from evalrunner.cli.running import perturbation_arg
 from evalrunner.errors import EventError, SuiteError
-from evalrunner.event import parse_event
+from evalrunner.event import parse_event, read_event
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb import PerturbationSpec, perturb_text, resolve
 from evalrunner.pipeline import prepare
@@ -78,7 +78,7 @@ def store():
 
 def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> None:
     raw = event(run_id="r1", perturbations=[{"kind": "typos", "seed": 7}, {"kind": "synonym"}])
-    out = prepare.prepare_run(raw, store, now=datetime(2026, 11, 22, 9, 30, tzinfo=UTC))
+    out = prepare.prepare_run(read_event(raw), store, now=datetime(2026, 11, 22, 9, 30, tzinfo=UTC))
     items = store.get_json(out.manifest_key)
     assert [i["item_id"] for i in items] == [
         "c00001-i1",
@@ -120,7 +120,7 @@ def test_prepare_expands_cases_iterations_and_perturbations(store: RunStore) -> 
 def test_a_context_perturbation_without_contexts_is_refused(store: RunStore) -> None:
     raw = event(perturbations=[{"kind": "ocr", "context": True}])
     with pytest.raises(SuiteError, match=r"perturbations\[0\] \(ocr\): context is true, but no"):
-        prepare.prepare_run(raw, store)
+        prepare.prepare_run(read_event(raw), store)
     assert store.list_keys("runs/") == []
 
 
@@ -153,7 +153,7 @@ def test_prepare_has_the_judge_falsify_each_case_once(store: RunStore) -> None:
         judge={"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}},
         perturbations=[{"kind": "misinformation", "seed": 2}],
     )
-    out = prepare.prepare_run(raw, store, make_judge=make_judge)
+    out = prepare.prepare_run(read_event(raw), store, make_judge=make_judge)
     items = store.get_json(out.manifest_key)
     # two iterations of the perturbed copy, one rewrite; the case without chunks has none
     assert [i["item_id"] for i in items] == [
@@ -192,5 +192,5 @@ def test_prepare_refuses_misinformation_for_a_target_that_retrieves(store: RunSt
         perturbations=[{"kind": "misinformation"}],
     )
     with pytest.raises(EventError, match=r"target\.contexts_field"):
-        prepare.prepare_run(raw, store)
+        prepare.prepare_run(read_event(raw), store)
     assert store.list_keys("runs/") == []

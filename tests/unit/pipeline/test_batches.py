@@ -10,6 +10,7 @@ from typing import ClassVar
 import pytest
 
 from evalrunner.errors import EventError
+from evalrunner.event import read_event
 from evalrunner.pipeline import batching, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import ManifestBatch, StepFailure
@@ -57,7 +58,7 @@ def prepared(store, **event):
         "run_id": "rb",
         **event,
     }
-    return prepare.prepare_run(raw, store, now=NOW)
+    return prepare.prepare_run(read_event(raw), store, now=NOW)
 
 
 def context(store) -> RunContext:

@@ -12,12 +12,14 @@ import pytest
 from evalrunner.evaluators import resolve
 from evalrunner.evaluators.judge_base import JudgeEvaluator
 from evalrunner.evaluators.model_base import ModelEvaluator
+from evalrunner.event import read_event
 from evalrunner.models import ModelHub
-from evalrunner.pipeline import prepare, run_case
+from evalrunner.pipeline import prepare, run_case, scoring
 from evalrunner.pipeline.context import RunContext, Runtime
 from evalrunner.run import ManifestItem
 from evalrunner.storage import RunStore
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.spec import TargetSpec
 from tests.support.fake_judge import FakeJudge
 from tests.support.suite_bucket import suite_store
 
@@ -30,7 +32,7 @@ class Echo(Target):
     kind = "lambdaArn"
     built = 0
 
-    def __init__(self, spec: dict) -> None:
+    def __init__(self, spec: TargetSpec) -> None:  # the run's target, typed
         Echo.built += 1
 
     def invoke(self, case):
@@ -56,7 +58,7 @@ def prepare_run(store: RunStore, run_id: str, **event) -> None:
         "iterations": 1,
         **event,
     }
-    prepare.prepare_run(raw, store, now=NOW)
+    prepare.prepare_run(read_event(raw), store, now=NOW)
 
 
 def test_the_cases_of_a_run_share_one_context_and_one_target(store, monkeypatch):
@@ -128,13 +130,13 @@ def test_a_runs_evaluators_are_built_once_and_serve_every_case(store, monkeypatc
     prepare_run(store, "r1", metrics=["Exact match", "Token F1"], iterations=3)
     context = RunContext.load(store, "r1", target_factory=echo)
     built = []
-    original = run_case.Evaluator.for_run.__func__
+    original = scoring.Evaluator.for_run.__func__
 
     def counting(cls, thresholds, options, services):
         built.append(cls.name)
         return original(cls, thresholds, options, services)
 
-    monkeypatch.setattr(run_case.Evaluator, "for_run", classmethod(counting))
+    monkeypatch.setattr(scoring.Evaluator, "for_run", classmethod(counting))
     items = store.get_json(store.manifest_key("r1"))
     for item in items:
         assert run_case.run_case(context, ManifestItem.model_validate(item)).status == "ok"
@@ -151,7 +153,7 @@ def test_a_run_without_a_judge_builds_none_and_its_judge_metrics_say_why(store):
     context = RunContext.load(store, "r1")
     (faithfulness,) = context.evaluators(run_case.PER_CASE)
     assert context.judge is None and faithfulness.judge is None
-    (result,) = faithfulness.evaluate(run_case.sample_of(_case(), _answer()))
+    (result,) = faithfulness.evaluate(scoring.sample_of(_case(), _answer()))
     assert result.status == "skipped" and "no LLM judge configured" in result.reason
 
 

@@ -16,6 +16,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.errors import TargetError
+from evalrunner.event import read_event
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.context import RunContext
 from evalrunner.run import CaseRecord, ManifestItem
@@ -75,13 +76,15 @@ def store():
 
 def _run(store: RunStore, run_id: str, iterations: int = 1) -> list[dict]:
     prepare.prepare_run(
-        {
-            "key": "test-suites/conv.csv",
-            "iterations": iterations,
-            "target": {"lambdaArn": "fn"},
-            "metrics": ["Text matching", "Transcript check (test)"],
-            "run_id": run_id,
-        },
+        read_event(
+            {
+                "key": "test-suites/conv.csv",
+                "iterations": iterations,
+                "target": {"lambdaArn": "fn"},
+                "metrics": ["Text matching", "Transcript check (test)"],
+                "run_id": run_id,
+            }
+        ),
         store,
         now=NOW,
     )
@@ -199,14 +202,16 @@ def test_aggregate_flattens_conversations_into_rows(store) -> None:
 
 def test_prepare_perturbs_single_turn_cases_only(store) -> None:
     prepare.prepare_run(
-        {
-            "key": "test-suites/conv.csv",
-            "iterations": 1,
-            "target": {"lambdaArn": "fn"},
-            "metrics": ["Text matching"],
-            "perturbations": [{"kind": "typos", "intensity": 1.0}],
-            "run_id": "rp",
-        },
+        read_event(
+            {
+                "key": "test-suites/conv.csv",
+                "iterations": 1,
+                "target": {"lambdaArn": "fn"},
+                "metrics": ["Text matching"],
+                "perturbations": [{"kind": "typos", "intensity": 1.0}],
+                "run_id": "rp",
+            }
+        ),
         store,
         now=NOW,
     )

@@ -7,7 +7,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.errors import EventError, SuiteError
-from evalrunner.event import parse_event
+from evalrunner.event import parse_event, read_event
 from evalrunner.pipeline.prepare import applicable_defaults, prepare_run
 from evalrunner.storage import RunStore
 from evalrunner.suite import read_suite
@@ -86,13 +86,15 @@ def store():
 def test_explicit_metrics_are_kept_as_named(store):
     store.put_bytes("test-suites/s.csv", b"question\nQ?\n", "text/csv")
     out = prepare_run(
-        {
-            "key": "test-suites/s.csv",
-            "iterations": 1,
-            "target": {"lambdaArn": "f"},
-            "metrics": ["BLEU"],
-            "run_id": "r",
-        },
+        read_event(
+            {
+                "key": "test-suites/s.csv",
+                "iterations": 1,
+                "target": {"lambdaArn": "f"},
+                "metrics": ["BLEU"],
+                "run_id": "r",
+            }
+        ),
         store,
     )
     assert store.get_json(store.run_key(out.run_id))["metrics"] == ["BLEU"]
@@ -103,12 +105,14 @@ def test_malformed_condition_stops_the_run_naming_row_and_position(store):
     store.put_bytes("test-suites/c.csv", suite, "text/csv")
     with pytest.raises(SuiteError) as info:
         prepare_run(
-            {
-                "key": "test-suites/c.csv",
-                "iterations": 1,
-                "target": {"lambdaArn": "f"},
-                "metrics": ["Text matching"],
-            },
+            read_event(
+                {
+                    "key": "test-suites/c.csv",
+                    "iterations": 1,
+                    "target": {"lambdaArn": "f"},
+                    "metrics": ["Text matching"],
+                }
+            ),
             store,
         )
     message = str(info.value)
@@ -151,7 +155,10 @@ def test_every_bad_case_is_listed_evaluator_by_evaluator_in_row_order(store):
     store.put_bytes("test-suites/c.csv", suite, "text/csv")
     event = {"key": "test-suites/c.csv", "iterations": 1, "target": {"lambdaArn": "f"}}
     with pytest.raises(SuiteError) as info:
-        prepare_run({**event, "metrics": ["JSON schema", "Rouge Metric", "Text matching"]}, store)
+        prepare_run(
+            read_event({**event, "metrics": ["JSON schema", "Rouge Metric", "Text matching"]}),
+            store,
+        )
     lines = [line.strip() for line in str(info.value).splitlines() if line.strip().startswith("-")]
     assert [line.split(":")[0] for line in lines] == [
         "- row 2 (id a), JSON schema",
@@ -160,5 +167,5 @@ def test_every_bad_case_is_listed_evaluator_by_evaluator_in_row_order(store):
         "- row 4 (id c), Text matching",
     ]
     assert "4 case(s) cannot be evaluated" in str(info.value)
-    out = prepare_run({**event, "metrics": ["Rouge Metric"], "run_id": "r"}, store)
+    out = prepare_run(read_event({**event, "metrics": ["Rouge Metric"], "run_id": "r"}), store)
     assert out.item_count == 3

@@ -21,6 +21,7 @@ from evalrunner.evaluators import (
     Scored,
     registry,
 )
+from evalrunner.event import read_event
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.pipeline import aggregate, merge, prepare, run_case, score
 from evalrunner.pipeline.context import RunContext
@@ -28,6 +29,7 @@ from evalrunner.reports.summary import MAX_OUTPUT_BYTES, fit_output
 from evalrunner.reports.writers.csv_writer import neutralise, to_csv
 from evalrunner.run import ManifestItem, RunConfig, StepFailure
 from evalrunner.targets.base import Target, TargetResponse
+from evalrunner.targets.lambda_function import LambdaSpec
 from tests.support.suite_bucket import suite_store
 from tests.support.summaries import metric, run_summary
 
@@ -71,7 +73,7 @@ def prepared(store, **event):
         "metrics": ["Exact match"],
         **event,
     }
-    return prepare.prepare_run(raw, store, now=NOW)
+    return prepare.prepare_run(read_event(raw), store, now=NOW)
 
 
 def test_prepare_writes_manifest_and_config(store):
@@ -94,6 +96,25 @@ def test_the_run_configuration_carries_the_judge_typed(store):
     )
     assert config.judge.timeout_seconds == 30 and config.judge.max_retries == 4  # a default
     assert RunConfig.model_validate(store.get_json(store.run_key("rj"))) == config  # round trip
+
+
+def test_the_run_configuration_carries_the_target_typed_and_stores_it_as_written(store):
+    # written out of the model's field order, with whole numbers where the model has floats
+    target = {"timeout_seconds": 30, "lambdaArn": "fn", "max_retries": 2, "question_field": "q"}
+    prepared(store, run_id="rt", target=target)
+    stored = store.get_json(store.run_key("rt"))
+    assert json.dumps(stored["target"]) == json.dumps(target)  # same keys, order and numbers
+    config = RunContext.load(store, "rt").config
+    assert isinstance(config.target, LambdaSpec)
+    assert config.target.lambdaArn == "fn" and config.target.timeout_seconds == 30.0
+    assert config.target.question_field == "q" and config.target.history_field == "conversation"
+    again = config.model_dump(mode="json")["target"]
+    assert json.dumps(again) == json.dumps(target)  # and so does a second trip
+    built = []
+    context = RunContext.load(
+        store, "rt", target_factory=lambda spec, *, session: built.append(spec) or counting(spec)
+    )
+    assert context.target.name == "counting" and built == [config.target]
 
 
 def test_a_judge_metric_with_an_embedding_part_sends_the_run_to_model_scoring(store):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare
 from evalrunner.storage import RunStore
 from tests.support.suite_bucket import suite_store
@@ -34,7 +35,7 @@ def store() -> Iterator[RunStore]:
 
 
 def test_run_json_carries_the_estimate(store: RunStore) -> None:
-    prepare.prepare_run(dict(EVENT), store, now=NOW)
+    prepare.prepare_run(read_event(dict(EVENT)), store, now=NOW)
     estimate = store.get_json(store.run_key("r1"))["estimate"]
     assert estimate["items"] == 4 and estimate["iterations"] == 2
     assert estimate["judge"]["model"] == "gpt-4o-mini" and estimate["judge"]["calls"] > 0
@@ -48,6 +49,6 @@ def test_a_failing_estimate_does_not_fail_the_run(
         raise RuntimeError("price table unreadable")
 
     monkeypatch.setattr(prepare, "estimate_run", broken)
-    out = prepare.prepare_run(dict(EVENT), store, now=NOW)
+    out = prepare.prepare_run(read_event(dict(EVENT)), store, now=NOW)
     assert out.item_count == 4
     assert store.get_json(store.run_key("r1"))["estimate"] is None

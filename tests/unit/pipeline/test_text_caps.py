@@ -11,9 +11,10 @@ import pytest
 from evalrunner.errors import EventError
 from evalrunner.evaluators import Input, MetricSpec, Sample, Scored, registry
 from evalrunner.evaluators.base import Evaluator, Requirement
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare, run_case
 from evalrunner.pipeline.context import RunContext
-from evalrunner.pipeline.run_case import capped_sample
+from evalrunner.pipeline.scoring import capped_sample
 from evalrunner.run import ManifestItem
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import Target, TargetResponse
@@ -72,7 +73,7 @@ def test_a_huge_answer_is_cut_flagged_and_evaluators_see_only_the_cap(store):
         "max_text_chars": 4000,
         "run_id": "r1",
     }
-    prepare.prepare_run(raw, store, now=datetime(2026, 11, 23, tzinfo=UTC))
+    prepare.prepare_run(read_event(raw), store, now=datetime(2026, 11, 23, tzinfo=UTC))
     (item,) = store.get_json(store.manifest_key("r1"))
     assert (
         run_case.run_case(

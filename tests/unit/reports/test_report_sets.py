@@ -13,6 +13,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from evalrunner.errors import StorageError
+from evalrunner.event import read_event
 from evalrunner.pipeline import aggregate, prepare, run_case
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext
@@ -207,7 +208,8 @@ def test_the_clock_is_one_function(monkeypatch, store):  # noqa: F811
     frozen = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     monkeypatch.setattr(prepare, "utcnow", lambda: frozen)
     out = prepare.prepare_run(
-        {"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}, store
+        read_event({"key": "test-suites/s.csv", "iterations": 1, "target": {"lambdaArn": "fn"}}),
+        store,
     )
     config = store.get_json(store.run_key(out.run_id))
     assert config["report_prefix"] == "test-reports/fn/260102-030405-"

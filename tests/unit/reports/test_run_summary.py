@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from evalrunner.errors import ExecutionFailed
+from evalrunner.pipeline.context import Settings
 from evalrunner.reports.summary import fit_output, summary_of_output
 from evalrunner.run import ScoresFile
 from tests.support.summaries import metric, run_summary
@@ -112,7 +113,11 @@ def test_an_output_that_is_not_a_summary_is_a_clear_error():
 
 
 class _NoRuns:
-    """A runtime for a handler whose step is stubbed: it reads no run."""
+    """A runtime for a handler whose step is stubbed: it reads no run, and carries the
+    process's settings (the topic) as a Runtime does."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
 
     def store(self, bucket: str) -> str:
         return bucket
@@ -149,9 +154,8 @@ def test_a_cut_output_still_notifies_with_every_problem(monkeypatch):
             "Attributes"
         ]["QueueArn"]
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-        monkeypatch.setenv("EVALRUNNER_TOPIC_ARN", topic)
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        output = handler.build(_NoRuns())(
+        output = handler.build(_NoRuns(Settings(topic_arn=topic)))(
             {"state": {"run_id": "r1", "bucket": "bkt"}},
             LambdaContext(function_name="agg", invoked_function_arn="arn:aws:lambda:::agg"),
         )

@@ -8,11 +8,13 @@ import pytest
 from bs4 import BeautifulSoup
 
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.pipeline.context import ENV_WEAK_SPOTS, Settings
 from evalrunner.reports.analysis.clustering import average_linkage, group_name, group_names, tfidf
 from evalrunner.reports.analysis.weakness import (
     MODE_ENV,
     find_weak_spots,
     question_embedder,
+    weak_spots_enabled,
     weakness_problems,
 )
 from evalrunner.reports.model import CaseRow, MetricInfo, ReportData
@@ -197,14 +199,23 @@ def test_an_embedding_failure_falls_back_to_tfidf_and_says_so():
     assert any(set(s.cases) == {"p1", "p2", "p3"} for s in spots)
 
 
-def test_embeddings_only_when_the_run_loaded_the_model_unless_asked(monkeypatch):
-    monkeypatch.delenv(MODE_ENV, raising=False)
+def test_embeddings_only_when_the_run_loaded_the_model_unless_asked():
     embed, method = question_embedder([])
     assert embed is None and "TF-IDF" in method and MODE_ENV in method
     embed, method = question_embedder(["sentence-transformers/all-MiniLM-L6-v2"])
     assert embed is not None and "all-MiniLM-L6-v2" in method
-    monkeypatch.setenv(MODE_ENV, "tfidf")
-    assert question_embedder(["sentence-transformers/all-MiniLM-L6-v2"])[0] is None
+    assert question_embedder(["sentence-transformers/all-MiniLM-L6-v2"], "tfidf")[0] is None
+    embed, method = question_embedder([], "embeddings")
+    assert embed is not None and "all-MiniLM-L6-v2" in method
+
+
+def test_the_mode_comes_from_the_runs_settings_read_once(monkeypatch):
+    monkeypatch.setenv(MODE_ENV, " OFF ")
+    settings = Settings.from_env()
+    monkeypatch.setenv(MODE_ENV, "embeddings")  # changed after: the run keeps what it read
+    assert settings.weak_spots == "off" and not weak_spots_enabled(settings.weak_spots)
+    assert Settings.from_env({}).weak_spots == "auto" and weak_spots_enabled("auto")
+    assert ENV_WEAK_SPOTS == MODE_ENV  # the setting read is the one the notes name
 
 
 def test_report_html_has_the_section_with_each_group():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import boto3
@@ -11,10 +12,11 @@ import evalrunner.targets as targets
 from evalrunner.errors import ConfigError
 from evalrunner.targets.bedrock_agent import BedrockAgentTarget
 from evalrunner.targets.factory import TARGET_KINDS, build_target, detect_kind, target_name
-from evalrunner.targets.http import HttpTarget
+from evalrunner.targets.http import HttpSpec, HttpTarget
 from evalrunner.targets.knowledge_base import KnowledgeBaseTarget
 from evalrunner.targets.lambda_function import LambdaTarget
 from evalrunner.targets.openai_chat import OpenAIChatTarget
+from evalrunner.targets.registry import parse_spec
 from evalrunner.targets.step_functions import StepFunctionsTarget
 
 SPECS: list[tuple[dict[str, Any], type, str]] = [
@@ -54,6 +56,25 @@ def test_each_kind(spec: dict[str, Any], cls: type, name: str) -> None:
     target = build_target(spec, session=boto3.Session(region_name="eu-north-1"))
     assert isinstance(target, cls) and target.kind == detect_kind(spec)
     assert target.name == name
+
+
+@pytest.mark.parametrize(("spec", "cls", "name"), SPECS)
+def test_a_parsed_spec_builds_the_same_target_from_the_object_as_written(
+    spec: dict[str, Any], cls: type, name: str
+) -> None:
+    written = {"timeout_seconds": 30, **spec, "max_retries": 1}
+    parsed = parse_spec(written)
+    assert isinstance(parsed, cls.spec_model) and parsed.timeout_seconds == 30.0
+    assert json.dumps(parsed.as_written()) == json.dumps(written)  # keys, order, numbers
+    target = build_target(parsed, session=boto3.Session(region_name="eu-north-1"))
+    assert isinstance(target, cls) and target.name == name
+    assert target.spec == written
+    assert target.options is not None and target.options.model_dump() == parsed.model_dump()
+
+
+def test_a_spec_built_in_code_is_written_as_the_fields_set() -> None:
+    spec = HttpSpec(url="https://bot.example.com/api/ask", timeout_seconds=5.0)
+    assert spec.as_written() == {"url": "https://bot.example.com/api/ask", "timeout_seconds": 5.0}
 
 
 @pytest.mark.parametrize(("spec", "cls", "name"), SPECS)
