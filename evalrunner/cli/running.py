@@ -49,7 +49,6 @@ from evalrunner.launch import (
     preflight_local,
     run_local,
 )
-from evalrunner.preflight import PreflightFailed
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.local import RunResult
@@ -230,6 +229,8 @@ def run(
     no_preflight: NoPreflight = False,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
+    from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
+
     stack = ExitStack()
     results: list[RunResult] = []
     stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
@@ -397,6 +398,7 @@ def start(
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
+    from evalrunner.preflight import PreflightFailed
 
     try:
         if not event_file.is_file():

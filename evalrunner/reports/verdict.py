@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.fail_on import FailOn
+
 if TYPE_CHECKING:  # reports.model holds a RunVerdict: no import at run time either way
     from evalrunner.reports.model import Gate, MetricStats
 
@@ -40,19 +42,6 @@ DEFAULT_MAX_ERROR_SHARE = 0.10
 
 #: How many metrics a verdict's lists and reasons name (summary.json stays small).
 NAMED = 20
-
-
-class FailOn(StrEnum):
-    """What fails a run (``--fail-on``, the event's ``fail_on``)."""
-
-    #: a case below a primary metric's threshold, a gate, too many errors (the default)
-    FAILURES = "failures"
-    #: a regression against the baseline, a gate, too many errors
-    REGRESSIONS = "regressions"
-    #: a gate, too many errors
-    ERRORS = "errors"
-    #: nothing but a run that stopped or got no answer at all
-    NEVER = "never"
 
 
 class Outcome(StrEnum):
