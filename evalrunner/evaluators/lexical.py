@@ -109,6 +109,7 @@ class Bleu(Evaluator):
         "BLEU-3": (1 / 3, 1 / 3, 1 / 3),
         "BLEU-4": (0.25, 0.25, 0.25, 0.25),
     }
+
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
         hypothesis, reference = _words(sample.answer), _words(sample.expected_answer)
@@ -133,7 +134,8 @@ def _smoothing() -> Smoothing:
     use: the registry imports this module for every run (evaluators.rouge says why)."""
     from nltk.translate.bleu_score import SmoothingFunction
 
-    return SmoothingFunction().method1
+    method: Smoothing = SmoothingFunction().method1  # nltk ships no types
+    return method
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
