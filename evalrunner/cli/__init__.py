@@ -8,6 +8,11 @@ The commands live in modules named for what they do (:mod:`.running`, :mod:`.lea
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
+from evalrunner import __version__
 from evalrunner.cli.calibrating import calibrate
 from evalrunner.cli.common import (
     EXIT_GATE,
@@ -18,6 +23,7 @@ from evalrunner.cli.common import (
     _pairs,
     app,
     check_out_dir,
+    out,
 )
 from evalrunner.cli.doctoring import doctor
 from evalrunner.cli.estimating import estimate
@@ -40,6 +46,28 @@ __all__ = [
     "judge_cache_dir",
     "main",
 ]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"evalrunner {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print evalrunner's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """The options before a command (``evalrunner --version``); the help text is the app's."""
+
 
 app.command()(run)
 app.command()(leaderboard)

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError
-from evalrunner.reports.verdict import FailOn
+from evalrunner.fail_on import FailOn
 
 app = typer.Typer(
     add_completion=False,

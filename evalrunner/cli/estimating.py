@@ -4,7 +4,7 @@ tokens, GPU minutes, the AWS cost of the run deployed). Nothing is called or sta
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -13,9 +13,11 @@ from rich.table import Table
 from evalrunner.cli.common import EXIT_INPUT, JudgeOption, _fail, _json_arg, out
 from evalrunner.cli.running import PerturbOption, perturbation_arg
 from evalrunner.errors import EvalRunnerError, EventError
-from evalrunner.estimate.model import RunEstimate
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import local_event
+
+if TYPE_CHECKING:  # pydantic models: imported when the command runs, not for --help
+    from evalrunner.estimate.model import RunEstimate
 
 #: The target of an estimate that names none and whose suite has no logged answers: the
 #: estimate calls no target, so only its name would show.

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 
 from evalrunner.cli.common import EXIT_INPUT, EXIT_RUN, JudgeOption, _fail, _json_arg, err, out
@@ -26,6 +25,8 @@ def _counts(values: list[str] | None) -> dict[str, int]:
 
 
 def _judge(value: str | None) -> Any:
+    from pydantic import ValidationError
+
     from evalrunner.judge.config import JudgeConfig
     from evalrunner.judge.factory import build_judge
     from evalrunner.launch import judge_cache_dir

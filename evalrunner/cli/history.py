@@ -12,7 +12,6 @@ import typer
 
 from evalrunner.cli.common import DEFAULT_OUT, EXIT_INPUT, _fail, out
 from evalrunner.errors import ConfigError, EvalRunnerError
-from evalrunner.storage import REPORTS_PREFIX
 
 
 def history(
@@ -31,6 +30,7 @@ def history(
     """Write a target's history: every primary metric over time with its threshold,
     regressions marked, pass rate per run, links to each run's report."""
     from evalrunner.reports.writers.history import history_keys, local_history, refresh_history
+    from evalrunner.storage import REPORTS_PREFIX  # boto3: imported when the command runs
 
     try:
         if "/" in target or target in ("", ".", ".."):

@@ -16,8 +16,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nltk.translate.bleu_score import Fraction, SmoothingFunction, brevity_penalty
-
 from evalrunner.evaluators.ngrams import clipped_matches_by_order, ngram_total
 
 Smoothing = Callable[..., list[Any]]
@@ -42,6 +40,9 @@ def sentence_bleus(
     if clipped[0] == 0:
         return [0.0] * len(weights)
     # closest_ref_length of a single reference is its length.
+    # nltk on first use, not at import: any nltk module runs nltk/__init__ (evaluators.rouge)
+    from nltk.translate.bleu_score import brevity_penalty
+
     bp = brevity_penalty(len(reference), len(hypothesis))
     logs = _log_precisions(clipped, totals, smoothing, reference, hypothesis)
     # corpus_bleu's sum: a weight tuple shorter than the orders uses its first ones, and an
@@ -74,6 +75,8 @@ def _log_precisions(
     of the evaluator's time (issue 18). Any other smoothing gets nltk's Fractions."""
     epsilon = _method1_epsilon(smoothing)
     if epsilon is None:
+        from nltk.translate.bleu_score import Fraction
+
         p_n = [Fraction(c, t, _normalize=False) for c, t in zip(clipped, totals, strict=True)]
         p_n = smoothing(p_n, references=[reference], hypothesis=hypothesis, hyp_len=len(hypothesis))
         return [math.log(p) if p > 0 else None for p in p_n]
@@ -84,6 +87,8 @@ def _log_precisions(
 def _method1_epsilon(smoothing: Smoothing) -> Any | None:
     """The epsilon of ``smoothing`` when it is nltk's ``SmoothingFunction(...).method1``
     (as given: method 1 adds it to the count unconverted)."""
+    from nltk.translate.bleu_score import SmoothingFunction
+
     if getattr(smoothing, "__func__", None) is SmoothingFunction.method1:
         owner = getattr(smoothing, "__self__", None)
         if isinstance(owner, SmoothingFunction):

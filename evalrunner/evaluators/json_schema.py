@@ -24,18 +24,20 @@ import json
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend, validator_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from referencing.exceptions import Unresolvable
 
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.registry import register
+
+# jsonschema is imported where a schema is checked or applied, not here: the registry imports
+# this module for every run, and jsonschema's import loads every draft's metaschema from disk
+# (~0.2-0.4 s of a run that selects no JSON metric, issue 31).
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 50
@@ -75,6 +77,8 @@ def _search(pattern: str, text: str) -> bool | str:
 def _pattern(
     validator: Validator, patrn: str, instance: Any, schema: Any
 ) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
     if validator.is_type(instance, "string"):
         found = _search(patrn, instance)
         if isinstance(found, str):
@@ -86,6 +90,8 @@ def _pattern(
 def _pattern_properties(
     validator: Validator, patterns: dict[str, Any], instance: Any, schema: Any
 ) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
     if not validator.is_type(instance, "object"):
         return
     for patrn, subschema in patterns.items():
@@ -99,6 +105,8 @@ def _pattern_properties(
 
 @lru_cache(maxsize=16)
 def _safe_class(base: type[Validator]) -> type[Validator]:
+    from jsonschema.validators import extend
+
     # jsonschema ships no type information: its functions return Any, typed here
     safe: type[Validator] = extend(
         base, {"pattern": _pattern, "patternProperties": _pattern_properties}
@@ -107,6 +115,10 @@ def _safe_class(base: type[Validator]) -> type[Validator]:
 
 
 def _base_class(schema: Any) -> type[Validator]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
     if isinstance(schema, dict) and "$schema" in schema:
         cls: type[Validator] | None = validator_for(schema, default=None)
         if cls is None:
@@ -120,6 +132,8 @@ def schema_problem(schema: Any) -> str | None:
     """Why ``schema`` is not a usable JSON Schema, or None when it is."""
     if not isinstance(schema, dict | bool):
         return f"must be a JSON object (or true/false), not {_json_type(schema)}"
+    from jsonschema.exceptions import SchemaError
+
     try:
         _base_class(schema).check_schema(schema)
     except SchemaError as exc:
@@ -308,6 +322,8 @@ class JsonSchema(Evaluator[JsonSchemaOptions]):
         return {_VALID: parsed, _SCHEMA: self._validate(instance, schema, source)}
 
     def _validate(self, instance: Any, schema: Any, source: str) -> Scored:
+        from referencing.exceptions import Unresolvable
+
         canonical = json.dumps(schema, sort_keys=True)
         validator = _validator(canonical, self.options.check_formats)
         try:

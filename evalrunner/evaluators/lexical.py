@@ -6,13 +6,11 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import ClassVar
 
-from nltk.translate.bleu_score import SmoothingFunction
-
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
-from evalrunner.evaluators.bleu import sentence_bleus
+from evalrunner.evaluators.bleu import Smoothing, sentence_bleus
 from evalrunner.evaluators.ngrams import clipped_matches
 from evalrunner.evaluators.registry import register
 from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_scores
@@ -111,9 +109,6 @@ class Bleu(Evaluator):
         "BLEU-3": (1 / 3, 1 / 3, 1 / 3),
         "BLEU-4": (0.25, 0.25, 0.25, 0.25),
     }
-    # Chen & Cherry's method 1: a small epsilon for zero n-gram counts, so a short answer
-    # with no 4-gram match is not flattened to 0 across the board.
-    _SMOOTHING = SmoothingFunction().method1
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         assert sample.answer is not None and sample.expected_answer is not None
@@ -122,7 +117,7 @@ class Bleu(Evaluator):
             return {m: Scored(0.0, f"{m} 0.000: the answer has no words") for m in self._WEIGHTS}
         # nltk's sentence_bleu for each weight, every n-gram order counted once (evaluators.bleu)
         weights = list(self._WEIGHTS.values())
-        values = sentence_bleus(reference, hypothesis, weights, self._SMOOTHING)
+        values = sentence_bleus(reference, hypothesis, weights, _smoothing())
         return {
             metric: Scored(
                 float(value),
@@ -130,6 +125,17 @@ class Bleu(Evaluator):
             )
             for metric, value in zip(self._WEIGHTS, values, strict=True)
         }
+
+
+@cache
+def _smoothing() -> Smoothing:
+    """Chen & Cherry's method 1: a small epsilon for zero n-gram counts, so a short answer
+    with no 4-gram match is not flattened to 0 across the board. nltk is imported on first
+    use: the registry imports this module for every run (evaluators.rouge says why)."""
+    from nltk.translate.bleu_score import SmoothingFunction
+
+    method: Smoothing = SmoothingFunction().method1  # nltk ships no types
+    return method
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -21,13 +21,16 @@ tests/unit/evaluators/test_rouge_bleu_equivalence.py holds every score equal to
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
-from nltk.stem import porter
 from rouge_score import scoring
 from rouge_score.tokenize import NON_ALPHANUM_RE, VALID_TOKEN_RE
 
 from evalrunner.evaluators.ngrams import clipped_matches_by_order, ngram_total
+
+if TYPE_CHECKING:
+    from nltk.stem.porter import PorterStemmer
 
 #: Distinct words whose token is remembered. An English suite uses a few thousand; the
 #: bound keeps a run over unbounded text (generated answers, many languages) at ≤ ~15 MiB.
@@ -37,15 +40,26 @@ STEM_CACHE_SIZE = 50_000
 #: entries (15 MiB measured when full of 64-character words, ~7 MiB of everyday ones).
 MAX_CACHED_WORD = 64
 
-# rouge-score's DefaultTokenizer builds ``porter.PorterStemmer()`` (NLTK_EXTENSIONS mode);
-# the stemmer sets its state only when built, so one serves every thread.
-_STEMMER = porter.PorterStemmer()
+
+@cache
+def porter_stemmer() -> PorterStemmer:
+    """The one Porter stemmer, built on first use: rouge-score's DefaultTokenizer builds
+    ``porter.PorterStemmer()`` (NLTK_EXTENSIONS mode), and it sets its state only when built,
+    so one serves every thread.
+
+    Imported here, not at the top: importing any nltk module runs ``nltk/__init__``, which
+    imports nearly all of nltk and, through it, scipy.stats and scikit-learn (~2 s of a
+    5-case run's start-up, issue 31); the registry imports every evaluator module, so a run
+    that selects no stemming metric should not pay it (docs/upstream/nltk-lazy-init.md)."""
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()
 
 
 def token_of(word: str) -> str | None:
     """The token rouge-score keeps for ``word`` (lowercase ``[a-z0-9]+``), or None where it
     drops it: stemmed only above 3 characters, then checked as its tokenizer checks."""
-    token = _STEMMER.stem(word) if len(word) > 3 else word
+    token = porter_stemmer().stem(word) if len(word) > 3 else word
     return token if VALID_TOKEN_RE.match(token) else None
 
 

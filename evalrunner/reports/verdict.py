@@ -31,25 +31,14 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.fail_on import FailOn
+
 #: The default share of a metric's cases (or of the target calls) that may error before the
 #: run is not measured: 10%, a share at which an average no longer describes the suite.
 DEFAULT_MAX_ERROR_SHARE = 0.10
 
 #: How many metrics a verdict's lists and reasons name (summary.json stays small).
 NAMED = 20
-
-
-class FailOn(StrEnum):
-    """What fails a run (``--fail-on``, the event's ``fail_on``)."""
-
-    #: a case below a primary metric's threshold, a gate, too many errors (the default)
-    FAILURES = "failures"
-    #: a regression against the baseline, a gate, too many errors
-    REGRESSIONS = "regressions"
-    #: a gate, too many errors
-    ERRORS = "errors"
-    #: nothing but a run that stopped or got no answer at all
-    NEVER = "never"
 
 
 class Outcome(StrEnum):

@@ -9,12 +9,11 @@ import statistics
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from nltk.stem.porter import PorterStemmer
-
 from evalrunner.evaluators.base import (
     Sample,
     SkipCase,
 )
+from evalrunner.evaluators.rouge import porter_stemmer
 from evalrunner.judge.extract import (
     StatementCheck,
     Verdict,
@@ -79,14 +78,14 @@ _STOPWORDS = frozenset(
     "must i you he she we they me him her us them my your his our their there here please "
     "tell me".split()
 )
-_STEM = PorterStemmer()
 
 
 @lru_cache(maxsize=4096)
 def _content_tokens(text: str) -> tuple[str, ...]:
     words = _WORD.findall(text.casefold())
     content = [w for w in words if w not in _STOPWORDS] or words
-    return tuple(_STEM.stem(w) for w in content)
+    stem = porter_stemmer().stem  # nltk imported on first use (evaluators.rouge)
+    return tuple(stem(w) for w in content)
 
 
 #: S(a, b) in [0, 1]: :func:`lexical_similarity` or the cosine of embeddings.

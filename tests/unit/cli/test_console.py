@@ -12,7 +12,7 @@ from rich.console import Console
 
 from evalrunner.cli import common
 from evalrunner.cli.inputs import left_out_line
-from evalrunner.cli.running import metrics_view
+from evalrunner.cli.run_console import metrics_view
 from evalrunner.errors import ConfigError
 from tests.support.summaries import metric, run_summary
 

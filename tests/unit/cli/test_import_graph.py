@@ -1,0 +1,131 @@
+"""What each command imports (issue 31 goal 1): the start-up the CLI pays is its imports, so
+the import graph is asserted here, not a time. Each check runs in a fresh interpreter and
+reads ``sys.modules`` afterwards; a module made lazy that comes back at the top of some file
+fails here, naming it (bench/bench_startup.py has the seconds and MiB)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: Never needed to print help or the version: the engine (moto, boto3), the data and model
+#: stacks, and what only some metrics or suites use.
+NOT_FOR_HELP = (
+    "boto3",
+    "botocore",
+    "moto",
+    "evalrunner.engine",
+    "nltk",
+    "scipy",
+    "sklearn",
+    "pandas",
+    "numpy",
+    "torch",
+    "jsonschema",
+    "openpyxl",
+    "jinja2",
+)
+#: Not imported by a run whose metrics need none of them: nltk (and the scipy.stats and
+#: scikit-learn its top level pulls in) only for a stemming or BLEU metric, jsonschema only for
+#: the JSON metrics, the model stacks only for the model metrics.
+NOT_FOR_A_LEXICAL_RUN = ("nltk", "scipy", "sklearn", "pandas", "torch", "jsonschema")
+
+PROBE = """
+import json, sys
+{body}
+print("MODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded(body: str, cwd: Path | None = None) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=120,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("MODULES ")), None)
+    assert line is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    return set(json.loads(line[len("MODULES ") :]))
+
+
+def present(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [n for n in names if n in modules or any(m.startswith(n + ".") for m in modules)]
+
+
+def test_help_and_version_import_nothing_heavy() -> None:
+    body = """
+from evalrunner.cli import app
+for argv in (["--help"], ["--version"]):
+    try:
+        app(argv)
+    except SystemExit as exc:
+        assert exc.code == 0, (argv, exc.code)
+"""
+    modules = loaded(body)
+    assert "evalrunner.cli.running" in modules  # the probe did load the commands
+    # pydantic too: the verdict's models are not needed to list --fail-on's choices
+    assert present(modules, (*NOT_FOR_HELP, "pydantic")) == []
+
+
+def test_a_commands_help_imports_nothing_heavy() -> None:
+    """(typer itself imports pydantic to read a command's options, so it is not listed.)"""
+    body = """
+from evalrunner.cli import app
+for argv in (["run", "--help"], ["start", "--help"], ["estimate", "--help"]):
+    try:
+        app(argv)
+    except SystemExit as exc:
+        assert exc.code == 0, (argv, exc.code)
+"""
+    assert present(loaded(body), NOT_FOR_HELP) == []
+
+
+def test_the_catalog_imports_no_metric_library() -> None:
+    """The registry imports every evaluator module on first use (every run, ``metrics``):
+    their libraries wait until a metric computes."""
+    body = """
+from evalrunner.evaluators import registry
+assert len(registry.available()) > 40
+"""
+    assert present(loaded(body), NOT_FOR_A_LEXICAL_RUN) == []
+
+
+def test_a_lexical_run_imports_only_what_its_metrics_need(tmp_path: Path) -> None:
+    """A whole local run (logged answers, Exact match), reports written: the engine is there,
+    nltk, scipy, scikit-learn, pandas, torch and jsonschema are not."""
+    suite = tmp_path / "logged.csv"
+    suite.write_text(
+        "id,question,expected_answer,actual_answer\n"
+        "a,How many days?,25 days,25 days\n"
+        "b,Who approves?,the manager,HR\n",
+        encoding="utf-8",
+    )
+    body = f"""
+from evalrunner.cli import app
+try:
+    app(["run", "--suite", {str(suite)!r}, "--metric", "Exact match", "--out",
+         {str(tmp_path / "out")!r}, "--quiet", "--fail-on", "errors"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    modules = loaded(body, cwd=tmp_path)
+    assert "evalrunner.engine.local" in modules  # the run did go through the engine
+    assert list((tmp_path / "out").rglob("*summary.json"))
+    assert present(modules, NOT_FOR_A_LEXICAL_RUN) == []
+
+
+def test_rouge_and_bleu_still_load_nltk_when_they_compute() -> None:
+    """The other side of the laziness: selecting the stemming metrics does reach nltk."""
+    body = """
+from evalrunner.evaluators.registry import resolve
+from evalrunner.evaluators.base import Sample
+sample = Sample(question="q", answer="the cats are running", expected_answer="cats run")
+for name in ("Rouge Metric", "BLEU"):
+    resolve(name)().score(sample)
+"""
+    assert "nltk.stem.porter" in loaded(body)
