@@ -5,9 +5,10 @@ answer is as untrusted as a target's). When to retry and how long to wait is
 :class:`evalrunner.retry.RetryPolicy`'s call; this module does the attempts.
 
 urllib3 rather than requests or httpx: it is already in every Lambda runtime (botocore needs
-it) and its connection pools are thread-safe (one per origin, kept by the client). Its own timeouts are per socket operation,
-though, so a server that sends one byte every 0.4 s never trips a 2 s read timeout; and its
-Retry sleeps without regard to any overall budget. So the retry loop is ours:
+it) and its connection pools (one per origin, kept by the client) are thread-safe. Its own
+timeouts are per socket operation, though, so a server that sends one byte every 0.4 s never
+trips a 2 s read timeout; and its Retry sleeps without regard to any overall budget. So the
+retry loop is ours:
 
 - every attempt has a deadline, ``timeout_seconds`` after it starts, that bounds the whole
   exchange (connect, send, headers, body): one thread shared by all
