@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import math
 import os
 import re
 import socket
@@ -181,6 +182,8 @@ class _Reaper:
         self._heap: list[tuple[float, int, _Deadline]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        #: When the thread wakes up next by itself (infinity: not before it is notified).
+        self._waiting_until = math.inf
 
     def start(self, seconds: float) -> _Deadline:
         deadline = _Deadline(time.monotonic() + max(seconds, 0.0))
@@ -191,7 +194,8 @@ class _Reaper:
                 )
                 self._thread.start()
             heapq.heappush(self._heap, (deadline.at, next(self._order), deadline))
-            if self._heap[0][2] is deadline:  # earlier than what the thread waits for
+            if deadline.at < self._waiting_until:  # it would wake up too late for this one
+                self._waiting_until = deadline.at
                 self._wakeup.notify()
         return deadline
 
@@ -210,10 +214,14 @@ class _Reaper:
                 while heap and heap[0][2].done:
                     heapq.heappop(heap)
                 if not heap:
+                    self._waiting_until = math.inf
                     self._wakeup.wait()
                     continue
                 left = heap[0][0] - time.monotonic()
                 if left > 0:
+                    # A finished attempt's deadline may be the one waited for: waking up
+                    # for nothing once per timeout period is cheaper than a notify per call.
+                    self._waiting_until = heap[0][0]
                     self._wakeup.wait(left)
                     continue
                 deadline = heapq.heappop(heap)[2]
