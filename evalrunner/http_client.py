@@ -470,6 +470,10 @@ class JsonHttpClient:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
             raise self._too_large(what, f"Content-Length {int(declared):,} declared")
+        if declared.isdigit() and not response.headers.get("Content-Encoding"):
+            # The declared length bounds the read (nothing decompresses it): one read, not a
+            # loop of chunks (the common case, a small JSON reply).
+            return response.read()
         chunks: list[bytes] = []
         size = 0
         for chunk in response.stream(CHUNK_BYTES):

@@ -38,6 +38,7 @@ ANSWER_KEYS = (
 )
 #: Keys whose dict value wraps the real record (``{"data": {"answer": ...}}``).
 WRAPPER_KEYS = ("data", "body", "Payload", *ANSWER_KEYS)
+_WRAPPER_RANK = {key: rank for rank, key in enumerate(WRAPPER_KEYS)}
 #: Where retrieved chunks may live, by priority: the first key present wins.
 CONTEXT_KEYS = (
     "contexts",
@@ -279,8 +280,9 @@ def _records(root: Any) -> list[dict[str, Any]]:
             choices = obj.get("choices")
             if isinstance(choices, list) and choices and isinstance(choices[0], dict):
                 next_frontier.append(choices[0])
-            for key in WRAPPER_KEYS:
-                value = obj.get(key)
+            # the keys this dict has, in WRAPPER_KEYS order (a reply has a few keys, not 12)
+            for key in sorted((k for k in obj if k in _WRAPPER_RANK), key=_WRAPPER_RANK.get):
+                value = obj[key]
                 if isinstance(value, str) and key in ("body", "Payload"):
                     value = _parse_text(value)
                 if isinstance(value, dict):
@@ -608,6 +610,8 @@ def _label(value: Any) -> str | None:
 
 def _find_label(records: list[dict[str, Any]], keys: tuple[str, ...]) -> str | None:
     for record in records:
+        if record.keys().isdisjoint(keys):  # the usual reply: no tool, no intent
+            continue
         for key in keys:
             label = _label(record.get(key))
             if label:
@@ -629,13 +633,18 @@ def _number(obj: Mapping[str, Any], keys: tuple[str, ...]) -> float | None:
     return None
 
 
+_USAGE_KEYS = frozenset(
+    (*INPUT_TOKEN_KEYS, *OUTPUT_TOKEN_KEYS, *COST_KEYS, "latency_ms", "latencyMs")
+)
+
+
 def _usage(
     records: list[dict[str, Any]],
 ) -> tuple[float | None, float | None, float | None, float | None]:
     input_tokens = output_tokens = cost = latency = None
     for record in records:
         for holder in (record.get("usage"), record.get("metrics"), record):
-            if not isinstance(holder, dict):
+            if not isinstance(holder, dict) or holder.keys().isdisjoint(_USAGE_KEYS):
                 continue
             # raw numbers: TargetResponse drops NaN, Infinity, negatives and absurd values
             # (int() of Infinity would raise and cost the case its answer)
