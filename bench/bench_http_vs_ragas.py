@@ -131,7 +131,7 @@ def main() -> None:
         suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
         commands = {
             "evalrunner": [
-                args.evalrunner,
+                str(Path(args.evalrunner).absolute()),
                 "run",
                 "--suite",
                 str(suite),

@@ -250,7 +250,9 @@ def _records(root: Any) -> list[dict[str, Any]]:
             if isinstance(choices, list) and choices and isinstance(choices[0], dict):
                 next_frontier.append(choices[0])
             # the keys this dict has, in WRAPPER_KEYS order (a reply has a few keys, not 12)
-            for key in sorted((k for k in obj if k in _WRAPPER_RANK), key=_WRAPPER_RANK.get):
+            for key in sorted(
+                (k for k in obj if k in _WRAPPER_RANK), key=_WRAPPER_RANK.__getitem__
+            ):
                 value = obj[key]
                 if isinstance(value, str) and key in ("body", "Payload"):
                     value = _parse_text(value)
