@@ -7,14 +7,18 @@ could make it call the instance metadata service, a VPC-internal admin API, or l
 The policy is a small model parsed once, from ``EVALRUNNER_NETWORK_POLICY`` (JSON), which the
 stack writes from ``cdk.json``'s ``network`` object; where it is absent (a laptop, the
 embedded engine, the CLI) every address is allowed and only cloud metadata addresses get a
-warning. :func:`check_url` is called at the start of every request path, with the same URL
-parser urllib3 uses, and checks every address the host name resolves to, so the decimal,
-octal, IPv6-mapped and DNS-name spellings of an internal address are all caught. Both HTTP
+warning. :func:`check_url` parses with the same URL parser urllib3 uses and checks every
+address the host name resolves to, so the decimal, octal, IPv6-mapped and DNS-name spellings
+of an internal address are all caught. Prepare runs it on the event's URLs (deployed) before
+any case is sent, and every request path checks its URL again before its first request
+through a :class:`UrlCheck`, once per client (that is, once per run and worker: the URL of a
+client never changes), not once per call, which resolved the name on every request. Both HTTP
 clients follow no redirects (a 3xx is reported), so a redirect cannot lead elsewhere.
 
 Known limit: the check resolves the name, then urllib3 resolves it again to connect; a DNS
-server that answers differently the second time (rebinding) is not caught. The URL prefix
-allow-list (``allowed_url_prefixes``) is the strong control when that matters.
+server that answers differently later (rebinding) is not caught, whether the check runs once
+or before every call. The URL prefix allow-list (``allowed_url_prefixes``) is the strong
+control when that matters.
 """
 
 from __future__ import annotations
@@ -175,6 +179,25 @@ def check_url(
                 shown,
                 address,
             )
+
+
+class UrlCheck:
+    """:func:`check_url` for one client's URL, passed once: a refusal is raised (and checked
+    again) on every call, a pass is remembered, so a run pays for one resolution, not one
+    per case. The policy is read when the check runs, as before: the client is built inside
+    the process whose policy applies."""
+
+    __slots__ = ("field", "passed", "url")
+
+    def __init__(self, url: str, field: str) -> None:
+        self.url = url
+        self.field = field
+        self.passed = False
+
+    def __call__(self) -> None:
+        if not self.passed:
+            check_url(self.url, self.field)
+            self.passed = True  # threads racing here both check: harmless, same answer
 
 
 def _may_be_metadata(url: str) -> bool:

@@ -25,7 +25,7 @@ from evalrunner.judge.cache import ResponseCache
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.judge.reply_format import schema_name, wire_schema
 from evalrunner.judge.structured import OPENAI_CHAIN, OutputMode
-from evalrunner.network import check_url
+from evalrunner.network import UrlCheck
 from evalrunner.retry import TransientError, is_retryable_status, parse_retry_after
 from evalrunner.secrets import api_key as read_api_key
 from evalrunner.targets.http import display_url
@@ -104,6 +104,7 @@ class OpenAIJudge(_BaseJudge):
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
         api_key = read_api_key(options.model_dump(), "judge.openai")
         redaction.register_url(self.url)
+        self.check_url = UrlCheck(self.url, "judge.openai.base_url")
         if api_key:  # no key: a local server (vLLM, Ollama) that wants none
             header = options.api_key_header
             bearer = header.lower() == "authorization"
@@ -223,7 +224,7 @@ class OpenAIJudge(_BaseJudge):
 
     def _post(self, body: dict[str, Any]) -> HttpResult:
         try:
-            check_url(self.url, "judge.openai.base_url")
+            self.check_url()
         except TargetError as exc:
             raise JudgeError(exc.message) from None
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")

@@ -6,12 +6,16 @@ alternative key names, API-Gateway proxy responses, Step Functions Lambda-task e
 strings, bare strings, OpenAI/Converse-like bodies) without configuration, a JMESPath mapping
 in the event overrides any field, and when no answer can be found the error lists what the
 payload did contain and how to map it, instead of scoring an empty answer.
+
+The key names looked for are in :mod:`~evalrunner.targets.reply_keys`, the search for
+contexts and documents in :mod:`~evalrunner.targets.reply_contexts`, the no-answer error's
+description and suggested ``answer_path`` in :mod:`~evalrunner.targets.answer_hints`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,62 +25,28 @@ from jmespath.exceptions import JMESPathError
 from evalrunner.errors import ConfigError, TargetError
 from evalrunner.http_client import snippet
 from evalrunner.retry import is_retryable_status
+from evalrunner.targets.answer_hints import answer_path_fix, describe, json_kind, no_answer_message
 from evalrunner.targets.base import TargetResponse
+from evalrunner.targets.reply_contexts import (
+    collect_contexts,
+    collect_documents,
+    default_contexts,
+    first_str,
+)
+from evalrunner.targets.reply_keys import (
+    ANSWER_KEYS,
+    COST_KEYS,
+    INPUT_TOKEN_KEYS,
+    INTENT_KEYS,
+    MAPPING_FIELDS,
+    OUTPUT_TOKEN_KEYS,
+    TOOL_KEYS,
+    WRAPPER_KEYS,
+)
 from evalrunner.targets.steps import steps_from_json, tool_names
 
-#: Where an answer may live, by priority within one object.
-ANSWER_KEYS = (
-    "answer",
-    "output",
-    "response",
-    "text",
-    "completion",
-    "result",
-    "generated_text",
-    "content",
-    "message",
-)
-#: Keys whose dict value wraps the real record (``{"data": {"answer": ...}}``).
-WRAPPER_KEYS = ("data", "body", "Payload", *ANSWER_KEYS)
-#: Where retrieved chunks may live, by priority: the first key present wins.
-CONTEXT_KEYS = (
-    "contexts",
-    "retrieved_contexts",
-    "context",
-    "citations",
-    "sources",
-    "source_documents",
-    "retrievedReferences",
-    "references",
-)
-DOCUMENT_KEYS = ("documents", "document_ids", "retrieved_documents", "doc_ids")
-#: Fields of a context object holding its text / naming its document.
-TEXT_FIELDS = ("text", "content", "page_content", "chunk", "snippet", "passage")
-DOCUMENT_FIELDS = (
-    "document",
-    "source",
-    "uri",
-    "url",
-    "location",
-    "document_id",
-    "doc_id",
-    "title",
-)
-TOOL_KEYS = ("tool", "tool_name", "toolName", "tool_used", "tools", "tool_calls")
-INTENT_KEYS = ("intent", "intent_name", "intentName", "detected_intent")
-INPUT_TOKEN_KEYS = ("input_tokens", "prompt_tokens", "inputTokens", "promptTokens")
-OUTPUT_TOKEN_KEYS = ("output_tokens", "completion_tokens", "outputTokens", "completionTokens")
-COST_KEYS = ("cost", "cost_usd", "total_cost")
-MAPPING_FIELDS = (
-    "answer_path",
-    "contexts_path",
-    "documents_path",
-    "tool_path",
-    "intent_path",
-    "steps_path",
-)
-
 _MAX_DEPTH = 6
+_WRAPPER_RANK = {key: rank for rank, key in enumerate(WRAPPER_KEYS)}
 
 
 @dataclass(frozen=True)
@@ -149,15 +119,15 @@ def normalise(
     if answer is None:
         answer = _default_answer(records)
     if answer is None:
-        raise TargetError(_no_answer_message(root, source))
+        raise TargetError(no_answer_message(root, source))
 
-    contexts, documents = _default_contexts(records)
+    contexts, documents = default_contexts(records)
     if mapping and "contexts_path" in mapping.expressions:
         contexts, documents = [], []
-        _collect_contexts(mapping.search("contexts_path", layers), contexts, documents)
+        collect_contexts(mapping.search("contexts_path", layers), contexts, documents)
     if mapping and "documents_path" in mapping.expressions:
         documents = []
-        _collect_documents(mapping.search("documents_path", layers), documents)
+        collect_documents(mapping.search("documents_path", layers), documents)
     steps = steps_from_json(mapping.search("steps_path", layers)) if mapping else []
     tool = _mapped_label(mapping, "tool_path", layers) if mapping else None
     if tool is None and steps:
@@ -279,8 +249,11 @@ def _records(root: Any) -> list[dict[str, Any]]:
             choices = obj.get("choices")
             if isinstance(choices, list) and choices and isinstance(choices[0], dict):
                 next_frontier.append(choices[0])
-            for key in WRAPPER_KEYS:
-                value = obj.get(key)
+            # the keys this dict has, in WRAPPER_KEYS order (a reply has a few keys, not 12)
+            for key in sorted(
+                (k for k in obj if k in _WRAPPER_RANK), key=_WRAPPER_RANK.__getitem__
+            ):
+                value = obj[key]
                 if isinstance(value, str) and key in ("body", "Payload"):
                     value = _parse_text(value)
                 if isinstance(value, dict):
@@ -329,264 +302,10 @@ def _mapped_answer(mapping: ResponseMapping, layers: list[Any], source: str) -> 
     if answer is None:
         root = layers[-1]
         raise TargetError(
-            f"answer_path selected {_json_kind(value)} in the response of {source}; "
-            f"{_describe(root)}. {_answer_path_fix(root, 'Fix')}"
+            f"answer_path selected {json_kind(value)} in the response of {source}; "
+            f"{describe(root)}. {answer_path_fix(root, 'Fix')}"
         )
     return answer
-
-
-def _json_kind(value: Any) -> str:
-    """What a JSON value is, in words (never a Python type name)."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "a true/false value"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return f"a list of {len(value)} item(s)"
-    return "an object" if isinstance(value, dict) else "a value"
-
-
-def _describe(root: Any) -> str:
-    if isinstance(root, dict):
-        keys = [json.dumps(snippet(str(k), 40)) for k in sorted(root, key=str)]
-        shown = ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
-        return f"its keys are {shown}" if keys else "it is an empty object"
-    if isinstance(root, list):
-        return f"it is a JSON list of {len(root)} item(s)"
-    return f"it is {_json_kind(root)}: {snippet(json.dumps(root, default=str), 80)}"
-
-
-#: Keys that name an answer in the wild, besides :data:`ANSWER_KEYS`: a leaf under one of
-#: them is the better guess for ``answer_path``.
-_ANSWERISH = (*ANSWER_KEYS, "reply", "answer_text", "msg", "generation", "output_text", "data")
-
-
-def _path_part(key: str) -> str:
-    """One key of a JMESPath: bare when it is an identifier, else quoted."""
-    if key.isidentifier() and key.isascii():
-        return key
-    return json.dumps(key)
-
-
-def _string_leaves(value: Any, path: str, depth: int, out: list[tuple[str, str, str]]) -> None:
-    """(JMESPath, last key, text) of every string in ``value``, a few levels deep."""
-    if depth > 6 or len(out) > 200:
-        return
-    if isinstance(value, str):
-        key = path.rsplit(".", 1)[-1].split("[", 1)[0].strip('"')
-        out.append((path, key, value))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            part = _path_part(str(key))
-            _string_leaves(item, f"{path}.{part}" if path else part, depth + 1, out)
-    elif isinstance(value, list):
-        for index, item in enumerate(value[:5]):
-            _string_leaves(item, f"{path}[{index}]", depth + 1, out)
-
-
-def suggest_answer_path(root: Any) -> str | None:
-    """The JMESPath of the likeliest answer in a response: a text under an answer-like key
-    (reply, text, content, ...), else the longest text; None when the response holds none."""
-    leaves: list[tuple[str, str, str]] = []
-    _string_leaves(root, "", 0, leaves)
-    leaves = [leaf for leaf in leaves if leaf[0] and leaf[2].strip()]
-    if not leaves:
-        return None
-    answerish = [leaf for leaf in leaves if leaf[1].lower() in _ANSWERISH]
-    return max(answerish or leaves, key=lambda leaf: len(leaf[2]))[0]
-
-
-def _answer_path_fix(root: Any, verb: str = "Set") -> str:
-    """The fix, written in full: ``"answer_path": "<path>"`` from the response's own keys."""
-    path = suggest_answer_path(root)
-    if path is None:
-        return (
-            f"{verb} target.answer_path to a JMESPath expression that selects the answer, "
-            'e.g. "answer_path": "data.reply".'
-        )
-    return (
-        f"{verb} target.answer_path to the JMESPath expression that selects the answer; in "
-        f"this response that is probably {json.dumps({'answer_path': path})[1:-1]}."
-    )
-
-
-def _no_answer_message(root: Any, source: str) -> str:
-    return (
-        f"No answer found in the response of {source}: {_describe(root)}. Looked for "
-        f"{', '.join(ANSWER_KEYS)}. {_answer_path_fix(root)}"
-    )
-
-
-# ----------------------------------------------------------------------------------- contexts
-
-
-def _default_contexts(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    contexts: list[str] = []
-    documents: list[str] = []
-    used_key: str | None = None
-    for record in records:
-        for key in CONTEXT_KEYS:
-            if record.get(key) is not None:
-                used_key = key
-                _collect_contexts(record[key], contexts, documents)
-                break
-        if used_key:
-            break
-    for record in records:
-        for key in DOCUMENT_KEYS:
-            if record.get(key) is not None:
-                _collect_documents(record[key], documents, contexts if not contexts else None)
-        # {"contexts": [...], "sources": ["a.pdf"]}: sources name documents, not chunks.
-        if used_key not in (None, "sources") and isinstance(record.get("sources"), list):
-            _collect_documents(record["sources"], documents)
-    return contexts, documents
-
-
-def _collect_contexts(value: Any, contexts: list[str], documents: list[str]) -> None:
-    if value is None:
-        return
-    if isinstance(value, str):
-        contexts.append(value)
-        return
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, Iterable):
-        contexts.append(str(value))
-        return
-    for item in value:
-        if isinstance(item, str):
-            contexts.append(item)
-        elif isinstance(item, dict):
-            if isinstance(item.get("retrievedReferences"), list):  # a Bedrock citation
-                ctx, docs = bedrock_references(item["retrievedReferences"])
-                contexts.extend(ctx)
-                documents.extend(docs)
-                continue
-            text = _text_of(item)
-            if text is not None:
-                contexts.append(text)
-            document = _document_of(item)
-            if document is not None:
-                documents.append(document)
-        elif item is not None:
-            contexts.append(str(item))
-
-
-def _collect_documents(value: Any, documents: list[str], contexts: list[str] | None = None) -> None:
-    """Document ids/URIs; ``contexts`` (when given) also takes texts of document objects."""
-    if value is None:
-        return
-    items = [value] if isinstance(value, str | dict) else value
-    if not isinstance(items, Iterable):
-        documents.append(str(items))
-        return
-    for item in items:
-        if isinstance(item, str):
-            documents.append(item)
-        elif isinstance(item, dict):
-            document = _document_of(item) or _first_str(item, ("id", "name"))
-            if document is not None:
-                documents.append(document)
-            if contexts is not None:
-                text = _text_of(item)
-                if text is not None:
-                    contexts.append(text)
-        elif item is not None:
-            documents.append(str(item))
-
-
-def _first_str(obj: Mapping[str, Any], keys: Iterable[str]) -> str | None:
-    for key in keys:
-        value = obj.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def _text_of(item: dict[str, Any]) -> str | None:
-    for field in TEXT_FIELDS:
-        value = item.get(field)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, dict):  # {"content": {"text": "..."}} (Bedrock)
-            nested = _first_str(value, TEXT_FIELDS)
-            if nested is not None:
-                return nested
-    return None
-
-
-def _document_of(item: dict[str, Any]) -> str | None:
-    for field in DOCUMENT_FIELDS:
-        value = item.get(field)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, dict):
-            found = location_uri(value) or _first_str(value, ("id", "name", "source"))
-            if found:
-                return found
-    metadata = item.get("metadata")
-    if isinstance(metadata, dict):
-        return _first_str(
-            metadata, ("source", "uri", "url", "document", "x-amz-bedrock-kb-source-uri")
-        )
-    return None
-
-
-def location_uri(location: Mapping[str, Any]) -> str | None:
-    """A Bedrock ``RetrievalResultLocation`` (or any {uri|url} dict) as one document string.
-
-    Bedrock nests the address under a per-source key (s3Location.uri, webLocation.url,
-    confluenceLocation.url, customDocumentLocation.id, sqlLocation.query, ...); the key set
-    keeps growing, so any nested dict with uri/url/id is accepted.
-    """
-    direct = _first_str(location, ("uri", "url"))
-    if direct:
-        return direct
-    for key, value in location.items():
-        if key != "type" and isinstance(value, dict):
-            found = _first_str(value, ("uri", "url", "id", "query"))
-            if found:
-                return found
-    return None
-
-
-def bedrock_references(references: Iterable[Any]) -> tuple[list[str], list[str]]:
-    """Bedrock ``retrievedReferences`` → (chunk texts, document URIs).
-
-    Shared by agents, knowledge bases and payloads that pass Bedrock citations through.
-    """
-    contexts: list[str] = []
-    documents: list[str] = []
-    for reference in references or ():
-        if not isinstance(reference, dict):
-            continue
-        content = reference.get("content") or {}
-        text = content.get("text") if isinstance(content, dict) else None
-        if text is None and isinstance(content, dict):
-            rows = content.get("row")
-            if isinstance(rows, list) and rows:
-                text = "; ".join(
-                    f"{r.get('columnName')}: {r.get('columnValue')}"
-                    for r in rows
-                    if isinstance(r, dict)
-                )
-            elif isinstance(content.get("audio"), dict):
-                text = content["audio"].get("transcription")
-            elif isinstance(content.get("video"), dict):
-                text = content["video"].get("summary")
-        if isinstance(text, str):
-            contexts.append(text)
-        location = reference.get("location")
-        document = location_uri(location) if isinstance(location, dict) else None
-        if document is None and isinstance(reference.get("metadata"), dict):
-            document = _first_str(reference["metadata"], ("x-amz-bedrock-kb-source-uri",))
-        if document:
-            documents.append(document)
-    return contexts, documents
 
 
 # ------------------------------------------------------------------------- tool, intent, usage
@@ -598,8 +317,8 @@ def _label(value: Any) -> str | None:
     if isinstance(value, dict):
         function = value.get("function")
         if isinstance(function, dict):  # OpenAI tool_calls[].function.name
-            return _first_str(function, ("name",))
-        return _first_str(value, ("name", "tool", "intent", "id"))
+            return first_str(function, ("name",))
+        return first_str(value, ("name", "tool", "intent", "id"))
     if isinstance(value, list):
         names = [name for name in (_label(v) for v in value) if name]
         return ", ".join(dict.fromkeys(names)) or None
@@ -608,6 +327,8 @@ def _label(value: Any) -> str | None:
 
 def _find_label(records: list[dict[str, Any]], keys: tuple[str, ...]) -> str | None:
     for record in records:
+        if record.keys().isdisjoint(keys):  # the usual reply: no tool, no intent
+            continue
         for key in keys:
             label = _label(record.get(key))
             if label:
@@ -629,13 +350,18 @@ def _number(obj: Mapping[str, Any], keys: tuple[str, ...]) -> float | None:
     return None
 
 
+_USAGE_KEYS = frozenset(
+    (*INPUT_TOKEN_KEYS, *OUTPUT_TOKEN_KEYS, *COST_KEYS, "latency_ms", "latencyMs")
+)
+
+
 def _usage(
     records: list[dict[str, Any]],
 ) -> tuple[float | None, float | None, float | None, float | None]:
     input_tokens = output_tokens = cost = latency = None
     for record in records:
         for holder in (record.get("usage"), record.get("metrics"), record):
-            if not isinstance(holder, dict):
+            if not isinstance(holder, dict) or holder.keys().isdisjoint(_USAGE_KEYS):
                 continue
             # raw numbers: TargetResponse drops NaN, Infinity, negatives and absurd values
             # (int() of Infinity would raise and cost the case its answer)

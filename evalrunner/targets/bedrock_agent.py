@@ -25,7 +25,6 @@ from evalrunner.targets._aws import aws_errors, make_client
 from evalrunner.targets._common import (
     retry_policy,
 )
-from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import (
     DEPLOY_HINT,
     ConversationSession,
@@ -34,6 +33,7 @@ from evalrunner.targets.base import (
     TargetResponse,
 )
 from evalrunner.targets.registry import register
+from evalrunner.targets.reply_contexts import bedrock_references
 from evalrunner.targets.spec import SpecModel, TargetSpec
 from evalrunner.targets.steps import AgentStep, add_bedrock_trace_steps
 

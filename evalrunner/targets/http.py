@@ -16,7 +16,7 @@ from pydantic import Field, WithJsonSchema
 
 from evalrunner import redaction
 from evalrunner.http_client import JsonHttpClient, status_error
-from evalrunner.network import check_url
+from evalrunner.network import UrlCheck
 from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import resolve_headers
 from evalrunner.suite.model import TestCase
@@ -107,6 +107,8 @@ class HttpTarget(Target):
         redaction.register_headers(self.headers)
         redaction.register_url(self.url)
         self.mapping = adapters.ResponseMapping.from_spec(spec)
+        self.check_url = UrlCheck(self.url, "target.url")
+        self.what = f"{self.method} {display_url(self.url)}"
         self.http = JsonHttpClient(
             retry_policy(self.options, base=self.backoff_factor, jitter=False),
             max_response_bytes=self.options.max_response_bytes,
@@ -127,8 +129,8 @@ class HttpTarget(Target):
         return self._send(case, session)
 
     def _send(self, case: TestCase, session: ConversationSession | None) -> TargetResponse:
-        what = f"{self.method} {display_url(self.url)}"
-        check_url(self.url, "target.url")
+        what = self.what
+        self.check_url()
         payload = question_payload(
             case,
             self.question_field,

@@ -14,9 +14,9 @@ from pydantic import Field
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
 from evalrunner.targets._aws import aws_errors, make_client
-from evalrunner.targets.adapters import bedrock_references
 from evalrunner.targets.base import DEPLOY_HINT, IamGrant, Target, TargetResponse
 from evalrunner.targets.registry import register
+from evalrunner.targets.reply_contexts import bedrock_references
 from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 

@@ -14,7 +14,7 @@ from pydantic import Field, WithJsonSchema
 from evalrunner import redaction
 from evalrunner.errors import TargetError
 from evalrunner.http_client import JsonHttpClient, snippet, status_error
-from evalrunner.network import check_url
+from evalrunner.network import UrlCheck
 from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import api_key as read_api_key
 from evalrunner.suite.model import TestCase
@@ -109,6 +109,7 @@ class OpenAIChatTarget(Target):
         self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
         api_key = read_api_key(spec["openai"], "target.openai")
         redaction.register_url(self.url)
+        self.check_url = UrlCheck(self.url, "target.openai.base_url")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = JsonHttpClient(
             retry_policy(self.options, base=self.backoff_factor, jitter=False),
@@ -155,7 +156,7 @@ class OpenAIChatTarget(Target):
 
     def invoke(self, case: TestCase) -> TargetResponse:
         what = f"model {self.model} at {display_url(self.url)}"
-        check_url(self.url, "target.openai.base_url")
+        self.check_url()
         result = self.http.send("POST", self.url, self.request_body(case), self.headers, what)
         if not 200 <= result.status < 300:
             raise status_error(

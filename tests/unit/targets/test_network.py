@@ -199,3 +199,32 @@ def test_prepare_refuses_internal_urls_when_deployed(monkeypatch: pytest.MonkeyP
 def test_local_validation_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(network, "_system_resolver", None)  # would crash if called
     parse_event({"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/"}})
+
+
+def test_a_passed_url_is_checked_once_per_client_a_refused_one_every_call(
+    loopback: Any, monkeypatch: pytest.MonkeyPatch, make_case: Callable[..., Any]
+) -> None:
+    # The check resolves the host name: once per client (a run), not once per case.
+    checked: list[str] = []
+    real = network.check_url
+
+    def counting(url: str, field: str, *args: Any, **kwargs: Any) -> None:
+        checked.append(field)
+        real(url, field, *args, **kwargs)
+
+    monkeypatch.setattr(network, "check_url", counting)
+    loopback.always(200, {"answer": "25 days"})
+    target = HttpTarget({"url": loopback.url + "/ask"})
+    for _ in range(3):
+        assert target.invoke(make_case()).answer == "25 days"
+    assert checked == ["target.url"]
+    assert len(loopback.requests) == 3
+
+    # A refusal is not remembered as a pass: every call is refused, none is sent.
+    deploy(monkeypatch)
+    refused = HttpTarget({"url": loopback.url + "/ask"})
+    for _ in range(2):
+        with pytest.raises(TargetError, match="loopback address"):
+            refused.invoke(make_case())
+    assert checked == ["target.url"] * 3
+    assert len(loopback.requests) == 3

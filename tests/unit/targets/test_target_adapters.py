@@ -7,12 +7,9 @@ import json
 import pytest
 
 from evalrunner.errors import ConfigError, TargetError
-from evalrunner.targets.adapters import (
-    ResponseMapping,
-    bedrock_references,
-    normalise,
-    suggest_answer_path,
-)
+from evalrunner.targets.adapters import ResponseMapping, normalise
+from evalrunner.targets.answer_hints import suggest_answer_path
+from evalrunner.targets.reply_contexts import bedrock_references
 
 
 def test_plain_dict_needs_no_configuration() -> None:

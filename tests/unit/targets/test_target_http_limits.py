@@ -146,3 +146,48 @@ def test_trickled_headers_are_cut_off_at_the_deadline_too(make_case: Callable[..
     finally:
         server.close()
     assert sent and sent[0] < len(head)
+
+
+def test_attempts_start_no_thread_each(
+    loopback: Any, monkeypatch: pytest.MonkeyPatch, make_case: Callable[..., Any]
+) -> None:
+    # One thread keeps every attempt's deadline; a thread per attempt cost more CPU than the
+    # rest of a call to a quick target. Counted: threads started by the calling thread.
+    import threading
+
+    caller = threading.current_thread()
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        if threading.current_thread() is caller:
+            started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    loopback.always(200, {"answer": "25 days"})
+    target = HttpTarget({"url": loopback.url + "/ask"})
+    for _ in range(5):
+        assert target.invoke(make_case()).answer == "25 days"
+    assert len(started) <= 1  # the shared deadline thread, if this process had none yet
+
+
+def test_a_short_deadline_is_kept_while_a_longer_one_is_pending(
+    make_case: Callable[..., Any],
+) -> None:
+    # The shared deadline thread sleeps until the earliest deadline: an attempt with a
+    # shorter one that starts later must wake it, or it would be cut only at the long one
+    # (after the trickled answer had arrived in full).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with serve(TRICKLED, trickle_every=0.1) as (url, served):
+        patient = HttpTarget({"url": url, "timeout_seconds": 60, "max_retries": 0})
+        hasty = HttpTarget({"url": url, "timeout_seconds": 1, "max_retries": 0})
+        with ThreadPoolExecutor(1) as pool:
+            long_call = pool.submit(patient.invoke, make_case())
+            time.sleep(0.3)  # the long deadline is pending first
+            with pytest.raises(TargetTimeout, match=r"timeout_seconds=1 "):
+                hasty.invoke(make_case())
+            assert long_call.result().answer.startswith("a slow but complete answer")
+        finished(served, 2)
+    assert sorted(served.hung_up) == [False, True]
