@@ -32,6 +32,7 @@ from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.running import demo, run, start
+from evalrunner.gc_freeze import held_until_exit
 from evalrunner.launch import judge_cache_dir
 
 __all__ = [
@@ -86,4 +87,9 @@ app.command()(doctor)
 
 
 def main() -> None:
-    app()
+    """The ``evalrunner`` command. Its process ends with the command, so the run's heap is
+    not handed back to the cyclic collector at the end (:func:`held_until_exit`: a full
+    collection of it, then the interpreter's at exit, were seconds of the tail after the last
+    answer, issue 31)."""
+    with held_until_exit():
+        app()

@@ -11,30 +11,33 @@ same handlers run in the cloud.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import math
 import shutil
-import signal
 import threading
 import time
 import uuid
-import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import boto3
 
 import state_machines
 from evalrunner import redaction
-from evalrunner.engine.dispatch import Dispatcher, Handler, LambdaContext, bounded, dispatching
+from evalrunner.engine.dispatch import Dispatcher, Handler, bounded, dispatching
+from evalrunner.engine.embedded import (
+    ACCOUNT,
+    BUCKET,
+    REGION,
+    embedded_s3,
+    embedded_stepfunctions,
+    placeholder_zip,
+)
 from evalrunner.engine.moto_compat import (
     InProcessLambdaClient,
-    InProcessS3Client,
     LambdaInvoke,
     check_speed_seams_fit,
     embedded_aws,
@@ -43,77 +46,45 @@ from evalrunner.engine.moto_compat import (
     interpreter_speedups,
     speed_seams_from_env,
 )
-from evalrunner.engine.moto_services import (
-    InProcessStepFunctions,
-    create_bucket,
-    create_function,
-    create_role,
-)
+from evalrunner.engine.moto_services import create_bucket, create_function, create_role
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
+from evalrunner.engine.report_copy import (
+    DurableRecords,
+    download_history,
+    download_set,
+    local_history_notices,
+    os_reason,
+    remove_if_empty,
+)
+from evalrunner.engine.run_types import (
+    PIPELINE_FUNCTIONS,
+    Pipeline,
+    PipelineHandlers,
+    Progress,
+    RunResult,
+)
+from evalrunner.engine.salvage import salvage
 from evalrunner.engine.saved_runs import (
     check_resume,
     fingerprint,
     mark_active,
     saved_run_dir,
     this_process,
-    write_atomically,
     write_marker,
 )
+from evalrunner.engine.stopping import GatedTarget, StopGate, StopRequested, stop_on_signals
 from evalrunner.engine.watchdog import Stall, Watchdog, stall_timeout_from_env
-from evalrunner.errors import (
-    ConfigError,
-    EngineStalled,
-    ExecutionFailed,
-    PartialRun,
-    ReportsNotWritten,
-    RunStopped,
-)
+from evalrunner.errors import ConfigError, ExecutionFailed, ReportsNotWritten
 from evalrunner.pipeline.context import Runtime, Settings, TargetFactory, default_target
 from evalrunner.reports.summary import RunSummary, summary_of_output
 from evalrunner.reports.writers.publish import claiming_in
-from evalrunner.targets.base import ConversationSession, Target, TargetResponse
+from evalrunner.targets.base import Target
 from evalrunner.targets.lambda_function import LambdaSpec, LambdaTarget, function_name
 from evalrunner.targets.registry import target_class
 from evalrunner.targets.spec import TargetSpec
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-BUCKET = "evalrunner-local"
 #: How often a run whose Aggregate has returned is polled until its execution ends.
 _FINISHING_POLL_SECONDS = 0.005
-
-#: Functions the state machine calls, by the placeholder that names them.
-PIPELINE_FUNCTIONS = {
-    "PrepareFunctionArn": "evalrunner-prepare",
-    "RunCaseFunctionArn": "evalrunner-run-case",
-    "ScoreFunctionArn": "evalrunner-score",
-    "AggregateFunctionArn": "evalrunner-aggregate",
-}
-
-
-@dataclass(frozen=True)
-class PipelineHandlers:
-    """The four functions the state machine calls."""
-
-    prepare: Handler
-    run_case: Handler
-    score: Handler
-    aggregate: Handler
-
-    def by_name(self) -> dict[str, Handler]:
-        return {
-            PIPELINE_FUNCTIONS["PrepareFunctionArn"]: self.prepare,
-            PIPELINE_FUNCTIONS["RunCaseFunctionArn"]: self.run_case,
-            PIPELINE_FUNCTIONS["ScoreFunctionArn"]: self.score,
-            PIPELINE_FUNCTIONS["AggregateFunctionArn"]: self.aggregate,
-        }
-
-
-class Pipeline(Protocol):
-    """Builds the pipeline's handlers over a run's :class:`Runtime`; the engine calls it once
-    per run, with the session that reaches real AWS from inside the mock."""
-
-    def __call__(self, runtime: Runtime, *, log_level: str) -> PipelineHandlers: ...
 
 
 def local_target_functions() -> dict[str, Handler]:
@@ -121,29 +92,6 @@ def local_target_functions() -> dict[str, Handler]:
     from evalrunner.demo.handler import handler as demo
 
     return {"evalrunner-demo-hr": demo}
-
-
-@dataclass
-class Progress:
-    total: int = 0
-    done: int = 0
-    errors: int = 0
-    phase: str = "starting"
-
-
-@dataclass
-class RunResult:
-    #: the whole run summary (summary.json's content, even when the output was cut)
-    summary: RunSummary
-    execution_arn: str
-    definition: str
-    out_dir: Path
-    files: list[Path] = field(default_factory=list)
-    seconds: float = 0.0
-    #: the execution's output as Step Functions returned it (what ``--json`` prints)
-    output: dict[str, Any] = field(default_factory=dict)
-    #: things the user should know that did not stop the run (a history page not written)
-    notices: list[str] = field(default_factory=list)
 
 
 class LocalEngine:
@@ -222,8 +170,8 @@ class LocalEngine:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **this_process(),
         }
-        gate = _StopGate()
-        records = _DurableRecords(embedded_s3(fast=self.fast), out_dir)
+        gate = StopGate()
+        records = DurableRecords(embedded_s3(fast=self.fast), out_dir)
 
         def observe(name: str, ev: dict[str, Any], result: Any, exc: BaseException | None) -> None:
             with lock:
@@ -235,7 +183,7 @@ class LocalEngine:
                     try:
                         write_marker(out_dir, run_ids[-1], {"run_id": run_ids[-1], **marker})
                     except OSError as exc:  # reported at the end, like a record not saved
-                        records.failure = records.failure or f"{_os_reason(exc)} ({out_dir})"
+                        records.failure = records.failure or f"{os_reason(exc)} ({out_dir})"
                 elif name == PIPELINE_FUNCTIONS["RunCaseFunctionArn"] and isinstance(result, dict):
                     # a task, or its Catch path, says how many cases it finished
                     progress.done += int(result.get("done", 0))
@@ -300,29 +248,31 @@ class LocalEngine:
                 input=json.dumps(event),
             )["executionArn"]
             try:
-                with _stop_on_signals():
+                with stop_on_signals():
                     description = self._follow(
                         sfn, arn, progress, lock, on_progress, watchdog, finishing
                     )
-            except _StopRequested as stop:
+            except StopRequested as stop:
                 gate.stop()
-                raise self._salvage(
+                raise salvage(
                     Stall(stop.reason),
                     run_ids,
                     progress,
                     out_dir,
                     handlers,
+                    self._object,
                     stopped=True,
                     execution=(arn, definition, started),
                 ) from None
             if isinstance(description, Stall):
                 gate.stop()
-                raise self._salvage(
+                raise salvage(
                     description,
                     run_ids,
                     progress,
                     out_dir,
                     handlers,
+                    self._object,
                     execution=(arn, definition, started),
                 )
             if description["status"] != "SUCCEEDED":
@@ -336,11 +286,11 @@ class LocalEngine:
                     f"{exc.message}; the finished cases are kept: --resume {summary.run_id} "
                     "writes the reports without calling the target again"
                 ) from None
-            notices = _local_history(summary.target, out_dir)
+            notices = local_history_notices(summary.target, out_dir)
         # The run's reports are written: its saved records are no longer needed.
         for run_id in {*run_ids, *([resume] if resume else [])}:
             shutil.rmtree(saved_run_dir(out_dir, run_id), ignore_errors=True)
-        _remove_if_empty(out_dir / "runs")
+        remove_if_empty(out_dir / "runs")
         if records.failure is not None:
             notices.append(
                 f"finished cases could not be saved for a resume ({records.failure}); the "
@@ -390,7 +340,7 @@ class LocalEngine:
         )
         return {**functions, name: fn}
 
-    def target_factory(self, route: LambdaInvoke, gate: _StopGate | None = None) -> TargetFactory:
+    def target_factory(self, route: LambdaInvoke, gate: StopGate | None = None) -> TargetFactory:
         """The run's target factory: a Lambda target whose function this engine hosts (by
         name, whatever the ARN form or qualifier, as the dispatcher resolves it) invokes it
         through ``route`` in-process (:class:`InProcessLambdaClient`: the same JSON bytes and
@@ -419,7 +369,7 @@ class LocalEngine:
                 built: Target = LambdaTarget(spec.as_written(), session=session, client=client())
             else:
                 built = default_target(spec, session=session)
-            return built if gate is None else _GatedTarget(built, gate)
+            return built if gate is None else GatedTarget(built, gate)
 
         return build
 
@@ -448,7 +398,7 @@ class LocalEngine:
                 RoleName="evalrunner-local", AssumeRolePolicyDocument=policy
             )["Role"]["Arn"]
         embedded_s3(fast=self.fast).put_object(Bucket=BUCKET, Key=key, Body=suite)
-        code = _placeholder_zip()
+        code = placeholder_zip()
         lambda_client = None if self.fast else boto3.client("lambda", region_name=REGION)
         for name in sorted(self.function_names):
             spec: dict[str, Any] = {
@@ -557,96 +507,6 @@ class LocalEngine:
             count += 1
         return count
 
-    def _salvage(
-        self,
-        stall: Stall,
-        run_ids: list[str],
-        progress: Progress,
-        out_dir: Path,
-        handlers: Mapping[str, Handler],
-        *,
-        stopped: bool = False,
-        execution: tuple[str, str, float] = ("", "", 0.0),
-    ) -> PartialRun:
-        """What a stuck or stopped run still owes the user: its finished cases saved for a
-        resume, and reports for them (marked partial), made by the same Score and Aggregate
-        handlers the machine calls. ``execution`` is the run's (arn, definition, start time):
-        the error carries the partial run as a :class:`RunResult`, so it is reported like any
-        other (the verdict line, ``--junit-xml``, ``--markdown``)."""
-        kind: type[PartialRun] = RunStopped if stopped else EngineStalled
-        if stopped:
-            lead = f"the run was stopped ({stall.reason})."
-            failure = {"Error": "Engine.Stopped", "Cause": stall.reason}
-        else:
-            lead = f"the embedded engine stopped making progress: {stall.reason}."
-            failure = {"Error": "Engine.Stalled", "Cause": stall.reason}
-        if not run_ids:
-            return kind(f"{lead} No case had started; nothing was written.")
-        run_id = run_ids[-1]
-        saved = self._save_records(run_id, out_dir)
-        state: dict[str, Any] = {"run_id": run_id, "bucket": BUCKET, "map_failure": failure}
-        files: list[Path] = []
-        stalled_in, progress.phase = progress.phase, "salvaging"
-        try:
-            if stalled_in in ("starting", "cases"):
-                try:
-                    handlers[PIPELINE_FUNCTIONS["ScoreFunctionArn"]](
-                        {"run_id": run_id, "bucket": BUCKET}, _context("evalrunner-score")
-                    )
-                except Exception as exc:  # reported by Aggregate as the Score failure
-                    state["score_failure"] = {"Error": type(exc).__name__, "Cause": str(exc)}
-            output = handlers[PIPELINE_FUNCTIONS["AggregateFunctionArn"]](
-                {"state": state}, _context("evalrunner-aggregate")
-            )
-            salvaged = summary_of_output(output, self._object)
-            files = self._download(salvaged, out_dir)
-            notices = _local_history(salvaged.target, out_dir)  # listed as PARTIAL
-        except Exception as exc:
-            why = exc.message if isinstance(exc, ReportsNotWritten) else f"{exc!r}"
-            return kind(
-                f"{lead} {saved} finished cases were saved in "
-                f"{saved_run_dir(out_dir, run_id)}, but their reports could not be "
-                f"written: {why}. To run the rest: repeat the "
-                f"command with --resume {run_id}.",
-                run_id=run_id,
-            )
-        where = files[0].parent if files else out_dir
-        arn, definition, started = execution
-        result = RunResult(
-            summary=salvaged,
-            execution_arn=arn,
-            definition=definition,
-            out_dir=out_dir,
-            files=files,
-            seconds=time.perf_counter() - started if started else 0.0,
-            output=output,
-            notices=notices,
-        )
-        return kind(
-            f"{lead} {saved} of {progress.total} case runs had finished; their reports are in "
-            f"{where} (the others are marked as failed tasks). To run only the rest: repeat "
-            f"the same command with --resume {run_id}.",
-            run_id=run_id,
-            files=files,
-            result=result,
-        )
-
-    def _save_records(self, run_id: str, out_dir: Path) -> int:
-        """Every record of the run in the embedded bucket, on disk (most are there already,
-        written as their cases finished)."""
-        s3 = boto3.client("s3", region_name=REGION)
-        folder = saved_run_dir(out_dir, run_id) / "cases"
-        folder.mkdir(parents=True, exist_ok=True)
-        count = 0
-        for page in s3.get_paginator("list_objects_v2").paginate(
-            Bucket=BUCKET, Prefix=f"runs/{run_id}/cases/"
-        ):
-            for obj in page.get("Contents", []):
-                body = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
-                write_atomically(folder / obj["Key"].rsplit("/", 1)[-1], body)
-                count += 1
-        return count
-
     def _download(self, summary: RunSummary, out_dir: Path) -> list[Path]:
         return download_set(summary, self._object, out_dir)
 
@@ -655,115 +515,11 @@ class LocalEngine:
         return bytes(embedded_s3(fast=self.fast).get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
-def download_set(summary: RunSummary, read: Callable[[str], bytes], out_dir: Path) -> list[Path]:
-    """Copy the report set (each file read with ``read(key)``) into ``out_dir``, the manifest
-    last, each file written whole or not at all. A write that fails (a full disk, an I/O
-    error, a folder that became unwritable) is :class:`ReportsNotWritten`, naming the files
-    that were written: the copy has no manifest then, so no reader (the baseline lookup
-    above all) takes it."""
-    files: list[Path] = []
-    for key in summary.reports.keys():
-        path = out_dir / key
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, read(key))
-        except OSError as exc:
-            raise ReportsNotWritten(_write_failure(exc, path, files)) from None
-        files.append(path)
-    return files
-
-
 def _output_pending(description: Mapping[str, Any]) -> bool:
     """moto's interpreter marks an execution SUCCEEDED a moment before it stores the output;
     a poll that lands in between must look again, not read a missing output (seen on a
     loaded CI machine as KeyError('output'))."""
     return description.get("status") == "SUCCEEDED" and "output" not in description
-
-
-def embedded_s3(*, fast: bool = True) -> Any:
-    """An S3 client on the embedded bucket (inside the run's mock). ``fast`` (the speed
-    seams): the engine's own puts and gets take no trip through botocore
-    (:class:`InProcessS3Client`; anything else falls back to boto3); else a boto3 client."""
-    if not fast:
-        return _LateClient("s3")
-    return InProcessS3Client(lambda: boto3.client("s3", region_name=REGION), account_id=ACCOUNT)
-
-
-class _LateClient:
-    """A boto3 client made at its first call: a client takes its credentials when it is
-    made, and the run's storage is made before the run's mock (and its credentials) starts."""
-
-    def __init__(self, service: str) -> None:
-        self._service = service
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # not ours to forward (and no recursion before __init__)
-            raise AttributeError(name)
-        with self._lock:
-            if self._client is None:
-                self._client = boto3.client(self._service, region_name=REGION)
-        return getattr(self._client, name)
-
-
-def embedded_stepfunctions(*, fast: bool = True) -> Any:
-    """The embedded Step Functions (inside the run's mock): a boto3-shaped client on moto's
-    backend (``fast``, the speed seams), or a boto3 client."""
-    if not fast:
-        return boto3.client("stepfunctions", region_name=REGION)
-    return InProcessStepFunctions(account=ACCOUNT, region=REGION)
-
-
-def download_history(target: str, read: Callable[[str], bytes], out_dir: Path) -> list[str]:
-    """Copy the target's history page as Aggregate refreshed it (absent if that failed).
-    It is not part of the run's set (written after its manifest): a failure to write it is
-    a notice for the user, not a failed run."""
-    from evalrunner.reports.writers.history import history_keys
-
-    notices = []
-    for key in history_keys(target):
-        try:
-            data = read(key)
-        except Exception:  # not written: the run's own reports are what matters
-            continue
-        path = out_dir / key
-        try:
-            write_atomically(path, data)
-        except OSError as exc:
-            notices.append(f"the history page {path} was not updated: {_os_reason(exc)}")
-    return notices
-
-
-def _local_history(target: str, out_dir: Path) -> list[str]:
-    """Rebuild the target's history page from every complete set in ``out_dir`` (not the
-    embedded bucket's, which knows only the sets seeded when this run started: runs that
-    finish together would each list only themselves). Not part of the run's set: a failure
-    is a notice for the user, not a failed run."""
-    from evalrunner.reports.writers.history import local_history
-
-    try:
-        local_history(out_dir, target)
-    except OSError as exc:
-        return [f"the history page of {target} was not updated: {_os_reason(exc)}"]
-    return []
-
-
-def _os_reason(exc: OSError) -> str:
-    """An OS error in words (``No space left on device``), without Python's wrapping."""
-    return exc.strerror or type(exc).__name__
-
-
-def _write_failure(exc: OSError, path: Path, written: list[Path]) -> str:
-    """The one line a failed report copy prints: what failed, where, and what is left."""
-    where = Path(exc.filename) if isinstance(exc.filename, str) else path
-    partial = (
-        f"the files written before it ({', '.join(str(p) for p in written)}) are an "
-        "incomplete set with no manifest, never read as a baseline; delete them"
-        if written
-        else "no report file was written"
-    )
-    return f"the reports could not be written: {_os_reason(exc)} ({where}); {partial}"
 
 
 @contextmanager
@@ -775,147 +531,6 @@ def _running(run_ids: list[str]) -> Iterator[None]:
     finally:
         for run_id in run_ids:
             mark_active(run_id, False)
-
-
-def _remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:  # not empty (another run's saved records), or not there
-        pass
-
-
-class _StopRequested(BaseException):
-    """SIGTERM or SIGINT during a local run: raised in the main thread where it waits for the
-    execution, like KeyboardInterrupt (a BaseException, so no ``except Exception`` on the way
-    swallows it)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-_SIGNAL_REASONS = {
-    signal.SIGTERM: "SIGTERM: the run was asked to stop",
-    signal.SIGINT: "interrupted (Ctrl-C)",
-}
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """While the run is followed, SIGTERM and SIGINT stop it with its reports written (the
-    handlers before are put back at once: a second Ctrl-C while the reports are written
-    aborts as usual). Only on the main thread, where Python delivers signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise _StopRequested(_SIGNAL_REASONS.get(signal.Signals(signum), f"signal {signum}"))
-
-    previous = {sig: signal.signal(sig, stop) for sig in _SIGNAL_REASONS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-class _StopGate:
-    """Closed when a run stops: a target call that has not started by then waits for good
-    (in a daemon thread of the interpreter, which ends with the process), so no case is
-    answered after the stopped run's reports were made, and none is paid for twice when it
-    is resumed. A call already under way finishes, and its record is saved."""
-
-    def __init__(self) -> None:
-        self._stopped = threading.Event()
-        self._never = threading.Event()
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def pass_through(self) -> None:
-        if self._stopped.is_set():
-            self._never.wait()
-
-
-class _GatedTarget(Target):
-    """A run's target behind its :class:`_StopGate` (the kind's own class does the work)."""
-
-    def __init__(self, inner: Target, gate: _StopGate) -> None:  # no spec parsing: inner's
-        self.inner, self.gate = inner, gate
-        self.spec, self.options = inner.spec, inner.options
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def invoke(self, case: Any) -> TargetResponse:
-        self.gate.pass_through()
-        return self.inner.invoke(case)
-
-    def invoke_turn(self, case: Any, session: ConversationSession) -> TargetResponse:
-        self.gate.pass_through()
-        return self.inner.invoke_turn(case, session)
-
-    def __getattr__(self, name: str) -> Any:  # a kind's own extras (a probe, its client)
-        if name.startswith("__") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
-class _DurableRecords:
-    """The embedded S3 client of a local run, which also writes each case record to
-    ``out_dir/runs/<run_id>/cases/`` as it is stored: a finished case is durable the moment
-    it finishes, as in the cloud (DESIGN.md), and a killed run keeps its work for
-    ``--resume``. A failed disk write is remembered (and reported at the end), not raised:
-    the run itself goes on in the embedded bucket."""
-
-    def __init__(self, inner: Any, out_dir: Path) -> None:
-        self._inner, self._out = inner, out_dir
-        self._folders: set[Path] = set()
-        self._lock = threading.Lock()
-        self.failure: str | None = None
-
-    def put_object(self, **parameters: Any) -> dict[str, Any]:
-        reply: dict[str, Any] = self._inner.put_object(**parameters)
-        parts = str(parameters.get("Key", "")).split("/")
-        if len(parts) == 4 and parts[0] == "runs" and parts[2] == "cases":
-            body = parameters.get("Body") or b""
-            self._save(parts[1], parts[3], body.encode() if isinstance(body, str) else body)
-        return reply
-
-    def _save(self, run_id: str, name: str, data: bytes) -> None:
-        folder = saved_run_dir(self._out, run_id) / "cases"
-        try:
-            if folder not in self._folders:
-                folder.mkdir(parents=True, exist_ok=True)
-                with self._lock:
-                    self._folders.add(folder)
-            write_atomically(folder / name, bytes(data))
-        except OSError as exc:
-            with self._lock:
-                if self.failure is None:
-                    self.failure = f"{_os_reason(exc)} ({folder})"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._inner, name)
-
-
-def _context(name: str) -> LambdaContext:
-    return LambdaContext(
-        function_name=name,
-        invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}",
-    )
-
-
-def _placeholder_zip() -> bytes:
-    # moto wants a deployment package; the code that really runs is the dispatched handler.
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("index.py", "def handler(event, context):\n    return event\n")
-    return buf.getvalue()
 
 
 def _failure_message(description: dict[str, Any]) -> str:
@@ -930,4 +545,19 @@ def _failure_message(description: dict[str, Any]) -> str:
     return f"the run failed ({error or description['status']}): {cause}".strip()
 
 
-__all__ = ["BUCKET", "LocalEngine", "Pipeline", "PipelineHandlers", "Progress", "RunResult"]
+#: The engine's names, also where they now live (the run's types, the embedded AWS, copying
+#: the reports out), so callers keep one import.
+__all__ = [
+    "ACCOUNT",
+    "BUCKET",
+    "PIPELINE_FUNCTIONS",
+    "REGION",
+    "LocalEngine",
+    "Pipeline",
+    "PipelineHandlers",
+    "Progress",
+    "RunResult",
+    "download_history",
+    "download_set",
+    "embedded_s3",
+]

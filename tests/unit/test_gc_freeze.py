@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrunner.gc_freeze import older_objects_frozen
+from evalrunner.gc_freeze import held_until_exit, older_objects_frozen
 
 pytestmark = pytest.mark.usefixtures("thawed_collector")
 
@@ -143,3 +143,64 @@ def test_the_thresholds_of_a_process_that_froze_itself_are_not_touched() -> None
     before = gc.get_threshold()
     with older_objects_frozen():
         assert gc.get_threshold() == before
+
+
+def test_a_held_process_keeps_its_objects_frozen_to_the_end() -> None:
+    """Inside ``held_until_exit`` (the command's process, which ends with the block) the run's
+    block does not thaw, full collections stay paused, and what is left at the end is frozen
+    too, so the interpreter's collection at exit does not walk the heap (issue 31)."""
+    before = gc.get_threshold()
+    with held_until_exit():
+        with older_objects_frozen():
+            pass
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # not thawed: the process is ending
+        assert gc.get_threshold()[2] > before[2]
+        built = [[i] for i in range(1000)]  # what the command made after its run
+        with older_objects_frozen():  # a second run of the same command is a block too
+            assert gc.get_freeze_count() > frozen + len(built) // 2
+        after = gc.get_freeze_count()
+        more = [[i] for i in range(1000)]
+    assert gc.get_freeze_count() > after + len(more) // 2
+    assert gc.get_threshold() == before  # full collections resume (nothing left to walk)
+
+
+def test_the_command_leaves_its_heap_frozen_at_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evalrunner``'s ``main`` runs frozen and exits frozen (its process ends with it); the
+    in-process ``app`` (the test above) thaws."""
+    from evalrunner.cli import main
+    from tests.support.loopback_http import Loopback, Reply, Seen
+
+    seen: list[int] = []
+
+    def respond(request: Seen) -> Reply:
+        seen.append(gc.get_freeze_count())
+        return Reply(body={"answer": "42 days"})
+
+    suite = tmp_path / "s.csv"
+    suite.write_text("question,expected_answer\nHow long?,42 days\n", "utf-8")
+    with Loopback(responder=respond) as server:
+        monkeypatch.setattr(
+            "sys.argv",
+            [
+                "evalrunner",
+                "run",
+                "--suite",
+                str(suite),
+                "--target",
+                json.dumps({"url": server.url}),
+                "--metric",
+                "Exact match",
+                "--out",
+                str(tmp_path / "out"),
+                "--quiet",
+                "--no-preflight",
+            ],
+        )
+        with pytest.raises(SystemExit) as exited:
+            main()
+    assert exited.value.code == 0
+    assert seen and all(frozen > 0 for frozen in seen)
+    assert gc.get_freeze_count() > 0
