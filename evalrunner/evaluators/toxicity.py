@@ -51,7 +51,24 @@ def _spec(metric: str, primary: bool = False) -> MetricSpec:
 
 @register
 class Toxicity(ModelEvaluator):
-    """The model-based toxicity check under the exact name existing events use."""
+    """The model-based toxicity check under the exact name existing events use.
+
+    What detoxify's six probabilities for one answer become (the model itself, a BERT-base
+    checkpoint, is not part of the install, so the example starts from its output):
+
+    >>> probabilities = {"toxicity": 0.91, "severe_toxicity": 0.02, "obscene": 0.10,
+    ...                  "threat": 0.01, "insult": 0.85, "identity_attack": 0.03}
+    >>> for metric, scored in toxicity_scores(probabilities, "detoxify/original").items():
+    ...     print(f"{metric}: {scored.value:.2f} {scored.reason}")
+    Toxicity: 0.91 toxicity probability 0.91; highest class: toxicity 0.91 (detoxify/original)
+    Severe toxicity: 0.02 severe toxicity probability 0.02; highest class: toxicity 0.91
+        (detoxify/original)
+    Obscene: 0.10 obscene probability 0.10; highest class: toxicity 0.91 (detoxify/original)
+    Threat: 0.01 threat probability 0.01; highest class: toxicity 0.91 (detoxify/original)
+    Insult: 0.85 insult probability 0.85; highest class: toxicity 0.91 (detoxify/original)
+    Identity attack: 0.03 identity attack probability 0.03; highest class: toxicity 0.91
+        (detoxify/original)
+    """
 
     name = "Toxicity"
     description = (
@@ -79,11 +96,13 @@ class Toxicity(ModelEvaluator):
             if not answer:
                 out.append({m: Scored(0.0, EMPTY_ANSWER) for m in CLASSES})
             else:
-                out.append(_scores(by_text[answer], name))
+                out.append(toxicity_scores(by_text[answer], name))
         return out
 
 
-def _scores(probabilities: Mapping[str, float], model: str) -> dict[str, Scored]:
+def toxicity_scores(probabilities: Mapping[str, float], model: str) -> dict[str, Scored]:
+    """The six metrics of one answer from detoxify's class probabilities (by its class
+    names); each reason names the highest class, what a reader of a flagged answer wants."""
     values = {metric: probabilities[cls] for metric, cls in CLASSES.items()}
     top = max(values, key=lambda m: values[m])
     highest = f"highest class: {top.lower()} {values[top]:.2f} ({model})"
