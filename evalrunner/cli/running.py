@@ -321,6 +321,13 @@ def run(
     ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="A named set of metrics and thresholds: seed-003 (the seed runner's nine "
+            "metrics at DeepEval's default threshold 0.5); --metric and --threshold add to it."
+        ),
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,
@@ -400,6 +407,7 @@ def run(
                 iterations=iterations,
                 max_concurrency=max_concurrency,
                 metrics=metric or None,
+                profile=profile,
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,

@@ -1,0 +1,64 @@
+"""Named sets of metrics and thresholds an event (``profile``), ``evalrunner run --profile`` or
+``evaluate(profile=...)`` selects in one word.
+
+``seed-003`` reproduces the seed test runner as its users wrote it: its nine metrics with
+DeepEval's default threshold, 0.5, on every one of them (DeepEval's ``BaseMetric`` default,
+which the seed's own Rouge and BERT Score metrics kept, and the default of each of its judge
+metrics; for Bias and Toxicity, where lower is better, a case passes at 0.5 or below). With
+it, ``result.csv`` has the seed's nine named rows, one per metric, at the seed's thresholds.
+
+A profile fills in the event; what the event says itself wins: metrics it names are added
+after the profile's, and its own ``thresholds`` replace the profile's for the metrics they name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalrunner import run_defaults
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named selection: the evaluators, in order, and their thresholds (by evaluator name,
+    meaning its primary metric, or by metric name)."""
+
+    name: str
+    description: str
+    metrics: tuple[str, ...]
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+
+
+#: DeepEval's default threshold of every metric (``BaseMetric.threshold``).
+DEEPEVAL_THRESHOLD = 0.5
+
+PROFILES: dict[str, Profile] = {
+    "seed-003": Profile(
+        name="seed-003",
+        description="the seed test runner's nine metrics at DeepEval's default threshold 0.5",
+        metrics=run_defaults.SEED_DEFAULT_METRICS,
+        thresholds={name: DEEPEVAL_THRESHOLD for name in run_defaults.SEED_DEFAULT_METRICS},
+    ),
+}
+
+
+def known() -> str:
+    return ", ".join(sorted(PROFILES))
+
+
+def expand(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``raw`` with its ``profile``'s metrics and thresholds filled in, and the problems
+    (an unknown profile); an event without a profile comes back as it was."""
+    name = raw.get("profile")
+    if name is None:
+        return raw, []
+    profile = PROFILES.get(name) if isinstance(name, str) else None
+    if profile is None:
+        return raw, [f"profile: {name!r} is not a profile; use one of {known()}"]
+    named = raw.get("metrics")
+    extra = [m for m in named if m not in profile.metrics] if isinstance(named, list) else []
+    own = raw.get("thresholds")
+    thresholds = {**profile.thresholds, **(own if isinstance(own, dict) else {})}
+    return {**raw, "metrics": [*profile.metrics, *extra], "thresholds": thresholds}, []
