@@ -9,6 +9,8 @@ it, ``result.csv`` has the seed's nine named rows, one per metric, at the seed's
 
 A profile fills in the event; what the event says itself wins: metrics it names are added
 after the profile's, and its own ``thresholds`` replace the profile's for the metrics they name.
+An event that names no metric and no profile gets the operator's default profile, when one
+is set (deployed: cdk.json ``profile``; locally ``EVALRUNNER_PROFILE`` or the config file).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrunner import run_defaults
+from evalrunner.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -52,13 +55,26 @@ def expand(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``raw`` with its ``profile``'s metrics and thresholds filled in, and the problems
     (an unknown profile); an event without a profile comes back as it was."""
     name = raw.get("profile")
+    where = "profile"
+    if name is None and not _names_metrics(raw):
+        try:
+            default = run_defaults.default_profile()
+        except ConfigError as exc:
+            return raw, [exc.message]
+        if default is not None:
+            name, where = default[0], f"the default profile ({default[1]})"
     if name is None:
         return raw, []
     profile = PROFILES.get(name) if isinstance(name, str) else None
     if profile is None:
-        return raw, [f"profile: {name!r} is not a profile; use one of {known()}"]
+        return raw, [f"{where}: {name!r} is not a profile; use one of {known()}"]
     named = raw.get("metrics")
     extra = [m for m in named if m not in profile.metrics] if isinstance(named, list) else []
     own = raw.get("thresholds")
     thresholds = {**profile.thresholds, **(own if isinstance(own, dict) else {})}
     return {**raw, "metrics": [*profile.metrics, *extra], "thresholds": thresholds}, []
+
+
+def _names_metrics(raw: dict[str, Any]) -> bool:
+    target = raw.get("target")
+    return raw.get("metrics") is not None or (isinstance(target, dict) and "metric" in target)

@@ -34,6 +34,7 @@ from evalrunner.cli.common import (
     JudgeOption,
     MaxErrorShare,
     NoPreflight,
+    ProfileOption,
     _fail,
     _json_arg,
     _pairs,
@@ -321,13 +322,7 @@ def run(
     ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            help="A named set of metrics and thresholds: seed-003 (the seed runner's nine "
-            "metrics at DeepEval's default threshold 0.5); --metric and --threshold add to it."
-        ),
-    ] = None,
+    profile: ProfileOption = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,

@@ -49,3 +49,19 @@ def test_an_unknown_profile_is_refused_naming_the_known_ones(profile: Any) -> No
     with pytest.raises(EventError) as caught:
         parse_event({**BASE, "profile": profile})
     assert "is not a profile; use one of seed-003" in str(caught.value)
+
+
+def test_the_operator_s_default_profile_applies_only_where_the_event_names_no_metric(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """cdk.json "profile" reaches the functions as EVALRUNNER_PROFILE (tests/infra)."""
+    monkeypatch.setenv("EVALRUNNER_PROFILE", "seed-003")
+    assert parse_event(dict(BASE)).thresholds == {n: 0.5 for n in SEED_DEFAULT_METRICS}
+    named = parse_event({**BASE, "metrics": ["Token F1"]})
+    assert named.metrics == ["Token F1"] and named.thresholds == {}
+    monkeypatch.setenv("EVALRUNNER_PROFILE", "seed-004")
+    with pytest.raises(EventError) as caught:
+        parse_event(dict(BASE))
+    assert "the default profile (EVALRUNNER_PROFILE): 'seed-004' is not a profile" in str(
+        caught.value
+    )
