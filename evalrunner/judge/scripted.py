@@ -53,6 +53,8 @@ class ScriptedJudge(Judge):
             for purpose, value in replies.items()
         }
         self._asked: dict[str, int] = {}
+        #: The replies as given, by purpose (to script another judge from this one).
+        self.replies: dict[str, Reply | Sequence[Reply]] = dict(replies)
         self._turn_lock = threading.Lock()
 
     def ask(

@@ -6,9 +6,12 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evalrunner.evaluators.base import (
     Input,
     MetricSpec,
+    OptionsT,
     Sample,
     Scored,
 )
@@ -21,6 +24,7 @@ from evalrunner.evaluators.judge_rag.answers import (
     ragas_composite,
 )
 from evalrunner.evaluators.judge_rag.rag import (
+    NotInContext,
     QuestionParts,
     answer_relevancy,
     answer_relevancy_qg,
@@ -38,7 +42,7 @@ from evalrunner.judge.base import Judge
 # --- evaluators --------------------------------------------------------------------------------
 
 
-class _JudgeMetric(JudgeEvaluator):
+class _JudgeMetric(JudgeEvaluator[OptionsT]):
     """One metric computed with the run's judge by one of the functions of :mod:`.rag` and
     :mod:`.answers`."""
 
@@ -50,8 +54,22 @@ class _JudgeMetric(JudgeEvaluator):
     def measure(self, judge: Judge, sample: Sample) -> Scored: ...
 
 
+class FaithfulnessOptions(BaseModel):
+    """Run-wide settings of Faithfulness (``evaluator_options``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    not_in_context: NotInContext = Field(
+        default="unfaithful",
+        description="how a claim the retrieved context neither supports nor contradicts "
+        "counts: 'unfaithful' (default, as Ragas counts it) or 'faithful' (as DeepEval "
+        "does: only a contradicted claim is unfaithful; one more judge call per case with "
+        "unsupported claims)",
+    )
+
+
 @register
-class Faithfulness(_JudgeMetric):
+class Faithfulness(_JudgeMetric[FaithfulnessOptions]):
     """Of the claims the answer makes, the share the retrieved context supports. The judge
     splits the answer into statements (one call, shared with Answer Relevancy) and checks
     each against the context; the reason quotes the first unsupported claim. Here a
@@ -71,6 +89,18 @@ class Faithfulness(_JudgeMetric):
     ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
     Faithfulness: 0.50 1 of 2 claims supported by the retrieved context; first unsupported:
         "Hamlet dates from 1601." (the context gives no date)
+
+    DeepEval counts a claim the context is silent about as faithful; the option
+    ``not_in_context: "faithful"`` does too, asking the judge which unsupported claims the
+    context contradicts (one more call):
+
+    >>> judge = ScriptedJudge({**judge.replies, "faithfulness contradictions": {"verdicts": [
+    ...     {"reason": "the context is silent on the date", "verdict": False}]}})
+    >>> deepeval = Faithfulness(options={"not_in_context": "faithful"}, judge=judge)
+    >>> for r in deepeval.evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Faithfulness: 1.00 2 of 2 claims faithful (1 the retrieved context neither supports nor
+        contradicts, counted as faithful)
     """
 
     name = "Faithfulness"
@@ -79,7 +109,7 @@ class Faithfulness(_JudgeMetric):
     metrics = (MetricSpec("Faithfulness", "supported claims / claims", primary=True),)
 
     def measure(self, judge: Judge, sample: Sample) -> Scored:
-        return faithfulness(judge, sample)
+        return faithfulness(judge, sample, not_in_context=self.options.not_in_context)
 
 
 @register
