@@ -2,8 +2,9 @@
 example a newcomer copies from an evaluator's docstring is the evaluator's real behaviour.
 
 Judge metrics' examples use :class:`~evalrunner.judge.scripted.ScriptedJudge` (replies written
-out, validated with the metric's own schema); model metrics use the packaged MiniLM or a tiny
-model the example builds, so they all run in the ordinary unit suite, offline.
+out, validated with the metric's own schema) and run here; model metrics' use the packaged
+MiniLM or a tiny model the example builds, offline, and run with the model tests
+(:data:`MODEL_MODULES`).
 """
 
 from __future__ import annotations
@@ -29,12 +30,30 @@ MODULES = sorted(
 )
 
 
-@pytest.mark.parametrize("module_name", MODULES)
-def test_docstring_examples_print_what_they_say(module_name: str) -> None:
+#: Modules whose examples load a model (torch, the packaged MiniLM, a tiny model they build):
+#: their doctests run with the model tests (tests/models/test_model_docstring_examples.py),
+#: so that this unit run stays a few seconds.
+MODEL_MODULES: tuple[str, ...] = tuple(
+    f"evalrunner.evaluators.{name}"
+    for name in ("bertscore", "hallucination", "perplexity", "semantic", "summarization")
+)
+
+
+def run_examples(module_name: str) -> None:
     module = importlib.import_module(module_name)
     flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
     result = doctest.testmod(module, optionflags=flags, verbose=False, report=True)
+    assert result.attempted > 0 or module_name not in MODEL_MODULES
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
+
+
+@pytest.mark.parametrize("module_name", [m for m in MODULES if m not in MODEL_MODULES])
+def test_docstring_examples_print_what_they_say(module_name: str) -> None:
+    run_examples(module_name)
+
+
+def test_the_model_modules_are_modules_of_the_package() -> None:
+    assert set(MODEL_MODULES) <= set(MODULES)
 
 
 def _has_example(cls: type) -> bool:
