@@ -20,7 +20,7 @@ skipped with that reason. Never every case skipped while a judge could score the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from evalrunner.evaluators.base import Input, MetricSpec, RunServices, Sample, Scored, Unscored
@@ -96,8 +96,9 @@ class Toxicity(ModelEvaluator):
         judge: Judge | None = None,
     ) -> None:
         super().__init__(thresholds, options, models=models)
-        #: The run's judge: scores the answers when the toxicity model is not available.
-        self.judge = judge
+        #: Where the run's judge comes from: asked only when the toxicity model is not
+        #: available (a run whose model loads never builds a judge client for it).
+        self._judge_source: Callable[[], Judge | None] = lambda: judge
 
     @classmethod
     def for_run(
@@ -106,16 +107,19 @@ class Toxicity(ModelEvaluator):
         options: Mapping[str, Any] | None,
         services: RunServices,
     ) -> Self:
-        return cls(thresholds, options, models=services.models, judge=services.judge)
+        made = cls(thresholds, options, models=services.models)
+        made._judge_source = lambda: services.judge
+        return made
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         name = self.model_name()
         try:
             classifier = self.hub.classifier(name)
         except ModelUnavailable as exc:
-            if self.judge is None:
+            judge = self._judge_source()
+            if judge is None:
                 raise
-            return [self._judged(self.judge, s, exc) for s in samples]
+            return [self._judged(judge, s, exc) for s in samples]
         missing = [c for c in CLASSES.values() if c not in classifier.class_names]
         if missing:  # a checkpoint trained on other labels: every case is an error, said once
             raise ValueError(
