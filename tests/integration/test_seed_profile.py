@@ -116,3 +116,28 @@ def test_an_unknown_profile_is_refused_naming_the_known_ones(tmp_path: Path) -> 
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "profile: 'seed-004' is not a profile; use one of seed-003" in result.output
+
+
+def test_a_seed_event_with_the_profile_runs_through_the_deployed_pipeline(
+    tmp_path: Path, judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evalrunner start --event``: the state machine and the deployed handlers (Prepare
+    reads the profile from the event) in the embedded engine, the judge the operator's."""
+    from tests.integration.test_judge_cli import SUITE
+
+    monkeypatch.setenv("EVALRUNNER_JUDGE", json.dumps(judge_settings(judge_stub, tmp_path)))
+    (tmp_path / "hr.csv").write_text(SUITE, encoding="utf-8")
+    event = {
+        "key": "test-suites/hr.csv",
+        "iterations": 1,
+        "target": {"lambdaArn": "evalrunner-demo-hr"},
+        "profile": "seed-003",
+        "evaluator_options": NO_MODEL,
+        "fail_on": "never",
+    }
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event), encoding="utf-8")
+    args = ["start", "--event", str(path), "--out", str(tmp_path / "out"), "--json"]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert_seed_rows(named_rows(tmp_path / "out"))
