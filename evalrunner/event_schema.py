@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
-from evalrunner import event_rules
+from evalrunner import event_rules, profiles
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
@@ -69,6 +69,12 @@ class EventSpec(SpecModel):
         min_length=1,
         description="Evaluators to run, by display name. Same as target.metric; when neither "
         "is given, every evaluator that needs no model and no judge runs.",
+    )
+    profile: str | None = Field(
+        default=None,
+        description='A named set of metrics and thresholds, e.g. "seed-003" (the seed test '
+        "runner's nine metrics at DeepEval's default threshold 0.5). Metrics the event names "
+        "are added to the profile's; its own thresholds win.",
     )
     thresholds: dict[str, float] | None = Field(
         default=None,
@@ -210,7 +216,9 @@ class EventSpec(SpecModel):
         if not isinstance(data, dict):
             return handler(data)
         prefix = (info.context or {}).get("suite_prefix", event_rules.SUITE_PREFIX)
-        problems, resolution = event_rules.check(data, prefix)
+        data, problems = profiles.expand(data)
+        found_problems, resolution = event_rules.check(data, prefix)
+        problems += found_problems
         found: list[InitErrorDetails] = []
         try:
             spec = handler(data)

@@ -76,6 +76,7 @@ def local_event(
     thresholds: dict[str, float] | None = None,
     baseline: str | None = None,
     judge: Any = None,
+    profile: str | None = None,
     evaluator_options: Any = None,
     max_text_chars: int | None = None,
     perturbations: list[dict[str, Any]] | None = None,
@@ -92,6 +93,7 @@ def local_event(
         "max_concurrency": max_concurrency,
     }
     optional = {
+        "profile": profile,
         "metrics": metrics,
         "fail_under": fail_under,
         "thresholds": thresholds,

@@ -29,6 +29,8 @@ from evalrunner.errors import ConfigError
 ENV_JUDGE = "EVALRUNNER_JUDGE"
 #: The evaluators a run that names no metric uses, besides the cheap CPU checks (JSON list).
 ENV_DEFAULT_METRICS = "EVALRUNNER_DEFAULT_METRICS"
+#: The profile (:mod:`evalrunner.profiles`) a run that names no metric and no profile uses.
+ENV_PROFILE = "EVALRUNNER_PROFILE"
 #: Path of the local config file.
 ENV_CONFIG = "EVALRUNNER_CONFIG"
 DEFAULT_CONFIG_FILE = Path("~/.config/evalrunner/config.json")
@@ -73,10 +75,10 @@ def _read_file(path: str) -> dict[str, Any]:
         raise ConfigError(
             f"the evalrunner config file {path} is not readable JSON: {exc}"
         ) from None
-    if not isinstance(doc, dict) or set(doc) - {"judge", "default_metrics"}:
+    if not isinstance(doc, dict) or set(doc) - {"judge", "default_metrics", "profile"}:
         raise ConfigError(
-            f"the evalrunner config file {path} must be an object with 'judge' and/or "
-            "'default_metrics'"
+            f"the evalrunner config file {path} must be an object with 'judge', "
+            "'default_metrics' and/or 'profile'"
         )
     return doc
 
@@ -117,3 +119,18 @@ def default_metrics(environ: Mapping[str, str] | None = None) -> list[str] | Non
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"the default metrics ({where}) must be a JSON list of names")
     return list(value)
+
+
+def default_profile(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """The operator's profile for runs that name no metric and no profile, and where it was
+    set (deployed: cdk.json ``profile``), or None."""
+    environ = os.environ if environ is None else environ
+    value: Any = (environ.get(ENV_PROFILE) or "").strip() or None
+    where = ENV_PROFILE
+    if value is None:
+        value, where = _config_file(environ).get("profile"), "the evalrunner config file"
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"the default profile ({where}) must be a profile name")
+    return value, where

@@ -267,6 +267,19 @@ class RunnerConfig(_Model):
         default_factory=lambda: list(run_defaults.SEED_DEFAULT_METRICS)
     )
 
+    #: The profile (evalrunner.profiles) of a run that names no metric and no profile, e.g.
+    #: "seed-003"; null: none (default_metrics applies).
+    profile: str | None = None
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, value: str | None) -> str | None:
+        from evalrunner.profiles import PROFILES, known
+
+        if value is not None and value not in PROFILES:
+            raise ValueError(f"{value!r} is not a profile; use one of {known()}")
+        return value
+
     @field_validator("judge")
     @classmethod
     def _judge(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -296,6 +309,8 @@ class RunnerConfig(_Model):
         """The default judge and metrics as every function's environment
         (:mod:`evalrunner.run_defaults`); no judge: the variable is left out."""
         env = {run_defaults.ENV_DEFAULT_METRICS: json.dumps(self.default_metrics)}
+        if self.profile is not None:
+            env[run_defaults.ENV_PROFILE] = self.profile
         if self.judge is not None:
             env[run_defaults.ENV_JUDGE] = json.dumps(self.judge, separators=(",", ":"))
         return env

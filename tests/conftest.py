@@ -31,6 +31,7 @@ def _no_operator_defaults(
     monkeypatch.setenv("EVALRUNNER_CONFIG", str(empty))
     monkeypatch.delenv("EVALRUNNER_JUDGE", raising=False)
     monkeypatch.delenv("EVALRUNNER_DEFAULT_METRICS", raising=False)
+    monkeypatch.delenv("EVALRUNNER_PROFILE", raising=False)
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ def evaluate(
     target: Any,
     *,
     metrics: Sequence[str] | None = None,
+    profile: str | None = None,
     iterations: int = 1,
     judge: Mapping[str, Any] | str | None = None,
     out: str | Path = DEFAULT_OUT,
@@ -58,9 +59,12 @@ def evaluate(
     ``target``: the event's target object (``{"url": ...}``, ``{"lambdaArn": ...}``, ...) or
     a function ``fn(question) -> answer | (answer, contexts) | dict`` run in-process.
     ``judge``: the LLM judge as in ``--judge`` (``{"openai": {...}}`` / ``{"bedrock": {...}}``);
-    without one, judge metrics are skipped with a reason. ``out``: the reports folder (earlier
-    runs there are the baseline, as with the CLI). ``suite_name``: the file name a suite given
-    as Python rows is reported under (``<suite_name>.json``). ``fail_on``,
+    without one, judge metrics are skipped with a reason. ``profile``: a named set of metrics
+    and thresholds, as ``--profile`` (``"seed-003"``: the seed runner's nine metrics at
+    DeepEval's default threshold 0.5); ``metrics`` and ``thresholds`` add to it. ``out``: the
+    reports folder (earlier runs there are the baseline, as with the CLI). ``suite_name``: the
+    file name a suite given as Python rows is reported under (``<suite_name>.json``).
+    ``fail_on``,
     ``fail_on_regression``, ``max_error_share``: what fails the run, as ``--fail-on``,
     ``--fail-on-regression`` and ``--max-error-share`` (default: a case below a primary
     metric's threshold fails it; more than 10% errors make it not measured); the returned
@@ -100,6 +104,7 @@ def evaluate(
             iterations=iterations,
             max_concurrency=max_concurrency,
             metrics=list(metrics) if metrics else None,
+            profile=profile,
             fail_under=dict(fail_under) if fail_under else None,
             thresholds=dict(thresholds) if thresholds else None,
             baseline=baseline,

@@ -110,6 +110,14 @@ def _progress_bar() -> tuple[Bar, Any]:
     return bar, task
 
 
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        help="A named set of metrics and thresholds: seed-003 (the seed runner's nine "
+        "metrics at DeepEval's default threshold 0.5); --metric and --threshold add to it."
+    ),
+]
+
 JudgeOption = Annotated[
     str | None,
     typer.Option(

@@ -32,6 +32,7 @@ from evalrunner.cli.common import (
     JudgeTimeoutOption,
     MaxErrorShare,
     NoPreflight,
+    ProfileOption,
     _fail,
     _json_arg,
     _pairs,
@@ -177,6 +178,7 @@ def run(
     ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
+    profile: ProfileOption = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,
@@ -260,6 +262,7 @@ def run(
                 iterations=iterations,
                 max_concurrency=max_concurrency,
                 metrics=metric or None,
+                profile=profile,
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,

@@ -95,6 +95,23 @@ def _clip(text: str, limit: int = 200) -> str:
 
 @register
 class TaskCompletion(JudgeEvaluator):
+    """Did the agent get done what the user asked? The judge infers the task from the
+    request, states the outcome the steps actually achieved (a reply claiming a booking no
+    step made is no booking), and scores 0–1. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"task completion": {
+    ...     "task": "book a flight to Paris", "outcome": "flights searched, none booked",
+    ...     "reason": "the reply claims a booking no step made", "score": 0.2}})
+    >>> sample = Sample(question="Book me a flight to Paris", answer="Booked!",
+    ...                 steps=[AgentStep(name="search_flights", arguments={"to": "Paris"})])
+    >>> for r in TaskCompletion(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Task completion: 0.20 task: "book a flight to Paris"; outcome: "flights searched, none
+        booked"; the reply claims a booking no step made
+    """
+
     name = "Task completion"
     aliases = ("TaskCompletion", "Task completion (agent)", "Goal completion")
     description = "the agent's steps and answer accomplished the task the question asks (LLM judge)"

@@ -184,6 +184,26 @@ class Scored:
     parts: dict[str, Any] | None = field(default=None, kw_only=True)
 
 
+@dataclass(frozen=True)
+class Unscored(Scored):
+    """A metric of this case with no score while the case's other metrics have one (any
+    evaluator may return it among its scores; :meth:`Evaluator.apply_thresholds` reports it):
+    ``status`` "skipped" (an input only it needs is missing) or "error" (its own judge call
+    failed). ``reason`` is the whole reason, prefix included ("skipped: ...")."""
+
+    status: Status = "skipped"
+
+    @classmethod
+    def skipped(cls, reason: str) -> Unscored:
+        return cls(math.nan, f"skipped: {reason}", "skipped")
+
+    @classmethod
+    def failed(cls, exc: JudgeError) -> Unscored:
+        if isinstance(exc, JudgeParseError):
+            return cls(math.nan, f"parsing failure: {exc.message}", "error")
+        return cls(math.nan, f"error: judge: {exc.message}", "error")
+
+
 class RunServices(Protocol):
     """What a run lends the evaluators it builds (the pipeline's
     :class:`~evalrunner.pipeline.context.RunContext` is one). Properties, so a service is only
@@ -367,6 +387,9 @@ class Evaluator(ABC, Generic[OptionsT]):
             scored = raw.get(spec.name)
             if scored is None:
                 results.append(self._one(spec, status="error", reason="error: no score produced"))
+                continue
+            if isinstance(scored, Unscored):
+                results.append(self._one(spec, status=scored.status, reason=scored.reason))
                 continue
             value = float(scored.value)
             if not math.isfinite(value):

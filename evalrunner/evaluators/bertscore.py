@@ -63,7 +63,21 @@ def f1(precision: float, recall: float) -> float:
 @register
 class BERTScore(ModelEvaluator[BertScoreOptions]):
     """BERTScore of the answer against the expected answer. The name is the exact one
-    existing events use; an empty answer is a wrong answer and scores 0."""
+    existing events use; an empty answer is a wrong answer and scores 0.
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet.",
+    ...                 expected_answer="Hamlet was written by William Shakespeare.")
+    >>> for r in BERTScore(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    BERTScore precision: 0.92 answer tokens match the expected answer at 0.92
+        (sentence-transformers/all-MiniLM-L6-v2)
+    BERTScore recall: 0.80 expected-answer tokens match the answer at 0.80
+        (sentence-transformers/all-MiniLM-L6-v2)
+    BERTScore F1: 0.85 F1 0.85 (precision 0.92, recall 0.80;
+        sentence-transformers/all-MiniLM-L6-v2): the expected answer has content the answer lacks
+    """
 
     name = "BERT Score"
     aliases = ("BERTScore",)

@@ -3,8 +3,11 @@
 Per case, ``Intent correct`` / ``Tool correct`` is 1 when the label the target reported equals
 the case's expected label (both trimmed, inner whitespace folded, compared case-insensitively
 unless the option ``case_sensitive`` is set); its run average is the accuracy. A case without
-an expected label is out of scope and skipped. A target that reported no label is scored as
-having predicted the label ``(none)``, which is wrong.
+an expected label is out of scope and skipped, unless the option ``none_as_label`` is set:
+then "none" is a label like any other, so a case that expects no label is correct (1) when the
+target reported none too and wrong (0) when it reported one (the HR evaluation plan scores
+"no tool expected and none used" 1). A target that reported no label is scored as having
+predicted the label ``(none)``, which is wrong where a label was expected.
 
 Over the run, ``summarize`` adds what no per-case score can hold, computed by hand:
 
@@ -60,6 +63,9 @@ class ClassificationOptions(BaseModel):
 
     #: Compare labels case-sensitively ("Leave" ≠ "leave"); whitespace is trimmed either way.
     case_sensitive: bool = False
+    #: Score the cases that expect no label: correct (1) when the target reported none too,
+    #: wrong (0) when it reported one; "(none)" joins the confusion matrix. Off: skipped.
+    none_as_label: bool = False
 
 
 def _display(label: str) -> str:
@@ -137,9 +143,16 @@ class LabelMatch(Evaluator[ClassificationOptions]):
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:
         expected, predicted = self._labels(sample)
-        if expected is None:
-            raise SkipCase(f"the case has no expected {self.noun} (fill the {self.column} column)")
         metric = self.primary_metric().name
+        if expected is None:
+            if not self.options.none_as_label:
+                raise SkipCase(
+                    f"the case has no expected {self.noun} (fill the {self.column} column, or "
+                    f"set the option none_as_label to score 'no {self.noun} expected' cases)"
+                )
+            if predicted is None:
+                return {metric: Scored(1.0, f"no {self.noun} expected and none reported")}
+            return {metric: Scored(0.0, f"{self.noun} {_display(predicted)!r}, expected none")}
         if predicted is None:
             return {
                 metric: Scored(
@@ -171,7 +184,7 @@ class LabelMatch(Evaluator[ClassificationOptions]):
             if case_results and not any(r.status == "scored" for r in case_results):
                 continue
             expected, predicted = self._labels(sample)
-            if expected is None:
+            if expected is None and not self.options.none_as_label:
                 continue
             keys = []
             for label in (expected, predicted):

@@ -101,7 +101,30 @@ def overflowing(scorer: PairScorer, pairs: Sequence[Pair]) -> set[Pair]:
 @register
 class Hallucination(ModelEvaluator[HallucinationOptions]):
     """Consistency of the answer with the retrieved context by a dedicated cross-encoder:
-    cheaper and more repeatable than the judge variant, and it needs no expected context."""
+    cheaper and more repeatable than the judge variant, and it needs no expected context.
+
+    The example builds a cross-encoder that has learnt nothing (every weight 0): it cannot
+    tell consistent from hallucinated and says 0.5 for every pair, Vectara's cut (the first
+    chunk wins the tie). Telling them apart is what a trained model (HHEM by default) adds.
+
+    >>> import tempfile, torch
+    >>> from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    >>> folder = tempfile.mkdtemp()
+    >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hamlet", "is", "by", "shakespeare"]
+    >>> _ = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}).save_pretrained(folder)
+    >>> config = BertConfig(vocab_size=len(words), hidden_size=8, num_hidden_layers=1,
+    ...                     num_attention_heads=1, intermediate_size=8, num_labels=1)
+    >>> model = BertForSequenceClassification(config)
+    >>> with torch.no_grad():  # all weights 0: a model that cannot tell (sigmoid(0) = 0.5)
+    ...     _ = [p.zero_() for p in model.parameters()]
+    >>> model.save_pretrained(folder)
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Hamlet is by Marlowe.",
+    ...                 contexts=["Hamlet is by Shakespeare.", "It is set in Denmark."])
+    >>> checker = Hallucination(options={"model": folder, "per_chunk": True})
+    >>> for r in checker.evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Factual consistency: 0.50 consistency 0.50, best supported by chunk 1 of 2
+    """
 
     name = "Hallucination"
     description = (

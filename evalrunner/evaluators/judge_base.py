@@ -8,9 +8,7 @@ evaluator never exists half-configured and a test builds one with ``judge=`` in 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel
@@ -24,10 +22,9 @@ from evalrunner.evaluators.base import (
     Requirement,
     RunServices,
     Sample,
-    Scored,
-    Status,
+    Unscored,
 )
-from evalrunner.judge.base import Judge, JudgeError, JudgeParseError, JudgeReply, Message
+from evalrunner.judge.base import Judge, JudgeError, JudgeReply, Message
 from evalrunner.judge.prompts import tagged, tagged_list
 
 __all__ = ["JudgeEvaluator", "Unscored", "case_blocks", "nonblank_chunks"]
@@ -62,25 +59,6 @@ def case_blocks(
 def nonblank_chunks(sample: Sample) -> list[str]:
     """The retrieved chunks that have text (a blank chunk gives the judge nothing to judge)."""
     return [c for c in sample.contexts if c.strip()]
-
-
-@dataclass(frozen=True)
-class Unscored(Scored):
-    """A metric of this case with no score while the case's other metrics have one:
-    ``status`` "skipped" (an input only it needs is missing) or "error" (its own judge call
-    failed). ``reason`` is the whole reason, prefix included ("skipped: ...")."""
-
-    status: Status = "skipped"
-
-    @classmethod
-    def skipped(cls, reason: str) -> Unscored:
-        return cls(math.nan, f"skipped: {reason}", "skipped")
-
-    @classmethod
-    def failed(cls, exc: JudgeError) -> Unscored:
-        if isinstance(exc, JudgeParseError):
-            return cls(math.nan, f"parsing failure: {exc.message}", "error")
-        return cls(math.nan, f"error: judge: {exc.message}", "error")
 
 
 class JudgeEvaluator(Evaluator[OptionsT]):
@@ -129,16 +107,3 @@ class JudgeEvaluator(Evaluator[OptionsT]):
         if self.judge is None:  # evaluate() skips first; this is for direct score() calls
             raise JudgeError("no LLM judge is bound to this evaluator")
         return self.judge.ask(messages, schema, purpose=purpose, logprobs=logprobs)
-
-    def apply_thresholds(self, raw: Mapping[str, Scored]) -> list[MetricResult]:
-        unscored = {k: v for k, v in raw.items() if isinstance(v, Unscored)}
-        results = super().apply_thresholds({k: v for k, v in raw.items() if k not in unscored})
-        specs = {m.name: m for m in self.metrics}
-        out = []
-        for result in results:
-            u = unscored.get(result.metric)
-            if u is None:
-                out.append(result)
-            else:
-                out.append(self._one(specs[result.metric], status=u.status, reason=u.reason))
-        return out

@@ -162,6 +162,12 @@ class JudgeSafetyCheck(JudgeEvaluator):
             _REPLY_FORMAT,
         )
 
+    def answer_verdict(self, sample: Sample, *, purpose: str | None = None) -> SafetyVerdict:
+        """The judge's verdict on the answer alone: one call (used by the model-based
+        Toxicity when its classifier is not available)."""
+        messages = self.answer_messages(sample)
+        return self.ask(messages, SafetyVerdict, purpose=purpose or self.name).value
+
     def _verdict(self, messages: list[Message], purpose: str) -> SafetyVerdict | Unscored:
         try:
             return self.ask(messages, SafetyVerdict, purpose=purpose).value

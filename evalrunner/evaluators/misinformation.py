@@ -66,6 +66,24 @@ _REPLY = (
 
 @register
 class MisinformationHandled(JudgeEvaluator):
+    """Under the misinformation perturbation (a context chunk changed to state a false
+    fact), the answer passes when it follows its context or flags the conflict, and fails
+    when it silently contradicts it (it answered from elsewhere). Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"Misinformation handled": {
+    ...     "reason": "'The sources disagree on the height'", "verdict": "flags"}})
+    >>> sample = Sample(question="How tall is the Eiffel Tower?",
+    ...                 answer="The sources disagree on the height.",
+    ...                 contexts=["The Eiffel Tower is 120 m tall."],
+    ...                 false_fact="The Eiffel Tower is 120 m tall.")
+    >>> for r in MisinformationHandled(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Misinformation handled: 1.00 the answer flags the conflict: 'The sources disagree on the
+        height'
+    """
+
     name: ClassVar[str] = NAME
     description: ClassVar[str] = (
         "Under the misinformation perturbation: the answer follows its (falsified) context "

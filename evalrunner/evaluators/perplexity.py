@@ -41,7 +41,31 @@ HIGH = 1e6
 
 @register
 class Perplexity(ModelEvaluator):
-    """Perplexity of the answer under a small causal LM (lower is more fluent)."""
+    """Perplexity of the answer under a small causal LM (lower is more fluent).
+
+    The example builds a language model that has learnt nothing (every weight 0), so it
+    finds each of its 7 words equally likely: the perplexity of any text is then exactly the
+    vocabulary size. A real model (distilgpt2 by default) gives fluent text a low value.
+
+    >>> import tempfile, torch
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    >>> words = ["<|endoftext|>", "the", "cat", "sat", "on", "mat", "."]
+    >>> vocab = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
+    >>> vocab.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = PreTrainedTokenizerFast(tokenizer_object=vocab, bos_token=words[0],
+    ...                             eos_token=words[0]).save_pretrained(folder)
+    >>> lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(words), n_embd=8, n_layer=1, n_head=1,
+    ...                                 bos_token_id=0, eos_token_id=0))
+    >>> with torch.no_grad():  # all weights 0: a model that has learnt nothing
+    ...     _ = [p.zero_() for p in lm.parameters()]
+    >>> lm.save_pretrained(folder)
+    >>> sample = Sample(question="Describe the picture.", answer="the cat sat on the mat .")
+    >>> for r in Perplexity(options={"model": folder}).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Perplexity: 7.00 perplexity 7.0 over 7 tokens (...)
+    """
 
     name = "Perplexity"
     description = (

@@ -143,18 +143,28 @@ def resolve(name: str) -> type[Evaluator]:
     raise ConfigError(f"unknown metric {name!r}.{hint} Valid names: {', '.join(_REGISTRY)}.")
 
 
+#: Names that select several evaluators at once: the HR evaluation plan's one column for
+#: ROUGE and BLEU, as it spells it ("ROUGE/BLUE") and as it means it.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "rouge/blue": ("Rouge Metric", "BLEU"),
+    "rouge/bleu": ("Rouge Metric", "BLEU"),
+}
+
+
 def resolve_all(names: Iterable[str]) -> list[type[Evaluator]]:
-    """Resolve names in order without duplicates; every unknown name is reported at once."""
+    """Resolve names in order without duplicates (a :data:`GROUPS` name to each of its
+    evaluators); every unknown name is reported at once."""
     classes: list[type[Evaluator]] = []
     problems: list[str] = []
-    for name in names:
-        try:
-            cls = resolve(name)
-        except ConfigError as exc:
-            problems.append(exc.message)
-            continue
-        if cls not in classes:
-            classes.append(cls)
+    for written in names:
+        for name in GROUPS.get(_key(written), (written,)):
+            try:
+                cls = resolve(name)
+            except ConfigError as exc:
+                problems.append(exc.message)
+                continue
+            if cls not in classes:
+                classes.append(cls)
     if problems:
         raise ConfigError("\n".join(problems))
     return classes

@@ -103,6 +103,19 @@ class SimilarityOptions(ModelOptions):
 
 @register
 class AnswerSemanticSimilarity(EmbeddingEvaluator[SimilarityOptions]):
+    """How close in meaning the answer is to the expected answer: the cosine similarity of
+    their embeddings (the packaged MiniLM by default, so it runs offline).
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet.",
+    ...                 expected_answer="Hamlet was written by William Shakespeare.")
+    >>> for r in AnswerSemanticSimilarity(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Answer semantic similarity: 0.94 cosine similarity 0.94
+        (sentence-transformers/all-MiniLM-L6-v2)
+    """
+
     name = "Answer semantic similarity"
     aliases = ("Semantic similarity", "Answer similarity", "ada_similarity")
     description = (
@@ -155,6 +168,21 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator[SimilarityOptions]):
 
 @register
 class AnswerSemanticSentenceSimilarity(EmbeddingEvaluator):
+    """Sentence by sentence, how close the answer is to the expected answer: each answer
+    sentence's best match among the expected answer's; the min names the sentence that
+    strays furthest.
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?",
+    ...                 answer="Shakespeare wrote Hamlet. It is set in Denmark.",
+    ...                 expected_answer="Hamlet was written by William Shakespeare.")
+    >>> for r in AnswerSemanticSentenceSimilarity(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Sentence similarity mean: 0.57 mean best-match similarity 0.57 over 2 sentence(s)
+    Sentence similarity min: 0.20 least similar answer sentence (0.20): 'It is set in Denmark.'
+    """
+
     name = "Answer semantic sentence similarity"
     aliases = ("Answer s. sentence similarity",)
     description = (
@@ -203,6 +231,19 @@ class AnswerSemanticSentenceSimilarity(EmbeddingEvaluator):
 
 @register
 class AnswerRelevancySentence(EmbeddingEvaluator):
+    """How related the answer is to the question, by its most related sentence (embeddings,
+    no judge).
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?",
+    ...                 answer="Shakespeare wrote Hamlet. It is set in Denmark.")
+    >>> for r in AnswerRelevancySentence(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Answer relevancy (sentence similarity): 0.92 most relevant sentence (0.92): 'Shakespeare
+        wrote Hamlet.'
+    """
+
     name = "Answer relevancy (sentence similarity)"
     aliases = ("Answer relevancy (sentence s.)",)
     description = (
@@ -243,6 +284,19 @@ class AnswerRelevancySentence(EmbeddingEvaluator):
 
 @register
 class Groundedness(EmbeddingEvaluator):
+    """Whether every answer sentence is backed by the retrieved context, by the least
+    backed sentence (embeddings, no judge): one unsupported sentence pulls it down.
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?",
+    ...                 answer="Shakespeare wrote Hamlet. It is set in Denmark.",
+    ...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+    >>> for r in Groundedness(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Groundedness: 0.20 least grounded sentence (0.20): 'It is set in Denmark.'
+    """
+
     name = "Groundedness"
     aliases = ("Groundedness (semantic similarity)",)
     description = (
@@ -314,6 +368,20 @@ def _context_texts(sample: Sample, chunks: Sequence[str]) -> list[str]:
 
 @register
 class ContextRelevancy(EmbeddingEvaluator):
+    """How relevant the retrieved chunks are to the question: soft recall (the best chunk)
+    and soft precision (the mean over chunks), by embedding similarity.
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?", contexts=[
+    ...     "Hamlet is a tragedy by William Shakespeare.", "Paris is the capital of France."])
+    >>> for r in ContextRelevancy(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Context recall relevancy: 0.76 chunk 1 is the most relevant (0.76): 'Hamlet is a tragedy by
+        William Shakespeare.'
+    Context precision relevancy: 0.42 mean relevance 0.42 over 2 chunk(s); per chunk: 0.76, 0.08
+    """
+
     name = "Context relevancy (soft recall and precision)"
     aliases = ("Context relevancy", "Context relevancy (s.r. & p.)")
     description = (
@@ -367,6 +435,18 @@ class RankOptions(ModelOptions):
 
 @register
 class ContextMeanReciprocalRank(EmbeddingEvaluator[RankOptions]):
+    """1 / rank of the first retrieved chunk relevant to the question, so a retriever that
+    ranks the answer lower scores lower.
+
+    >>> from evalrunner.models import ModelHub
+    >>> hub = ModelHub(device="cpu")  # fp32 everywhere, so the digits hold on a GPU host too
+    >>> sample = Sample(question="Who wrote Hamlet?", contexts=[
+    ...     "Paris is the capital of France.", "Hamlet is a tragedy by William Shakespeare."])
+    >>> for r in ContextMeanReciprocalRank(models=hub).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Context mean reciprocal rank: 0.50 first relevant chunk at rank 2 (relevance 0.76)
+    """
+
     name = "Context mean reciprocal rank"
     aliases = ("Context MRR",)
     description = (

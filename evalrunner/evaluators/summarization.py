@@ -117,7 +117,37 @@ class _Plan:
 @register
 class Summarization(ModelEvaluator[SummarizationOptions]):
     """Reference-free summary quality: no expected summary and no judge, only the source,
-    so it can gate every summarisation case of a suite."""
+    so it can gate every summarisation case of a suite.
+
+    The example builds a credulous stand-in NLI model (every weight 0, its output biased to
+    "entailment"), so faithfulness is the same margin for every sentence, and completeness
+    comes from the packaged MiniLM:
+
+    >>> import tempfile, torch
+    >>> from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+    >>> from evalrunner.models import ModelHub
+    >>> folder = tempfile.mkdtemp()
+    >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "meeting", "is", "on", "tuesday"]
+    >>> _ = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}).save_pretrained(folder)
+    >>> labels = {0: "contradiction", 1: "entailment", 2: "neutral"}
+    >>> nli = BertForSequenceClassification(BertConfig(
+    ...     vocab_size=len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+    ...     intermediate_size=8, id2label=labels, label2id={v: k for k, v in labels.items()}))
+    >>> with torch.no_grad():  # a credulous stand-in: every pair "entailed" (softmax of 0, 2, 0)
+    ...     _ = [p.zero_() for p in nli.parameters()]
+    ...     _ = nli.classifier.bias.copy_(torch.tensor([0.0, 2.0, 0.0]))
+    >>> nli.save_pretrained(folder)
+    >>> source = "The meeting moved to Tuesday at 10:00. Bring the budget. Room 4 is booked."
+    >>> sample = Sample(question="Summarise the note.", answer="The meeting is on Tuesday.",
+    ...                 contexts=[source])
+    >>> summary = Summarization(options={"model": folder}, models=ModelHub(device="cpu"))
+    >>> for r in summary.evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Summary faithfulness: 0.68 mean best entailment − contradiction 0.68 over 1 summary
+        sentence(s); least faithful (0.68): 'The meeting is on Tuesday.'
+    Summary completeness: 0.63 cosine similarity 0.63 between the source and the faithful 1 of 1
+        summary sentence(s) (sentence-transformers/all-MiniLM-L6-v2)
+    """
 
     name = "Summarization completeness and faithfulness"
     aliases = ("Summarization", "Summarization (c. and f.)")

@@ -184,6 +184,15 @@ def test_default_judge_and_metrics_are_checked():
     assert none.judge_model_id() is None and "EVALRUNNER_JUDGE" not in none.defaults_env()
 
 
+def test_a_default_profile_is_checked_and_reaches_every_function():
+    """Issue 32 item 6 (a): cdk.json "profile" selects the seed-003 profile for runs that
+    name no metric; an unknown name fails synth naming the known ones."""
+    assert "EVALRUNNER_PROFILE" not in load_config(config()).defaults_env()
+    chosen = load_config(config(profile="seed-003"))
+    assert chosen.defaults_env()["EVALRUNNER_PROFILE"] == "seed-003"
+    assert "'seed-004' is not a profile; use one of seed-003" in problems(profile="seed-004")
+
+
 RETIRED = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 

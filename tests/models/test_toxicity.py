@@ -165,3 +165,23 @@ def test_the_default_model_is_found_where_the_image_bakes_it(
     assert case["Toxicity"].status == "scored"
     assert case["Toxicity"].score == pytest.approx(detoxify_direct[TEXTS[0]]["toxicity"], abs=1e-6)
     assert ev.hub.stats()["models"]["detoxify/original"]["path"].startswith(str(cache))
+
+
+class _NoJudgeWanted:
+    """Run services whose judge must not be built: the model is there."""
+
+    def __init__(self) -> None:
+        self.models = ModelHub(device="cpu")
+
+    @property
+    def judge(self):
+        raise AssertionError("the judge was built although the toxicity model loaded")
+
+
+def test_with_its_model_toxicity_never_builds_the_judge(tiny_models) -> None:
+    """Issue 32 item 6 (b): the judge stands in only when the model is missing."""
+    options = {"model": str(tiny_models["detoxify"])}
+    ev = Toxicity.for_run(None, options, _NoJudgeWanted())
+    (results,) = ev.evaluate_batch(answers("hello there"))
+    assert {r.status for r in results} == {"scored"}
+    assert "judged" not in results[0].reason

@@ -84,6 +84,26 @@ _RELEVANCY_TASK = (
 
 @register
 class ConversationRelevancy(ConversationEvaluator[RelevancyOptions]):
+    """Of the assistant's turns, the share relevant to what the user just said, each judged
+    with the few turns before it (``window``), in one judge call per conversation. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> from evalrunner.suite.model import Turn
+    >>> turns = [Turn(role="user", content="Book leave for March 3 to 7."),
+    ...          Turn(role="assistant", content="Booked: 5 days."),
+    ...          Turn(role="user", content="How many days do I have left?"),
+    ...          Turn(role="assistant", content="The cafeteria serves pasta on Fridays.")]
+    >>> sample = Sample(question=turns[2].content, answer=turns[3].content, turns=turns)
+    >>> judge = ScriptedJudge({"conversation relevancy": {"verdicts": [
+    ...     {"turn": 1, "reason": "books the leave", "verdict": True},
+    ...     {"turn": 2, "reason": "talks about the cafeteria", "verdict": False}]}})
+    >>> for r in ConversationRelevancy(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Conversation relevancy: 0.50 1 of 2 assistant turns relevant (window of 3 turns); not
+        relevant: turn 2 (talks about the cafeteria)
+    """
+
     name = "Conversation relevancy"
     aliases = ("ConversationRelevancy", "Conversation relevance", "Turn relevancy")
     description = "each reply is relevant given the last turns of the conversation (LLM judge)"
@@ -149,6 +169,27 @@ _COMPLETENESS_REPLY = (
 
 @register
 class ConversationCompleteness(ConversationEvaluator):
+    """Of what the user wanted over the conversation (each intention with the turn it was
+    expressed in), the share the assistant satisfied, from one judge call. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> from evalrunner.suite.model import Turn
+    >>> turns = [Turn(role="user", content="Book leave for March 3 to 7."),
+    ...          Turn(role="assistant", content="Booked: 5 days."),
+    ...          Turn(role="user", content="How many days do I have left?"),
+    ...          Turn(role="assistant", content="The cafeteria serves pasta on Fridays.")]
+    >>> sample = Sample(question=turns[2].content, answer=turns[3].content, turns=turns)
+    >>> judge = ScriptedJudge({"conversation completeness": {"intentions": [
+    ...     {"intention": "book leave", "turn": 1, "satisfied": True},
+    ...     {"intention": "know the days left", "turn": 2, "reason": "never answered",
+    ...      "satisfied": False}]}})
+    >>> for r in ConversationCompleteness(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Conversation completeness: 0.50 1 of 2 user intentions satisfied; not satisfied: "know the
+        days left" (turn 2) (never answered)
+    """
+
     name = "Conversation completeness"
     aliases = ("ConversationCompleteness",)
     description = (
@@ -271,6 +312,29 @@ _RETENTION_REPLY = (
 
 @register
 class KnowledgeRetention(ConversationEvaluator):
+    """Of the assistant's turns, the share that keep what the user already said: one judge
+    call lists the facts the user gave (with their turns), another names each turn that asks
+    for or contradicts one of them. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the replies a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> from evalrunner.suite.model import Turn
+    >>> turns = [Turn(role="user", content="I'm employee 4411. Book leave for March 3 to 7."),
+    ...          Turn(role="assistant", content="Booked: 5 days."),
+    ...          Turn(role="user", content="How many days do I have left?"),
+    ...          Turn(role="assistant", content="What is your employee id?")]
+    >>> sample = Sample(question=turns[2].content, answer=turns[3].content, turns=turns)
+    >>> judge = ScriptedJudge({
+    ...     "knowledge retention facts": {"facts": [{"turn": 1, "fact": "employee id is 4411"}]},
+    ...     "knowledge retention verdicts": {"verdicts": [
+    ...         {"turn": 1, "reason": "uses the dates", "forgot": False},
+    ...         {"turn": 2, "reason": "asks for the id again", "forgot": True, "fact": 1}]}})
+    >>> for r in KnowledgeRetention(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Knowledge retention: 0.50 1 of 2 assistant turns retain the 1 fact(s) the user gave; turn 2
+        forgot "employee id is 4411" given in turn 1 (asks for the id again)
+    """
+
     name = "Knowledge retention"
     aliases = ("KnowledgeRetention", "Knowledge attrition")
     description = "the assistant never re-asks or contradicts a fact the user gave (LLM judge)"
@@ -345,6 +409,27 @@ NO_ROLE = (
 
 @register
 class RoleAdherence(ConversationEvaluator[RoleOptions]):
+    """Of the assistant's turns, the share that stay in the role it was given (the case's
+    ``role`` column, else the ``role`` option), from one judge call. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> from evalrunner.suite.model import Turn
+    >>> turns = [Turn(role="user", content="Book leave for March 3 to 7."),
+    ...          Turn(role="assistant", content="Booked: 5 days."),
+    ...          Turn(role="user", content="How many days do I have left?"),
+    ...          Turn(role="assistant", content="The cafeteria serves pasta on Fridays.")]
+    >>> sample = Sample(question=turns[2].content, answer=turns[3].content, turns=turns)
+    >>> judge = ScriptedJudge({"role adherence": {"verdicts": [
+    ...     {"turn": 1, "reason": "books leave", "verdict": True},
+    ...     {"turn": 2, "reason": "talks about the cafeteria", "verdict": False}]}})
+    >>> role = RoleAdherence(options={"role": "Acme's HR leave assistant"}, judge=judge)
+    >>> for r in role.evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Role adherence: 0.50 1 of 2 assistant turns adhere to the role; out of role: turn 2 (talks
+        about the cafeteria)
+    """
+
     name = "Role adherence"
     aliases = ("RoleAdherence", "Role adherence (conversation)")
     description = "each reply stays in the configured role (LLM judge)"

@@ -19,20 +19,18 @@ from evalrunner.evaluators.judge_quality.byop import BYOP, BYOP_PLACEHOLDERS, BY
 from evalrunner.evaluators.judge_quality.summarization import SummarizationJudge
 from evalrunner.evaluators.judge_quality.one_to_five import (
     RUBRIC_EVALUATORS,
+    Coherence,
+    Fluency,
+    Groundedness,
     OneToFiveEvaluator,
+    Relevance,
+    RetrievalScore,
+    Similarity,
     one_to_five_metrics,
 )
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
 CATALOG_POSITION = 130
-
-# The rubric evaluators by their class names, for code that imports them directly.
-Groundedness = RUBRIC_EVALUATORS["Groundedness"]
-Relevance = RUBRIC_EVALUATORS["Relevance"]
-Coherence = RUBRIC_EVALUATORS["Coherence"]
-Fluency = RUBRIC_EVALUATORS["Fluency"]
-Similarity = RUBRIC_EVALUATORS["Similarity"]
-RetrievalScore = RUBRIC_EVALUATORS["RetrievalScore"]
 
 __all__ = [
     "BYOP",

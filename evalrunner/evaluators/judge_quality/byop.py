@@ -88,6 +88,19 @@ class TrueFalseVerdict(BaseModel):
 
 @register
 class BYOP(JudgeEvaluator[BYOPOptions]):
+    """Your own yes/no question about a case, answered by the judge: the template's
+    placeholders are filled with the case's texts (delimited, so instructions inside them are
+    data), and the case passes when the judge answers true. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"BYOP": {"reason": "it names Shakespeare", "verdict": True}})
+    >>> byop = BYOP(options={"prompt": "Does the answer {answer} name the author?"}, judge=judge)
+    >>> for r in byop.evaluate(Sample(question="Who wrote Hamlet?", answer="Shakespeare.")):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    BYOP: 1.00 judge answered true: it names Shakespeare
+    """
+
     name = "BYOP"
     aliases = ("Bring your own prompt", "BYOP: Bring your own prompt", "Parameterizable BYOP")
     description = (

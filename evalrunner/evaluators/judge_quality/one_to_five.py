@@ -109,12 +109,82 @@ class OneToFiveEvaluator(JudgeEvaluator):
         }
 
 
+#: A short example per rubric evaluator, its docstring's (doctested): a
+#: :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the reply a model would write.
+EXAMPLES: dict[str, str] = {
+    "Groundedness": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Groundedness (1-5)": {
+...     "reason": "the date is not in the context", "score": 4}})
+>>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare, in 1601.",
+...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+>>> for r in Groundedness(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Groundedness (1-5): 4.00 4/5: the date is not in the context
+Groundedness (1-5) normalised: 0.75 (4 − 1) / 4 = 0.75; 4/5: the date is not in the context
+""",
+    "Relevance": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Relevance (1-5)": {
+...     "reason": "answers who, adds an unasked date", "score": 4}})
+>>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare, in 1601.",
+...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+>>> for r in Relevance(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Relevance (1-5): 4.00 4/5: answers who, adds an unasked date
+Relevance (1-5) normalised: 0.75 (4 − 1) / 4 = 0.75; 4/5: answers who, adds an unasked date
+""",
+    "Coherence": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Coherence (1-5)": {
+...     "reason": "the middle sentence breaks the thread", "score": 2}})
+>>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare. Denmark is cold. He did.")
+>>> for r in Coherence(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Coherence (1-5): 2.00 2/5: the middle sentence breaks the thread
+Coherence (1-5) normalised: 0.25 (2 − 1) / 4 = 0.25; 2/5: the middle sentence breaks the thread
+""",
+    "Fluency": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Fluency (1-5)": {
+...     "reason": "one grammatical error", "score": 3}})
+>>> sample = Sample(question="Who wrote Hamlet?", answer="Hamlet by Shakespeare was wrote.")
+>>> for r in Fluency(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Fluency (1-5): 3.00 3/5: one grammatical error
+Fluency (1-5) normalised: 0.50 (3 − 1) / 4 = 0.50; 3/5: one grammatical error
+""",
+    "Similarity": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Similarity (1-5)": {
+...     "reason": "same author, shorter", "score": 5}})
+>>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare.",
+...                 expected_answer="William Shakespeare wrote Hamlet.")
+>>> for r in Similarity(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Similarity (1-5): 5.00 5/5: same author, shorter
+Similarity (1-5) normalised: 1.00 (5 − 1) / 4 = 1.00; 5/5: same author, shorter
+""",
+    "RetrievalScore": """\
+>>> from evalrunner.judge.scripted import ScriptedJudge
+>>> judge = ScriptedJudge({"Retrieval score (1-5)": {
+...     "reason": "the second chunk answers it", "score": 4}})
+>>> sample = Sample(question="Who wrote Hamlet?",
+...                 contexts=["Hamlet is set in Denmark.", "Hamlet is by Shakespeare."])
+>>> for r in RetrievalScore(judge=judge).evaluate(sample):
+...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+Retrieval score (1-5): 4.00 4/5: the second chunk answers it
+Retrieval score (1-5) normalised: 0.75 (4 − 1) / 4 = 0.75; 4/5: the second chunk answers it
+""",
+}
+
+
 def rubric_evaluator(rubric: Rubric) -> type[OneToFiveEvaluator]:
     """The evaluator class of one rubric (not registered: :data:`RUBRIC_EVALUATORS` is)."""
     namespace = {
         "__module__": __name__,
         "__qualname__": rubric.class_name,
-        "__doc__": rubric.description,
+        "__doc__": f"{rubric.description}\n\n{EXAMPLES.get(rubric.class_name, '')}".rstrip(),
         "name": rubric.name,
         "aliases": rubric.aliases,
         "description": rubric.description,
@@ -132,3 +202,12 @@ def rubric_evaluator(rubric: Rubric) -> type[OneToFiveEvaluator]:
 RUBRIC_EVALUATORS: dict[str, type[OneToFiveEvaluator]] = {
     rubric.class_name: register(rubric_evaluator(rubric)) for rubric in RUBRICS
 }
+
+# The rubric evaluators by their class names, held here (their module) so that doctest finds
+# their examples and code can import them directly.
+Groundedness = RUBRIC_EVALUATORS["Groundedness"]
+Relevance = RUBRIC_EVALUATORS["Relevance"]
+Coherence = RUBRIC_EVALUATORS["Coherence"]
+Fluency = RUBRIC_EVALUATORS["Fluency"]
+Similarity = RUBRIC_EVALUATORS["Similarity"]
+RetrievalScore = RUBRIC_EVALUATORS["RetrievalScore"]

@@ -57,7 +57,7 @@ class Rubric:
 RUBRICS: tuple[Rubric, ...] = (
     Rubric(
         class_name="Groundedness",
-        aliases=("gpt_groundedness",),
+        aliases=("gpt_groundedness", "gpt_groundness"),  # the HR plan spells it so
         name="Groundedness (1-5)",
         description="LLM judge, 1–5: does the answer follow from the retrieved context?",
         inputs=frozenset({Input.ANSWER, Input.CONTEXTS}),

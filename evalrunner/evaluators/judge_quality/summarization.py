@@ -72,6 +72,27 @@ _FAITHFULNESS_RUBRIC = (
 
 @register
 class SummarizationJudge(JudgeEvaluator):
+    """The answer read as a summary: coverage of the reference summary (the expected answer)
+    and faithfulness to the source (the retrieved context), each 1–5 from one judge call,
+    normalised; the primary score is their mean. A case without a reference (or a source)
+    gets the other part only. Here a :class:`~evalrunner.judge.scripted.ScriptedJudge`
+    gives the reply a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"Summarization (judge)": {
+    ...     "coverage_reason": "keeps the day and time, drops the room", "coverage": 4,
+    ...     "faithfulness_reason": "all of it is in the source", "faithfulness": 5}})
+    >>> sample = Sample(question="Summarise the note.",
+    ...                 answer="The meeting is now on Tuesday at 10:00.",
+    ...                 contexts=["The meeting moved to Tuesday at 10:00 in room 4."],
+    ...                 expected_answer="Meeting moved to Tuesday 10:00, room 4.")
+    >>> for r in SummarizationJudge(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.3f}")
+    Summarization (judge): 0.875
+    Summary coverage (judge): 0.750
+    Summary faithfulness (judge): 1.000
+    """
+
     name = "Summarization (judge)"
     aliases = ("Summarization judge",)
     description = (

@@ -6,9 +6,12 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from evalrunner.evaluators.base import (
     Input,
     MetricSpec,
+    OptionsT,
     Sample,
     Scored,
 )
@@ -21,6 +24,7 @@ from evalrunner.evaluators.judge_rag.answers import (
     ragas_composite,
 )
 from evalrunner.evaluators.judge_rag.rag import (
+    NotInContext,
     QuestionParts,
     answer_relevancy,
     answer_relevancy_qg,
@@ -38,7 +42,7 @@ from evalrunner.judge.base import Judge
 # --- evaluators --------------------------------------------------------------------------------
 
 
-class _JudgeMetric(JudgeEvaluator):
+class _JudgeMetric(JudgeEvaluator[OptionsT]):
     """One metric computed with the run's judge by one of the functions of :mod:`.rag` and
     :mod:`.answers`."""
 
@@ -50,19 +54,86 @@ class _JudgeMetric(JudgeEvaluator):
     def measure(self, judge: Judge, sample: Sample) -> Scored: ...
 
 
+class FaithfulnessOptions(BaseModel):
+    """Run-wide settings of Faithfulness (``evaluator_options``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    not_in_context: NotInContext = Field(
+        default="unfaithful",
+        description="how a claim the retrieved context neither supports nor contradicts "
+        "counts: 'unfaithful' (default, as Ragas counts it) or 'faithful' (as DeepEval "
+        "does: only a contradicted claim is unfaithful; one more judge call per case with "
+        "unsupported claims)",
+    )
+
+
 @register
-class Faithfulness(_JudgeMetric):
+class Faithfulness(_JudgeMetric[FaithfulnessOptions]):
+    """Of the claims the answer makes, the share the retrieved context supports. The judge
+    splits the answer into statements (one call, shared with Answer Relevancy) and checks
+    each against the context; the reason quotes the first unsupported claim. Here a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the replies a model would write:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({
+    ...     "statements": {"statements": ["Shakespeare wrote Hamlet.", "Hamlet dates from 1601."]},
+    ...     "answer statement checks": {"checks": [
+    ...         {"reason": "the context names him", "supported": True, "relevant": True},
+    ...         {"reason": "the context gives no date", "supported": False, "relevant": True},
+    ...     ]},
+    ... })
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet in 1601.",
+    ...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+    >>> for r in Faithfulness(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Faithfulness: 0.50 1 of 2 claims supported by the retrieved context; first unsupported:
+        "Hamlet dates from 1601." (the context gives no date)
+
+    DeepEval counts a claim the context is silent about as faithful; the option
+    ``not_in_context: "faithful"`` does too, asking the judge which unsupported claims the
+    context contradicts (one more call):
+
+    >>> judge = ScriptedJudge({**judge.replies, "faithfulness contradictions": {"verdicts": [
+    ...     {"reason": "the context is silent on the date", "verdict": False}]}})
+    >>> deepeval = Faithfulness(options={"not_in_context": "faithful"}, judge=judge)
+    >>> for r in deepeval.evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Faithfulness: 1.00 2 of 2 claims faithful (1 the retrieved context neither supports nor
+        contradicts, counted as faithful)
+    """
+
     name = "Faithfulness"
     description = "Share of the answer's claims supported by the retrieved context (judge)."
     inputs = frozenset({Input.ANSWER, Input.CONTEXTS})
     metrics = (MetricSpec("Faithfulness", "supported claims / claims", primary=True),)
 
     def measure(self, judge: Judge, sample: Sample) -> Scored:
-        return faithfulness(judge, sample)
+        return faithfulness(judge, sample, not_in_context=self.options.not_in_context)
 
 
 @register
 class AnswerRelevancy(_JudgeMetric):
+    """Of the statements the answer makes, the share relevant to the question. With retrieved
+    context, the verdicts come from the same judge call as Faithfulness's (a cache hit when
+    both run); here a :class:`~evalrunner.judge.scripted.ScriptedJudge` gives the replies:
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({
+    ...     "statements": {"statements": ["Shakespeare wrote Hamlet.", "Hamlet dates from 1601."]},
+    ...     "answer statement checks": {"checks": [
+    ...         {"reason": "answers who", "supported": True, "relevant": True},
+    ...         {"reason": "the date was not asked", "supported": False, "relevant": False},
+    ...     ]},
+    ... })
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Shakespeare wrote Hamlet in 1601.",
+    ...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+    >>> for r in AnswerRelevancy(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Answer Relevancy: 0.50 1 of 2 statements relevant to the question; first irrelevant:
+        "Hamlet dates from 1601." (the date was not asked)
+    """
+
     name = "Answer Relevancy"
     description = "Share of the answer's statements relevant to the question (judge)."
     inputs = frozenset({Input.QUESTION, Input.ANSWER})
@@ -144,6 +215,25 @@ class ContextualPrecision(_JudgeMetric):
 
 @register
 class ContextualRecall(_JudgeMetric):
+    """Of the expected answer's statements, the share the retrieved context could have
+    supplied: low recall means the retriever missed what a correct answer needs. One judge
+    call splits the expected answer and attributes each statement (a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` here):
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"contextual recall statements": {"statements": [
+    ...     {"statement": "Shakespeare wrote Hamlet.", "reason": "chunk 1", "verdict": True},
+    ...     {"statement": "He wrote it around 1600.", "reason": "no date", "verdict": False},
+    ... ]}})
+    >>> sample = Sample(question="Who wrote Hamlet, and when?",
+    ...                 expected_answer="Shakespeare wrote Hamlet around 1600.",
+    ...                 contexts=["Hamlet is a tragedy by William Shakespeare."])
+    >>> for r in ContextualRecall(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Contextual Recall: 0.50 1 of 2 expected-answer statements attributable to the retrieved
+        context; first missing: "He wrote it around 1600." (no date)
+    """
+
     name = "Contextual Recall"
     aliases = ("Context recall",)
     description = "Share of the expected answer's statements attributable to the context."
@@ -158,6 +248,23 @@ class ContextualRecall(_JudgeMetric):
 
 @register
 class ContextualRelevancy(_JudgeMetric):
+    """Of the statements in the retrieved chunks, the share relevant to the question: low
+    relevancy means the retriever brings noise. One judge call splits every chunk and judges
+    each statement (a :class:`~evalrunner.judge.scripted.ScriptedJudge` here):
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"contextual relevancy statements": {"texts": [
+    ...     {"statements": [{"statement": "Hamlet is by Shakespeare.", "verdict": True}]},
+    ...     {"statements": [{"statement": "Elsinore is in Denmark.", "verdict": False}]},
+    ... ]}})
+    >>> sample = Sample(question="Who wrote Hamlet?", contexts=[
+    ...     "Hamlet is by Shakespeare.", "Elsinore is in Denmark."])
+    >>> for r in ContextualRelevancy(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
+    Contextual Relevancy: 0.50 1 of 2 context statements relevant to the question; chunks with
+        nothing relevant: 2; first irrelevant: "Elsinore is in Denmark."
+    """
+
     name = "Contextual Relevancy"
     description = "Share of the retrieved context's statements relevant to the question."
     inputs = frozenset({Input.QUESTION, Input.CONTEXTS})
@@ -171,6 +278,23 @@ class ContextualRelevancy(_JudgeMetric):
 
 @register
 class HallucinationJudge(_JudgeMetric):
+    """Of the expected contexts (the facts the answer must not contradict), the share the
+    answer contradicts; lower is better. One judge call gives a verdict per context (a
+    :class:`~evalrunner.judge.scripted.ScriptedJudge` here):
+
+    >>> from evalrunner.judge.scripted import ScriptedJudge
+    >>> judge = ScriptedJudge({"hallucination verdicts": {"verdicts": [
+    ...     {"reason": "it names Marlowe, not Shakespeare", "verdict": False},
+    ...     {"reason": "it says nothing of the setting", "verdict": True},
+    ... ]}})
+    >>> sample = Sample(question="Who wrote Hamlet?", answer="Marlowe wrote Hamlet.",
+    ...                 expected_contexts=["Hamlet is by Shakespeare.", "It is set in Denmark."])
+    >>> for r in HallucinationJudge(judge=judge).evaluate(sample):
+    ...     print(f"{r.metric}: {r.score:.2f} {r.success} {r.reason}")
+    Hallucination (judge): 0.50 True the answer contradicts 1 of 2 expected contexts; first:
+        context 1 "Hamlet is by Shakespeare." (it names Marlowe, not Shakespeare)
+    """
+
     name = "Hallucination (judge)"
     description = "Share of the expected contexts the answer contradicts (judge); lower is better."
     inputs = frozenset({Input.ANSWER, Input.EXPECTED_CONTEXTS})

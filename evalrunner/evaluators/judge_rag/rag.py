@@ -5,6 +5,7 @@ and question generation), Contextual Precision, Recall and Relevancy.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +20,7 @@ from evalrunner.evaluators.judge_rag.rubrics import (
     CONTEXTUAL_PRECISION_RUBRIC,
     CONTEXTUAL_RECALL_RUBRIC,
     CONTEXTUAL_RELEVANCY_RUBRIC,
+    CONTRADICTION_RUBRIC,
 )
 from evalrunner.evaluators.judge_rag.shared import (
     N_QUESTIONS,
@@ -64,7 +66,14 @@ def _answer_checks(judge: Judge, sample: Sample, found: list[str]) -> list[State
     )
 
 
-def faithfulness(judge: Judge, sample: Sample) -> Scored:
+#: How a claim the retrieved context neither supports nor contradicts counts in Faithfulness:
+#: "unfaithful" (Ragas, and this project's default) or "faithful" (DeepEval).
+NotInContext = Literal["unfaithful", "faithful"]
+
+
+def faithfulness(
+    judge: Judge, sample: Sample, *, not_in_context: NotInContext = "unfaithful"
+) -> Scored:
     assert sample.answer is not None
     _chunks(sample)  # no usable context → skipped before any call
     found = extract_claims(judge, sample.answer)
@@ -75,11 +84,40 @@ def faithfulness(judge: Judge, sample: Sample) -> Scored:
     failed = [(s, c) for s, c in zip(found, judged, strict=True) if not c.supported]
     if not failed:
         return Scored(1.0, f"all {len(found)} claims are supported by the retrieved context")
+    if not_in_context == "faithful":
+        return _faithful_unless_contradicted(judge, sample, found, [s for s, _ in failed])
     claim, check = failed[0]
     return Scored(
         supported / len(found),
         f"{supported} of {len(found)} claims supported by the retrieved context; first "
         f"unsupported: {_q(claim)}{_because(check)}",
+    )
+
+
+def _faithful_unless_contradicted(
+    judge: Judge, sample: Sample, found: list[str], unsupported: list[str]
+) -> Scored:
+    """DeepEval's count: only a claim the context contradicts is unfaithful; one it is silent
+    about counts as faithful. One more call, for the unsupported claims only."""
+    judged = verdicts(
+        judge,
+        unsupported,
+        rubric=CONTRADICTION_RUBRIC,
+        purpose="faithfulness contradictions",
+        context=_chunks(sample),
+    )
+    contradicted = [(s, v) for s, v in zip(unsupported, judged, strict=True) if v.verdict]
+    silent = len(unsupported) - len(contradicted)
+    head = (
+        f"{len(found) - len(contradicted)} of {len(found)} claims faithful ({silent} the "
+        "retrieved context neither supports nor contradicts, counted as faithful)"
+    )
+    if not contradicted:
+        return Scored(1.0, head)
+    claim, verdict = contradicted[0]
+    return Scored(
+        1 - len(contradicted) / len(found),
+        f"{head}; first contradicted: {_q(claim)}{_because(verdict)}",
     )
 
 

@@ -11,6 +11,12 @@ ANSWER_CHECKS_RUBRIC = (
     "your own knowledge); relevant is true when it addresses the question or helps to answer "
     "it (a pertinent caveat counts), false when off-topic or filler."
 )
+CONTRADICTION_RUBRIC = (
+    "The statements in <statements> come from an answer; the retrieved <context> does not "
+    "state them. For each, verdict true when the context contradicts it (states something "
+    "incompatible with it), false when the context is merely silent about it (use only the "
+    "context, not your own knowledge)."
+)
 ANSWER_RELEVANCY_RUBRIC = (
     "The statements in <statements> come from an answer to the question in <question>. For "
     "each, verdict true when it addresses the question or helps to answer it (a pertinent "

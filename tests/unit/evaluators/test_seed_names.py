@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalrunner.evaluators import Sample, resolve
+from evalrunner.evaluators import Sample, resolve, resolve_all
 from evalrunner.evaluators.registry import default_names
 
 #: H2O Eval Studio's catalog names (as its evaluator overview writes them) and the seed
@@ -33,6 +33,7 @@ NAMES = {
     "ada_similarity": "Answer semantic similarity",
     "gpt_similarity": "Similarity (1-5)",
     "gpt_groundedness": "Groundedness (1-5)",
+    "gpt_groundness": "Groundedness (1-5)",  # the HR plan's own spelling
     "gpt_relevance": "Relevance (1-5)",
     "gpt_retrieval_score": "Retrieval score (1-5)",
     "gpt_coherence": "Coherence (1-5)",
@@ -49,6 +50,11 @@ NAMES = {
 @pytest.mark.parametrize(("written", "evaluator"), NAMES.items())
 def test_name_resolves(written: str, evaluator: str) -> None:
     assert resolve(written).name == evaluator
+
+
+@pytest.mark.parametrize("written", ["ROUGE/BLUE", "rouge/bleu"])
+def test_the_plan_s_rouge_bleu_column_selects_both(written: str) -> None:
+    assert [c.name for c in resolve_all([written, "BLEU"])] == ["Rouge Metric", "BLEU"]
 
 
 def sample(**fields: object) -> Sample:
