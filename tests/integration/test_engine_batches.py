@@ -63,9 +63,11 @@ def details(result) -> list[dict[str, str]]:
     return read_csv(next(p for p in result.files if p.name.endswith("details.csv")))
 
 
-def run(tmp_path, suite_file, spy, **extra):
+def run(tmp_path, suite_file, spy, function_timeout=None, **extra):
     engine = LocalEngine(
-        pipeline=local_pipeline, extra_functions={"echo-target": echo_target, RUN_CASE: spy}
+        pipeline=local_pipeline,
+        extra_functions={"echo-target": echo_target, RUN_CASE: spy},
+        function_timeout=function_timeout,
     )
     seen = []
     result = engine.run(event(**extra), suite=suite_file, out_dir=tmp_path, on_progress=seen.append)
@@ -88,10 +90,11 @@ def test_a_task_runs_several_cases_and_every_case_is_reported(tmp_path, suite_fi
 def test_a_task_near_its_time_limit_hands_its_cases_to_a_new_task(
     tmp_path, suite_file, monkeypatch
 ):
-    # a reserve above Lambda's whole 900 s: every task stops after its first case
+    # a reserve above Lambda's whole 900 s: every task stops after its first case (a local
+    # run has no function limit unless asked, so this one asks for Lambda's)
     monkeypatch.setattr(run_case_module, "MIN_CASE_RESERVE_S", 10_000.0)
     spy = Spy()
-    result, _ = run(tmp_path, suite_file, spy)
+    result, _ = run(tmp_path, suite_file, spy, function_timeout=900.0)
     # the state machine gave each unstarted remainder to a new task, one case at a time
     assert sorted((t["first"], t["count"]) for t in spy.tasks()) == [
         (0, 3),
