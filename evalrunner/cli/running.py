@@ -327,6 +327,14 @@ def run(
     ] = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Module of your own metrics (@evalrunner.metric functions, Evaluator "
+            "subclasses): an importable module name or a .py file (repeatable). Its metrics "
+            "run besides the defaults, or when named with --metric."
+        ),
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,
@@ -408,6 +416,7 @@ def run(
                 iterations=iterations,
                 max_concurrency=max_concurrency,
                 metrics=metric or None,
+                plugins=plugin or None,
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,
