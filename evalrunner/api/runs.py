@@ -33,6 +33,7 @@ def evaluate(
     target: Any,
     *,
     metrics: Sequence[MetricChoice] | None = None,
+    plugins: Sequence[str] | None = None,
     iterations: int = 1,
     judge: Mapping[str, Any] | str | None = None,
     out: str | Path = DEFAULT_OUT,
@@ -64,6 +65,8 @@ def evaluate(
     evaluator objects with their settings (``Faithfulness(threshold=0.8)``; ``thresholds``
     given here win over theirs) and ``@evalrunner.metric`` functions or your own Evaluator
     subclasses, mixed; your metrics' modules are imported by every step of the run.
+    ``plugins``: modules of your own metrics by name or .py path, as ``--plugin``: their
+    metrics run besides the defaults, or when named in ``metrics``.
     ``suite_name``: the file name a suite given as Python rows is reported under
     (``<suite_name>.json``). ``fail_on``,
     ``fail_on_regression``, ``max_error_share``: what fails the run, as ``--fail-on``,
@@ -106,7 +109,7 @@ def evaluate(
             iterations=iterations,
             max_concurrency=max_concurrency,
             metrics=chosen.metrics or None,
-            plugins=chosen.plugins or None,
+            plugins=list(dict.fromkeys([*(plugins or []), *chosen.plugins])) or None,
             fail_under=dict(fail_under) if fail_under else None,
             thresholds={**chosen.thresholds, **(thresholds or {})} or None,
             baseline=baseline,
