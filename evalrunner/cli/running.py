@@ -329,11 +329,7 @@ def run(
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     plugin: Annotated[
         list[str] | None,
-        typer.Option(
-            help="Module of your own metrics (@evalrunner.metric functions, Evaluator "
-            "subclasses): an importable module name or a .py file (repeatable). Its metrics "
-            "run besides the defaults, or when named with --metric."
-        ),
+        typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[

@@ -208,9 +208,10 @@ def _evaluators_of(module: ModuleType) -> list[type[Evaluator]]:
     catalog = registry.available()
     out: list[type[Evaluator]] = []
     for value in vars(module).values():
-        cls = value.evaluator if isinstance(value, MetricFunction) else value
-        if not (inspect.isclass(cls) and issubclass(cls, Evaluator)):
+        found = value.evaluator if isinstance(value, MetricFunction) else value
+        if not (inspect.isclass(found) and issubclass(found, Evaluator)):
             continue
+        cls: type[Evaluator] = found
         if cls.__module__ != module.__name__ or inspect.isabstract(cls):
             continue
         if catalog.get(getattr(cls, "name", "")) is not cls:
