@@ -22,6 +22,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +39,8 @@ from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, NoOptions, 
 ENTRY_POINT_GROUP = "evalrunner.evaluators"
 #: Set on a module imported from a file path: the path, which is what a run carries.
 PATH_ATTRIBUTE = "__evalrunner_plugin_path__"
+#: The plugin modules a deployed function may import, comma-separated (what its code holds).
+ENV_DEPLOYED_PLUGINS = "EVALRUNNER_PLUGINS"
 
 #: What a metric function may return: a number (bool: 1 or 0), or a score with its reason.
 ScoreLike: TypeAlias = float | int | bool | Scored
@@ -140,11 +143,24 @@ def _class_name(name: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words) or "Metric"
 
 
-def normalize(ref: str) -> str:
-    """How a run records a plugin: a module name as given, a file by its absolute path."""
+def normalize(ref: str, environ: Mapping[str, str] | None = None) -> str:
+    """How a run records a plugin: a module name as given, a file by its absolute path.
+
+    In a deployed function (``environ``, default this process's, has
+    ``AWS_LAMBDA_FUNCTION_NAME``) only the modules :data:`ENV_DEPLOYED_PLUGINS` lists are
+    allowed: an event is untrusted input, and must not choose what code the function runs."""
     if not isinstance(ref, str) or not ref.strip():
         raise PluginError(f"plugin {ref!r}: give a module name (my_metrics) or a .py file path")
     ref = ref.strip()
+    env = os.environ if environ is None else environ
+    if env.get("AWS_LAMBDA_FUNCTION_NAME"):
+        allowed = [p.strip() for p in env.get(ENV_DEPLOYED_PLUGINS, "").split(",") if p.strip()]
+        if ref not in allowed:
+            raise PluginError(
+                f"plugin {ref!r}: a deployed run imports only the plugin modules its deployment "
+                f"holds ({ENV_DEPLOYED_PLUGINS}: {', '.join(allowed) or 'none'}). Run it "
+                "locally with --plugin, or add the module to the function code."
+            )
     if ref.endswith(".py") or "/" in ref or "\\" in ref:
         path = Path(ref).expanduser().resolve()
         if not path.is_file():
