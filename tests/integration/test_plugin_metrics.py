@@ -230,3 +230,23 @@ def test_the_readmes_example_metric_runs_as_written(tmp_path, server):
     assert result.exit_code == 0, result.output
     details, _ = reports(out, json.loads(result.output))
     assert {row["Gives a number score"] for row in details} == {"1.0000"}
+
+
+def test_evaluate_takes_plugins_as_the_cli_does(tmp_path, server):
+    plugin = tmp_path / "api_metrics.py"
+    plugin.write_text(PLUGIN.format(name="Api days"), "utf-8")
+
+    run = evalrunner.evaluate(
+        suite(tmp_path),
+        {"url": server.url},
+        plugins=[str(plugin)],
+        out=tmp_path / "out",
+        preflight=False,
+        fail_on="never",
+    )
+
+    results = run.results.set_index(["Metric", "Iteration"])
+    days = results.loc[("Api days", "all")]
+    assert (days["Count"], days["Errored"]) == (2, 1)
+    assert days["Pass rate"] == pytest.approx(1 / 3)  # of the three cases, as for a built-in
+    assert ("ROUGE-L", "all") in results.index  # beside the default selection
