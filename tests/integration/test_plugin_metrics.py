@@ -250,3 +250,17 @@ def test_evaluate_takes_plugins_as_the_cli_does(tmp_path, server):
     assert (days["Count"], days["Errored"]) == (2, 1)
     assert days["Pass rate"] == pytest.approx(1 / 3)  # of the three cases, as for a built-in
     assert ("ROUGE-L", "all") in results.index  # beside the default selection
+
+
+def test_evalrunner_metrics_lists_a_plugins_metrics_after_the_built_in_ones(tmp_path):
+    plugin = tmp_path / "listed.py"
+    plugin.write_text(PLUGIN.format(name="Listed days"), "utf-8")
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["metrics", "--plugin", str(plugin)], terminal_width=200)
+    broken = runner.invoke(app, ["metrics", "--plugin", str(tmp_path / "absent.py")])
+
+    assert listed.exit_code == 0, listed.output
+    names = [line.split("│")[1].strip() for line in listed.output.splitlines() if "│" in line]
+    assert "Listed days" in names and names.index("Listed days") > names.index("Token F1")
+    assert broken.exit_code == 2 and "absent.py" in broken.output
