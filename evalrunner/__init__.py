@@ -10,12 +10,27 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalrunner.api import EvalRun, assert_case, evaluate, start_aws
+    from evalrunner.evaluators.base import Evaluator, Sample, Scored
+    from evalrunner.evaluators.plugins import metric
 
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
 _LAZY = dict.fromkeys(("evaluate", "start_aws", "assert_case", "EvalRun"), "evalrunner.api")
+# Writing a metric of your own: the decorator, what it is given and what it may return.
+_LAZY.update(metric="evalrunner.evaluators.plugins")
+_LAZY.update(dict.fromkeys(("Evaluator", "Sample", "Scored"), "evalrunner.evaluators.base"))
 
-__all__ = ["EvalRun", "__version__", "assert_case", "evaluate", "start_aws"]
+__all__ = [
+    "EvalRun",
+    "Evaluator",
+    "Sample",
+    "Scored",
+    "__version__",
+    "assert_case",
+    "evaluate",
+    "metric",
+    "start_aws",
+]
 
 
 def __getattr__(name: str) -> Any:

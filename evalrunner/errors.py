@@ -75,6 +75,15 @@ class ConfigError(EvalRunnerError):
     code = "InvalidConfig"
 
 
+class PluginError(ConfigError):
+    """A metric in the user's own code cannot be used: its module (``--plugin``, the event's
+    ``plugins``, an ``evalrunner.evaluators`` entry point) does not import, or it names a
+    metric that a built-in evaluator (or another plugin) already has. Bad input, like any
+    other setting: the message names the module and what to change."""
+
+    code = "InvalidPlugin"
+
+
 class TargetError(EvalRunnerError):
     """Calling the target failed; recorded on the case, never fatal for the run."""
 

@@ -94,6 +94,11 @@ class RunEvent(BaseModel):
         return self.spec.resolution.metrics_explicit
 
     @property
+    def plugins(self) -> list[str]:
+        """The plugin modules of the run's own metrics (module names, absolute .py paths)."""
+        return self.spec.resolution.plugins
+
+    @property
     def thresholds(self) -> dict[str, float]:
         return self.spec.thresholds or {}
 

@@ -57,6 +57,8 @@ class Resolution:
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Resolved (intensity and name filled in); empty: no robustness run.
     perturbations: list[PerturbationSpec] = field(default_factory=list)
+    #: The plugin modules, each a module name or an absolute .py path (imported).
+    plugins: list[str] = field(default_factory=list)
 
 
 def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[str], Resolution]:
@@ -69,8 +71,11 @@ def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[s
         except EventError as exc:
             problems.extend(exc.problems)
     judge, judge_from = _judge(raw, problems)
+    plugins, plugin_classes = _plugins(raw.get("plugins"), problems)
     names = _selected_metrics(raw)
     classes = _evaluators(names, isinstance(judge, dict), problems)
+    if names is None:  # the default selection, and the metrics of the plugins named
+        classes += [c for c in plugin_classes if c not in classes]
     problems.extend(non_finite_numbers(raw))
     _gates(raw, classes, problems)
     options = _options(raw.get("evaluator_options"), classes, problems)
@@ -85,7 +90,31 @@ def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[s
         judge=judge if isinstance(judge, dict) else None,
         evaluator_options=options,
         perturbations=perturbations,
+        plugins=plugins,
     )
+
+
+def _plugins(value: Any, problems: list[str]) -> tuple[list[str], list[type[Evaluator]]]:
+    """Import the event's plugin modules before any metric name is looked up: their
+    metrics join the catalog. Each module that fails is a problem naming it."""
+    from evalrunner.evaluators import plugins
+
+    if not isinstance(value, list):
+        return [], []
+    refs: list[str] = []
+    classes: list[type[Evaluator]] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            continue  # the field's type says so
+        try:
+            ref = plugins.normalize(item)
+            found = plugins.load([ref])
+        except ConfigError as exc:
+            problems.append(f"plugins[{index}]: {exc.message}")
+            continue
+        refs.append(ref)
+        classes += [c for c in found if c not in classes]
+    return refs, classes
 
 
 def _evaluators(

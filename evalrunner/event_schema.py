@@ -171,6 +171,14 @@ class EventSpec(SpecModel):
         'synonym, ...), e.g. [{"kind": "typos", "intensity": 0.1, "seed": 7}], and report '
         "the cases whose verdict flipped. 'evalrunner perturbations' lists the kinds.",
     )
+    plugins: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        max_length=50,
+        description="Modules of your own metrics (@evalrunner.metric functions, Evaluator "
+        "subclasses), each an importable module name or a .py file path. Every step imports "
+        "them, so their metrics can be named in metrics, thresholds and fail_under; when the "
+        "event names no metric, theirs run besides the default selection.",
+    )
 
     @field_validator("target", mode="before")
     @classmethod

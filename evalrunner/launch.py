@@ -83,6 +83,7 @@ def local_event(
     fail_on: str | None = None,
     fail_on_regression: bool = False,
     max_error_share: float | None = None,
+    plugins: list[str] | None = None,
 ) -> dict[str, Any]:
     """The event of a local run of a suite file against one target, from the options the
     CLI's ``run`` and :func:`evalrunner.evaluate` share; options left out are left out."""
@@ -94,6 +95,7 @@ def local_event(
     }
     optional = {
         "profile": profile,
+        "plugins": plugins,
         "metrics": metrics,
         "fail_under": fail_under,
         "thresholds": thresholds,

@@ -9,7 +9,8 @@
       {"suite": "hr.csv", "target": {"url": "http://localhost:8080/ask"},
        "metrics": ["Rouge Metric"], "thresholds": {"ROUGE-L": 0.5}, "iterations": 1}
 
-  ``suite`` is relative to the file; ``target`` is the event's target object or
+  ``suite`` is relative to the file, and so is a ``.py`` file in ``plugins`` (the modules of
+  your own metrics, as ``--plugin``); ``target`` is the event's target object or
   ``"module:function"``, a Python function imported from the file's folder and run
   in-process. The suite runs once, when its first item runs; each item then passes when
   every iteration of its case was answered and passed its gated metrics (the primary ones and
@@ -120,6 +121,11 @@ class SuiteFile(pytest.File):
             spec = dict(self.spec)
             spec.pop("suite")
             target = _target(spec.pop("target"), self.path.parent)
+            if isinstance(spec.get("plugins"), list):  # a .py file: beside the spec file
+                spec["plugins"] = [
+                    str(self.path.parent / p) if isinstance(p, str) and p.endswith(".py") else p
+                    for p in spec["plugins"]
+                ]
             out = self.config.getoption("evalrunner_out") or self.config.rootpath / "evalrunner-out"
             try:
                 self._run = evaluate(self.suite_path, target, out=out, **spec)

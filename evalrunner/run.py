@@ -52,6 +52,9 @@ class RunConfig(BaseModel):
     target_name: str
     iterations: int
     metrics: list[str]
+    #: Modules of the user's own metrics that every step imports before building its
+    #: evaluators (module names, absolute .py paths): metrics cross steps by name.
+    plugins: list[str] = Field(default_factory=list)
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)

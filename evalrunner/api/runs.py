@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalrunner.api.inputs import suite_file, target_spec
 from evalrunner.api.result import EvalRun
 from evalrunner.errors import EventError
+from evalrunner.evaluators.plugins import MetricChoice, selection
 from evalrunner.launch import local_event, run_local
 from evalrunner.reports.verdict import FailOn
 
@@ -31,8 +32,9 @@ def evaluate(
     suite: Any,
     target: Any,
     *,
-    metrics: Sequence[str] | None = None,
+    metrics: Sequence[MetricChoice] | None = None,
     profile: str | None = None,
+    plugins: Sequence[str] | None = None,
     iterations: int = 1,
     judge: Mapping[str, Any] | str | None = None,
     out: str | Path = DEFAULT_OUT,
@@ -62,9 +64,14 @@ def evaluate(
     without one, judge metrics are skipped with a reason. ``profile``: a named set of metrics
     and thresholds, as ``--profile`` (``"seed-003"``: the seed runner's nine metrics at
     DeepEval's default threshold 0.5); ``metrics`` and ``thresholds`` add to it. ``out``: the
-    reports folder (earlier runs there are the baseline, as with the CLI). ``suite_name``: the
-    file name a suite given as Python rows is reported under (``<suite_name>.json``).
-    ``fail_on``,
+    reports folder (earlier runs there are the baseline, as with the CLI). ``metrics``: names
+    (``"Rouge Metric"``), evaluator objects with their settings (``Faithfulness(threshold=0.8)``;
+    ``thresholds`` given here win over theirs) and ``@evalrunner.metric`` functions or your own
+    Evaluator subclasses, mixed; your metrics' modules are imported by every step of the run.
+    ``plugins``: modules of your own metrics by name or .py path, as ``--plugin``: their
+    metrics run besides the defaults, or when named in ``metrics``.
+    ``suite_name``: the file name a suite given as Python rows is reported under
+    (``<suite_name>.json``). ``fail_on``,
     ``fail_on_regression``, ``max_error_share``: what fails the run, as ``--fail-on``,
     ``--fail-on-regression`` and ``--max-error-share`` (default: a case below a primary
     metric's threshold fails it; more than 10% errors make it not measured); the returned
@@ -93,6 +100,7 @@ def evaluate(
             f"function_timeout: {function_timeout!r} is not a number of seconds of at least 1; "
             "leave it out for no limit"
         )
+    chosen = selection(list(metrics or []))
     spec, functions = target_spec(target)
     if target_options:
         spec = {**spec, **dict(target_options)}
@@ -103,13 +111,14 @@ def evaluate(
             spec,
             iterations=iterations,
             max_concurrency=max_concurrency,
-            metrics=list(metrics) if metrics else None,
+            metrics=chosen.metrics or None,
             profile=profile,
+            plugins=list(dict.fromkeys([*(plugins or []), *chosen.plugins])) or None,
             fail_under=dict(fail_under) if fail_under else None,
-            thresholds=dict(thresholds) if thresholds else None,
+            thresholds={**chosen.thresholds, **(thresholds or {})} or None,
             baseline=baseline,
             judge=_judge(judge),
-            evaluator_options=dict(evaluator_options) if evaluator_options else None,
+            evaluator_options={**chosen.options, **(evaluator_options or {})} or None,
             max_text_chars=max_text_chars,
             fail_on=_fail_on(fail_on),
             fail_on_regression=fail_on_regression,

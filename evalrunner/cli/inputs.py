@@ -127,15 +127,26 @@ def list_perturbations() -> None:
     out.print(table)
 
 
-def list_metrics() -> None:
+def list_metrics(
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(help="Module (name or .py file) of your own metrics to list too."),
+    ] = None,
+) -> None:
     """List the evaluators of this release with their metrics and default thresholds."""
-    from evalrunner.evaluators import available
+    from evalrunner.evaluators import available, plugins
     from evalrunner.models import default_model
+
+    try:  # an installed entry point or a named module that does not import is bad input
+        plugins.load(plugins.normalize(p) for p in plugin or [])
+        catalog = available()
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
 
     table = Table(title="evaluators")
     for col in ("Evaluator", "Needs", "Metrics (primary first)", "Threshold"):
         table.add_column(col, overflow="fold")  # a model's long name wraps, never "…"
-    for name, cls in available().items():
+    for name, cls in catalog.items():
         primary = cls.primary_metric()
         metrics = [primary, *[m for m in cls.metrics if m is not primary]]
         direction = "higher" if primary.higher_is_better else "lower"

@@ -179,6 +179,10 @@ def run(
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     profile: ProfileOption = None,
+    plugin: Annotated[
+        list[str] | None,
+        typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,
@@ -263,6 +267,7 @@ def run(
                 max_concurrency=max_concurrency,
                 metrics=metric or None,
                 profile=profile,
+                plugins=plugin or None,
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,

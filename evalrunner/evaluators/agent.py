@@ -253,8 +253,9 @@ class ArgumentCorrectness(Evaluator[ArgumentOptions]):
         options: Mapping[str, Any] | None = None,
         *,
         judge: Judge | None = None,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         #: Asked only with ``judged: true``, and only about values that differ.
         self.judge = judge
 

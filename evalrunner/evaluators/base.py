@@ -275,15 +275,33 @@ class Evaluator(ABC, Generic[OptionsT]):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
     ) -> None:
+        """``thresholds`` by metric name (or this evaluator's name: its primary metric);
+        ``threshold``: the primary metric's, the short form for Python
+        (``evaluate(metrics=[Faithfulness(threshold=0.8)])``); ``options``: the settings of
+        the event's ``evaluator_options``, validated by the options model."""
         # The model validated here is the class's type argument (see __init_subclass__).
         self._options = cast(OptionsT, self.options_model.model_validate(dict(options or {})))
+        #: The options as given, so ``evaluate()`` can carry an object's into the run's event.
+        self.chosen_options: dict[str, Any] = dict(options or {})
         self._thresholds = {m.name: m.threshold for m in self.metrics}
         for key, value in (thresholds or {}).items():
             if key in self._thresholds:
                 self._thresholds[key] = float(value)
             elif key == self.name:
                 self._thresholds[self.primary_metric().name] = float(value)
+        if threshold is not None:
+            self._thresholds[self.primary_metric().name] = float(threshold)
+
+    def chosen_thresholds(self) -> dict[str, float]:
+        """The thresholds this object has that differ from its metrics' defaults."""
+        return {
+            m.name: self._thresholds[m.name]
+            for m in self.metrics
+            if self._thresholds[m.name] != m.threshold
+        }
 
     @classmethod
     def for_run(

@@ -274,8 +274,10 @@ class EncodingGuardrail(Evaluator[EncodingOptions]):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         self._filter = FindingFilter(self.options)
 
     @classmethod

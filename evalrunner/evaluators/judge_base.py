@@ -77,8 +77,9 @@ class JudgeEvaluator(Evaluator[OptionsT]):
         options: Mapping[str, Any] | None = None,
         *,
         judge: Judge | None = None,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         #: The run's judge; None skips every metric with the reason (no judge configured).
         self.judge = judge
 

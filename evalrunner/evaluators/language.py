@@ -377,8 +377,10 @@ class LanguageMismatch(Evaluator[LanguageOptions]):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         self._canonical: dict[str, str] = {}
         for group in self.options.equivalent_languages:
             for code in group:

@@ -217,8 +217,10 @@ class _Leakage(Evaluator[LeakageOptionsT]):
         self,
         thresholds: Mapping[str, float] | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         self._filter = FindingFilter(self.options)
 
     def score(self, sample: Sample) -> Mapping[str, Scored]:

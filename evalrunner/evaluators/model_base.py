@@ -46,8 +46,9 @@ class ModelEvaluator(BatchEvaluator[ModelOptionsT]):
         options: Mapping[str, Any] | None = None,
         *,
         models: ModelHub | None = None,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options)
+        super().__init__(thresholds, options, threshold=threshold)
         self._models = models
 
     @classmethod

@@ -7,6 +7,13 @@ same in a checkout, a wheel and the Lambda package), which runs those decorators
 catalog order — that of ``evalrunner metrics``, of the default selection and so of the
 reports' columns — is each module's ``CATALOG_POSITION`` (a number; modules without one
 come last, by name), then the order of registration within the module.
+
+Evaluators from the user's own code (:mod:`evalrunner.evaluators.plugins`: ``--plugin``, the
+event's ``plugins``, the ``evalrunner.evaluators`` entry point group) register here too, after
+the catalog and checked against it: a name a built-in evaluator or metric already has is
+refused (:class:`~evalrunner.errors.PluginError`), since thresholds, gates and report columns
+name metrics and two of one name would make them ambiguous. They come after the built-in
+ones in every listing and never join the default selection of an event that names no metric.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import threading
 from collections.abc import Iterable
 from typing import TypeVar
 
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, PluginError
 from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
 
 _REGISTRY: dict[str, type[Evaluator]] = {}
@@ -37,12 +44,23 @@ def _key(name: str) -> str:
 E = TypeVar("E", bound=type[Evaluator])
 
 
+def is_builtin(cls: type[Evaluator]) -> bool:
+    """Whether ``cls`` is one of this package's evaluators (not a plugin's)."""
+    return cls.__module__ == PACKAGE or cls.__module__.startswith(f"{PACKAGE}.")
+
+
 def register(cls: E) -> E:
     """Class decorator: make ``cls`` selectable by its name and aliases.
 
     Metric names are unique across evaluators: thresholds and gates name metrics, and a
-    name shared by two evaluators would make them ambiguous.
+    name shared by two evaluators would make them ambiguous. A plugin's clash is the user's
+    to fix (:class:`PluginError`); a built-in's is a bug of this package (RuntimeError).
     """
+    if not is_builtin(cls):
+        _ensure_loaded()  # a plugin is checked against the whole catalog
+        with _load_lock:
+            _register_plugin(cls)
+        return cls
     for other in _REGISTRY.values():
         if other.name == cls.name:
             continue
@@ -58,24 +76,68 @@ def register(cls: E) -> E:
     return cls
 
 
+def _register_plugin(cls: type[Evaluator]) -> None:
+    where = f"{cls.__qualname__} in {cls.__module__}"
+    missing = [a for a in ("name", "description", "inputs", "metrics") if not hasattr(cls, a)]
+    if missing or not getattr(cls, "metrics", ()):
+        raise PluginError(
+            f"{where}: an Evaluator subclass must set {', '.join(missing) or 'metrics'} "
+            "(see 'Writing a metric' in the README)"
+        )
+    for other in list(_REGISTRY.values()):
+        if other.__module__ == cls.__module__ and other.__qualname__ == cls.__qualname__:
+            _unregister(other)  # the same definition again (a module or cell run twice)
+    metric_owners = {_key(m.name): c for c in _REGISTRY.values() for m in c.metrics}
+    for name in dict.fromkeys((cls.name, *cls.aliases, *(m.name for m in cls.metrics))):
+        owner = _REGISTRY.get(_LOOKUP.get(_key(name), "")) or metric_owners.get(_key(name))
+        if owner is None:
+            continue
+        kind = "built-in evaluator" if is_builtin(owner) else f"plugin {owner.__module__}'s"
+        raise PluginError(
+            f"metric name {name!r} ({where}) is already taken by the {kind} {owner.name!r}: "
+            "give yours another name (name=... in @evalrunner.metric, or the class's name "
+            "and metrics). 'evalrunner metrics' lists the names in use."
+        )
+    for alias in (cls.name, *cls.aliases):
+        _LOOKUP[_key(alias)] = cls.name
+    _REGISTRY[cls.name] = cls
+
+
+def _unregister(cls: type[Evaluator]) -> None:
+    _REGISTRY.pop(cls.name, None)
+    for key in [k for k, v in _LOOKUP.items() if v == cls.name]:
+        del _LOOKUP[key]
+
+
 #: The package whose modules are the catalog.
 PACKAGE = "evalrunner.evaluators"
 _loaded = False
+_loading = False
 _load_lock = threading.RLock()
 
 
 def _ensure_loaded() -> None:
     """Import every module of :data:`PACKAGE` once (their ``@register`` decorators run),
     then put the registry in catalog order."""
-    global _loaded
+    global _loaded, _loading
     if _loaded:
         return
     with _load_lock:
-        if _is_loaded():  # another thread finished while this one waited for the lock
+        # another thread finished while this one waited for the lock; or this thread is the
+        # one loading, and an entry point's evaluator is registering (checked when done)
+        if _is_loaded() or _loading:
             return
-        package = importlib.import_module(PACKAGE)
-        for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
-            importlib.import_module(module.name)
+        _loading = True
+        try:
+            package = importlib.import_module(PACKAGE)
+            for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
+                if module.name != f"{PACKAGE}.plugins":
+                    importlib.import_module(module.name)
+            from evalrunner.evaluators.plugins import load_entry_points
+
+            load_entry_points()
+        finally:
+            _loading = False
         ordered = sorted(_REGISTRY.values(), key=_catalog_key)  # stable: keeps module order
         _REGISTRY.clear()
         _REGISTRY.update((cls.name, cls) for cls in ordered)
@@ -119,7 +181,9 @@ def default_names(*, with_judge: bool = False) -> list[str]:
     """What runs when the event names no metric: everything that needs no model and no
     judge, plus the five RAG judge metrics when a judge is configured."""
     names = [
-        n for n, c in available().items() if c.requires is Requirement.NOTHING and c.in_defaults
+        n
+        for n, c in available().items()
+        if c.requires is Requirement.NOTHING and c.in_defaults and is_builtin(c)
     ]
     if with_judge:
         names += [n for n in JUDGE_DEFAULTS if n in _REGISTRY]

@@ -165,6 +165,10 @@ class RunContext:
     ) -> None:
         self.store = store
         self.config = config
+        if config.plugins:  # the user's metrics join the catalog before any is looked up
+            from evalrunner.evaluators import plugins
+
+            plugins.load(config.plugins)
         #: The process's settings (its :class:`Runtime`'s), read once, not per step.
         self.settings = Settings.from_env() if settings is None else settings
         #: Credentials for targets and the judge; None: the environment's (boto3's default).

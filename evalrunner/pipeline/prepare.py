@@ -265,6 +265,7 @@ def prepare_run(
         target_name=name,
         iterations=event.iterations,
         metrics=event.metrics,
+        plugins=event.plugins,
         thresholds=event.thresholds,
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,

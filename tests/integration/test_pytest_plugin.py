@@ -242,3 +242,35 @@ def test_a_conversation_is_one_item_that_fails_on_its_failing_turn(pytester, tmp
         ]
     )
     result.stdout.fnmatch_lines(["*case city failed:*", "*(turn 2)*"])
+
+
+def test_a_metric_of_the_users_own_gates_each_case_item(pytester, tmp_path):
+    pytester.makefile(".csv", hr=SUITE)
+    pytester.makepyfile(hr_bot_plugin_test=BOT)
+    (pytester.path / "hr_metrics.py").write_text(
+        "import evalrunner\n\n\n"
+        '@evalrunner.metric(name="Says a number", threshold=1.0)\n'
+        "def says_a_number(sample):\n"
+        '    return 1.0 if any(c.isdigit() for c in sample.answer or "") else 0.0\n',
+        encoding="utf-8",
+    )
+    spec = {
+        "suite": "hr.csv",
+        "target": "hr_bot_plugin_test:answer",
+        "plugins": ["hr_metrics.py"],
+        "metrics": ["Says a number"],
+    }
+    (pytester.path / "hr.evalrunner.json").write_text(json.dumps(spec), encoding="utf-8")
+
+    result = run_pytest(
+        pytester, "-v", "--evalrunner-out", str(tmp_path / "out"), "hr.evalrunner.json"
+    )
+
+    result.stdout.fnmatch_lines(
+        [
+            "*hr.evalrunner.json::leave PASSED*",
+            "*hr.evalrunner.json::wrong FAILED*",
+            "*hr.evalrunner.json::unexpected FAILED*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*case wrong failed:*", "*Says a number: 0.0* (threshold 1.0)*"])

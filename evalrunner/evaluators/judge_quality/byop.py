@@ -124,8 +124,9 @@ class BYOP(JudgeEvaluator[BYOPOptions]):
         options: Mapping[str, Any] | None = None,
         *,
         judge: Judge | None = None,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options, judge=judge)
+        super().__init__(thresholds, options, threshold=threshold, judge=judge)
         self._fields = template_fields(self.options.prompt)
 
     def missing_inputs(self, sample: Sample) -> list[Input]:

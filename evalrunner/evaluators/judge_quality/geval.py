@@ -200,8 +200,9 @@ class GEval(JudgeEvaluator[GEvalOptions]):
         options: Mapping[str, Any] | None = None,
         *,
         judge: Judge | None = None,
+        threshold: float | None = None,
     ) -> None:
-        super().__init__(thresholds, options, judge=judge)
+        super().__init__(thresholds, options, threshold=threshold, judge=judge)
         self._steps_lock = threading.Lock()
         self._steps: list[str] | None = self.options.evaluation_steps
         self._steps_written = self._steps is None
