@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evalrunner.evaluators import registry
+from evalrunner.event import read_event
 from evalrunner.pipeline import prepare
 from tests.support.suite_bucket import suite_store
 
@@ -57,7 +58,7 @@ def test_a_plugin_metric_is_built_in_another_process_from_the_run_config(tmp_pat
                 "plugins": [str(plugin)],
                 "metrics": ["Shouted seam"],
             }
-            prepare.prepare_run(raw, store, now=NOW)
+            prepare.prepare_run(read_event(raw), store, now=NOW)
             config = store.get_json(store.run_key("seam-run"))
     finally:
         registry._REGISTRY.clear()
