@@ -236,6 +236,7 @@ def _evaluators_of(module: ModuleType) -> list[type[Evaluator]]:
     return out
 
 
+@registry.after_builtins
 def load_entry_points() -> None:
     """Import every installed ``evalrunner.evaluators`` entry point (a module, an Evaluator
     subclass or a decorated function); called once, when the catalog is first loaded."""

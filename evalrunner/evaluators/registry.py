@@ -24,7 +24,7 @@ import math
 import pkgutil
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from evalrunner.errors import ConfigError, PluginError
@@ -114,6 +114,17 @@ PACKAGE = "evalrunner.evaluators"
 _loaded = False
 _loading = False
 _load_lock = threading.RLock()
+#: What runs once every built-in module has registered: the installed entry points'
+#: evaluators (:mod:`evalrunner.evaluators.plugins` adds its loader when the package scan
+#: imports it, as every evaluator module registers itself), so a plugin is checked against
+#: the whole built-in catalog and the registry imports no plugin code itself.
+_AFTER_BUILTINS: list[Callable[[], None]] = []
+
+
+def after_builtins(loader: Callable[[], None]) -> Callable[[], None]:
+    """Run ``loader`` when the catalog is first loaded, after every built-in evaluator."""
+    _AFTER_BUILTINS.append(loader)
+    return loader
 
 
 def _ensure_loaded() -> None:
@@ -131,11 +142,9 @@ def _ensure_loaded() -> None:
         try:
             package = importlib.import_module(PACKAGE)
             for module in pkgutil.iter_modules(package.__path__, f"{PACKAGE}."):
-                if module.name != f"{PACKAGE}.plugins":
-                    importlib.import_module(module.name)
-            from evalrunner.evaluators.plugins import load_entry_points
-
-            load_entry_points()
+                importlib.import_module(module.name)
+            for loader in _AFTER_BUILTINS:  # the entry points (plugins.py), checked against all
+                loader()
         finally:
             _loading = False
         ordered = sorted(_REGISTRY.values(), key=_catalog_key)  # stable: keeps module order
