@@ -5,6 +5,8 @@ run-case role may call (the configured targets and secrets)."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +68,7 @@ class PipelineFunctions:
         self.config = config
         self.removal = removal
         bucket = storage.bucket
-        self.code = lambda_.Code.from_asset(
-            str(REPO_ROOT), exclude=CODE_EXCLUDES, ignore_mode=IgnoreMode.GLOB
-        )
+        self.code = self._code_asset()
         self.layer = lambda_.LayerVersion(
             stack,
             "Dependencies",
@@ -241,6 +241,8 @@ class PipelineFunctions:
                 # What an event that names no judge / no metric runs with (cdk.json).
                 **self.config.defaults_env(),
                 **self._concurrency_env(),
+                # The plugin modules bundled below, the only ones an event may name.
+                **self.config.plugins_env(),
                 **env,
             },
         )
@@ -259,6 +261,29 @@ class PipelineFunctions:
             "resource-level permissions.",
         )
         return fn
+
+    def _code_asset(self) -> lambda_.AssetCode:
+        """The functions' code: the repository's :data:`CODE_PACKAGES`, and with cdk.json
+        ``plugins`` each plugin package or module beside them (top level of the asset, so
+        importable by its name), copied into one staging folder the asset is made from."""
+        paths = self.config.plugin_paths()
+        if not paths:
+            return lambda_.Code.from_asset(
+                str(REPO_ROOT), exclude=CODE_EXCLUDES, ignore_mode=IgnoreMode.GLOB
+            )
+        # Kept as long as this object: CDK copies the asset into the cloud assembly when the
+        # first function binds it, and the folder is removed with the object or at exit.
+        self._staging = tempfile.TemporaryDirectory(prefix="evalrunner-code-")
+        root = Path(self._staging.name)
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        for package in CODE_PACKAGES:
+            shutil.copytree(REPO_ROOT / package, root / package, ignore=ignore)
+        for path in paths:
+            if path.is_dir():
+                shutil.copytree(path, root / path.name, ignore=ignore)
+            else:
+                shutil.copy2(path, root / path.name)
+        return lambda_.Code.from_asset(str(root))
 
     def _concurrency_env(self) -> dict[str, str]:
         """The case runner's reservation, which an event's max_concurrency is capped to
