@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,28 @@ CODE_EXCLUDES = [
     "**/__pycache__",
     "**/*.pyc",
 ]
+
+
+def stage_code(
+    root: Path, names: Sequence[str], plugins: Sequence[Path], plugins_under: str = "."
+) -> None:
+    """Copy the repository's ``names`` (folders or files) into ``root``, and each plugin (a
+    package folder or a .py file, cdk.json ``plugins``) into ``root/plugins_under``, where it
+    is imported by its own name: the code an asset is made from, without caches."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in names:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=ignore)
+        else:
+            shutil.copy2(source, root / name)
+    where = root / plugins_under
+    where.mkdir(parents=True, exist_ok=True)
+    for path in plugins:
+        if path.is_dir():
+            shutil.copytree(path, where / path.name, ignore=ignore)
+        else:
+            shutil.copy2(path, where / path.name)
 
 
 class PipelineFunctions:
@@ -274,16 +297,8 @@ class PipelineFunctions:
         # Kept as long as this object: CDK copies the asset into the cloud assembly when the
         # first function binds it, and the folder is removed with the object or at exit.
         self._staging = tempfile.TemporaryDirectory(prefix="evalrunner-code-")
-        root = Path(self._staging.name)
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        for package in CODE_PACKAGES:
-            shutil.copytree(REPO_ROOT / package, root / package, ignore=ignore)
-        for path in paths:
-            if path.is_dir():
-                shutil.copytree(path, root / path.name, ignore=ignore)
-            else:
-                shutil.copy2(path, root / path.name)
-        return lambda_.Code.from_asset(str(root))
+        stage_code(Path(self._staging.name), CODE_PACKAGES, paths)
+        return lambda_.Code.from_asset(self._staging.name)
 
     def _concurrency_env(self) -> dict[str, str]:
         """The case runner's reservation, which an event's max_concurrency is capped to

@@ -49,17 +49,29 @@ def plugin_synth(tmp_path_factory, fake_dependencies) -> dict[str, Any]:
         context,
         fake_dependencies,
         plugins=[str(package)],
-        batch_scoring={"enabled": False},
     )
     outdir = tmp_path_factory.mktemp("cdk.out")
     assembly = build_app(context, outdir=str(outdir)).synth()  # cdk-nag on: raises on findings
     (stack,) = assembly.stacks
+    manifest = json.loads((outdir / f"{stack.stack_name}.assets.json").read_text())
+    (image,) = manifest["dockerImages"].values()
+    (job,) = [
+        r for r in stack.template["Resources"].values() if r["Type"] == "AWS::Batch::JobDefinition"
+    ]
+    job_env = {
+        e["Name"]: e["Value"] for e in job["Properties"]["ContainerProperties"]["Environment"]
+    }
     functions = {
         r["Properties"]["Handler"]: r["Properties"]
         for r in stack.template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
     }
-    return {"outdir": outdir, "functions": functions}
+    return {
+        "outdir": outdir,
+        "functions": functions,
+        "image": outdir / image["source"]["directory"],
+        "job_env": job_env,
+    }
 
 
 def _asset(outdir: Path, props: dict[str, Any]) -> Path:
@@ -85,6 +97,34 @@ def test_the_plugin_is_in_every_functions_code_and_allowed_by_name(plugin_synth)
         ]
         assert (asset / "team_metrics" / "__init__.py").read_text(encoding="utf-8") == PLUGIN
         assert not list(asset.rglob("__pycache__"))
+
+
+def test_the_gpu_scoring_image_holds_the_plugin_and_its_job_imports_it(plugin_synth):
+    """The GPU job builds the run's context too, which imports the run's plugins: the staged
+    image context holds them where the job's PYTHONPATH points, and they import from there."""
+    image, env = plugin_synth["image"], plugin_synth["job_env"]
+    assert env["EVALRUNNER_PLUGINS"] == "team_metrics"
+    assert env["PYTHONPATH"] == "/opt/evalrunner/gpu_tasks/plugins"
+    plugin = image / "gpu_tasks" / "plugins" / "team_metrics" / "__init__.py"
+    assert plugin.read_text(encoding="utf-8") == PLUGIN
+    assert (image / "gpu_tasks" / "score_entrypoint.py").is_file()
+    # The Dockerfile's WORKDIR is /opt/evalrunner: the staged context stands in for it.
+    code = (
+        "import gpu_tasks.score_entrypoint; from evalrunner.evaluators import plugins; "
+        "(cls,) = plugins.load(['team_metrics']); import sys; "
+        "print(sys.modules[cls.__module__].__file__)"
+    )
+    path = env["PYTHONPATH"].replace("/opt/evalrunner", str(image))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=image,
+        env={**os.environ, "PYTHONPATH": f"{path}{os.pathsep}{image}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(plugin)
 
 
 def _start(tmp_path: Path, asset: Path, env: dict[str, Any], plugins: list[str]):
