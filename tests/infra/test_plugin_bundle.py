@@ -193,6 +193,65 @@ def test_an_event_naming_a_module_the_deployment_lacks_is_refused(plugin_synth, 
     assert not list((tmp_path / "out").rglob("*-details.csv"))
 
 
+PREPARE = r"""
+import json, sys
+from dataclasses import dataclass
+from evalrunner.errors import EventError
+from lambdas.prepare import handler
+
+@dataclass
+class LambdaContext:  # the attributes Powertools' inject_lambda_context reads
+    function_name: str = "Evalrunner-Prepare"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:111122223333:function:Prepare"
+    aws_request_id: str = "r-1"
+
+try:
+    handler({"event": json.loads(sys.argv[1])}, LambdaContext())
+except EventError as exc:
+    print("refused:", *exc.problems, sep="\n")
+"""
+
+
+def test_the_deployed_prepare_handler_refuses_a_module_its_code_does_not_list(
+    plugin_synth, tmp_path
+):
+    """The synthesised Prepare itself, called as Lambda calls it, with its environment: the
+    event may not make it import a module the deployment did not bundle (the stdlib json
+    stands for any importable module), nor one bundled in another deployment."""
+    props = plugin_synth["functions"]["lambdas.prepare.handler"]
+    asset = _asset(plugin_synth["outdir"], props)
+    env = {k: v for k, v in props["Environment"]["Variables"].items() if isinstance(v, str)}
+    proc_env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        **env,
+        "AWS_LAMBDA_FUNCTION_NAME": "Evalrunner-Prepare",
+        "EVALRUNNER_BUCKET": "evalrunner-test-bucket",
+        "PYTHONPATH": str(asset),
+    }
+    for plugins in (["json"], ["other_team_metrics"]):
+        event = {
+            "key": "test-suites/hr.csv",
+            "iterations": 1,
+            "target": {"lambdaArn": "arn:aws:lambda:eu-west-1:111122223333:function:hr"},
+            "plugins": plugins,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", PREPARE, json.dumps(event)],
+            cwd=tmp_path,
+            env=proc_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[1:] == [
+            f"plugins[0]: plugin {plugins[0]!r}: a deployed run imports only the plugin modules "
+            "its deployment holds (EVALRUNNER_PLUGINS: team_metrics). Run it locally with "
+            "--plugin, or add the module to the function code."
+        ]
+
+
 def test_cdk_json_plugins_are_validated(tmp_path):
     (tmp_path / "json.py").write_text("", encoding="utf-8")
     (tmp_path / "no_init").mkdir()
