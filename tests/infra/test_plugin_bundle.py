@@ -162,6 +162,7 @@ def _start(tmp_path: Path, asset: Path, env: dict[str, Any], plugins: list[str])
     )
 
 
+@pytest.mark.slow
 def test_the_synthesised_code_runs_the_plugin_metric_an_event_names(plugin_synth, tmp_path):
     props = plugin_synth["functions"]["lambdas.prepare.handler"]
     asset = _asset(plugin_synth["outdir"], props)
@@ -182,6 +183,7 @@ def test_the_synthesised_code_runs_the_plugin_metric_an_event_names(plugin_synth
     assert "Mentions Days" in names
 
 
+@pytest.mark.slow
 def test_an_event_naming_a_module_the_deployment_lacks_is_refused(plugin_synth, tmp_path):
     props = plugin_synth["functions"]["lambdas.prepare.handler"]
     asset = _asset(plugin_synth["outdir"], props)
