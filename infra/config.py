@@ -12,19 +12,26 @@ than a half-deployed stack or a run that fails at 3 a.m.:
 - what an uploaded suite runs with when it carries no sidecar or tags (``upload_defaults``);
 - the Secrets Manager secrets an event may name (``secrets``: full ARNs; the run-case role
   may read exactly those) and where the runner may send requests (``network``);
-- alarms (``alarm_email``), logs and retention.
+- alarms (``alarm_email``), logs and retention;
+- the user's own metrics (``plugins``): local Python packages or modules bundled into the
+  functions' code at synth, the only plugin modules a deployed run may import.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalrunner import run_defaults
 from evalrunner.errors import ConfigError, EventError
+from evalrunner.evaluators.plugins import ENV_DEPLOYED_PLUGINS
 from evalrunner.event import parse_event
 from evalrunner.judge.lifecycle import legacy_judge_warning
 from evalrunner.network import NetworkPolicy
@@ -52,6 +59,11 @@ LOG_RETENTION_DAYS = (
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731,
     1096, 1827, 2192, 2557, 2922, 3288, 3653,
 )  # fmt: skip
+
+#: Where a relative plugin path is read from: the folder of cdk.json (the repository root).
+CONFIG_ROOT = Path(__file__).resolve().parent.parent
+#: Top-level names the functions' code already uses: a plugin may not shadow them.
+RESERVED_MODULES = frozenset({"evalrunner", "lambdas", "state_machines", "gpu_tasks", "infra"})
 
 #: The placeholder key used to validate targets outside of a full event.
 _PROBE_KEY = "test-suites/probe.csv"
@@ -267,6 +279,12 @@ class RunnerConfig(_Model):
         default_factory=lambda: list(run_defaults.SEED_DEFAULT_METRICS)
     )
 
+    #: The user's own metrics (README, "Your own metrics"): local paths, relative to cdk.json's
+    #: folder, of a Python package (a folder with __init__.py) or module (a .py file). Each
+    #: is copied into the functions' code at synth, and a deployed run may import exactly
+    #: these modules (EVALRUNNER_PLUGINS): an event names them in ``plugins``.
+    plugins: list[str] = Field(default_factory=list)
+
     #: The profile (evalrunner.profiles) of a run that names no metric and no profile, e.g.
     #: "seed-003"; null: none (default_metrics applies).
     profile: str | None = None
@@ -279,6 +297,42 @@ class RunnerConfig(_Model):
         if value is not None and value not in PROFILES:
             raise ValueError(f"{value!r} is not a profile; use one of {known()}")
         return value
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugins(cls, values: list[str]) -> list[str]:
+        names: list[str] = []
+        for value in values:
+            name = _plugin_module(plugin_path(value))
+            if name in names:
+                raise ValueError(f"{value!r}: the module {name!r} is listed more than once")
+            names.append(name)
+        return values
+
+    def plugin_paths(self) -> list[Path]:
+        """The ``plugins`` as absolute paths (a package folder or a .py file)."""
+        return [plugin_path(value) for value in self.plugins]
+
+    def plugin_modules(self) -> list[str]:
+        """The module names an event's ``plugins`` may name in the deployed functions."""
+        return [_plugin_module(path) for path in self.plugin_paths()]
+
+    @contextmanager
+    def _plugins_importable(self) -> Iterator[None]:
+        """The plugins importable by module name here, as they are in the deployed code."""
+        folders = [str(p.parent) for p in self.plugin_paths()]
+        added = [f for f in dict.fromkeys(folders) if f not in sys.path]
+        sys.path[:0] = added
+        try:
+            yield
+        finally:
+            for folder in added:
+                sys.path.remove(folder)
+
+    def plugins_env(self) -> dict[str, str]:
+        """EVALRUNNER_PLUGINS of every function: the allow-list the deployed Prepare (and
+        every step) enforces; set, if empty, so the deployed refusal names no module."""
+        return {ENV_DEPLOYED_PLUGINS: ",".join(self.plugin_modules())}
 
     @field_validator("judge")
     @classmethod
@@ -379,8 +433,20 @@ class RunnerConfig(_Model):
                     f"{where}: event.run_id: a schedule runs many times and each run needs its "
                     "own run id; leave run_id out (one is generated per run)"
                 )
+            # An event may name only the deployment's plugins (as the deployed Prepare
+            # enforces), checked before the event's plugins are imported below.
+            modules = self.plugin_modules()
+            unknown = [p for p in schedule.event.get("plugins") or [] if p not in modules]
+            if unknown:
+                problems.append(
+                    f"{where}: event.plugins: {', '.join(map(repr, unknown))} is not among the "
+                    f"deployment's plugins ({', '.join(modules) or 'none'}); add its package "
+                    "or module to cdk.json plugins"
+                )
+                continue
             try:
-                parse_event(schedule.run_event())
+                with self._plugins_importable():  # a schedule may name their metrics
+                    parse_event(schedule.run_event())
             except EventError as exc:
                 problems.extend(f"{where}: event {p}" for p in exc.problems)
                 continue
@@ -430,6 +496,37 @@ def _match_all(values: list[str], pattern: re.Pattern[str], example: str) -> lis
                 "allow_all_targets is the explicit opt-in)"
             )
     return values
+
+
+def plugin_path(value: str) -> Path:
+    """``value`` (a cdk.json ``plugins`` entry) as an absolute path, or why it cannot be one."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("give a local path to a Python package folder or a .py file")
+    path = Path(value.strip()).expanduser()
+    path = (path if path.is_absolute() else CONFIG_ROOT / path).resolve()
+    if path.is_file() and path.suffix == ".py":
+        return path
+    if path.is_dir() and (path / "__init__.py").is_file():
+        return path
+    if path.is_dir():
+        raise ValueError(
+            f"{value!r}: {path} is a folder without __init__.py; give a Python package "
+            "folder (the one holding __init__.py) or a .py file"
+        )
+    raise ValueError(
+        f"{value!r}: no such .py file or package folder ({path}); a relative path is read "
+        "from cdk.json's folder"
+    )
+
+
+def _plugin_module(path: Path) -> str:
+    name = path.stem if path.is_file() else path.name
+    if not name.isidentifier():
+        raise ValueError(f"{str(path)!r}: {name!r} is not an importable module name")
+    if name in RESERVED_MODULES or name in sys.stdlib_module_names:
+        owner = "the runner's own" if name in RESERVED_MODULES else "a standard library module"
+        raise ValueError(f"{str(path)!r}: the module name {name!r} is {owner}; rename it")
+    return name
 
 
 def _location(loc: tuple[Any, ...]) -> str:

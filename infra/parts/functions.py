@@ -5,6 +5,9 @@ run-case role may call (the configured targets and secrets)."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,28 @@ CODE_EXCLUDES = [
 ]
 
 
+def stage_code(
+    root: Path, names: Sequence[str], plugins: Sequence[Path], plugins_under: str = "."
+) -> None:
+    """Copy the repository's ``names`` (folders or files) into ``root``, and each plugin (a
+    package folder or a .py file, cdk.json ``plugins``) into ``root/plugins_under``, where it
+    is imported by its own name: the code an asset is made from, without caches."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in names:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=ignore)
+        else:
+            shutil.copy2(source, root / name)
+    where = root / plugins_under
+    where.mkdir(parents=True, exist_ok=True)
+    for path in plugins:
+        if path.is_dir():
+            shutil.copytree(path, where / path.name, ignore=ignore)
+        else:
+            shutil.copy2(path, where / path.name)
+
+
 class PipelineFunctions:
     """Builds the functions in ``stack``'s scope; ``state_machine_arn`` is the (not yet
     created) test runner's, which the upload function starts."""
@@ -66,9 +91,7 @@ class PipelineFunctions:
         self.config = config
         self.removal = removal
         bucket = storage.bucket
-        self.code = lambda_.Code.from_asset(
-            str(REPO_ROOT), exclude=CODE_EXCLUDES, ignore_mode=IgnoreMode.GLOB
-        )
+        self.code = self._code_asset()
         self.layer = lambda_.LayerVersion(
             stack,
             "Dependencies",
@@ -241,6 +264,8 @@ class PipelineFunctions:
                 # What an event that names no judge / no metric runs with (cdk.json).
                 **self.config.defaults_env(),
                 **self._concurrency_env(),
+                # The plugin modules bundled below, the only ones an event may name.
+                **self.config.plugins_env(),
                 **env,
             },
         )
@@ -259,6 +284,21 @@ class PipelineFunctions:
             "resource-level permissions.",
         )
         return fn
+
+    def _code_asset(self) -> lambda_.AssetCode:
+        """The functions' code: the repository's :data:`CODE_PACKAGES`, and with cdk.json
+        ``plugins`` each plugin package or module beside them (top level of the asset, so
+        importable by its name), copied into one staging folder the asset is made from."""
+        paths = self.config.plugin_paths()
+        if not paths:
+            return lambda_.Code.from_asset(
+                str(REPO_ROOT), exclude=CODE_EXCLUDES, ignore_mode=IgnoreMode.GLOB
+            )
+        # Kept as long as this object: CDK copies the asset into the cloud assembly when the
+        # first function binds it, and the folder is removed with the object or at exit.
+        self._staging = tempfile.TemporaryDirectory(prefix="evalrunner-code-")
+        stage_code(Path(self._staging.name), CODE_PACKAGES, paths)
+        return lambda_.Code.from_asset(self._staging.name)
 
     def _concurrency_env(self) -> dict[str, str]:
         """The case runner's reservation, which an event's max_concurrency is capped to

@@ -3,6 +3,10 @@ scoring image (a Docker image asset that ``cdk synth`` only stages) and the job 
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import Aws, Duration, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_batch as batch
@@ -16,7 +20,7 @@ from evalrunner.storage import RUNS_PREFIX
 from infra.config import RunnerConfig
 from infra.parts.bucket import RunnerBucket
 from infra.parts.common import REPO_ROOT, SERVICE, acknowledge, retention
-from infra.parts.functions import CODE_PACKAGES
+from infra.parts.functions import CODE_PACKAGES, stage_code
 
 #: The GPU image's build context: the packages, gpu_tasks/ and what ``pip install .`` needs.
 IMAGE_EXCLUDES = [
@@ -30,8 +34,39 @@ IMAGE_EXCLUDES = [
 ]
 
 
+#: Where the image's build context holds cdk.json ``plugins`` (copied with gpu_tasks/ by the
+#: Dockerfile) and where the container finds them (its PYTHONPATH).
+IMAGE_PLUGINS = "gpu_tasks/plugins"
+IMAGE_PLUGINS_PATH = f"/opt/evalrunner/{IMAGE_PLUGINS}"
+
+
 class GpuBatch:
     """Builds GPU scoring in ``stack``'s scope (only when ``batch_scoring`` is enabled)."""
+
+    def _image(self, stack: Stack, config: RunnerConfig) -> ecr_assets.DockerImageAsset:
+        """The scoring image, staged (never built) at synth: the repository's code, and with
+        cdk.json ``plugins`` a build context that also holds them under IMAGE_PLUGINS."""
+        common: dict[str, Any] = {
+            "file": "gpu_tasks/Dockerfile",
+            "platform": ecr_assets.Platform.LINUX_AMD64,
+        }
+        paths = config.plugin_paths()
+        if not paths:
+            return ecr_assets.DockerImageAsset(
+                stack,
+                "GpuImage",
+                directory=str(REPO_ROOT),
+                exclude=IMAGE_EXCLUDES,
+                ignore_mode=IgnoreMode.GLOB,
+                **common,
+            )
+        # Kept as long as this object: CDK stages the context when the asset is created.
+        self._staging = tempfile.TemporaryDirectory(prefix="evalrunner-image-")
+        names = (*CODE_PACKAGES, "gpu_tasks", "pyproject.toml", "README.md")
+        stage_code(Path(self._staging.name), names, paths, IMAGE_PLUGINS)
+        return ecr_assets.DockerImageAsset(
+            stack, "GpuImage", directory=self._staging.name, **common
+        )
 
     def __init__(
         self,
@@ -132,15 +167,7 @@ class GpuBatch:
                 )
             ],
         )
-        image = ecr_assets.DockerImageAsset(
-            stack,
-            "GpuImage",
-            directory=str(REPO_ROOT),
-            file="gpu_tasks/Dockerfile",
-            exclude=IMAGE_EXCLUDES,
-            ignore_mode=IgnoreMode.GLOB,
-            platform=ecr_assets.Platform.LINUX_AMD64,
-        )
+        image = self._image(stack, config)
         job_role = iam.Role(
             stack,
             "GpuJobRole",
@@ -170,6 +197,10 @@ class GpuBatch:
                 "EVALRUNNER_BUCKET": storage.bucket.bucket_name,
                 "AWS_DEFAULT_REGION": Aws.REGION,
                 **_powertools(config),
+                # The job builds the run's context, which imports the run's plugins: the
+                # image holds them (IMAGE_PLUGINS) and may import exactly these.
+                **config.plugins_env(),
+                **({"PYTHONPATH": IMAGE_PLUGINS_PATH} if config.plugins else {}),
             },
             logging=ecs.LogDriver.aws_logs(stream_prefix="gpu-score", log_group=job_logs),
             readonly_root_filesystem=False,
