@@ -1,0 +1,132 @@
+"""Issue 32 item 4: ``evalrunner rescore RUN`` scores a finished run's stored answers with
+other metrics and a judge, calls the target not once, and writes a new report set linked to
+the original run (its baseline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import evalrunner
+from evalrunner.cli import app
+from tests.support.loopback_http import serve
+
+from .test_judge_cli import answer_like_a_judge, judge_arg
+
+runner = CliRunner()
+#: Untrusted text a target may answer: a spreadsheet formula, markup, a control character.
+HOSTILE = '=HYPERLINK("http://evil","x") <script>alert(1)</script> 25\x07 days'
+SUITE = (
+    "id,question,expected_answer\n"
+    "q1,How many days of annual leave?,25 days\n"
+    "q2,How many sick days?,10 days\n"
+)
+
+
+def first_run(tmp_path: Path) -> tuple[Path, dict, int]:
+    """Run the suite against a loopback HTTP target; the reports folder, the summary and how
+    many requests the target got."""
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    body = json.dumps({"answer": HOSTILE, "contexts": ["Leave: <b>25</b> days a year."]})
+    out = tmp_path / "out"
+    with serve(body.encode()) as (url, served):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "errors"]
+        result = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        calls = served.requests
+    return out, json.loads(result.stdout), calls
+
+
+def rows_of(out: Path, report: str) -> list[dict]:
+    return json.loads((out / report).read_text("utf-8"))["rows"]
+
+
+def test_rescore_with_a_judge_metric_calls_no_target_and_links_the_original(tmp_path, judge_stub):
+    out, original, calls = first_run(tmp_path)
+    assert calls == 2
+    judge_stub.responder = answer_like_a_judge
+    with serve(b'{"answer": "never asked"}') as (_, served):
+        args = ["rescore", original["run_id"], "--out", str(out), "--metric", "Faithfulness"]
+        args += ["--judge", judge_arg(judge_stub, tmp_path), "--json"]
+        result = runner.invoke(app, args, catch_exceptions=False)
+        assert served.requests == 0
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.stdout)
+    assert again["run_id"] != original["run_id"]
+    assert again["target"] == "hr" and again["target_kind"] == "logged"
+    # linked to the original: it is the baseline, and the suite is named after it
+    assert again["regression"]["baseline_run_id"] == original["run_id"]
+    assert again["suite"] == f"test-suites/rescore-{original['run_id']}.json"
+    assert [m["metric"] for m in again["metrics"]] == ["Faithfulness"]
+    (faith,) = again["metrics"]
+    assert faith["count"] == 2 and faith["average"] == 1.0
+    assert len(judge_stub.requests) == again["judge"]["calls"] > 0
+    before = rows_of(out, original["reports"]["report"])
+    after = rows_of(out, again["reports"]["report"])
+    # the very answers and contexts the target gave, byte for byte (formula, markup, and
+    # the control character as the first run replaced it)
+    assert [r["answer"] for r in after] == [r["answer"] for r in before]
+    assert after[0]["answer"] == HOSTILE.replace("\x07", "\ufffd")
+    assert [r["contexts"] for r in after] == [r["contexts"] for r in before]
+    assert [res["metric"] for res in after[0]["results"]] == ["Faithfulness"]
+    # a second rescore is served from the judge cache: no new judge request
+    sent = len(judge_stub.requests)
+    args = ["rescore", str(out / again["reports"]["report"]), "--out", str(out)]
+    args += ["--metric", "Faithfulness", "--judge", judge_arg(judge_stub, tmp_path), "--json"]
+    cached = runner.invoke(app, args, catch_exceptions=False)
+    assert cached.exit_code == 0, cached.output
+    assert len(judge_stub.requests) == sent
+
+
+def test_the_python_api_rescores_with_other_thresholds(tmp_path):
+    out, original, _ = first_run(tmp_path)
+    run = evalrunner.rescore(
+        out / "test-reports" / "hr",
+        metrics=["Rouge Metric"],
+        thresholds={"ROUGE-L": 0.0},
+        out=out,
+    )
+    summary = run.summary
+    assert summary.regression is not None
+    assert summary.regression.baseline_run_id == original["run_id"]
+    rouge = next(m for m in summary.metrics if m.metric == "ROUGE-L")
+    assert rouge.threshold == 0.0 and rouge.count == 2
+
+
+def test_an_unknown_run_is_refused_with_exit_2(tmp_path):
+    result = runner.invoke(app, ["rescore", "260101-000000-abcdef", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no finished run with that id" in result.output
+
+
+def test_a_run_without_answers_is_refused_with_exit_2(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    with serve(b"not json at all", content_type="text/html") as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "never"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+    summary = json.loads(first.stdout)
+    assert summary["target_errors"] == 2, first.output
+    result = runner.invoke(app, ["rescore", summary["run_id"], "--out", str(out)])
+    assert result.exit_code == 2
+    assert "no stored answers to rescore" in result.output
+
+
+def test_iterations_are_refused_with_a_message(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    with serve(b'{"answer": "25 days"}') as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--iterations", "2"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight", "--fail-on", "never"])
+    run_id = json.loads(first.stdout)["run_id"]
+    result = runner.invoke(app, ["rescore", run_id, "--out", str(out)])
+    assert result.exit_code == 2
+    assert "more than once (iterations)" in result.output
