@@ -89,6 +89,7 @@ def rescore(
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=stored.run_id,
+                rescored_from=stored.run_id,
                 judge=judge_arg(judge, judge_timeout),
                 evaluator_options=(
                     _json_arg(evaluator_options, "--evaluator-options")

@@ -60,7 +60,13 @@ def test_rescore_with_a_judge_metric_calls_no_target_and_links_the_original(tmp_
     assert again["target"] == "hr" and again["target_kind"] == "logged"
     # linked to the original: it is the baseline, and the suite is named after it
     assert again["regression"]["baseline_run_id"] == original["run_id"]
+    assert again["rescored_from"] == original["run_id"]
     assert again["suite"] == f"test-suites/rescore-{original['run_id']}.json"
+    report = json.loads((out / again["reports"]["report"]).read_text("utf-8"))
+    assert report["config"]["rescored_from"] == original["run_id"]
+    html = (out / again["reports"]["html"]).read_text("utf-8")
+    assert f"run <code>{original['run_id']}</code>" in html.split('id="rescored-from"')[1]
+    assert original["rescored_from"] is None  # an ordinary run names none
     assert [m["metric"] for m in again["metrics"]] == ["Faithfulness"]
     (faith,) = again["metrics"]
     assert faith["count"] == 2 and faith["average"] == 1.0
@@ -93,6 +99,7 @@ def test_the_python_api_rescores_with_other_thresholds(tmp_path):
     summary = run.summary
     assert summary.regression is not None
     assert summary.regression.baseline_run_id == original["run_id"]
+    assert summary.rescored_from == original["run_id"]
     rouge = next(m for m in summary.metrics if m.metric == "ROUGE-L")
     assert rouge.threshold == 0.0 and rouge.count == 2
 
