@@ -13,8 +13,9 @@ What is not rescored, and why: a case the target never answered (nothing to scor
 repeated iterations and scripted conversations are refused (a logged answer stands for one
 case asked once, so their several answers cannot be kept apart); perturbed copies are left
 out (they are the robustness part of the original run, not its cases). The report rows do
-not keep a case's expected contexts, intent, tool, data or conditions, so metrics that need
-those skip with their usual reason.
+not keep a case's expected contexts, intent, tool, data or conditions, and a suite cannot
+carry agent steps, latency or token counts, so metrics that need those skip with their usual
+reason (the command says so when the original run had steps or latencies).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class StoredRun(BaseModel):
     rows: list[dict[str, Any]]
     #: ``case-id (status)`` of each case left out because the target gave no answer.
     unanswered: list[str]
+    #: What the stored answers lack that the original run had, one sentence each.
+    notes: list[str]
 
 
 def find_report(run: str | Path, out: Path) -> Path:
@@ -124,12 +127,24 @@ def stored_run(run: str | Path, out: Path) -> StoredRun:
             f"RUN {run_id}: no stored answers to rescore ({len(rows)} case(s), none answered "
             "by the target)"
         )
+    notes = []
+    if any(r.steps for r in answered):
+        notes.append(
+            "the agent steps of the original run are not rescored (a suite cannot carry them): "
+            "metrics over steps skip"
+        )
+    if any(r.latency_ms is not None for r in answered):
+        notes.append(
+            "latency and token counts stay in the original run's reports (stored answers "
+            "carry none)"
+        )
     return StoredRun(
         run_id=run_id,
         target=target,
         report=report,
         rows=[_suite_row(r) for r in answered],
         unanswered=unanswered,
+        notes=notes,
     )
 
 

@@ -108,7 +108,7 @@ def rescore(
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     code = report(result, as_json=as_json)
-    notices = list(result.notices)
+    notices = [*result.notices, *stored.notes]
     if stored.unanswered:
         shown = ", ".join(stored.unanswered[:10])
         more = f" and {len(stored.unanswered) - 10} more" if len(stored.unanswered) > 10 else ""

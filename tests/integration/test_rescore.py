@@ -57,6 +57,7 @@ def test_rescore_with_a_judge_metric_calls_no_target_and_links_the_original(tmp_
     assert result.exit_code == 0, result.output
     again = json.loads(result.stdout)
     assert again["run_id"] != original["run_id"]
+    assert "latency and token counts stay in the original run's reports" in result.output
     assert again["target"] == "hr" and again["target_kind"] == "logged"
     # linked to the original: it is the baseline, and the suite is named after it
     assert again["regression"]["baseline_run_id"] == original["run_id"]
@@ -137,3 +138,28 @@ def test_iterations_are_refused_with_a_message(tmp_path):
     result = runner.invoke(app, ["rescore", run_id, "--out", str(out)])
     assert result.exit_code == 2
     assert "more than once (iterations)" in result.output
+
+
+def test_a_case_the_target_never_answered_is_named_and_left_out(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+
+    def respond(body: bytes) -> tuple[bytes, float]:
+        # the sick-days question gets a reply that is no answer at all: a target error
+        return (b"<html>oops</html>" if b"sick" in body else b'{"answer": "25 days"}'), 0.0
+
+    with serve(respond) as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "never"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+    original = json.loads(first.stdout)
+    assert original["target_errors"] == 1, first.output
+    args = ["rescore", original["run_id"], "--out", str(out), "--metric", "Exact match"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "not rescored: 1 case(s) the target never answered" in result.output
+    assert "q2 (target_error)" in result.output
+    assert [r["case_id"] for r in rows_of(out, json.loads(result.stdout)["reports"]["report"])] == [
+        "q1"
+    ]
