@@ -163,3 +163,26 @@ def test_a_case_the_target_never_answered_is_named_and_left_out(tmp_path):
     assert [r["case_id"] for r in rows_of(out, json.loads(result.stdout)["reports"]["report"])] == [
         "q1"
     ]
+
+
+def test_expected_tools_steps_and_categories_survive_a_rescore(tmp_path):
+    calls: list[str] = []
+
+    def agent(question: str) -> str:
+        calls.append(question)
+        return "Booked."
+
+    case = {"id": "a", "question": "Book a room", "expected_answer": "Booked.", "categories": ["x"]}
+    case |= {"expected_tools": ["hr/book"], "expected_steps": ["hr/search", {"name": "hr/book"}]}
+    first = evalrunner.evaluate(
+        [case], agent, metrics=["Exact match"], out=tmp_path, preflight=False
+    )
+    assert calls == ["Book a room"]
+    again = evalrunner.rescore(first.summary.run_id, metrics=["Exact match"], out=tmp_path)
+    assert calls == ["Book a room"]  # not called again
+    keep = ("case_id", "question", "expected_answer", "answer", "categories")
+    keep += ("expected_tools", "expected_steps")
+    (before,) = rows_of(tmp_path, first.summary.reports.report)
+    (after,) = rows_of(tmp_path, again.summary.reports.report)
+    assert {k: after[k] for k in keep} == {k: before[k] for k in keep}
+    assert after["expected_steps"][1]["name"] == "hr/book"
