@@ -112,6 +112,12 @@ class EventSpec(SpecModel):
         description="Run id to compare with; default: the previous run of the same target "
         "and suite.",
     )
+    rescored_from: str | None = Field(
+        default=None,
+        pattern=RUN_ID_PATTERN,
+        description="Run id whose stored answers this run scores again (set by "
+        "'evalrunner rescore'); shown in the reports and summary.json as the link to it.",
+    )
     evaluator_options: dict[str, AnyObject] | None = Field(
         default=None,
         description='Run-wide settings per evaluator, by display name, e.g. {"JSON schema": '

@@ -84,6 +84,7 @@ def local_event(
     fail_on_regression: bool = False,
     max_error_share: float | None = None,
     plugins: list[str] | None = None,
+    rescored_from: str | None = None,
 ) -> dict[str, Any]:
     """The event of a local run of a suite file against one target, from the options the
     CLI's ``run`` and :func:`evalrunner.evaluate` share; options left out are left out."""
@@ -100,6 +101,7 @@ def local_event(
         "fail_under": fail_under,
         "thresholds": thresholds,
         "baseline": baseline,
+        "rescored_from": rescored_from,
         "judge": judge,
         "evaluator_options": evaluator_options,
         "perturbations": perturbations,

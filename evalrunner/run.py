@@ -59,6 +59,8 @@ class RunConfig(BaseModel):
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: str | None = None
+    #: The run whose stored answers this one scores again (``evalrunner rescore``), if any.
+    rescored_from: str | None = None
     #: What fails the run: Aggregate's verdict reads it (reports/verdict.py).
     policy: VerdictPolicy = Field(default_factory=VerdictPolicy)
     #: The judge for judge metrics (None: they are skipped with a reason).

@@ -31,6 +31,7 @@ from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
+from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
 from evalrunner.gc_freeze import held_until_exit
 from evalrunner.launch import judge_cache_dir
@@ -74,6 +75,7 @@ app.command()(run)
 app.command()(leaderboard)
 app.command()(demo)
 app.command()(start)
+app.command()(rescore)
 app.command()(estimate)
 app.command()(history)
 app.command()(validate)

@@ -336,6 +336,7 @@ def shown_config(config: RunConfig) -> dict[str, JsonValue]:
         "baseline",
         # shown only when given: reports of other runs stay as they were
         *(("perturbations",) if config.perturbations else ()),
+        *(("rescored_from",) if config.rescored_from else ()),
     }
     masked: dict[str, JsonValue] = mask_config(config.model_dump(mode="json", include=shown))
     return {**masked, "judge_configured": config.judge is not None}
@@ -447,6 +448,7 @@ def summarise(built: BuiltReport, state: AggregateState, bucket: str) -> RunSumm
         bucket=bucket,
         reports=report_keys(config.report_prefix),
         verdict=data.verdict,
+        rescored_from=config.rescored_from,
     )
 
 

@@ -270,6 +270,7 @@ def prepare_run(
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,
         baseline=event.baseline,
+        rescored_from=event.spec.rescored_from,
         policy=event.policy,
         judge=judge_config,
         started_at=now.isoformat(timespec="seconds"),

@@ -189,6 +189,9 @@ class RunSummary(BaseModel):
     #: reasons, made by Aggregate; every reader of the run reads this. A summary written
     #: before it existed gets it from its own figures, by the default policy.
     verdict: RunVerdict = Field(default_factory=lambda data: _verdict_of_summary(data))
+    #: The run whose stored answers this run scored again (``evalrunner rescore``): the
+    #: link to the original, which is also this run's baseline. None for an ordinary run.
+    rescored_from: str | None = None
 
     def answered_runs(self) -> int:
         """How many case × iteration runs got an answer (summaries written before

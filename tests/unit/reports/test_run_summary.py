@@ -48,6 +48,7 @@ SUMMARY_KEYS = [
     "bucket",
     "reports",
     "verdict",
+    "rescored_from",
 ]
 
 

@@ -1,0 +1,188 @@
+"""Issue 32 item 4: ``evalrunner rescore RUN`` scores a finished run's stored answers with
+other metrics and a judge, calls the target not once, and writes a new report set linked to
+the original run (its baseline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import evalrunner
+from evalrunner.cli import app
+from tests.support.loopback_http import serve
+
+from .test_judge_cli import answer_like_a_judge, judge_arg
+
+runner = CliRunner()
+#: Untrusted text a target may answer: a spreadsheet formula, markup, a control character.
+HOSTILE = '=HYPERLINK("http://evil","x") <script>alert(1)</script> 25\x07 days'
+SUITE = (
+    "id,question,expected_answer\n"
+    "q1,How many days of annual leave?,25 days\n"
+    "q2,How many sick days?,10 days\n"
+)
+
+
+def first_run(tmp_path: Path) -> tuple[Path, dict, int]:
+    """Run the suite against a loopback HTTP target; the reports folder, the summary and how
+    many requests the target got."""
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    body = json.dumps({"answer": HOSTILE, "contexts": ["Leave: <b>25</b> days a year."]})
+    out = tmp_path / "out"
+    with serve(body.encode()) as (url, served):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "errors"]
+        result = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        calls = served.requests
+    return out, json.loads(result.stdout), calls
+
+
+def rows_of(out: Path, report: str) -> list[dict]:
+    return json.loads((out / report).read_text("utf-8"))["rows"]
+
+
+def test_rescore_with_a_judge_metric_calls_no_target_and_links_the_original(tmp_path, judge_stub):
+    out, original, calls = first_run(tmp_path)
+    assert calls == 2
+    judge_stub.responder = answer_like_a_judge
+    with serve(b'{"answer": "never asked"}') as (_, served):
+        args = ["rescore", original["run_id"], "--out", str(out), "--metric", "Faithfulness"]
+        args += ["--judge", judge_arg(judge_stub, tmp_path), "--json"]
+        result = runner.invoke(app, args, catch_exceptions=False)
+        assert served.requests == 0
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.stdout)
+    assert again["run_id"] != original["run_id"]
+    assert "latency and token counts stay in the original run's reports" in result.output
+    assert again["target"] == "hr" and again["target_kind"] == "logged"
+    # linked to the original: it is the baseline, and the suite is named after it
+    assert again["regression"]["baseline_run_id"] == original["run_id"]
+    assert again["rescored_from"] == original["run_id"]
+    assert again["suite"] == f"test-suites/rescore-{original['run_id']}.json"
+    report = json.loads((out / again["reports"]["report"]).read_text("utf-8"))
+    assert report["config"]["rescored_from"] == original["run_id"]
+    html = (out / again["reports"]["html"]).read_text("utf-8")
+    assert f"run <code>{original['run_id']}</code>" in html.split('id="rescored-from"')[1]
+    assert original["rescored_from"] is None  # an ordinary run names none
+    assert [m["metric"] for m in again["metrics"]] == ["Faithfulness"]
+    (faith,) = again["metrics"]
+    assert faith["count"] == 2 and faith["average"] == 1.0
+    assert len(judge_stub.requests) == again["judge"]["calls"] > 0
+    before = rows_of(out, original["reports"]["report"])
+    after = rows_of(out, again["reports"]["report"])
+    # the very answers and contexts the target gave, byte for byte (formula, markup, and
+    # the control character as the first run replaced it)
+    assert [r["answer"] for r in after] == [r["answer"] for r in before]
+    assert after[0]["answer"] == HOSTILE.replace("\x07", "\ufffd")
+    assert [r["contexts"] for r in after] == [r["contexts"] for r in before]
+    assert [res["metric"] for res in after[0]["results"]] == ["Faithfulness"]
+    # a second rescore is served from the judge cache: no new judge request
+    sent = len(judge_stub.requests)
+    args = ["rescore", str(out / again["reports"]["report"]), "--out", str(out)]
+    args += ["--metric", "Faithfulness", "--judge", judge_arg(judge_stub, tmp_path), "--json"]
+    cached = runner.invoke(app, args, catch_exceptions=False)
+    assert cached.exit_code == 0, cached.output
+    assert len(judge_stub.requests) == sent
+
+
+def test_the_python_api_rescores_with_other_thresholds(tmp_path):
+    out, original, _ = first_run(tmp_path)
+    run = evalrunner.rescore(
+        out / "test-reports" / "hr",
+        metrics=["Rouge Metric"],
+        thresholds={"ROUGE-L": 0.0},
+        out=out,
+    )
+    summary = run.summary
+    assert summary.regression is not None
+    assert summary.regression.baseline_run_id == original["run_id"]
+    assert summary.rescored_from == original["run_id"]
+    rouge = next(m for m in summary.metrics if m.metric == "ROUGE-L")
+    assert rouge.threshold == 0.0 and rouge.count == 2
+
+
+def test_an_unknown_run_is_refused_with_exit_2(tmp_path):
+    result = runner.invoke(app, ["rescore", "260101-000000-abcdef", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no finished run with that id" in result.output
+
+
+def test_a_run_without_answers_is_refused_with_exit_2(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    with serve(b"not json at all", content_type="text/html") as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "never"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+    summary = json.loads(first.stdout)
+    assert summary["target_errors"] == 2, first.output
+    result = runner.invoke(app, ["rescore", summary["run_id"], "--out", str(out)])
+    assert result.exit_code == 2
+    assert "no stored answers to rescore" in result.output
+
+
+def test_iterations_are_refused_with_a_message(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+    with serve(b'{"answer": "25 days"}') as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--iterations", "2"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight", "--fail-on", "never"])
+    run_id = json.loads(first.stdout)["run_id"]
+    result = runner.invoke(app, ["rescore", run_id, "--out", str(out)])
+    assert result.exit_code == 2
+    assert "more than once (iterations)" in result.output
+
+
+def test_a_case_the_target_never_answered_is_named_and_left_out(tmp_path):
+    suite = tmp_path / "hr.csv"
+    suite.write_text(SUITE, encoding="utf-8")
+    out = tmp_path / "out"
+
+    def respond(body: bytes) -> tuple[bytes, float]:
+        # the sick-days question gets a reply that is no answer at all: a target error
+        return (b"<html>oops</html>" if b"sick" in body else b'{"answer": "25 days"}'), 0.0
+
+    with serve(respond) as (url, _):
+        args = ["run", "--suite", str(suite), "--target", json.dumps({"url": url, "name": "hr"})]
+        args += ["--out", str(out), "--metric", "Exact match", "--fail-on", "never"]
+        first = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+    original = json.loads(first.stdout)
+    assert original["target_errors"] == 1, first.output
+    args = ["rescore", original["run_id"], "--out", str(out), "--metric", "Exact match"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "not rescored: 1 case(s) the target never answered" in result.output
+    assert "q2 (target_error)" in result.output
+    assert [r["case_id"] for r in rows_of(out, json.loads(result.stdout)["reports"]["report"])] == [
+        "q1"
+    ]
+
+
+def test_expected_tools_steps_and_categories_survive_a_rescore(tmp_path):
+    calls: list[str] = []
+
+    def agent(question: str) -> str:
+        calls.append(question)
+        return "Booked."
+
+    case = {"id": "a", "question": "Book a room", "expected_answer": "Booked.", "categories": ["x"]}
+    case |= {"expected_tools": ["hr/book"], "expected_steps": ["hr/search", {"name": "hr/book"}]}
+    first = evalrunner.evaluate(
+        [case], agent, metrics=["Exact match"], out=tmp_path, preflight=False
+    )
+    assert calls == ["Book a room"]
+    again = evalrunner.rescore(first.summary.run_id, metrics=["Exact match"], out=tmp_path)
+    assert calls == ["Book a room"]  # not called again
+    keep = ("case_id", "question", "expected_answer", "answer", "categories")
+    keep += ("expected_tools", "expected_steps")
+    (before,) = rows_of(tmp_path, first.summary.reports.report)
+    (after,) = rows_of(tmp_path, again.summary.reports.report)
+    assert {k: after[k] for k in keep} == {k: before[k] for k in keep}
+    assert after["expected_steps"][1]["name"] == "hr/book"
