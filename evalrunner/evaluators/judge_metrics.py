@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -236,9 +236,9 @@ class Declarable:
             k: v for k, v in kwargs.items() if k in JudgeMetric.model_fields and v is not None
         }
         try:
-            metric = JudgeMetric(kind=cls.judge_kind, name=name, **fields)  # type: ignore[arg-type]
+            metric = JudgeMetric.model_validate({"kind": cls.judge_kind, "name": name, **fields})
         except ValidationError as exc:
             problems = "; ".join(e["msg"] for e in exc.errors())
             raise ConfigError(f"{cls.__name__}(name={name!r}): {problems}") from exc
-        named = define(metric)
-        return super().__new__(named)  # type: ignore[arg-type]
+        # an instance of the named class: Python then runs its __init__ with these arguments
+        return cast(Self, object.__new__(define(metric)))
