@@ -20,6 +20,7 @@ from evalrunner import redaction, run_defaults
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.base import Requirement
+from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.event_messages import event_problems
 from evalrunner.event_rules import SUITE_EXTENSIONS as SUITE_EXTENSIONS
 from evalrunner.event_rules import SUITE_PREFIX as SUITE_PREFIX
@@ -97,6 +98,11 @@ class RunEvent(BaseModel):
     def plugins(self) -> list[str]:
         """The plugin modules of the run's own metrics (module names, absolute .py paths)."""
         return self.spec.resolution.plugins
+
+    @property
+    def judge_metrics(self) -> list[JudgeMetric]:
+        """The run's named judge metrics (GEval and BYOP declarations), defined."""
+        return self.spec.resolution.judge_metrics
 
     @property
     def thresholds(self) -> dict[str, float]:

@@ -21,8 +21,9 @@ from pydantic import ValidationError
 
 from evalrunner import network, run_defaults, secrets
 from evalrunner.errors import ConfigError, EventError
-from evalrunner.evaluators import registry
+from evalrunner.evaluators import judge_metrics, registry
 from evalrunner.evaluators.base import Evaluator, MetricSpec, Requirement
+from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.targets import registry as target_registry
 
@@ -59,6 +60,8 @@ class Resolution:
     perturbations: list[PerturbationSpec] = field(default_factory=list)
     #: The plugin modules, each a module name or an absolute .py path (imported).
     plugins: list[str] = field(default_factory=list)
+    #: The named judge metrics (each defined in the catalog; their names are in metrics).
+    judge_metrics: list[JudgeMetric] = field(default_factory=list)
 
 
 def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[str], Resolution]:
@@ -72,10 +75,12 @@ def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[s
             problems.extend(exc.problems)
     judge, judge_from = _judge(raw, problems)
     plugins, plugin_classes = _plugins(raw.get("plugins"), problems)
+    declared, declared_classes = _judge_metrics(raw.get("judge_metrics"), problems)
     names = _selected_metrics(raw)
     classes = _evaluators(names, isinstance(judge, dict), problems)
     if names is None:  # the default selection, and the metrics of the plugins named
         classes += [c for c in plugin_classes if c not in classes]
+    classes += [c for c in declared_classes if c not in classes]  # declared: they run
     problems.extend(non_finite_numbers(raw))
     _gates(raw, classes, problems)
     options = _options(raw.get("evaluator_options"), classes, problems)
@@ -91,6 +96,7 @@ def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[s
         evaluator_options=options,
         perturbations=perturbations,
         plugins=plugins,
+        judge_metrics=declared,
     )
 
 
@@ -115,6 +121,27 @@ def _plugins(value: Any, problems: list[str]) -> tuple[list[str], list[type[Eval
         refs.append(ref)
         classes += [c for c in found if c not in classes]
     return refs, classes
+
+
+def _judge_metrics(
+    value: Any, problems: list[str]
+) -> tuple[list[JudgeMetric], list[type[Evaluator]]]:
+    """Define the event's named judge metrics before any metric name is looked up: each
+    joins the catalog under its name. A malformed one is the field's problem (its model
+    says so); a name already in use, or declared twice, is a problem here."""
+    if not isinstance(value, list):
+        return [], []
+    metrics: list[JudgeMetric] = []
+    for item in value:
+        try:
+            metrics.append(JudgeMetric.model_validate(item))
+        except ValidationError:
+            return [], []  # the field's own validation lists what is wrong
+    try:
+        return metrics, judge_metrics.define_all(metrics)
+    except ConfigError as exc:
+        problems.append(f"judge_metrics: {exc.message}")
+        return [], []
 
 
 def _evaluators(

@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from evalrunner import event_rules, profiles
+from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
@@ -184,6 +185,17 @@ class EventSpec(SpecModel):
         "subclasses), each an importable module name or a .py file path. Every step imports "
         "them, so their metrics can be named in metrics, thresholds and fail_under; when the "
         "event names no metric, theirs run besides the default selection.",
+    )
+
+    judge_metrics: list[JudgeMetric] | None = Field(
+        default=None,
+        max_length=50,
+        description="Named judge metrics, as many as needed: each a GEval (criteria or "
+        "evaluation_steps, the case fields it sees in evaluation_params) or a BYOP (a yes/no "
+        'prompt), e.g. [{"kind": "geval", "name": "Politeness", "criteria": "Is the answer '
+        'polite?", "evaluation_params": ["input", "actual_output"], "threshold": 0.7}]. Each '
+        "is a metric of its own: a column, a result row, a name thresholds and fail_under "
+        "accept; they run besides the selected metrics.",
     )
 
     @field_validator("target", mode="before")

@@ -85,6 +85,7 @@ def local_event(
     max_error_share: float | None = None,
     plugins: list[str] | None = None,
     rescored_from: str | None = None,
+    judge_metrics: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The event of a local run of a suite file against one target, from the options the
     CLI's ``run`` and :func:`evalrunner.evaluate` share; options left out are left out."""
@@ -97,6 +98,7 @@ def local_event(
     optional = {
         "profile": profile,
         "plugins": plugins,
+        "judge_metrics": judge_metrics,
         "metrics": metrics,
         "fail_under": fail_under,
         "thresholds": thresholds,

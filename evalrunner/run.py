@@ -19,6 +19,7 @@ from pydantic import (
 
 from evalrunner.estimate.model import RunEstimate
 from evalrunner.evaluators.base import MetricResult
+from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.reports.verdict import VerdictPolicy
@@ -55,6 +56,9 @@ class RunConfig(BaseModel):
     #: Modules of the user's own metrics that every step imports before building its
     #: evaluators (module names, absolute .py paths): metrics cross steps by name.
     plugins: list[str] = Field(default_factory=list)
+    #: Named judge metrics (GEval, BYOP) that every step defines before building its
+    #: evaluators: their names are in ``metrics``, their settings only here.
+    judge_metrics: list[JudgeMetric] = Field(default_factory=list)
     thresholds: dict[str, float] = Field(default_factory=dict)
     fail_under: dict[str, float] = Field(default_factory=dict)
     evaluator_options: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -68,6 +68,9 @@ def evaluate(
     (``"Rouge Metric"``), evaluator objects with their settings (``Faithfulness(threshold=0.8)``;
     ``thresholds`` given here win over theirs) and ``@evalrunner.metric`` functions or your own
     Evaluator subclasses, mixed; your metrics' modules are imported by every step of the run.
+    A named judge metric is an object too: ``GEval(name="Politeness", criteria=...,
+    evaluation_params=["input", "actual_output"], threshold=0.7)``, ``BYOP(name=...,
+    prompt=...)``; each is a metric of its own (column, result row, gate).
     ``plugins``: modules of your own metrics by name or .py path, as ``--plugin``: their
     metrics run besides the defaults, or when named in ``metrics``.
     ``suite_name``: the file name a suite given as Python rows is reported under
@@ -114,6 +117,7 @@ def evaluate(
             metrics=chosen.metrics or None,
             profile=profile,
             plugins=list(dict.fromkeys([*(plugins or []), *chosen.plugins])) or None,
+            judge_metrics=chosen.judge_metrics or None,
             fail_under=dict(fail_under) if fail_under else None,
             thresholds={**chosen.thresholds, **(thresholds or {})} or None,
             baseline=baseline,

@@ -59,6 +59,16 @@ def _json_arg(value: str, what: str) -> Any:
         raise EventError(f"{what}: neither valid JSON nor a readable JSON file ({exc})") from exc
 
 
+def judge_metrics_arg(values: list[str] | None) -> list[Any]:
+    """The ``--judge-metric`` values: each a JSON object or list of objects, or a file of
+    one; the event's ``judge_metrics`` validates what they declare."""
+    declared: list[Any] = []
+    for value in values or []:
+        parsed = _json_arg(value, "--judge-metric")
+        declared += parsed if isinstance(parsed, list) else [parsed]
+    return declared
+
+
 def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
     pairs: dict[str, float] = {}
     for value in values or []:

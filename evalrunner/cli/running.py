@@ -40,6 +40,7 @@ from evalrunner.cli.common import (
     check_out_dir,
     err,
     judge_arg,
+    judge_metrics_arg,
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
@@ -183,6 +184,14 @@ def run(
         list[str] | None,
         typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
+    judge_metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            help='A named judge metric as JSON (or a file), e.g. {"kind": "geval", "name": '
+            '"Politeness", "criteria": "...", "evaluation_params": ["input", '
+            '"actual_output"], "threshold": 0.7}; a list declares several (repeatable).'
+        ),
+    ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: Annotated[
         list[str] | None,
@@ -268,6 +277,7 @@ def run(
                 metrics=metric or None,
                 profile=profile,
                 plugins=plugin or None,
+                judge_metrics=judge_metrics_arg(judge_metric) or None,
                 fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
                 thresholds=_pairs(threshold, "--threshold") if threshold else None,
                 baseline=baseline,

@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import Any, ClassVar, TypeAlias
 
 from evalrunner.errors import ConfigError, PluginError
-from evalrunner.evaluators import registry
+from evalrunner.evaluators import judge_metrics, registry
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, NoOptions, Sample, Scored
 
 #: The entry point group through which an installed package offers its evaluators.
@@ -281,6 +281,8 @@ class Selection:
     thresholds: dict[str, float]
     options: dict[str, dict[str, Any]]
     plugins: list[str]
+    #: The named judge metrics among them (``GEval(name=...)``), as the event declares them.
+    judge_metrics: list[dict[str, Any]]
 
 
 def selection(choices: Sequence[MetricChoice]) -> Selection:
@@ -290,6 +292,7 @@ def selection(choices: Sequence[MetricChoice]) -> Selection:
     thresholds: dict[str, float] = {}
     options: dict[str, dict[str, Any]] = {}
     plugins: list[str] = []
+    declared: list[dict[str, Any]] = []
     for choice in choices:
         if isinstance(choice, str):
             names.append(choice)
@@ -308,10 +311,15 @@ def selection(choices: Sequence[MetricChoice]) -> Selection:
                 f"metrics: {choice!r} is not a metric; give a name ('Rouge Metric'), an "
                 "evaluator (Faithfulness(threshold=0.8)) or an @evalrunner.metric function"
             )
+        declaration = judge_metrics.declared(cls)
+        if declaration is not None:  # the run defines it again from its declaration
+            declared.append(declaration.model_dump(exclude_none=True))
+            names.append(cls.name)
+            continue
         if registry.available().get(getattr(cls, "name", "")) is not cls:
             registry.register(cls)
         names.append(cls.name)
         ref = plugin_ref(cls)
         if ref is not None and ref not in plugins:
             plugins.append(ref)
-    return Selection(names, thresholds, options, plugins)
+    return Selection(names, thresholds, options, plugins, declared)

@@ -103,6 +103,30 @@ def _register_plugin(cls: type[Evaluator]) -> None:
     _REGISTRY[cls.name] = cls
 
 
+def owner_of(name: str) -> type[Evaluator] | None:
+    """The evaluator that has ``name`` as its name, an alias or a metric's name (case,
+    spaces, ``-`` and ``_`` forgiven), or None: whether ``name`` is free for a new metric."""
+    _ensure_loaded()
+    with _load_lock:
+        found = _REGISTRY.get(_LOOKUP.get(_key(name), ""))
+        if found is not None:
+            return found
+        return next(
+            (c for c in _REGISTRY.values() if any(_key(m.name) == _key(name) for m in c.metrics)),
+            None,
+        )
+
+
+def unregister(cls: type[Evaluator]) -> None:
+    """Take a metric of the user's (never a built-in one) out of the catalog: a named judge
+    metric that a later run of this process declares again with other settings."""
+    if is_builtin(cls):
+        raise RuntimeError(f"{cls.name!r} is a built-in evaluator")
+    with _load_lock:
+        if _REGISTRY.get(cls.name) is cls:
+            _unregister(cls)
+
+
 def _unregister(cls: type[Evaluator]) -> None:
     _REGISTRY.pop(cls.name, None)
     for key in [k for k, v in _LOOKUP.items() if v == cls.name]:

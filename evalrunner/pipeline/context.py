@@ -169,6 +169,10 @@ class RunContext:
             from evalrunner.evaluators import plugins
 
             plugins.load(config.plugins)
+        if config.judge_metrics:  # so are the run's named judge metrics
+            from evalrunner.evaluators import judge_metrics
+
+            judge_metrics.define_all(config.judge_metrics)
         #: The process's settings (its :class:`Runtime`'s), read once, not per step.
         self.settings = Settings.from_env() if settings is None else settings
         #: Credentials for targets and the judge; None: the environment's (boto3's default).

@@ -266,6 +266,7 @@ def prepare_run(
         iterations=event.iterations,
         metrics=event.metrics,
         plugins=event.plugins,
+        judge_metrics=event.judge_metrics,
         thresholds=event.thresholds,
         fail_under=event.fail_under,
         evaluator_options=event.evaluator_options,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCase
 from evalrunner.evaluators.judge_base import JudgeEvaluator, nonblank_chunks
+from evalrunner.evaluators.judge_metrics import Declarable, judge_kind
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Judge, Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
@@ -86,8 +87,9 @@ class TrueFalseVerdict(BaseModel):
     verdict: bool
 
 
+@judge_kind("byop")
 @register
-class BYOP(JudgeEvaluator[BYOPOptions]):
+class BYOP(Declarable, JudgeEvaluator[BYOPOptions]):
     """Your own yes/no question about a case, answered by the judge: the template's
     placeholders are filled with the case's texts (delimited, so instructions inside them are
     data), and the case passes when the judge answers true. Here a
@@ -99,8 +101,12 @@ class BYOP(JudgeEvaluator[BYOPOptions]):
     >>> for r in byop.evaluate(Sample(question="Who wrote Hamlet?", answer="Shakespeare.")):
     ...     print(f"{r.metric}: {r.score:.2f} {r.reason}")
     BYOP: 1.00 judge answered true: it names Shakespeare
+
+    With ``name=`` it is a metric of its own (:mod:`evalrunner.evaluators.judge_metrics`),
+    with its column and gate.
     """
 
+    judge_kind = "byop"
     name = "BYOP"
     aliases = ("Bring your own prompt", "BYOP: Bring your own prompt", "Parameterizable BYOP")
     description = (
@@ -125,8 +131,18 @@ class BYOP(JudgeEvaluator[BYOPOptions]):
         *,
         judge: Judge | None = None,
         threshold: float | None = None,
+        name: str | None = None,
+        prompt: str | None = None,
     ) -> None:
-        super().__init__(thresholds, options, threshold=threshold, judge=judge)
+        """``prompt``: the option, the short form for Python; ``name``: a named metric of
+        its own (see the class)."""
+        chosen = {**(options or {}), **({} if prompt is None else {"prompt": prompt})}
+        if self.declaration is not None:  # a named copy: its declared settings
+            chosen = {} if options is None else dict(options)
+        super().__init__(
+            thresholds, {**self.default_options, **chosen}, threshold=threshold, judge=judge
+        )
+        self.chosen_options = chosen
         self._fields = template_fields(self.options.prompt)
 
     def missing_inputs(self, sample: Sample) -> list[Input]:
@@ -153,7 +169,7 @@ class BYOP(JudgeEvaluator[BYOPOptions]):
         reply = self.ask(self.messages(sample), TrueFalseVerdict, purpose="BYOP")
         verdict = reply.value.verdict
         return {
-            "BYOP": Scored(
+            self.primary_metric().name: Scored(
                 float(verdict),
                 f"judge answered {'true' if verdict else 'false'}: {reply.value.reason}",
             )

@@ -2,12 +2,16 @@
 evaluation steps.
 
 Options (``evaluator_options["GEval"]``): ``criteria`` and/or ``evaluation_steps``,
-``scale`` (5 or 10). With criteria only, the judge writes the evaluation steps once per run
-(kept on the evaluator, which serves every case of its run, and per judge client and
-criteria; the judge's response cache makes the same prompt free on later runs). Each case is
-scored on 1..scale. When the judge returns log-probabilities for the score token, the score is the
-probability-weighted mean of the score tokens, normalised over the valid score tokens only
-(P(4) = 0.6, P(5) = 0.4 → 4.4); otherwise the integer. Metric ``GEval`` =
+``scale`` (5 or 10), ``evaluation_params`` (the case fields the judge is shown: ``input``,
+``actual_output``, ``expected_output``, ``retrieval_context``; default all four). Any number
+of named GEval metrics, each its own column, threshold and gate:
+:mod:`evalrunner.evaluators.judge_metrics` (``judge_metrics``). With criteria only, the
+judge writes the evaluation steps once per run (kept on the evaluator, which serves every
+case of its run, and per judge client and criteria; the judge's response cache makes the
+same prompt free on later runs). Each case is scored on 1..scale. When the judge returns
+log-probabilities for the score token, the score is the probability-weighted mean of the
+score tokens, normalised over the valid score tokens only (P(4) = 0.6, P(5) = 0.4 → 4.4);
+otherwise the integer. Metric ``GEval`` =
 (s − 1) / (scale − 1), threshold 0.5.
 """
 
@@ -24,16 +28,48 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.judge_base import JudgeEvaluator, case_blocks
+from evalrunner.evaluators.judge_metrics import Declarable, judge_kind
 from evalrunner.evaluators.judge_quality.scale import normalised
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Judge, Message
 from evalrunner.judge.prompts import build
 
-__all__ = ["GEval", "GEvalOptions", "weighted_score"]
+__all__ = ["EVALUATION_PARAMS", "GEval", "GEvalOptions", "evaluation_param", "weighted_score"]
+
+
+#: The case fields a GEval judge may be shown (DeepEval's ``LLMTestCaseParams`` names), and
+#: the case input each is.
+EVALUATION_PARAMS: Mapping[str, Input] = {
+    "input": Input.QUESTION,
+    "actual_output": Input.ANSWER,
+    "expected_output": Input.EXPECTED_ANSWER,
+    "retrieval_context": Input.CONTEXTS,
+}
+#: This project's names for the same fields, accepted too.
+_PARAM_ALIASES = {
+    "question": "input",
+    "answer": "actual_output",
+    "expected_answer": "expected_output",
+    "context": "retrieval_context",
+    "contexts": "retrieval_context",
+}
+
+
+def evaluation_param(value: object) -> str:
+    """The canonical name of one ``evaluation_params`` entry; ValueError naming the valid."""
+    key = str(value).strip().casefold().replace(" ", "_").replace("-", "_")
+    key = _PARAM_ALIASES.get(key, key)
+    if key not in EVALUATION_PARAMS:
+        raise ValueError(
+            f"unknown evaluation_params entry {value!r}; valid: {', '.join(EVALUATION_PARAMS)} "
+            f"(or {', '.join(_PARAM_ALIASES)})"
+        )
+    return key
 
 
 class GEvalOptions(BaseModel):
-    """Run-wide settings of GEval: ``criteria`` and/or ``evaluation_steps``, ``scale``."""
+    """Run-wide settings of GEval: ``criteria`` and/or ``evaluation_steps``, ``scale``,
+    ``evaluation_params``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,6 +79,19 @@ class GEvalOptions(BaseModel):
     evaluation_steps: list[str] | None = None
     #: The form's top score: 1–5 or 1–10.
     scale: Literal[5, 10] = 5
+    #: The case fields the judge sees (None: every one the case has). A case lacking one
+    #: of them is skipped with the reason.
+    evaluation_params: list[str] | None = None
+
+    @field_validator("evaluation_params")
+    @classmethod
+    def _params(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        params = list(dict.fromkeys(evaluation_param(v) for v in value))
+        if not params:
+            raise ValueError("evaluation_params is empty; leave it out to show every field")
+        return params
 
     @field_validator("criteria")
     @classmethod
@@ -164,8 +213,9 @@ def _steps_slot(judge: Judge, criteria: str) -> _StepsSlot:
         return _WRITTEN_STEPS.setdefault(judge, {}).setdefault(criteria, _StepsSlot())
 
 
+@judge_kind("geval")
 @register
-class GEval(JudgeEvaluator[GEvalOptions]):
+class GEval(Declarable, JudgeEvaluator[GEvalOptions]):
     """G-Eval (Liu et al., 2023): the judge scores your criteria on a 1-5 (or 1-10) scale, and
     where it returns log-probabilities the score is their expectation rather than the one
     token it printed, so a hesitant 4 counts less than a sure one.
@@ -176,8 +226,14 @@ class GEval(JudgeEvaluator[GEvalOptions]):
     >>> value, probabilities = weighted_score(reply, scale=5, chosen=4)
     >>> round(value, 2), {k: round(p, 2) for k, p in probabilities.items()}
     (3.8, {3: 0.3, 4: 0.6, 5: 0.1})
+
+    With ``name=`` it is a metric of its own (:mod:`evalrunner.evaluators.judge_metrics`):
+    ``GEval(name="Politeness", criteria="Is the answer polite?", evaluation_params=["input",
+    "actual_output"], threshold=0.7)`` reports the metric ``Politeness``, with its own
+    threshold and gate, and shows the judge only the question and the answer.
     """
 
+    judge_kind = "geval"
     name = "GEval"
     aliases = ("G-Eval",)
     description = (
@@ -201,11 +257,36 @@ class GEval(JudgeEvaluator[GEvalOptions]):
         *,
         judge: Judge | None = None,
         threshold: float | None = None,
+        name: str | None = None,
+        criteria: str | None = None,
+        evaluation_steps: Sequence[str] | None = None,
+        evaluation_params: Sequence[str] | None = None,
+        scale: int | None = None,
     ) -> None:
-        super().__init__(thresholds, options, threshold=threshold, judge=judge)
+        """``criteria``, ``evaluation_steps``, ``evaluation_params``, ``scale``: the options,
+        the short form for Python; ``name``: a named metric of its own (see the class)."""
+        given = {
+            "criteria": criteria,
+            "evaluation_steps": None if evaluation_steps is None else list(evaluation_steps),
+            "evaluation_params": None if evaluation_params is None else list(evaluation_params),
+            "scale": scale,
+        }
+        chosen = {**(options or {}), **{k: v for k, v in given.items() if v is not None}}
+        if self.declaration is not None:  # a named copy: its declared settings
+            chosen = {} if options is None else dict(options)
+        super().__init__(
+            thresholds, {**self.default_options, **chosen}, threshold=threshold, judge=judge
+        )
+        self.chosen_options = chosen
         self._steps_lock = threading.Lock()
         self._steps: list[str] | None = self.options.evaluation_steps
         self._steps_written = self._steps is None
+
+    def missing_inputs(self, sample: Sample) -> list[Input]:
+        params = self.options.evaluation_params
+        if params is None:
+            return super().missing_inputs(sample)
+        return [EVALUATION_PARAMS[p] for p in params if not sample.has(EVALUATION_PARAMS[p])]
 
     def evaluation_steps(self) -> list[str]:
         """The given steps, or the ones the judge writes from the criteria: once per run.
@@ -248,11 +329,20 @@ class GEval(JudgeEvaluator[GEvalOptions]):
         scale = self.options.scale
         numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
         criteria = f"Criteria:\n{self.options.criteria}\n\n" if self.options.criteria else ""
+        params = self.options.evaluation_params
+        shown = set(EVALUATION_PARAMS if params is None else params)
+        what = "the answer inside <answer>" if "actual_output" in shown else "the case below"
         return build(
-            f"Score the answer inside <answer> from 1 (worst) to {scale} (best) on the "
+            f"Score {what} from 1 (worst) to {scale} (best) on the "
             f"criteria below, following the evaluation steps.\n\n{criteria}"
             f"Evaluation steps:\n{numbered}",
-            case_blocks(sample),
+            case_blocks(
+                sample,
+                question="input" in shown,
+                expected_answer="expected_output" in shown,
+                context="retrieval_context" in shown,
+                answer="actual_output" in shown,
+            ),
             f'Reply as {{"score": <integer from 1 to {scale}>, "reason": "<one or two '
             'sentences>"}, the score first.',
         )
@@ -278,7 +368,7 @@ class GEval(JudgeEvaluator[GEvalOptions]):
         origin = "judge-written steps" if self._steps_written else "given steps"
         norm = normalised(value, scale)
         return {
-            "GEval": Scored(
+            self.primary_metric().name: Scored(
                 norm,
                 f"score {value:.2f} of 1–{scale} → {norm:.3f} ({how}; {origin}); judge: "
                 f"{reply.value.reason}",

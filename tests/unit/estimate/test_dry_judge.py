@@ -16,13 +16,17 @@ from evalrunner.estimate.dry_judge import DryJudge, count_tokens, dry_reply
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Message
 from evalrunner.judge.extract import JudgedTexts, Verdicts, counted
 
-NOT_REPLIES = ("evalrunner.judge.config", "evalrunner.judge.lifecycle")
+NOT_REPLIES = (
+    "evalrunner.judge.config",
+    "evalrunner.judge.lifecycle",
+    "evalrunner.evaluators.judge_metrics",  # a run's declared judge metrics, not a reply
+)
 
 
 def _reply_schemas() -> list[type[BaseModel]]:
     """Every pydantic model the judge's extraction and the judge evaluators define, but
-    their options, the judge's configuration and the Bedrock lifecycle table (settings and
-    data, not replies)."""
+    their options, the judge's configuration, the declared judge metrics and the Bedrock
+    lifecycle table (settings and data, not replies)."""
     found: dict[str, type[BaseModel]] = {}
     for package in (judge_package, evaluators_package):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
