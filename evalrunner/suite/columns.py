@@ -17,9 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from openpyxl.utils import get_column_letter
+from xlsxwriter.utility import xl_col_to_name
 
 from evalrunner.errors import SuiteError
+
+
+def column_letter(number: int) -> str:
+    """The spreadsheet letters of the 1-based column ``number`` (1 is ``A``, 27 ``AA``), as
+    openpyxl's ``get_column_letter`` writes them. XlsxWriter's (0-based) is used because
+    importing any part of openpyxl runs its ``__init__``, which builds the whole workbook model
+    and imports numpy (~0.3 s), and CSV and JSON suites, read on every run, need no workbook."""
+    return str(xl_col_to_name(number - 1))
+
 
 #: Canonical columns in template order.
 CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
@@ -269,7 +278,7 @@ def map_headers(
             mistyped = look_alike(written)
             if mistyped is not None:
                 column, why = mistyped
-                cell = f" (column {get_column_letter(pos + 1)})" if letters else ""
+                cell = f" (column {column_letter(pos + 1)})" if letters else ""
                 raise SuiteError(
                     f"{noun[:-1]} '{visible_header(written)}'{cell} looks like "
                     f"'{column}' but is not: {why}, or the column's cells would be read as "
@@ -283,7 +292,7 @@ def map_headers(
         if canonical in columns:
             first = columns[canonical]
             where = (
-                f" (columns {get_column_letter(first + 1)} and {get_column_letter(pos + 1)})"
+                f" (columns {column_letter(first + 1)} and {column_letter(pos + 1)})"
                 if letters
                 else ""
             )

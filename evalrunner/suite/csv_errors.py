@@ -13,9 +13,8 @@ import csv
 import io
 from collections.abc import Sequence
 
-from openpyxl.utils import get_column_letter
-
 from evalrunner.errors import SuiteError
+from evalrunner.suite.columns import column_letter
 
 
 def csv_error(
@@ -34,7 +33,7 @@ def csv_error(
     or text after a closing quote."""
     message = str(exc)
     position = _last_field(text, line, delimiter)
-    letter = get_column_letter(position + 1)
+    letter = column_letter(position + 1)
     label = header[position] if header is not None and position < len(header) else None
     column = str(label).strip() if label else letter
     where = f"cell {letter}{row}, line {line} of the file"

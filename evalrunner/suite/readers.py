@@ -30,8 +30,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePath
 from typing import Any, Final
 
-import openpyxl
-from openpyxl.utils import get_column_letter
 from pydantic import ValidationError
 
 from evalrunner import input_limits
@@ -50,7 +48,13 @@ from evalrunner.suite.cells import (
     parse_text,
     parse_turn_number,
 )
-from evalrunner.suite.columns import ALIASES, canonical_column, look_alike, map_headers
+from evalrunner.suite.columns import (
+    ALIASES,
+    canonical_column,
+    column_letter,
+    look_alike,
+    map_headers,
+)
 from evalrunner.suite.conversations import conversation_from_cell, group_conversations
 from evalrunner.suite.csv_errors import csv_error
 from evalrunner.suite.encoding import decode_text
@@ -373,7 +377,7 @@ def _tabular_rows(
     header_number, header = found
     hmap = map_headers(list(header), source=source, sheet=sheet, row=header_number)
     # The column letters, looked up once per column rather than once per cell.
-    letters = {canonical: get_column_letter(pos + 1) for canonical, pos in hmap.columns.items()}
+    letters = {canonical: column_letter(pos + 1) for canonical, pos in hmap.columns.items()}
     rows: list[Row] = []
     for number, record in iterator:
         if _is_blank(record):
@@ -387,12 +391,12 @@ def _tabular_rows(
             labels[canonical] = hmap.labels[pos]
         metadata: dict[str, Any] = {}
         for pos, name in hmap.extras.items():
-            key = name if name not in metadata else f"{name} ({get_column_letter(pos + 1)})"
+            key = name if name not in metadata else f"{name} ({column_letter(pos + 1)})"
             metadata[key] = metadata_value(record[pos] if pos < len(record) else None)
         # Values under no header are kept rather than silently dropped.
         for pos, value in enumerate(record):
             if pos not in hmap.labels and not _blank(value):
-                metadata[f"column {get_column_letter(pos + 1)}"] = metadata_value(value)
+                metadata[f"column {column_letter(pos + 1)}"] = metadata_value(value)
         rows.append(
             Row(
                 row=number,
@@ -428,6 +432,8 @@ def _read_xlsx(data: bytes, source: str, limits: SuiteLimits) -> list[Row]:
         if what == "rows":
             raise _too_many_rows(source, found, limits.rows)
         raise _too_many_cells(source, found, limits.cells)
+    import openpyxl  # its __init__ builds the workbook model and imports numpy: xlsx only
+
     try:
         # data_only: a formula cell is read as the value Excel saved, not as "=...".
         workbook = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
@@ -478,7 +484,7 @@ def _check_extent(sheet: Any, source: str, limits: SuiteLimits) -> None:
         )
     extent = sheet.max_row * sheet.max_column
     if extent > limits.cells:
-        span = f"A1:{get_column_letter(sheet.max_column)}{sheet.max_row}"
+        span = f"A1:{column_letter(sheet.max_column)}{sheet.max_row}"
         raise _too_many_cells(
             source,
             f"a sheet spanning {span} ({extent:,} cells, the empty ones included)",

@@ -15,13 +15,13 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from typing import Final
-
-import openpyxl
-from openpyxl.utils import get_column_letter
-from openpyxl.worksheet.worksheet import Worksheet
+from typing import TYPE_CHECKING, Final
 
 from evalrunner.errors import SuiteError
+from evalrunner.suite.columns import column_letter
+
+if TYPE_CHECKING:
+    from openpyxl.worksheet.worksheet import Worksheet
 
 #: The first bytes of an OLE compound file (CFB): encrypted OOXML, and the legacy .xls.
 OLE_MAGIC: Final = bytes.fromhex("D0CF11E0A1B11AE1")
@@ -84,7 +84,7 @@ def refuse_formulas_without_values(
         return
     row, column, formula = found
     label = sheet.cell(header_row, column).value if header_row else None
-    letter = get_column_letter(column)
+    letter = column_letter(column)
     raise SuiteError(
         f"cell {letter}{row} holds a formula ({_shorten(formula)}) with no saved value, so its "
         "text cannot be read: the file was written by a program that does not compute "
@@ -99,6 +99,8 @@ def refuse_formulas_without_values(
 
 def _first_formula_without_value(data: bytes, sheet: Worksheet) -> tuple[int, int, str] | None:
     """(row, column, formula) of the first formula cell of ``sheet`` that has no saved value."""
+    import openpyxl  # with a workbook only: its __init__ is heavy (see columns.column_letter)
+
     formulas = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=False)
     try:
         for line in formulas[sheet.title].iter_rows():

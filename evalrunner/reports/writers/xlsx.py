@@ -32,10 +32,9 @@ from collections.abc import Iterable, Sequence
 from itertools import chain, islice
 from typing import Any
 
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-from openpyxl.utils import get_column_letter
 from xlsxwriter import Workbook
 from xlsxwriter.format import Format
+from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
 from evalrunner.reports.analysis.stats import (
@@ -60,6 +59,12 @@ from evalrunner.reports.writers.formulas import neutralise
 #: Excel's limit on the characters of one cell (counted in UTF-16 code units).
 EXCEL_CELL_LIMIT = 32_767
 
+#: The characters openpyxl refuses in a cell, as ``openpyxl.cell.cell.ILLEGAL_CHARACTERS_RE``
+#: defines them (``[\\000-\\010]|[\\013-\\014]|[\\016-\\037]``: C0 controls but tab, LF and
+#: CR), so a workbook reads back in openpyxl and Excel. Written out rather than imported:
+#: importing any part of openpyxl runs its ``__init__`` (the whole workbook model and numpy,
+#: ~0.3 s of every run's start-up) for one regular expression.
+ILLEGAL_CHARACTERS_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 #: Whatever :func:`safe_text` removes or replaces (openpyxl's illegal characters, unpaired
 #: surrogates): one search settles the many cells that hold none.
@@ -184,7 +189,7 @@ def _display_len(value: Cell, kind: ColumnKind) -> int:
 
 
 def _range(column: int, rows: int) -> str:
-    letter = get_column_letter(column)
+    letter = xl_col_to_name(column - 1)  # XlsxWriter counts columns from 0
     return f"{letter}2:{letter}{max(rows + 1, 2)}"
 
 
@@ -198,7 +203,7 @@ def _format_metrics(
     good, bad = workbook.add_format(_GOOD), workbook.add_format(_BAD)
     for i, info in enumerate(metrics):
         score_col, success_col = first + 3 * i, first + 3 * i + 1
-        top = f"{get_column_letter(success_col)}2"
+        top = f"{xl_col_to_name(success_col - 1)}2"
         success = _range(success_col, rows)
         for verdict, look in (("TRUE", good), ("FALSE", bad)):
             rule: dict[str, Any] = {

@@ -29,8 +29,19 @@ NOT_FOR_HELP = (
 )
 #: Not imported by a run whose metrics need none of them: nltk (and the scipy.stats and
 #: scikit-learn its top level pulls in) only for a stemming or BLEU metric, jsonschema only for
-#: the JSON metrics, the model stacks only for the model metrics.
-NOT_FOR_A_LEXICAL_RUN = ("nltk", "scipy", "sklearn", "pandas", "torch", "jsonschema")
+#: the JSON metrics, the model stacks only for the model metrics; openpyxl only for an xlsx
+#: suite.
+NOT_FOR_A_LEXICAL_RUN = (
+    "nltk",
+    "scipy",
+    "sklearn",
+    "pandas",
+    "torch",
+    "jsonschema",
+    # openpyxl only to read or write an xlsx suite: its __init__ builds the workbook model and
+    # imports numpy; the reports are written with XlsxWriter
+    "openpyxl",
+)
 
 PROBE = """
 import json, sys

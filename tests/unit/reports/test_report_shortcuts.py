@@ -128,3 +128,15 @@ def test_a_rows_cells_are_neutralised_as_one_by_one() -> None:
     cells = [*HOSTILE, "=1+1", "+1", "@SUM", "-inf", "-0.5000", "nan", "true", "'quoted"]
     assert neutralise_all(cells) == [neutralise(c) for c in cells]
     assert neutralise_all(["=cmd", "ok", ""]) == ["'=cmd", "ok", ""]
+
+
+def test_the_written_out_illegal_characters_are_openpyxls() -> None:
+    """The writer spells out openpyxl's class instead of importing openpyxl at start-up: every
+    code point (surrogates apart, which ``_SURROGATES`` handles) is refused by both or by
+    neither."""
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        ours = xlsx.ILLEGAL_CHARACTERS_RE.search(char) is not None
+        assert ours == (ILLEGAL_CHARACTERS_RE.search(char) is not None), hex(code)

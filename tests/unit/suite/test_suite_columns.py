@@ -166,3 +166,15 @@ def test_conversation_json_and_lines() -> None:
         parse_conversation('[{"role": "bot", "content": "x"}]')
     with pytest.raises(CellError, match="not a valid JSON array"):
         parse_conversation('[{"role": "user"')
+
+
+def test_column_letters_are_openpyxls() -> None:
+    """The readers name cells with XlsxWriter's letters instead of importing openpyxl at
+    start-up: the same letters as openpyxl's for every column Excel has (A to XFD)."""
+    from openpyxl.utils import get_column_letter
+
+    from evalrunner.suite.columns import column_letter
+
+    for number in range(1, 16_385):
+        assert column_letter(number) == get_column_letter(number), number
+    assert (column_letter(1), column_letter(27), column_letter(16_384)) == ("A", "AA", "XFD")
