@@ -29,6 +29,7 @@ from evalrunner.event import concurrency_cap
 from evalrunner.input_limits import SuiteLimits
 from evalrunner.judge.config import JudgeConfig
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
+from evalrunner.run_defaults import RunDefaults
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -109,6 +110,10 @@ class Settings(BaseModel):
     weak_spots: str = "auto"
     #: What a suite Prepare reads may unpack to (``EVALRUNNER_MAX_SUITE_*``).
     suite_limits: SuiteLimits = Field(default_factory=SuiteLimits)
+    #: The operator's default judge, metrics and profile for an event that names none
+    #: (``EVALRUNNER_JUDGE``, ``EVALRUNNER_DEFAULT_METRICS``, ``EVALRUNNER_PROFILE``, the
+    #: config file: :mod:`evalrunner.run_defaults`); Prepare validates its event with them.
+    run_defaults: RunDefaults = Field(default_factory=RunDefaults)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -123,6 +128,7 @@ class Settings(BaseModel):
             topic_arn=env.get(ENV_TOPIC_ARN) or None,
             weak_spots=(env.get(ENV_WEAK_SPOTS) or "").strip().lower() or "auto",
             suite_limits=SuiteLimits.from_env(env),
+            run_defaults=RunDefaults.read(env),
         )
 
     def require_bucket(self) -> str:
