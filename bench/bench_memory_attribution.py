@@ -34,7 +34,8 @@ from typing import Any
 from bench_engine import LEXICAL, instant_target, suite_csv
 
 from evalrunner.engine import LocalEngine
-from evalrunner.engine.local import ACCOUNT, BUCKET, PIPELINE_FUNCTIONS
+from evalrunner.engine.embedded import ACCOUNT, BUCKET
+from evalrunner.engine.run_types import PIPELINE_FUNCTIONS
 from lambdas.local import local_pipeline
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -184,20 +184,34 @@ def event_schema() -> dict[str, Any]:
 
 
 def parse_event(
-    raw: Any, *, suite_prefix: str = SUITE_PREFIX, concurrency_cap: int | None = None
+    raw: Any,
+    *,
+    suite_prefix: str = SUITE_PREFIX,
+    concurrency_cap: int | None = None,
+    defaults: run_defaults.RunDefaults | None = None,
 ) -> RunEvent:
     """Validate a raw event and return it resolved; every problem is reported in one error.
-    ``concurrency_cap``: the deployment's cap on ``max_concurrency`` (None: none)."""
+    ``concurrency_cap``: the deployment's cap on ``max_concurrency`` (None: none);
+    ``defaults``: as for :func:`read_event`."""
     return RunEvent.from_spec(
-        read_event(raw, suite_prefix=suite_prefix), concurrency_cap=concurrency_cap
+        read_event(raw, suite_prefix=suite_prefix, defaults=defaults),
+        concurrency_cap=concurrency_cap,
     )
 
 
-def read_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> EventSpec:
+def read_event(
+    raw: Any,
+    *,
+    suite_prefix: str = SUITE_PREFIX,
+    defaults: run_defaults.RunDefaults | None = None,
+) -> EventSpec:
     """A raw event (JSON text or its object) as an :class:`EventSpec`: what a step takes at
     its door (the Prepare handler; :func:`parse_event` resolves it further for the CLI and
     the checks). Its secrets are registered for masking before anything can log or echo it,
-    and every problem is reported in one :class:`EventError`, in the JSON Schema's words."""
+    and every problem is reported in one :class:`EventError`, in the JSON Schema's words.
+    ``defaults``: the operator's default judge, metrics and profile for an event that names
+    none, as the run's :class:`~evalrunner.pipeline.context.Settings` read them; None: read
+    from this process's environment now (the CLI's checks, one event per command)."""
     if isinstance(raw, str | bytes):
         try:
             raw = json.loads(raw)
@@ -208,7 +222,10 @@ def read_event(raw: Any, *, suite_prefix: str = SUITE_PREFIX) -> EventSpec:
 
     redaction.register_event(raw)  # before anything can log or echo it
     try:
-        spec = EventSpec.model_validate(raw, context={"suite_prefix": suite_prefix})
+        defaults = run_defaults.RunDefaults.read() if defaults is None else defaults
+        spec = EventSpec.model_validate(
+            raw, context={"suite_prefix": suite_prefix, "defaults": defaults}
+        )
     except ValidationError as exc:
         kinds = {k: c.spec_model for k, c in target_registry.available().items()}
         raise EventError(event_problems(exc, kinds)) from None
@@ -253,14 +270,18 @@ def concurrency_notice(event: RunEvent) -> str | None:
     )
 
 
-def left_out_by_default(event: RunEvent) -> list[str]:
+def left_out_by_default(
+    event: RunEvent, defaults: run_defaults.RunDefaults | None = None
+) -> list[str]:
     """What a run that named no metric left out of the seed runner's default set (or of the
     operator's, when configured), and why: so a local run without models or judge says what
-    it did not measure instead of looking complete."""
+    it did not measure instead of looking complete. ``defaults``: the operator's, as read
+    for the run (None: read from this process's environment now)."""
     if event.metrics_explicit:
         return []
+    defaults = run_defaults.RunDefaults.read() if defaults is None else defaults
     try:
-        wanted = run_defaults.default_metrics() or list(run_defaults.SEED_DEFAULT_METRICS)
+        wanted = defaults.default_metrics() or list(run_defaults.SEED_DEFAULT_METRICS)
         classes = registry.resolve_all(wanted)
     except ConfigError:
         return []

@@ -64,20 +64,23 @@ class Resolution:
     judge_metrics: list[JudgeMetric] = field(default_factory=list)
 
 
-def check(raw: dict[str, Any], suite_prefix: str = SUITE_PREFIX) -> tuple[list[str], Resolution]:
+def check(
+    raw: dict[str, Any], suite_prefix: str, defaults: run_defaults.RunDefaults
+) -> tuple[list[str], Resolution]:
     """Every rule on ``raw``, in the order users have always read their problems: the
-    problems (``field.path: what is wrong``) and what was resolved."""
+    problems (``field.path: what is wrong``) and what was resolved. ``defaults``: the
+    operator's default judge and metrics, as the run's settings read them."""
     problems: list[str] = []
     if isinstance(raw.get("key"), str) and raw["key"]:
         try:
             check_suite_key(raw["key"], suite_prefix)
         except EventError as exc:
             problems.extend(exc.problems)
-    judge, judge_from = _judge(raw, problems)
+    judge, judge_from = _judge(raw, defaults, problems)
     plugins, plugin_classes = _plugins(raw.get("plugins"), problems)
     declared, declared_classes = _judge_metrics(raw.get("judge_metrics"), problems)
     names = _selected_metrics(raw)
-    classes = _evaluators(names, isinstance(judge, dict), problems)
+    classes = _evaluators(names, isinstance(judge, dict), defaults, problems)
     if names is None:  # the default selection, and the metrics of the plugins named
         classes += [c for c in plugin_classes if c not in classes]
     classes += [c for c in declared_classes if c not in classes]  # declared: they run
@@ -145,12 +148,15 @@ def _judge_metrics(
 
 
 def _evaluators(
-    names: list[str] | None, with_judge: bool, problems: list[str]
+    names: list[str] | None,
+    with_judge: bool,
+    defaults: run_defaults.RunDefaults,
+    problems: list[str],
 ) -> list[type[Evaluator]]:
     """The evaluators the event names (``metrics``, the legacy ``target.metric``), else the
     default selection."""
     if names is None:
-        return _default_classes(with_judge, problems)
+        return _default_classes(with_judge, defaults, problems)
     try:
         return registry.resolve_all(names)
     except ConfigError as exc:
@@ -284,26 +290,30 @@ def out_of_range(field: str, number: Any, spec: MetricSpec | None) -> str | None
     return f"{field}: {number:g} is outside the range of {spec.name}; give a value {valid}"
 
 
-def _judge(raw: dict[str, Any], problems: list[str]) -> tuple[Any, str]:
+def _judge(
+    raw: dict[str, Any], defaults: run_defaults.RunDefaults, problems: list[str]
+) -> tuple[Any, str]:
     """The event's judge, else the operator's default (:mod:`evalrunner.run_defaults`), and
     where it came from (for messages)."""
     if "judge" in raw:
         return raw["judge"], "the event"
     try:
-        found = run_defaults.default_judge()
+        found = defaults.default_judge()
     except ConfigError as exc:
         problems.append(f"judge: {exc.message}")
         return None, ""
     return found if found is not None else (None, "")
 
 
-def _default_classes(with_judge: bool, problems: list[str]) -> list[type[Evaluator]]:
+def _default_classes(
+    with_judge: bool, defaults: run_defaults.RunDefaults, problems: list[str]
+) -> list[type[Evaluator]]:
     """The evaluators of a run that names no metric: the cheap CPU checks, plus the
     operator's default metrics (cdk.json / EVALRUNNER_DEFAULT_METRICS) when configured, else
     the five RAG judge metrics when there is a judge. Judge metrics are left out without a
     judge (:func:`left_out_by_default` says so)."""
     try:
-        configured = run_defaults.default_metrics()
+        configured = defaults.default_metrics()
         extra = registry.resolve_all(configured or [])
     except ConfigError as exc:
         problems.extend(f"default metrics: {line}" for line in exc.message.splitlines())

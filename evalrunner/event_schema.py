@@ -32,6 +32,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from evalrunner import event_rules, profiles
 from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.run_defaults import RunDefaults
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
 from evalrunner.targets.spec import JsonInt, SpecModel, TargetSpec, integral
@@ -238,12 +239,18 @@ class EventSpec(SpecModel):
         """The rules no field's type can state (:mod:`evalrunner.event_rules`). They run on
         the raw event whether or not its fields are valid, so that one error lists every
         problem; each is a ``event_rule`` error whose ``reason`` is the whole line.
-        ``context={"suite_prefix": ...}`` moves the prefix suite keys must be under."""
+        ``context={"suite_prefix": ...}`` moves the prefix suite keys must be under;
+        ``context={"defaults": RunDefaults}`` gives the operator's defaults as the run's
+        settings read them (none given: read from this process's environment now)."""
         if not isinstance(data, dict):
             return handler(data)
-        prefix = (info.context or {}).get("suite_prefix", event_rules.SUITE_PREFIX)
-        data, problems = profiles.expand(data)
-        found_problems, resolution = event_rules.check(data, prefix)
+        context = info.context or {}
+        prefix = context.get("suite_prefix", event_rules.SUITE_PREFIX)
+        defaults = context.get("defaults")
+        if not isinstance(defaults, RunDefaults):
+            defaults = RunDefaults.read()
+        data, problems = profiles.expand(data, defaults)
+        found_problems, resolution = event_rules.check(data, prefix, defaults)
         problems += found_problems
         found: list[InitErrorDetails] = []
         try:

@@ -13,7 +13,7 @@ from evalrunner.user_cache import user_cache_dir
 
 if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `import evalrunner`
     from evalrunner.engine.dispatch import Handler
-    from evalrunner.engine.local import Pipeline, Progress, RunResult
+    from evalrunner.engine.run_types import Pipeline, Progress, RunResult
     from evalrunner.event import RunEvent
     from evalrunner.suite.model import Suite
 

@@ -51,14 +51,17 @@ def known() -> str:
     return ", ".join(sorted(PROFILES))
 
 
-def expand(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def expand(
+    raw: dict[str, Any], defaults: run_defaults.RunDefaults
+) -> tuple[dict[str, Any], list[str]]:
     """``raw`` with its ``profile``'s metrics and thresholds filled in, and the problems
-    (an unknown profile); an event without a profile comes back as it was."""
+    (an unknown profile); an event without a profile comes back as it was. ``defaults``:
+    the operator's, as the run's settings read them (its default profile)."""
     name = raw.get("profile")
     where = "profile"
     if name is None and not _names_metrics(raw):
         try:
-            default = run_defaults.default_profile()
+            default = defaults.default_profile()
         except ConfigError as exc:
             return raw, [exc.message]
         if default is not None:

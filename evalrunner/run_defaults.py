@@ -12,6 +12,11 @@ once, for every such run:
 
 The operator's environment and ``cdk.json`` are trusted (DESIGN.md, trust boundaries); an
 event can only add its own ``judge`` or ``metrics``, never read these.
+
+They are read once (:meth:`RunDefaults.read`) into the run's
+:class:`~evalrunner.pipeline.context.Settings` and handed to the event's validation
+(``read_event(..., defaults=)``), so a run's defaults are those of the process that started
+it, not of the environment at the moment some rule looks.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from evalrunner.errors import ConfigError
 
@@ -134,3 +141,57 @@ def default_profile(environ: Mapping[str, str] | None = None) -> tuple[str, str]
     if not isinstance(value, str):
         raise ConfigError(f"the default profile ({where}) must be a profile name")
     return value, where
+
+
+class RunDefaults(BaseModel):
+    """The operator's defaults as read once (:meth:`read`): each one's value and where it
+    was set, or the problem reading it. A problem is kept, not raised, because it belongs to
+    the events that need the default: each reports it among its own problems, in the same
+    words as when the rules read the environment themselves."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: The default judge (a judge config) and where it was set; None: none configured.
+    judge: tuple[dict[str, Any], str] | None = None
+    judge_problem: str | None = None
+    #: The default evaluators; None: none configured.
+    metrics: list[str] | None = None
+    metrics_problem: str | None = None
+    #: The default profile and where it was set; None: none configured.
+    profile: tuple[str, str] | None = None
+    profile_problem: str | None = None
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str] | None = None) -> RunDefaults:
+        """The defaults ``environ`` (default: this process's environment) and the config
+        file it names give."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, reader in (
+            ("judge", default_judge),
+            ("metrics", default_metrics),
+            ("profile", default_profile),
+        ):
+            try:
+                values[name] = reader(environ)
+            except ConfigError as exc:
+                values[f"{name}_problem"] = exc.message
+        return cls(**values)
+
+    def default_judge(self) -> tuple[dict[str, Any], str] | None:
+        """As :func:`default_judge` gave it when read; a problem is raised here."""
+        if self.judge_problem is not None:
+            raise ConfigError(self.judge_problem)
+        return self.judge
+
+    def default_metrics(self) -> list[str] | None:
+        """As :func:`default_metrics` gave it when read; a problem is raised here."""
+        if self.metrics_problem is not None:
+            raise ConfigError(self.metrics_problem)
+        return None if self.metrics is None else list(self.metrics)
+
+    def default_profile(self) -> tuple[str, str] | None:
+        """As :func:`default_profile` gave it when read; a problem is raised here."""
+        if self.profile_problem is not None:
+            raise ConfigError(self.profile_problem)
+        return self.profile

@@ -18,7 +18,7 @@ import logging
 import sys
 from typing import Any
 
-from evalrunner.engine.local import PipelineHandlers
+from evalrunner.engine.run_types import PipelineHandlers
 from evalrunner.pipeline.context import Runtime
 from lambdas import aggregate, prepare, run_case, score
 from lambdas._common import logger

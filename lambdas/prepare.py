@@ -10,11 +10,14 @@ from lambdas._common import RUNTIME, Handler, logger, store_for
 
 def build(runtime: Runtime) -> Handler:
     """Prepare reads no run context (it writes the run's configuration); it takes from
-    ``runtime`` only the judge, for the perturbations the judge applies (misinformation)."""
+    ``runtime`` the judge, for the perturbations the judge applies (misinformation), and its
+    settings (the operator's defaults, the concurrency cap, the suite limits)."""
 
     @logger.inject_lambda_context
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        spec = read_event(event["event"])  # parsed at the door: a bad event fails here
+        # parsed at the door (a bad event fails here), with the operator's defaults as the
+        # runtime's settings read them when the container started
+        spec = read_event(event["event"], defaults=runtime.settings.run_defaults)
         store = store_for(None, runtime)
         output = prepare_run(
             spec,

@@ -20,7 +20,7 @@ from evalrunner.reports.verdict import RunVerdict
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalrunner.engine.local import RunResult
+    from evalrunner.engine.run_types import RunResult
 
 
 @dataclass

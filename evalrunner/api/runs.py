@@ -22,7 +22,7 @@ from evalrunner.launch import local_event, run_local
 from evalrunner.reports.verdict import FailOn
 
 if TYPE_CHECKING:
-    from evalrunner.engine.local import Progress
+    from evalrunner.engine.run_types import Progress
 
 #: Where reports go when no ``out`` is given: the CLI's default folder.
 DEFAULT_OUT = Path("evalrunner-out")

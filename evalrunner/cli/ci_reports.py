@@ -14,7 +14,7 @@ import typer
 from evalrunner.errors import ConfigError
 
 if TYPE_CHECKING:
-    from evalrunner.engine.local import RunResult
+    from evalrunner.engine.run_types import RunResult
 
 #: GitHub Actions' per-step summary file.
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"

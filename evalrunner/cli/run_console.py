@@ -17,7 +17,7 @@ from evalrunner.cli.common import out
 from evalrunner.jsonout import dump_json
 
 if TYPE_CHECKING:
-    from evalrunner.engine.local import RunResult
+    from evalrunner.engine.run_types import RunResult
     from evalrunner.reports.summary import RunSummary
 
 

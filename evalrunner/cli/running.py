@@ -56,7 +56,7 @@ from evalrunner.launch import (
 )
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
-    from evalrunner.engine.local import RunResult
+    from evalrunner.engine.run_types import RunResult
 
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
@@ -489,7 +489,7 @@ def _partial_or_fail(exc: ExecutionFailed) -> RunResult:
     is then reported like every other outcome, its verdict ``PARTIAL`` (exit code 3) on the
     terminal and in ``--junit-xml`` / ``--markdown``. Any other failed run exits 3 on the
     error alone."""
-    from evalrunner.engine.local import RunResult  # loaded: the engine raised exc
+    from evalrunner.engine.run_types import RunResult  # loaded: the engine raised exc
 
     partial = exc.result if isinstance(exc, PartialRun) else None
     if not isinstance(partial, RunResult):

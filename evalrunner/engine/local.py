@@ -50,7 +50,6 @@ from evalrunner.engine.moto_services import create_bucket, create_function, crea
 from evalrunner.engine.real_aws import needs_real_aws, real_session, unmock
 from evalrunner.engine.report_copy import (
     DurableRecords,
-    download_history,
     download_set,
     local_history_notices,
     os_reason,
@@ -59,7 +58,6 @@ from evalrunner.engine.report_copy import (
 from evalrunner.engine.run_types import (
     PIPELINE_FUNCTIONS,
     Pipeline,
-    PipelineHandlers,
     Progress,
     RunResult,
 )
@@ -547,17 +545,4 @@ def _failure_message(description: dict[str, Any]) -> str:
 
 #: The engine's names, also where they now live (the run's types, the embedded AWS, copying
 #: the reports out), so callers keep one import.
-__all__ = [
-    "ACCOUNT",
-    "BUCKET",
-    "PIPELINE_FUNCTIONS",
-    "REGION",
-    "LocalEngine",
-    "Pipeline",
-    "PipelineHandlers",
-    "Progress",
-    "RunResult",
-    "download_history",
-    "download_set",
-    "embedded_s3",
-]
+__all__ = ["LocalEngine", "local_target_functions"]

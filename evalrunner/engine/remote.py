@@ -11,13 +11,9 @@ from typing import Any
 
 import boto3
 
-from evalrunner.engine.local import (
-    Progress,
-    RunResult,
-    _failure_message,
-    download_history,
-    download_set,
-)
+from evalrunner.engine.local import _failure_message
+from evalrunner.engine.report_copy import download_history, download_set
+from evalrunner.engine.run_types import Progress, RunResult
 from evalrunner.errors import ExecutionFailed
 from evalrunner.pipeline.prepare import new_run_id
 from evalrunner.reports.summary import summary_of_output

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeVar
 
 from evalrunner.evaluators.base import BatchEvaluator, RunServices
-from evalrunner.models import ModelHub, ModelRole, ModelUnavailable, default_model
+from evalrunner.models import ModelHub, ModelRole, ModelUnavailable
 
 
 class ModelOptions(BaseModel):
@@ -74,7 +74,7 @@ class ModelEvaluator(BatchEvaluator[ModelOptionsT]):
             chosen = self.options.model
             if chosen:
                 return str(chosen)
-        return default_model(role)
+        return self.hub.model_settings.default_model(role)
 
     #: Other roles this evaluator loads a model for (besides its own ``role``).
     extra_roles: ClassVar[tuple[ModelRole, ...]] = ()

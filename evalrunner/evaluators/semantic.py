@@ -25,7 +25,7 @@ from evalrunner.evaluators.base import Input, MetricSpec, Sample, Scored, SkipCa
 from evalrunner.evaluators.model_base import ModelEvaluator, ModelOptions, ModelOptionsT
 from evalrunner.evaluators.registry import register
 from evalrunner.evaluators.sentences import split_sentences
-from evalrunner.models import ModelRole, default_model
+from evalrunner.models import ModelRole
 from evalrunner.models.scorers import TextEncoder
 
 #: Where this module's evaluators come in the catalog (see evaluators.registry).
@@ -144,13 +144,21 @@ class AnswerSemanticSimilarity(EmbeddingEvaluator[SimilarityOptions]):
         chosen = self.options.cross_encoder
         if not chosen:
             return super().models_used()
-        return [chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)]
+        return [
+            chosen
+            if isinstance(chosen, str)
+            else self.hub.model_settings.default_model(ModelRole.CROSS_ENCODER)
+        ]
 
     def score_batch(self, samples: Sequence[Sample]) -> list[Mapping[str, Scored] | Exception]:
         chosen = self.options.cross_encoder
         if not chosen:
             return super().score_batch(samples)
-        name = chosen if isinstance(chosen, str) else default_model(ModelRole.CROSS_ENCODER)
+        name = (
+            chosen
+            if isinstance(chosen, str)
+            else self.hub.model_settings.default_model(ModelRole.CROSS_ENCODER)
+        )
         scorer = self.hub.cross_encoder(name, ModelRole.CROSS_ENCODER)
         pairs = [
             (s.answer or "", s.expected_answer or "") for s in samples if (s.answer or "").strip()

@@ -9,6 +9,7 @@ from evalrunner.models.hub import ModelHub
 from evalrunner.models.locate import (
     PACKAGED_MINILM,
     ModelRole,
+    ModelSettings,
     ModelUnavailable,
     default_model,
     locate,
@@ -18,6 +19,7 @@ __all__ = [
     "PACKAGED_MINILM",
     "ModelHub",
     "ModelRole",
+    "ModelSettings",
     "ModelUnavailable",
     "default_model",
     "locate",

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar, cast
 from evalrunner.models.locate import (
     INSTALL_MODELS,
     ModelRole,
+    ModelSettings,
     ModelUnavailable,
     locate,
 )
@@ -52,9 +53,17 @@ class ModelHub:
     """Loads models by name or path, caches them for the run and reports what is missing."""
 
     def __init__(
-        self, *, device: Device = "auto", precision: Precision = "auto", batch_size: int = 64
+        self,
+        *,
+        device: Device = "auto",
+        precision: Precision = "auto",
+        batch_size: int = 64,
+        model_settings: ModelSettings | None = None,
     ) -> None:
         self._device, self._precision, self.batch_size = device, precision, batch_size
+        #: Where models are found and each role's default, read once: the run's settings
+        #: (:func:`~evalrunner.pipeline.context.hub_for`), else this process's environment.
+        self.model_settings = ModelSettings.from_env() if model_settings is None else model_settings
         self._loaded: dict[tuple[str, str], Any] = {}
         self._failed: dict[tuple[str, str], ModelUnavailable] = {}
         #: Missing models by name, each with the evaluators that needed it (reported once).
@@ -101,7 +110,7 @@ class ModelHub:
         started = time.perf_counter()
         try:
             _torch()
-            path = path or locate(name, role)
+            path = path or locate(name, role, self.model_settings.models_dir)
             model = build(path)
         except ModelUnavailable as exc:
             self._failed[key] = exc

@@ -6,15 +6,23 @@ middle of a run is neither fast nor repeatable. A model is named by a path, or b
 looked up (in order) in the packaged MiniLM, ``$EVALRUNNER_MODELS_DIR`` and the local Hugging
 Face cache. The GPU image bakes its models into ``$EVALRUNNER_MODELS_DIR`` at build time
 (``gpu_tasks/models.json``).
+
+Where to look and which model each role defaults to are read once into
+:class:`ModelSettings` (the run's :class:`~evalrunner.pipeline.context.Settings` carry them,
+the run's :class:`~evalrunner.models.ModelHub` is made with them), not looked up in the
+environment each time a model is named.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from evalrunner.errors import EvalRunnerError
 
@@ -70,12 +78,60 @@ class ModelUnavailable(EvalRunnerError):
         super().__init__(f"{self.role} model {model!r} is not available: {how}")
 
 
+class ModelSettings(BaseModel):
+    """Where models are looked for and the per-role defaults, as read once
+    (:meth:`from_env`). A models file that cannot be read is kept as a problem and raised
+    when a default is asked for, as before, so a run that names no model is not stopped by
+    it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Where hub names are looked for (``EVALRUNNER_MODELS_DIR``).
+    models_dir: Path = DEFAULT_MODELS_DIR.expanduser()
+    #: Per-role defaults by role name: ``EVALRUNNER_MODEL_<ROLE>``, then the models file.
+    roles: dict[str, str] = {}
+    #: Why ``EVALRUNNER_MODELS_FILE`` could not be read; None: read (or not set).
+    file_problem: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ModelSettings:
+        """The settings ``environ`` (default: this process's environment) gives."""
+        env = os.environ if environ is None else environ
+        roles: dict[str, str] = {}
+        problem = None
+        try:
+            roles.update(_file_defaults(env))
+        except EvalRunnerError as exc:
+            problem = exc.message
+        for role in ModelRole:
+            chosen = env.get(f"EVALRUNNER_MODEL_{role.value.upper()}")
+            if chosen:
+                roles[role.value] = chosen
+        return cls(
+            models_dir=Path(env.get(ENV_MODELS_DIR) or DEFAULT_MODELS_DIR).expanduser(),
+            roles=roles,
+            file_problem=problem,
+        )
+
+    def default_model(self, role: ModelRole) -> str:
+        """The model used for ``role`` when an evaluator's options name none:
+        ``$EVALRUNNER_MODEL_<ROLE>``, then ``$EVALRUNNER_MODELS_FILE``, then the local
+        default (as read)."""
+        chosen = self.roles.get(role.value)
+        if chosen:
+            return chosen
+        if self.file_problem is not None:
+            raise EvalRunnerError(self.file_problem)
+        return LOCAL_DEFAULTS[role]
+
+
 def models_dir() -> Path:
-    return Path(os.environ.get(ENV_MODELS_DIR) or DEFAULT_MODELS_DIR).expanduser()
+    """This process's models dir now (a command's messages; a run uses its settings')."""
+    return ModelSettings.from_env().models_dir
 
 
-def _file_defaults() -> dict[str, str]:
-    path = os.environ.get(ENV_MODELS_FILE)
+def _file_defaults(environ: Mapping[str, str]) -> dict[str, str]:
+    path = environ.get(ENV_MODELS_FILE)
     if not path:
         return {}
     try:
@@ -88,12 +144,9 @@ def _file_defaults() -> dict[str, str]:
 
 
 def default_model(role: ModelRole) -> str:
-    """The model used for ``role`` when an evaluator's options name none:
-    ``$EVALRUNNER_MODEL_<ROLE>``, then ``$EVALRUNNER_MODELS_FILE``, then the local default."""
-    env = os.environ.get(f"EVALRUNNER_MODEL_{role.value.upper()}")
-    if env:
-        return env
-    return _file_defaults().get(role.value) or LOCAL_DEFAULTS[role]
+    """The model used for ``role`` as this process's environment says now (the CLI's
+    messages, an evaluator used on its own); a run asks its hub's :class:`ModelSettings`."""
+    return ModelSettings.from_env().default_model(role)
 
 
 def dir_name(name: str) -> str:
@@ -124,8 +177,8 @@ def _hf_cache(name: str) -> Path | None:
         return None
 
 
-def how_to_provide(name: str, role: ModelRole | str) -> str:
-    target = models_dir() / dir_name(name)
+def how_to_provide(name: str, role: ModelRole | str, root: Path | None = None) -> str:
+    target = (models_dir() if root is None else root) / dir_name(name)
     return (
         "evalrunner never downloads models during a run. Provide it: put the model in "
         f"{target} (on a machine with network: `hf download {name} --local-dir {target}`, or "
@@ -135,8 +188,9 @@ def how_to_provide(name: str, role: ModelRole | str) -> str:
     )
 
 
-def locate(name: str, role: ModelRole | str) -> Path:
-    """The local folder (or file) of model ``name``; :class:`ModelUnavailable` if none."""
+def locate(name: str, role: ModelRole | str, root: Path | None = None) -> Path:
+    """The local folder (or file) of model ``name``; :class:`ModelUnavailable` if none.
+    ``root``: the models dir (the run's :class:`ModelSettings`; None: read now)."""
     path = Path(name).expanduser()
     if path.exists():
         return path
@@ -148,7 +202,7 @@ def locate(name: str, role: ModelRole | str) -> Path:
         packaged = packaged_minilm()
         if packaged is not None:
             return packaged
-    root = models_dir()
+    root = models_dir() if root is None else root
     for candidate in (root / dir_name(name), root / name, root / name.rsplit("/", 1)[-1]):
         if candidate.exists():
             return candidate
@@ -159,4 +213,4 @@ def locate(name: str, role: ModelRole | str) -> Path:
         raise ModelUnavailable(
             name, role, f"the packaged MiniLM is not installed: {INSTALL_MODELS}"
         )
-    raise ModelUnavailable(name, role, how_to_provide(name, role))
+    raise ModelUnavailable(name, role, how_to_provide(name, role, root))

@@ -22,7 +22,7 @@ from evalrunner.estimate.model import ActualFigures
 from evalrunner.estimate.prices import load_prices
 from evalrunner.evaluators import Evaluator, resolve
 from evalrunner.pipeline.baseline import find_baseline
-from evalrunner.pipeline.context import RunContext
+from evalrunner.pipeline.context import RunContext, Settings
 from evalrunner.pipeline.merge import FoldedRecords, fold_records
 from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.pipeline.scoring import sample_of
@@ -253,9 +253,7 @@ def build_report(
     ignored = [p for p in baseline_problems if p.type == "baseline_ignored"]
     missing = next((p for p in baseline_problems if p.type == "baseline_missing"), None)
     data = data.model_copy(update={"regression": regression, "baseline_note": note})
-    data = with_problems(
-        data, scored, state.score_failure, baseline_problems, context.settings.weak_spots
-    )
+    data = with_problems(data, scored, state.score_failure, baseline_problems, context.settings)
     data = data.model_copy(update={"insights": find_insights(data)})
     # the run's one verdict: report.html, summary.json and every later reader take this one
     verdict = decide(
@@ -381,15 +379,17 @@ def with_problems(
     scored: ScoresFile,
     score_failure: StepFailure | None,
     baseline_problems: list[Problem],
-    weak_spots: str = "auto",
+    settings: Settings,
 ) -> ReportData:
-    """The data with its problems (and weak spots, when ``weak_spots``, the run's setting,
-    enables them): a regression first, then models that were not there and a failed Score
-    step, the rest by severity, and the baseline problems last."""
+    """The data with its problems (and weak spots, when the run's ``settings`` enable them,
+    grouped with their embedding model): a regression first, then models that were not there
+    and a failed Score step, the rest by severity, and the baseline problems last."""
     problems = find_problems(data)
-    if weak_spots_enabled(weak_spots):
+    mode = settings.weak_spots
+    if weak_spots_enabled(mode):
         used = list(scored.models.models) if scored.models else []
-        spots, method = find_weak_spots(data, *question_embedder(used, weak_spots))
+        embedder = question_embedder(used, mode, settings.model_settings)
+        spots, method = find_weak_spots(data, *embedder)
         data = data.model_copy(update={"weak_spots": spots, "weak_spots_method": method})
         problems = sorted(problems + weakness_problems(spots), key=problem_order)
     lead = sum(1 for p in problems if p.type == "regression")  # a regression stays first

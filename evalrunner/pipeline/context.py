@@ -28,7 +28,9 @@ from evalrunner.evaluators import Evaluator, Requirement, resolve
 from evalrunner.event import concurrency_cap
 from evalrunner.input_limits import SuiteLimits
 from evalrunner.judge.config import JudgeConfig
+from evalrunner.models.locate import ModelSettings
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
+from evalrunner.run_defaults import RunDefaults
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -109,6 +111,14 @@ class Settings(BaseModel):
     weak_spots: str = "auto"
     #: What a suite Prepare reads may unpack to (``EVALRUNNER_MAX_SUITE_*``).
     suite_limits: SuiteLimits = Field(default_factory=SuiteLimits)
+    #: The operator's default judge, metrics and profile for an event that names none
+    #: (``EVALRUNNER_JUDGE``, ``EVALRUNNER_DEFAULT_METRICS``, ``EVALRUNNER_PROFILE``, the
+    #: config file: :mod:`evalrunner.run_defaults`); Prepare validates its event with them.
+    run_defaults: RunDefaults = Field(default_factory=RunDefaults)
+    #: Where models are found and each role's default model (``EVALRUNNER_MODELS_DIR``,
+    #: ``EVALRUNNER_MODEL_<ROLE>``, ``EVALRUNNER_MODELS_FILE``): the run's hub is made with
+    #: them.
+    model_settings: ModelSettings = Field(default_factory=ModelSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -123,6 +133,8 @@ class Settings(BaseModel):
             topic_arn=env.get(ENV_TOPIC_ARN) or None,
             weak_spots=(env.get(ENV_WEAK_SPOTS) or "").strip().lower() or "auto",
             suite_limits=SuiteLimits.from_env(env),
+            run_defaults=RunDefaults.read(env),
+            model_settings=ModelSettings.from_env(env),
         )
 
     def require_bucket(self) -> str:
@@ -140,7 +152,11 @@ def hub_for(settings: Settings) -> ModelHub:
     the defaults pick CUDA when there is one)."""
     from evalrunner.models import ModelHub
 
-    return ModelHub(device=settings.device, batch_size=settings.batch_size)
+    return ModelHub(
+        device=settings.device,
+        batch_size=settings.batch_size,
+        model_settings=settings.model_settings,
+    )
 
 
 def hub_from_env() -> ModelHub:

@@ -34,7 +34,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service impor
 
 import state_machines
 from evalrunner.engine.dispatch import Dispatcher, dispatching
-from evalrunner.engine.local import ACCOUNT, BUCKET, PIPELINE_FUNCTIONS, REGION, LocalEngine
+from evalrunner.engine.embedded import ACCOUNT, BUCKET, REGION
+from evalrunner.engine.local import LocalEngine
+from evalrunner.engine.run_types import PIPELINE_FUNCTIONS
 from evalrunner.pipeline.context import Runtime
 from gpu_tasks import score_entrypoint
 from lambdas.local import local_pipeline

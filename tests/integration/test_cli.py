@@ -177,7 +177,8 @@ def test_start_aws_uploads_starts_follows_and_downloads(tmp_path, monkeypatch):
     import boto3
 
     from evalrunner.engine.dispatch import Dispatcher, dispatching
-    from evalrunner.engine.local import BUCKET, LocalEngine
+    from evalrunner.engine.embedded import BUCKET
+    from evalrunner.engine.local import LocalEngine
 
     # The deployed functions' environment (the stack sets both; the engine sets neither).
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")

@@ -221,7 +221,8 @@ def test_start_aws_runs_on_the_deployed_machine_and_returns_the_run(tmp_path, mo
     import boto3
 
     from evalrunner.engine.dispatch import Dispatcher, dispatching
-    from evalrunner.engine.local import BUCKET, LocalEngine
+    from evalrunner.engine.embedded import BUCKET
+    from evalrunner.engine.local import LocalEngine
 
     # The deployed functions' environment (the stack sets both; the engine sets neither).
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from evalrunner.api.result import EvalRun
 from evalrunner.cli import app
-from evalrunner.engine.local import RunResult
+from evalrunner.engine.run_types import RunResult
 from evalrunner.reports.summary import RunSummary
 from evalrunner.reports.verdict import EXIT_CODES, HEADLINES, Outcome
 

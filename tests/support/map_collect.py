@@ -14,7 +14,7 @@ from typing import Any
 
 import state_machines
 from evalrunner.engine import LocalEngine
-from evalrunner.engine.local import RunResult
+from evalrunner.engine.run_types import RunResult
 from lambdas.local import local_pipeline
 
 Handler = Callable[[dict[str, Any], Any], Any]

@@ -16,7 +16,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from evalrunner.engine.dispatch import Dispatcher, LambdaContext, dispatching
-from evalrunner.engine.local import BUCKET, LocalEngine
+from evalrunner.engine.embedded import BUCKET
+from evalrunner.engine.local import LocalEngine
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event import parse_event
 from evalrunner.pipeline.context import Runtime

@@ -59,9 +59,15 @@ class EmbeddingSimilarityPart(JudgeEvaluator[SimilarityPartOptions], ScoreStepPa
         super().__init__(thresholds, options, **kwargs)
         self._used: list[str] = []
 
-    def embedding_model(self) -> str:
+    def embedding_model(self, models: ModelHub | None = None) -> str:
+        """The option's model, else the embedding default of ``models`` (the run's hub;
+        None: this process's environment now)."""
         chosen = self.options.embedding_model
-        return chosen or default_model(ModelRole.EMBEDDING)
+        if chosen:
+            return chosen
+        if models is None:
+            return default_model(ModelRole.EMBEDDING)
+        return models.model_settings.default_model(ModelRole.EMBEDDING)
 
     @abstractmethod
     def texts(self, sample: Sample, parts: Mapping[str, Any]) -> list[str]:
@@ -79,7 +85,7 @@ class EmbeddingSimilarityPart(JudgeEvaluator[SimilarityPartOptions], ScoreStepPa
     def _similarity(self, models: ModelHub, texts: list[str]) -> tuple[Similarity, str]:
         """Cosine of the embedding model when it loads (all texts encoded in one pass), the
         stand-in and the reason otherwise."""
-        model = self.embedding_model()
+        model = self.embedding_model(models)
         try:
             encoder = models.encoder(model)
             encoder.prefetch(t for t in texts if t.strip())

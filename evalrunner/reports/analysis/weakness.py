@@ -25,7 +25,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalrunner.reports.analysis.clustering import (
     MAX_TEXTS,
@@ -35,6 +35,9 @@ from evalrunner.reports.analysis.clustering import (
     tfidf,
 )
 from evalrunner.reports.model import CaseRow, Problem, ReportData, WeakSpot
+
+if TYPE_CHECKING:
+    from evalrunner.models import ModelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -180,15 +183,18 @@ def weakness_problems(spots: Sequence[WeakSpot]) -> list[Problem]:
     return sorted(problems, key=lambda p: p.severity != "high")
 
 
-def question_embedder(models_used: Sequence[str], mode: str = "auto") -> tuple[Embed | None, str]:
+def question_embedder(
+    models_used: Sequence[str], mode: str = "auto", models: ModelSettings | None = None
+) -> tuple[Embed | None, str]:
     """The embedder for the run's questions and the method's description. ``mode`` (the
     run's settings: :data:`MODE_ENV`, read once): ``auto`` uses the embedding model only
     when the run's Score step already loaded it (so a run of lexical metrics never pays for
     loading a model); the Aggregate Lambda carries no model code and falls back to TF-IDF,
-    saying so."""
-    from evalrunner.models import ModelRole, default_model
+    saying so. ``models``: the run's model settings (its embedding default; None: this
+    process's environment now)."""
+    from evalrunner.models import ModelRole, ModelSettings
 
-    name = default_model(ModelRole.EMBEDDING)
+    name = (models or ModelSettings.from_env()).default_model(ModelRole.EMBEDDING)
     tfidf_method = "TF-IDF of the questions"
     if mode == "tfidf":
         return None, tfidf_method

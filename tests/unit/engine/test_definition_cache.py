@@ -10,7 +10,8 @@ import pytest
 
 import state_machines
 from evalrunner.engine.definition_cache import DefinitionCache
-from evalrunner.engine.local import PIPELINE_FUNCTIONS, LocalEngine
+from evalrunner.engine.local import LocalEngine
+from evalrunner.engine.run_types import PIPELINE_FUNCTIONS
 
 
 class Program:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from evalrunner.engine.local import LocalEngine, Progress
+from evalrunner.engine.local import LocalEngine
+from evalrunner.engine.run_types import Progress
 from evalrunner.engine.watchdog import Watchdog
 from lambdas.local import local_pipeline
 

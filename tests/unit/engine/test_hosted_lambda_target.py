@@ -16,7 +16,7 @@ import pytest
 
 from evalrunner.engine import LocalEngine
 from evalrunner.engine.dispatch import Dispatcher, dispatching
-from evalrunner.engine.local import ACCOUNT, REGION
+from evalrunner.engine.embedded import ACCOUNT, REGION
 from evalrunner.engine.moto_compat import InProcessLambdaClient, embedded_aws
 from evalrunner.suite.model import TestCase, Turn
 from evalrunner.targets.base import ConversationSession

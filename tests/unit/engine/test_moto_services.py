@@ -15,7 +15,7 @@ import botocore.client
 import pytest
 
 from evalrunner.engine import LocalEngine
-from evalrunner.engine.local import ACCOUNT, REGION, embedded_s3
+from evalrunner.engine.embedded import ACCOUNT, REGION, embedded_s3
 from evalrunner.engine.moto_compat import embedded_aws, interpreter_speedups
 from evalrunner.engine.moto_services import (
     InProcessStepFunctions,

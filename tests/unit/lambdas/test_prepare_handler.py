@@ -4,6 +4,8 @@ read or written; a good one returns Prepare's output as the state machine reads 
 
 from __future__ import annotations
 
+import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +15,13 @@ from evalrunner.event import ENV_CONCURRENCY_CAP
 from evalrunner.input_limits import SUITE_ROWS_ENV, SuiteLimits
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.run import PrepareOutput, RunConfig
+from evalrunner.run_defaults import (
+    ENV_CONFIG,
+    ENV_DEFAULT_METRICS,
+    ENV_JUDGE,
+    ENV_PROFILE,
+    RunDefaults,
+)
 from evalrunner.targets.http import HttpSpec
 from lambdas import prepare
 from tests.support.suite_bucket import suite_store
@@ -79,3 +88,45 @@ def test_the_suite_is_read_under_the_limits_of_the_runtimes_settings(monkeypatch
         raw = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/ask"}}
         with pytest.raises(SuiteError, match=f"over the limit of 1 rows.*{SUITE_ROWS_ENV}"):
             handler({"event": raw}, context())
+
+
+def test_an_events_defaults_come_from_the_runtimes_settings_not_the_environment_now(
+    monkeypatch,
+):
+    # the operator's defaults are read once into the settings; what the environment says
+    # when the event arrives (here: another judge and other metrics) does not count
+    judge = {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "settings-judge"}}
+    with suite_store(SUITE) as store:
+        environ = {
+            "EVALRUNNER_BUCKET": store.bucket,
+            ENV_CONFIG: os.environ[ENV_CONFIG],  # the empty file conftest names
+            ENV_JUDGE: json.dumps(judge),
+            ENV_DEFAULT_METRICS: json.dumps(["Faithfulness"]),
+        }
+        settings = Settings.from_env(environ)
+        assert settings.run_defaults == RunDefaults(
+            judge=(judge, ENV_JUDGE), metrics=["Faithfulness"]
+        )
+        monkeypatch.setenv(ENV_JUDGE, json.dumps({"openai": {"model": "environment-judge"}}))
+        monkeypatch.setenv(ENV_DEFAULT_METRICS, json.dumps(["Answer Relevancy"]))
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=settings))
+        raw = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/ask"}}
+        out = PrepareOutput.model_validate(handler({"event": raw}, context()))
+        config = RunConfig.model_validate(store.get_json(store.run_key(out.run_id)))
+        assert config.judge is not None and config.judge.openai is not None
+        assert config.judge.openai.model == "settings-judge"
+        assert "Faithfulness" in config.metrics and "Answer Relevancy" not in config.metrics
+
+
+def test_a_bad_default_is_the_events_problem_in_the_same_words(monkeypatch) -> None:
+    # reading the settings does not fail the container: the events needing the default do
+    settings = Settings.from_env(
+        {ENV_CONFIG: os.environ[ENV_CONFIG], ENV_JUDGE: "{not json", ENV_PROFILE: "nope"}
+    )
+    monkeypatch.delenv(ENV_JUDGE, raising=False)
+    handler = prepare.build(Runtime(settings=settings))
+    raw = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://x/ask"}}
+    with pytest.raises(EventError) as caught:
+        handler({"event": raw}, context())
+    assert f"judge: {ENV_JUDGE} is not valid JSON" in caught.value.message
+    assert f"the default profile ({ENV_PROFILE}): 'nope' is not a profile" in caught.value.message

@@ -103,3 +103,40 @@ def test_in_the_score_lambda_the_message_points_at_the_gpu_job(no_torch, monkeyp
         ModelHub().encoder(PACKAGED_MINILM)
     assert "Score Lambda carries no model code" in info.value.message
     assert "batch_scoring" in info.value.message
+
+
+def test_a_runs_models_come_from_its_settings_not_the_environment_now(monkeypatch, tmp_path):
+    # read once into the run's settings; the hub made from them, and the evaluators using
+    # that hub, look nowhere else (the environment changes after: it does not count)
+    from evalrunner.pipeline.context import Settings, hub_for
+    from evalrunner.reports.analysis.weakness import question_embedder
+
+    settings = Settings.from_env(
+        {
+            "EVALRUNNER_MODELS_DIR": str(tmp_path / "settings-models"),
+            "EVALRUNNER_MODEL_EMBEDDING": "from/settings",
+        }
+    )
+    monkeypatch.setenv("EVALRUNNER_MODELS_DIR", str(tmp_path / "environment-models"))
+    monkeypatch.setenv("EVALRUNNER_MODEL_EMBEDDING", "from/environment")
+    hub = hub_for(settings)
+    assert Groundedness(models=hub).model_name() == "from/settings"
+    assert Groundedness(options={"model": "mine"}, models=hub).model_name() == "mine"
+    with pytest.raises(ModelUnavailable) as caught:
+        hub.encoder("BAAI/bge-small-en-v1.5")
+    assert str(tmp_path / "settings-models" / "BAAI--bge-small-en-v1.5") in caught.value.how
+    assert "environment-models" not in caught.value.how
+    _, method = question_embedder([], "auto", settings.model_settings)
+    assert "from/settings" in method and "from/environment" not in method
+
+
+def test_a_bad_models_file_in_the_settings_fails_only_a_run_asking_for_a_default(tmp_path):
+    from evalrunner.pipeline.context import Settings, hub_for
+
+    bad = tmp_path / "models.json"
+    bad.write_text("{not json")
+    settings = Settings.from_env({"EVALRUNNER_MODELS_FILE": str(bad)})  # does not fail
+    hub = hub_for(settings)
+    assert Groundedness(options={"model": "mine"}, models=hub).model_name() == "mine"
+    with pytest.raises(EvalRunnerError, match=r"EVALRUNNER_MODELS_FILE .* is not a readable JSON"):
+        Groundedness(models=hub).model_name()
