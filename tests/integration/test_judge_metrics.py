@@ -20,6 +20,7 @@ from evalrunner.cli import app
 from evalrunner.errors import ConfigError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.judge_quality import BYOP, GEval
+from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub
 from tests.support.loopback_http import Loopback
 
@@ -52,13 +53,8 @@ CASES = [("How many leave days?", "25 days of leave"), ("And sick leave?", "10 s
 @pytest.fixture(autouse=True)
 def catalog_restored() -> Iterator[None]:
     """The judge metrics a test declares leave the process's catalog as it was."""
-    registry.available()
-    saved = dict(registry._REGISTRY), dict(registry._LOOKUP)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
-    registry._LOOKUP.clear()
-    registry._LOOKUP.update(saved[1])
+    with restored_catalog():
+        yield
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from evalrunner.cli import app
 from evalrunner.errors import PluginError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.judge_rag.evaluators import Faithfulness
+from tests.support.catalog import restored_catalog
 from tests.support.loopback_http import Loopback
 
 from .conftest import read_csv
@@ -43,17 +43,8 @@ def says_days(sample):
 @pytest.fixture(autouse=True)
 def catalog_restored() -> Iterator[None]:
     """The plugins a test registers leave the process's catalog as it was."""
-    registry.available()
-    saved = dict(registry._REGISTRY), dict(registry._LOOKUP)
-    modules = set(sys.modules)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
-    registry._LOOKUP.clear()
-    registry._LOOKUP.update(saved[1])
-    for name in set(sys.modules) - modules:
-        if name.startswith(("_evalrunner_plugin_", "pluginmod_", "epmetrics_")):
-            del sys.modules[name]
+    with restored_catalog("_evalrunner_plugin_", "pluginmod_", "epmetrics_"):
+        yield
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ are in ``tests/integration/test_plugin_metrics.py``)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -14,23 +13,15 @@ from evalrunner.evaluators import Evaluator, Input, MetricSpec, Sample, Scored, 
 from evalrunner.evaluators.lexical import TokenF1
 from evalrunner.evaluators.plugins import MetricFunction, load, normalize, selection
 from evalrunner.event import parse_event
+from tests.support.catalog import restored_catalog
 
 EVENT = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://127.0.0.1:9"}}
 
 
 @pytest.fixture(autouse=True)
 def catalog_restored() -> Iterator[None]:
-    registry.available()
-    saved = dict(registry._REGISTRY), dict(registry._LOOKUP)
-    modules = set(sys.modules)
-    yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
-    registry._LOOKUP.clear()
-    registry._LOOKUP.update(saved[1])
-    for name in set(sys.modules) - modules:
-        if name.startswith(("_evalrunner_plugin_", "unitplug_")):
-            del sys.modules[name]
+    with restored_catalog("_evalrunner_plugin_", "unitplug_"):
+        yield
 
 
 def test_a_decorated_function_is_a_metric_with_its_threshold_and_direction():

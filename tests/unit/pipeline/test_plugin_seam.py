@@ -11,9 +11,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evalrunner.evaluators import registry
 from evalrunner.event import read_event
 from evalrunner.pipeline import prepare
+from tests.support.catalog import restored_catalog
 from tests.support.suite_bucket import suite_store
 
 REPO = Path(__file__).resolve().parents[3]
@@ -47,8 +47,7 @@ print(json.dumps([[r.model_dump() for r in rs] for rs in results]))
 def test_a_plugin_metric_is_built_in_another_process_from_the_run_config(tmp_path):
     plugin = tmp_path / "seam_metrics.py"
     plugin.write_text(PLUGIN, "utf-8")
-    saved = dict(registry.available()), dict(registry._LOOKUP)
-    try:
+    with restored_catalog():
         with suite_store(b"question,expected_answer\nQ?,A\n", bucket="seam") as store:
             raw = {
                 "key": "test-suites/s.csv",
@@ -60,11 +59,6 @@ def test_a_plugin_metric_is_built_in_another_process_from_the_run_config(tmp_pat
             }
             prepare.prepare_run(read_event(raw), store, now=NOW)
             config = store.get_json(store.run_key("seam-run"))
-    finally:
-        registry._REGISTRY.clear()
-        registry._REGISTRY.update(saved[0])
-        registry._LOOKUP.clear()
-        registry._LOOKUP.update(saved[1])
 
     assert config["plugins"] == [str(plugin.resolve())]
     assert config["metrics"] == ["Shouted seam"]
