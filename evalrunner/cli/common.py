@@ -193,6 +193,13 @@ NoPreflight = Annotated[
     ),
 ]
 
+FailUnderOption = Annotated[
+    list[str] | None,
+    typer.Option(help="Gate METRIC=VALUE: exit 1 when the metric's average is below (repeatable)."),
+]
+ThresholdOption = Annotated[
+    list[str] | None, typer.Option(help="Success threshold METRIC=VALUE (repeatable).")
+]
 FailOnOption = Annotated[
     FailOn | None,
     typer.Option(

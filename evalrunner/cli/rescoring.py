@@ -16,9 +16,11 @@ from evalrunner.cli.common import (
     DEFAULT_OUT,
     EXIT_INPUT,
     FailOnOption,
+    FailUnderOption,
     JudgeOption,
     JudgeTimeoutOption,
     ProfileOption,
+    ThresholdOption,
     _fail,
     _json_arg,
     _pairs,
@@ -47,15 +49,8 @@ def rescore(
         Path,
         typer.Option("--out", help="Reports folder holding the run; the new reports go there."),
     ] = DEFAULT_OUT,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Gate METRIC=VALUE: exit 1 when the metric's average is below (repeatable)."
-        ),
-    ] = None,
-    threshold: Annotated[
-        list[str] | None, typer.Option(help="Success threshold METRIC=VALUE (repeatable).")
-    ] = None,
+    fail_under: FailUnderOption = None,
+    threshold: ThresholdOption = None,
     fail_on: FailOnOption = None,
     judge: JudgeOption = None,
     judge_timeout: JudgeTimeoutOption = None,

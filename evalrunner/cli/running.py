@@ -27,12 +27,14 @@ from evalrunner.cli.common import (
     EXIT_RUN,
     FailOnOption,
     FailOnRegression,
+    FailUnderOption,
     FunctionTimeoutOption,
     JudgeOption,
     JudgeTimeoutOption,
     MaxErrorShare,
     NoPreflight,
     ProfileOption,
+    ThresholdOption,
     _fail,
     _json_arg,
     _pairs,
@@ -193,15 +195,8 @@ def run(
         ),
     ] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Gate METRIC=VALUE: exit 1 when the metric's average is below (repeatable)."
-        ),
-    ] = None,
-    threshold: Annotated[
-        list[str] | None, typer.Option(help="Success threshold METRIC=VALUE (repeatable).")
-    ] = None,
+    fail_under: FailUnderOption = None,
+    threshold: ThresholdOption = None,
     baseline: Annotated[
         str | None, typer.Option(help="Run id to compare with (default: the previous run).")
     ] = None,
