@@ -7,7 +7,8 @@ fixed (or uniformly drawn) latency, and prints one JSON line per run:
   ``target_phase_s``: first request to last response; ``tail_s``: last response to exit
   (Score, Aggregate, reports);
 - ``ideal_s``: cases x iterations x mean latency / concurrency, what a run bound only by the
-  target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s;
+  target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s (null for
+  ``--latency 0``, where there is no ideal to compare with);
 - ``peak_in_flight``: the most requests the server had open at once;
 - ``cpu_s``: CPU seconds (user + system) the run's processes used, steadier than wall time
   on a shared machine;
@@ -197,7 +198,8 @@ def one_run(
         "target_phase_s": round(phase, 2) if phase else None,
         "tail_s": round(ended - target.last, 2) if target.last else None,
         "ideal_s": round(ideal, 2),
-        "ratio": round(phase / ideal, 2) if phase else None,
+        # an instant target (--latency 0) has no ideal to compare with: no ratio, not a crash
+        "ratio": round(phase / ideal, 2) if phase and ideal else None,
         "peak_in_flight": target.peak,
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mib": round(peak_kib / 1024),
