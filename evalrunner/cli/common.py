@@ -193,6 +193,14 @@ NoPreflight = Annotated[
     ),
 ]
 
+JudgeMetricOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help='A named judge metric as JSON (or a file), e.g. {"kind": "geval", "name": '
+        '"Politeness", "criteria": "...", "evaluation_params": ["input", '
+        '"actual_output"], "threshold": 0.7}; a list declares several (repeatable).'
+    ),
+]
 FailUnderOption = Annotated[
     list[str] | None,
     typer.Option(help="Gate METRIC=VALUE: exit 1 when the metric's average is below (repeatable)."),

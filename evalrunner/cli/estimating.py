@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from evalrunner.cli.common import EXIT_INPUT, JudgeOption, _fail, _json_arg, out
+from evalrunner.cli.common import (
+    EXIT_INPUT,
+    JudgeMetricOption,
+    JudgeOption,
+    _fail,
+    _json_arg,
+    judge_metrics_arg,
+    out,
+)
 from evalrunner.cli.running import PerturbOption, perturbation_arg
 from evalrunner.errors import EvalRunnerError, EventError
 from evalrunner.jsonout import dump_json
@@ -71,6 +79,7 @@ def estimate(
     suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
+    judge_metric: JudgeMetricOption = None,
     iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
     perturb: PerturbOption = None,
     target: Annotated[
@@ -94,6 +103,7 @@ def estimate(
             iterations=iterations,
             metrics=metric or None,
             judge=_json_arg(judge, "--judge") if judge else None,
+            judge_metrics=judge_metrics_arg(judge_metric) or None,
             perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
         )
         result = estimate_for(event, suite)

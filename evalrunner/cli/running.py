@@ -29,6 +29,7 @@ from evalrunner.cli.common import (
     FailOnRegression,
     FailUnderOption,
     FunctionTimeoutOption,
+    JudgeMetricOption,
     JudgeOption,
     JudgeTimeoutOption,
     MaxErrorShare,
@@ -186,14 +187,7 @@ def run(
         list[str] | None,
         typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
-    judge_metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            help='A named judge metric as JSON (or a file), e.g. {"kind": "geval", "name": '
-            '"Politeness", "criteria": "...", "evaluation_params": ["input", '
-            '"actual_output"], "threshold": 0.7}; a list declares several (repeatable).'
-        ),
-    ] = None,
+    judge_metric: JudgeMetricOption = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
     fail_under: FailUnderOption = None,
     threshold: ThresholdOption = None,

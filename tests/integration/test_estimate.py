@@ -173,3 +173,39 @@ def test_the_table_shows_the_figures_and_the_price_date() -> None:
     assert shown.exit_code == 0, shown.output
     assert "54 runs of 27 cases" in shown.output and "GPU minutes" in shown.output
     assert "Prices as of" in shown.output and "AWS cost (us-east-1)" in shown.output
+
+
+def test_named_judge_metrics_declared_on_the_command_line_are_counted() -> None:
+    """``--judge-metric`` is the run's option on the estimate too: a named GEval's calls are
+    counted (at least one a case: the estimate builds its prompts for a sample and scales
+    up), and a bad declaration is refused as the run refuses it."""
+    from evalrunner.demo.suite import demo_suite_path
+    from tests.support.catalog import restored_catalog
+
+    judge = json.dumps({"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "gpt-4o-mini"}})
+    politeness = json.dumps(
+        {
+            "kind": "geval",
+            "name": "Estimated politeness",
+            "criteria": "Is the answer polite?",
+            "evaluation_params": ["input", "actual_output"],
+        }
+    )
+    base = ["estimate", "--suite", str(demo_suite_path()), "--judge", judge, "--json"]
+    with restored_catalog():
+        plain = runner.invoke(app, [*base, "--metric", "Exact match"], catch_exceptions=False)
+        named = runner.invoke(
+            app,
+            [*base, "--metric", "Exact match", "--judge-metric", politeness],
+            catch_exceptions=False,
+        )
+        clash = runner.invoke(
+            app,
+            [*base, "--judge-metric", politeness.replace("Estimated politeness", "ROUGE-L")],
+        )
+    assert plain.exit_code == 0 and named.exit_code == 0, named.output
+    assert json.loads(plain.stdout)["judge"] is None  # Exact match asks no judge
+    counted = json.loads(named.stdout)["judge"]
+    cases = json.loads(named.stdout)["cases"]
+    assert counted["calls"] >= cases and counted["input_tokens"] > 0
+    assert clash.exit_code == 2 and "ROUGE-L" in clash.output
