@@ -4,20 +4,8 @@ from that configuration alone and asks the judge its own criteria."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from datetime import UTC, datetime
-from pathlib import Path
+from tests.support.seam import in_fresh_process, prepared_config
 
-from evalrunner.event import read_event
-from evalrunner.pipeline import prepare
-from tests.support.catalog import restored_catalog
-from tests.support.suite_bucket import suite_store
-
-REPO = Path(__file__).resolve().parents[3]
-NOW = datetime(2026, 11, 27, tzinfo=UTC)
 DECLARED = {
     "name": "Seam politeness",
     "criteria": "Is the answer polite?",
@@ -53,35 +41,18 @@ print(json.dumps({"result": result.model_dump(), "prompts": judge.seen}))
 
 
 def test_a_judge_metric_is_built_in_another_process_from_the_run_config():
-    with restored_catalog():
-        with suite_store(b"question,expected_answer\nQ?,A\n", bucket="seam") as store:
-            raw = {
-                "key": "test-suites/s.csv",
-                "target": {"lambdaArn": "fn"},
-                "iterations": 1,
-                "run_id": "seam-run",
-                "metrics": ["Seam politeness"],
-                "judge_metrics": [DECLARED],
-                "judge": {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
-            }
-            prepare.prepare_run(read_event(raw), store, now=NOW)
-            config = store.get_json(store.run_key("seam-run"))
+    config = prepared_config(
+        {
+            "target": {"lambdaArn": "fn"},
+            "metrics": ["Seam politeness"],
+            "judge_metrics": [DECLARED],
+            "judge": {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+        }
+    )
 
     assert config["metrics"] == ["Seam politeness"]
     assert [m["name"] for m in config["judge_metrics"]] == ["Seam politeness"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", OTHER_PROCESS, json.dumps(config)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = in_fresh_process(OTHER_PROCESS, config)
     result = out["result"]
     assert (result["metric"], result["score"], result["success"]) == ("Seam politeness", 0.75, True)
     prompt = "\n".join(out["prompts"])
