@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from evalrunner.api import EvalRun, assert_case, evaluate, rescore, start_aws
     from evalrunner.evaluators.base import Evaluator, Sample, Scored
     from evalrunner.evaluators.plugins import metric
+    from evalrunner.redteam.api import red_team
 
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
@@ -20,6 +21,8 @@ _LAZY = dict.fromkeys(
 )
 # Writing a metric of your own: the decorator, what it is given and what it may return.
 _LAZY.update(metric="evalrunner.evaluators.plugins")
+# A red-team run (``evalrunner redteam``): the package is ``evalrunner.redteam``.
+_LAZY.update(red_team="evalrunner.redteam.api")
 _LAZY.update(dict.fromkeys(("Evaluator", "Sample", "Scored"), "evalrunner.evaluators.base"))
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "assert_case",
     "evaluate",
     "metric",
+    "red_team",
     "rescore",
     "start_aws",
 ]

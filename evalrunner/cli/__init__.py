@@ -31,6 +31,7 @@ from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
+from evalrunner.cli.redteaming import redteam
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
 from evalrunner.gc_freeze import held_until_exit
@@ -85,6 +86,7 @@ app.command("metrics")(list_metrics)
 app.command("perturbations")(list_perturbations)
 app.command()(generate)
 app.command()(calibrate)
+app.command()(redteam)
 app.command()(doctor)
 
 

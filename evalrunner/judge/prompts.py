@@ -64,6 +64,11 @@ RESERVED_TAGS: frozenset[str] = frozenset(
         "expected_step",
         "arguments",
         "argument",
+        # red team (evalrunner.redteam): the target's purpose, an attack's goal, examples
+        "purpose",
+        "goal",
+        "examples",
+        "example",
     }
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from evalrunner.evaluators.base import MetricResult
 from evalrunner.reports.verdict import RunVerdict, decide
@@ -119,6 +119,28 @@ class CategoryStats(BaseModel):
     errored: int = 0
 
 
+class Finding(BaseModel):
+    """A red-team finding (a ``redteam`` problem): what kind of vulnerability the successful
+    attacks show, and where it sits in the OWASP Top 10 for LLM Applications and AVID."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The red-team plugin (``prompt-injection``, ``pii-extraction``, ...) and its title.
+    plugin: str
+    title: str
+    #: The kind of risk (``prompt injection``, ``sensitive information disclosure``, ...).
+    category: str
+    #: OWASP Top 10 for LLM Applications 2025 ids with names (``LLM01:2025 Prompt Injection``).
+    owasp: list[str]
+    #: AVID taxonomy ids with names (``S0403 Adversarial Example``).
+    avid: list[str]
+    #: Attacks of this plugin run, and how many succeeded.
+    attacks: int
+    succeeded: int
+    #: Successful attacks per strategy (``none``: as the plugin wrote them).
+    strategies: dict[str, int] = Field(default_factory=dict)
+
+
 class Problem(BaseModel):
     severity: Severity
     type: str  # below_threshold, regression, target_errors, task_failures, empty_context, ...
@@ -126,6 +148,16 @@ class Problem(BaseModel):
     affected_cases: list[str] = Field(default_factory=list)
     suggested_action: str
     metric: str | None = None
+    #: On a ``redteam`` problem only: the finding's type and references.
+    finding: Finding | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_finding(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every other problem serialises as it always has (no ``finding: null``)."""
+        data = handler(self)
+        if self.finding is None and isinstance(data, dict):
+            data.pop("finding", None)
+        return data
 
 
 class Gate(BaseModel):

@@ -30,6 +30,10 @@ Rules:
   failure" (optionally after "error: "), flagged above 5% of its rows: **medium**, **high**
   above 25%.
 
+- ``redteam`` — per red-team plugin, the attacks that succeeded (``Attack resisted`` 0), at
+  the plugin's severity, with the finding's OWASP / AVID references: see
+  :mod:`evalrunner.redteam.findings`.
+
 - ``weakness`` — a group of alike cases well below the run's pass rate: added by Aggregate
   from :mod:`evalrunner.reports.analysis.weakness`, which states its rules.
 
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import re
 
+from evalrunner.redteam.findings import redteam_problems
 from evalrunner.reports.analysis._common import (
     _cases,
     _failing_cases,
@@ -86,6 +91,7 @@ def find_problems(data: ReportData) -> list[Problem]:
     problems += robustness_problems(data)
     problems += _judge_missing(data)
     problems += missed_planted_failures(data.rows, data.metrics)
+    problems += redteam_problems(data)
     return sorted(problems, key=problem_order)
 
 

@@ -1,0 +1,207 @@
+"""From the user's choices to the attack suite: plugins and strategies resolved against the
+target, attacks written by the judge and transformed, and the suite rows they become.
+
+Determinism: the plugins' attacks come from judge prompts that name the seed (cached), and
+every random choice (examples shown, languages, multi-turn phrasings) comes from a
+``random.Random`` seeded with the seed and the attack's place, never from the clock or the
+order of threads; case ids are positions. The same seed with the same judge cache is the
+same suite, case for case.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalrunner.errors import ConfigError
+from evalrunner.judge.base import Judge, JudgeError
+from evalrunner.redteam.generate import translate, write_attacks
+from evalrunner.redteam.model import (
+    BASE,
+    CATEGORY,
+    GOAL_KEY,
+    PLUGIN_KEY,
+    PLUGIN_PREFIX,
+    STRATEGY_KEY,
+    STRATEGY_PREFIX,
+    Attack,
+    TargetTraits,
+)
+from evalrunner.redteam.plugins import Plugin, available
+from evalrunner.redteam.strategies import Strategy, StrategyTools
+from evalrunner.redteam.strategies import available as available_strategies
+
+#: The most attacks per plugin one run writes (each is a judge-written case, and each
+#: strategy adds as many again).
+MAX_TESTS = 50
+#: Agent kinds: their tool calls are reported, so excessive agency is attacked by default.
+AGENT_KINDS = frozenset({"agentId"})
+
+
+def target_traits(spec: dict[str, Any]) -> TargetTraits:
+    """What ``spec`` (the event's target object) can be attacked through."""
+    from evalrunner.targets.registry import detect_kind, target_class
+
+    kind = detect_kind(spec)
+    return TargetTraits(
+        kind=kind,
+        takes_contexts=target_class(spec).sends_contexts(spec) is not None,
+        has_tools=kind in AGENT_KINDS,
+    )
+
+
+def _names(value: Sequence[str] | str | None) -> list[str]:
+    """``["a", "b"]`` from a list, or from ``"a,b"`` as one option value."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    return [n.strip() for item in items for n in str(item).split(",") if n.strip()]
+
+
+def choose_plugins(names: Sequence[str] | str | None, target: TargetTraits) -> list[type[Plugin]]:
+    """The plugins named (all that apply to ``target`` when none are), each checked."""
+    catalog = available()
+    chosen = _names(names)
+    if not chosen:
+        return [p for p in catalog.values() if p.by_default(target)]
+    unknown = [n for n in chosen if n not in catalog]
+    if unknown:
+        raise ConfigError(
+            f"--plugins: unknown plugin(s) {', '.join(map(repr, unknown))}; choose from "
+            f"{', '.join(catalog)}"
+        )
+    plugins = [catalog[n] for n in dict.fromkeys(chosen)]
+    for plugin in plugins:
+        if (why := plugin.unavailable(target)) is not None:
+            raise ConfigError(f"--plugins {plugin.id}: {why}")
+    return plugins
+
+
+def choose_strategies(names: Sequence[str] | str | None) -> list[type[Strategy]]:
+    """The strategies named (none when none are: the attacks as written)."""
+    catalog = available_strategies()
+    chosen = _names(names)
+    unknown = [n for n in chosen if n not in catalog]
+    if unknown:
+        raise ConfigError(
+            f"--strategies: unknown strategy(ies) {', '.join(map(repr, unknown))}; choose from "
+            f"{', '.join(catalog)}"
+        )
+    return [catalog[n] for n in dict.fromkeys(chosen)]
+
+
+@dataclass
+class AttackSet:
+    """The attacks of a run, and what could not be written (one line each)."""
+
+    attacks: list[tuple[str, Attack]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
+
+
+def build_attacks(
+    judge: Judge,
+    *,
+    purpose: str,
+    plugins: Sequence[type[Plugin]],
+    strategies: Sequence[type[Strategy]],
+    num_tests: int,
+    seed: int,
+    language: str | None = None,
+) -> AttackSet:
+    """``num_tests`` attacks per plugin, each with one transformed copy per strategy that
+    applies to it, with their case ids. A plugin (or a translation) the judge fails on is
+    left out with a note; the others go on."""
+    if not 1 <= num_tests <= MAX_TESTS:
+        raise ConfigError(f"--num-tests: {num_tests} is not between 1 and {MAX_TESTS}")
+    out = AttackSet()
+
+    def judged_translate(text: str, to: str) -> str:
+        return translate(judge, text, to)
+
+    for plugin in plugins:
+        try:
+            written = write_attacks(judge, plugin, purpose, num_tests, seed)
+        except JudgeError as exc:
+            out.notes.append(f"{plugin.id}: the judge could not write attacks ({exc})")
+            continue
+        if len(written) < num_tests:
+            out.notes.append(
+                f"{plugin.id}: the judge wrote {len(written)} usable attack(s) of {num_tests}"
+            )
+        for n, attack in enumerate(written, start=1):
+            base_id = f"{plugin.id}-{n:02d}"
+            out.attacks.append((base_id, attack))
+            for strategy in strategies:
+                tools = StrategyTools(
+                    rng=random.Random(f"{seed}/{base_id}/{strategy.id}"),
+                    purpose=purpose,
+                    translate=judged_translate,
+                    language=language,
+                )
+                try:
+                    changed = strategy.apply(attack, tools)
+                except JudgeError as exc:
+                    out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({exc})")
+                    continue
+                if changed is not None:
+                    out.attacks.append((f"{base_id}~{_slug(changed.strategy)}", changed))
+    if not out.attacks:
+        raise JudgeError(
+            "the judge wrote no attack: " + ("; ".join(out.notes) or "no plugin was chosen")
+        )
+    return out
+
+
+def suite_rows(attacks: Sequence[tuple[str, Attack]]) -> list[dict[str, Any]]:
+    """The attacks as suite rows: one row per attack, or one per turn of a multi-turn attack
+    (its last turn is the attack, graded; the earlier turns are only played). The plugin,
+    goal and strategy travel as columns (the grader reads them from the case's metadata) and
+    as categories (per-plugin results in the report; the findings)."""
+    rows: list[dict[str, Any]] = []
+    for case_id, attack in attacks:
+        categories = [
+            CATEGORY,
+            f"{PLUGIN_PREFIX}{attack.plugin}",
+            f"{STRATEGY_PREFIX}{attack.strategy}",
+        ]
+        graded: dict[str, Any] = {
+            "question": attack.prompt,
+            "categories": categories,
+            PLUGIN_KEY: attack.plugin,
+            GOAL_KEY: attack.goal,
+            STRATEGY_KEY: attack.strategy,
+        }
+        if attack.context is not None:
+            graded["retrieved_contexts"] = [attack.context]
+        if not attack.turns:
+            rows.append({"id": case_id, **graded})
+            continue
+        for turn, text in enumerate(attack.turns, start=1):
+            rows.append(
+                {
+                    "conversation_id": case_id,
+                    "turn": turn,
+                    "question": text,
+                    "categories": categories,
+                }
+            )
+        rows.append({"conversation_id": case_id, "turn": len(attack.turns) + 1, **graded})
+    return rows
+
+
+__all__ = [
+    "BASE",
+    "AttackSet",
+    "build_attacks",
+    "choose_plugins",
+    "choose_strategies",
+    "suite_rows",
+    "target_traits",
+]
