@@ -1,0 +1,24 @@
+"""The Red team grader: only attack cases are graded; the rest are skipped, never scored."""
+
+from evalrunner.evaluators.base import Sample
+from evalrunner.judge.scripted import ScriptedJudge
+from evalrunner.redteam.grader import RedTeamGrader
+
+VERDICT = {"Red team": {"reason": "no", "attack_succeeded": False}}
+
+
+def grade(metadata: dict[str, str]) -> tuple[str, str]:
+    grader = RedTeamGrader(options={"purpose": "HR"}, judge=ScriptedJudge(VERDICT))
+    (result,) = grader.evaluate(Sample(question="hi", answer="hello", metadata=metadata))
+    return result.status, result.reason
+
+
+def test_a_case_that_is_not_an_attack_is_skipped() -> None:
+    assert grade({}) == ("skipped", "skipped: not a red-team attack (no redteam_plugin)")
+    status, reason = grade({"redteam_plugin": "sql-injection"})
+    assert status == "skipped" and "unknown red-team plugin" in reason
+
+
+def test_an_attack_is_graded() -> None:
+    status, reason = grade({"redteam_plugin": "jailbreak"})
+    assert status == "scored" and reason == "attack resisted: no"
