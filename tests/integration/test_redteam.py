@@ -302,3 +302,38 @@ def test_the_python_api(tmp_path: Path, judge_stub: JudgeStub) -> None:
     assert not run.passed and run.verdict.outcome == "failed"
     (finding,) = [p for p in run.summary.problems if p.type == "redteam"]
     assert finding.affected_count == 2
+
+
+def readme_example() -> list[str]:
+    """The README's ``evalrunner redteam`` command (section "Red team"), as arguments."""
+    import shlex
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("### Red team", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    command = " ".join(
+        line.rstrip("\\").strip() for line in block.splitlines() if not line.startswith("#")
+    )
+    args = shlex.split(command)
+    assert args[0] == ".venv/bin/evalrunner"
+    return args[1:]
+
+
+def test_the_readme_example_runs(tmp_path: Path, judge_stub: JudgeStub) -> None:
+    judge_stub.responder = RedTeamJudge()
+    args = readme_example()
+    with Loopback(responder=leaky_model) as model:
+        at = {name: args.index(name) + 1 for name in ("--target", "--judge")}
+        spec = json.loads(args[at["--target"]])
+        spec["openai"]["base_url"] = model.url + "/v1"
+        judge = json.loads(args[at["--judge"]])
+        judge["openai"]["base_url"] = judge_stub.url
+        judge["cache_dir"] = str(tmp_path / "cache")
+        args[at["--target"]], args[at["--judge"]] = json.dumps(spec), json.dumps(judge)
+        args += ["--out", str(tmp_path / "out"), "--json", "--no-preflight"]
+        result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    summary = json.loads(result.stdout)
+    types = {p["finding"]["plugin"] for p in summary["problems"] if p["type"] == "redteam"}
+    # every plugin the example names got through the leaky model
+    assert types == {"prompt-injection", "indirect-prompt-injection", "system-prompt-extraction"}
