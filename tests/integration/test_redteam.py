@@ -226,23 +226,18 @@ def test_the_same_seed_and_judge_cache_give_the_same_attacks_and_grades(
 
 
 def test_the_purpose_is_inferred_from_a_suite(tmp_path: Path, judge_stub: JudgeStub) -> None:
+    """Also the user's default path: with the pre-flight probes of target and judge."""
     judge = RedTeamJudge()
     judge_stub.responder = judge
     suite = tmp_path / "hr.csv"
     suite.write_text("question\nHow many days of leave do I get?\nWhat is the pension match?\n")
     with Loopback(responder=resisting_model) as model:
-        result = redteam(
-            model,
-            judge_stub,
-            tmp_path / "out",
-            tmp_path / "cache",
-            "--suite",
-            str(suite),
-            "--plugins",
-            "off-topic",
-            "--num-tests",
-            "1",
-        )
+        args = ["redteam", "--target", target(model)]
+        args += ["--judge", judge_arg(judge_stub, tmp_path / "cache")]
+        args += ["--out", str(tmp_path / "out"), "--json", "--suite", str(suite)]
+        args += ["--plugins", "off-topic", "--num-tests", "1"]
+        result = runner.invoke(app, args, catch_exceptions=False)
+        assert len(model.requests) == 2  # the probe, then the one attack
     assert result.exit_code == 0, result.output
     (inferring,) = [p for p in judge.prompts if "put to an AI assistant" in p]
     assert "What is the pension match?" in inferring
