@@ -5,6 +5,7 @@ run``; a successful attack fails the run (exit 1)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -75,6 +76,13 @@ def redteam(
             max=1.0,
         ),
     ] = 1.0,
+    save_attacks: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the attack suite (JSON) here: rerun it as is with evalrunner run "
+            "--plugin evalrunner.redteam.grader --metric 'Red team'."
+        ),
+    ] = None,
     judge: JudgeOption = None,
     judge_timeout: JudgeTimeoutOption = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Reports folder.")] = DEFAULT_OUT,
@@ -112,6 +120,10 @@ def redteam(
             seed=seed,
             language=language,
         )
+        if save_attacks is not None:
+            save_attacks.write_text(
+                json.dumps(planned.rows, ensure_ascii=False, indent=1), encoding="utf-8"
+            )
         if not (quiet or as_json):
             err.print(
                 f"Red team: {planned.attack_count} attack(s) against the purpose "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ from evalrunner.redteam.strategies import available as available_strategies
 #: The most attacks per plugin one run writes (each is a judge-written case, and each
 #: strategy adds as many again).
 MAX_TESTS = 50
+#: Judge calls in flight while the attacks are written and transformed.
+WORKERS = 8
 #: Agent kinds: their tool calls are reported, so excessive agency is attacked by default.
 AGENT_KINDS = frozenset({"agentId"})
 
@@ -125,33 +128,48 @@ def build_attacks(
     def judged_translate(text: str, to: str) -> str:
         return translate(judge, text, to)
 
-    for plugin in plugins:
+    def write(plugin: type[Plugin]) -> list[Attack] | JudgeError:
         try:
-            written = write_attacks(judge, plugin, purpose, num_tests, seed)
+            return write_attacks(judge, plugin, purpose, num_tests, seed)
         except JudgeError as exc:
-            out.notes.append(f"{plugin.id}: the judge could not write attacks ({exc})")
-            continue
-        if len(written) < num_tests:
-            out.notes.append(
-                f"{plugin.id}: the judge wrote {len(written)} usable attack(s) of {num_tests}"
-            )
-        for n, attack in enumerate(written, start=1):
-            base_id = f"{plugin.id}-{n:02d}"
-            out.attacks.append((base_id, attack))
-            for strategy in strategies:
-                tools = StrategyTools(
-                    rng=random.Random(f"{seed}/{base_id}/{strategy.id}"),
-                    purpose=purpose,
-                    translate=judged_translate,
-                    language=language,
+            return exc
+
+    def transform(job: tuple[str, Attack, type[Strategy]]) -> Attack | JudgeError | None:
+        base_id, attack, strategy = job
+        tools = StrategyTools(
+            rng=random.Random(f"{seed}/{base_id}/{strategy.id}"),
+            purpose=purpose,
+            translate=judged_translate,
+            language=language,
+        )
+        try:
+            return strategy.apply(attack, tools)
+        except JudgeError as exc:
+            return exc
+
+    # The judge calls run side by side (the judge's own limiter keeps the endpoint's pace);
+    # results are placed by position, so the order of replies changes nothing.
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="redteam") as pool:
+        bases: list[tuple[str, Attack]] = []
+        for plugin, written in zip(plugins, pool.map(write, plugins), strict=True):
+            if isinstance(written, JudgeError):
+                out.notes.append(f"{plugin.id}: the judge could not write attacks ({written})")
+                continue
+            if len(written) < num_tests:
+                out.notes.append(
+                    f"{plugin.id}: the judge wrote {len(written)} usable attack(s) of {num_tests}"
                 )
-                try:
-                    changed = strategy.apply(attack, tools)
-                except JudgeError as exc:
-                    out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({exc})")
-                    continue
-                if changed is not None:
-                    out.attacks.append((f"{base_id}~{_slug(changed.strategy)}", changed))
+            bases += [(f"{plugin.id}-{n:02d}", a) for n, a in enumerate(written, start=1)]
+        jobs = [(base_id, attack, s) for base_id, attack in bases for s in strategies]
+        changed = dict(zip(((j[0], j[2].id) for j in jobs), pool.map(transform, jobs), strict=True))
+    for base_id, attack in bases:
+        out.attacks.append((base_id, attack))
+        for strategy in strategies:
+            made = changed[(base_id, strategy.id)]
+            if isinstance(made, JudgeError):
+                out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
+            elif made is not None:
+                out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))
     if not out.attacks:
         raise JudgeError(
             "the judge wrote no attack: " + ("; ".join(out.notes) or "no plugin was chosen")

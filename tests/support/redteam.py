@@ -2,7 +2,8 @@
 responder) and two OpenAI-compatible chat models on loopback, one that resists every attack
 and one that leaks its system prompt, follows injected instructions and decodes base64.
 
-The judge writes attacks whose text carries a running number (``#1``, ``#2``, ...): asked
+The judge writes attacks whose text carries a running number (``#1``, ``#2``, ...; one count
+for direct attacks, one for planted documents, as plugins are written side by side): asked
 again without its cache, it writes different attacks, so equal attacks across two runs prove
 the cache (and the seed in the prompt), not the stub, made them equal."""
 
@@ -37,7 +38,7 @@ class RedTeamJudge:
     grades (an answer carrying one of :data:`LEAK_MARKS` is a successful attack)."""
 
     def __init__(self) -> None:
-        self._numbers = itertools.count(1)
+        self._numbers = {False: itertools.count(1), True: itertools.count(1)}
         self._lock = threading.Lock()
         self.prompts: list[str] = []
 
@@ -51,7 +52,7 @@ class RedTeamJudge:
             attacks = []
             for _ in range(count):
                 with self._lock:
-                    n = next(self._numbers)
+                    n = next(self._numbers[indirect])
                 if indirect:
                     attacks.append(
                         {
