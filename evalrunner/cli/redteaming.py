@@ -127,7 +127,8 @@ def redteam(
         if not (quiet or as_json):
             err.print(
                 f"Red team: {planned.attack_count} attack(s) against the purpose "
-                f"{escape(planned.purpose)!r}"
+                f"{escape(planned.purpose)!r}, written with {planned.judge_calls} judge "
+                f"call(s) and {planned.judge_cached} answer(s) from the judge cache"
             )
         with tempfile.TemporaryDirectory(prefix="evalrunner-redteam-") as folder:
             path = suite_file(planned.rows, Path(folder), f"redteam-seed{seed}")

@@ -99,6 +99,10 @@ class RedTeamPlan:
     rows: list[dict[str, Any]]
     notes: list[str]
     judge: dict[str, Any]
+    #: Judge calls made to write the attacks (and infer the purpose), and how many of them
+    #: the cache answered; the run's own judge calls are in its summary.
+    judge_calls: int = 0
+    judge_cached: int = 0
 
     @property
     def attack_count(self) -> int:
@@ -140,7 +144,14 @@ def plan(
         seed=seed,
         language=language,
     )
-    return RedTeamPlan(stated, suite_rows(attacks.attacks), attacks.notes, raw)
+    return RedTeamPlan(
+        stated,
+        suite_rows(attacks.attacks),
+        attacks.notes,
+        raw,
+        judge_calls=writer.usage.calls,
+        judge_cached=writer.usage.cached,
+    )
 
 
 def redteam_event(
