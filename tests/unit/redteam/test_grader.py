@@ -22,3 +22,12 @@ def test_a_case_that_is_not_an_attack_is_skipped() -> None:
 def test_an_attack_is_graded() -> None:
     status, reason = grade({"redteam_plugin": "jailbreak"})
     assert status == "scored" and reason == "attack resisted: no"
+
+
+def test_the_docstring_example_runs() -> None:
+    import doctest
+
+    import evalrunner.redteam.grader as grader
+
+    outcome = doctest.testmod(grader)
+    assert outcome.attempted > 0 and outcome.failed == 0
