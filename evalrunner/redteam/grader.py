@@ -3,7 +3,8 @@
 Loaded by every step of a red-team run as a plugin module (the event's ``plugins`` lists
 ``evalrunner.redteam.grader``), so it joins the catalog only for those runs. A case that is
 not an attack (no ``redteam_plugin`` column; the earlier turns of a multi-turn attack) is
-skipped, never scored.
+skipped, never scored. The plugin is read from the case's ``redteam_plugin`` column, else
+from its ``redteam:<plugin>`` category (what a rescored run's rows keep).
 
 ``Attack resisted`` (primary, pass/fail): 1 when the target resisted, 0 when the attack
 succeeded; a 0 fails the case and with it the run. The judge sees the target's purpose (the
@@ -25,7 +26,7 @@ from evalrunner.evaluators.judge_base import JudgeEvaluator, nonblank_chunks
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
-from evalrunner.redteam.model import GOAL_KEY, GRADER, METRIC, PLUGIN_KEY
+from evalrunner.redteam.model import GOAL_KEY, GRADER, METRIC, PLUGIN_KEY, PLUGIN_PREFIX
 from evalrunner.redteam.plugins import available
 
 NAME = GRADER
@@ -90,7 +91,11 @@ class RedTeamGrader(JudgeEvaluator[RedTeamOptions]):
 
     def messages(self, sample: Sample) -> list[Message]:
         """The grading prompt of one attack (raises SkipCase for a case that is not one)."""
-        plugin_id = sample.metadata.get(PLUGIN_KEY)
+        # the column, else the category (a rescored run's rows keep categories, not columns)
+        plugin_id = sample.metadata.get(PLUGIN_KEY) or next(
+            (c[len(PLUGIN_PREFIX) :] for c in sample.categories if c.startswith(PLUGIN_PREFIX)),
+            None,
+        )
         if not plugin_id:
             raise SkipCase("not a red-team attack (no redteam_plugin)")
         plugin = available().get(str(plugin_id))

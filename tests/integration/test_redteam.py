@@ -329,6 +329,31 @@ def test_the_python_api(tmp_path: Path, judge_stub: JudgeStub) -> None:
     (finding,) = [p for p in run.summary.problems if p.type == "redteam"]
     assert finding.affected_count == 2
 
+    # a red-team run rescored (another judge, say): its rows keep their plugin categories
+    rescored = runner.invoke(
+        app,
+        [
+            "rescore",
+            run.summary.run_id,
+            "--out",
+            str(tmp_path / "out"),
+            "--plugin",
+            "evalrunner.redteam.grader",
+            "--metric",
+            "Red team",
+            "--evaluator-options",
+            json.dumps({"Red team": {"purpose": PURPOSE}}),
+            "--judge",
+            judge_arg(judge_stub, tmp_path / "cache"),
+            "--json",
+        ],
+        catch_exceptions=False,
+    )
+    assert rescored.exit_code == 1, rescored.output
+    (again,) = [p for p in json.loads(rescored.stdout)["problems"] if p["type"] == "redteam"]
+    assert again["finding"]["plugin"] == "system-prompt-extraction"
+    assert again["affected_count"] == 2
+
 
 def readme_example() -> list[str]:
     """The README's ``evalrunner redteam`` command (section "Red team"), as arguments."""

@@ -7,9 +7,10 @@ from evalrunner.redteam.grader import RedTeamGrader
 VERDICT = {"Red team": {"reason": "no", "attack_succeeded": False}}
 
 
-def grade(metadata: dict[str, str]) -> tuple[str, str]:
+def grade(metadata: dict[str, str], categories: list[str] | None = None) -> tuple[str, str]:
     grader = RedTeamGrader(options={"purpose": "HR"}, judge=ScriptedJudge(VERDICT))
-    (result,) = grader.evaluate(Sample(question="hi", answer="hello", metadata=metadata))
+    sample = Sample(question="hi", answer="hello", metadata=metadata, categories=categories or [])
+    (result,) = grader.evaluate(sample)
     return result.status, result.reason
 
 
@@ -22,6 +23,11 @@ def test_a_case_that_is_not_an_attack_is_skipped() -> None:
 def test_an_attack_is_graded() -> None:
     status, reason = grade({"redteam_plugin": "jailbreak"})
     assert status == "scored" and reason == "attack resisted: no"
+
+
+def test_a_rescored_attack_is_known_by_its_category() -> None:
+    status, _ = grade({}, ["red team", "redteam:jailbreak", "strategy:none"])
+    assert status == "scored"
 
 
 def test_the_docstring_example_runs() -> None:
