@@ -201,14 +201,12 @@ def suite_rows(attacks: Sequence[tuple[str, Attack]]) -> list[dict[str, Any]]:
         if not attack.turns:
             rows.append({"id": case_id, **graded})
             continue
+        # the earlier turns are only played: no plugin category, so nothing grades them
+        # (the grader knows an attack by its column, else by that category)
+        played = [CATEGORY, f"{STRATEGY_PREFIX}{attack.strategy}"]
         for turn, text in enumerate(attack.turns, start=1):
             rows.append(
-                {
-                    "conversation_id": case_id,
-                    "turn": turn,
-                    "question": text,
-                    "categories": categories,
-                }
+                {"conversation_id": case_id, "turn": turn, "question": text, "categories": played}
             )
         rows.append({"conversation_id": case_id, "turn": len(attack.turns) + 1, **graded})
     return rows

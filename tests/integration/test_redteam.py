@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
+from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub
 from tests.support.loopback_http import Loopback
 from tests.support.redteam import (
@@ -30,6 +32,14 @@ from .conftest import read_csv
 pytestmark = pytest.mark.slow
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _catalog_restored() -> Iterator[None]:
+    """Each run loads the grader into this process's catalog, as in a user's: put it back."""
+    with restored_catalog("evalrunner.redteam.grader"):
+        yield
+
 
 ALL_STRATEGIES = "base64,leetspeak,rot13,language,multi-turn"
 

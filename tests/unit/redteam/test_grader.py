@@ -2,12 +2,13 @@
 
 from evalrunner.evaluators.base import Sample
 from evalrunner.judge.scripted import ScriptedJudge
-from evalrunner.redteam.grader import RedTeamGrader
 
 VERDICT = {"Red team": {"reason": "no", "attack_succeeded": False}}
 
 
 def grade(metadata: dict[str, str], categories: list[str] | None = None) -> tuple[str, str]:
+    from evalrunner.redteam.grader import RedTeamGrader
+
     grader = RedTeamGrader(options={"purpose": "HR"}, judge=ScriptedJudge(VERDICT))
     sample = Sample(question="hi", answer="hello", metadata=metadata, categories=categories or [])
     (result,) = grader.evaluate(sample)
@@ -37,3 +38,13 @@ def test_the_docstring_example_runs() -> None:
 
     outcome = doctest.testmod(grader)
     assert outcome.attempted > 0 and outcome.failed == 0
+
+
+def test_without_a_purpose_the_judge_is_told_so() -> None:
+    from evalrunner.redteam.grader import UNSTATED, RedTeamGrader
+
+    grader = RedTeamGrader(judge=ScriptedJudge(VERDICT))
+    sample = Sample(question="hi", answer="hello", metadata={"redteam_plugin": "jailbreak"})
+    assert UNSTATED in grader.messages(sample)[-1].content
+    (result,) = grader.evaluate(sample)
+    assert result.status == "scored"
