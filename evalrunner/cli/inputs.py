@@ -1,5 +1,6 @@
 """The commands that help write the input: ``validate`` (an event), ``schema`` (the event's
-JSON Schema), ``template`` (the suite workbook) and ``metrics`` (the evaluators to choose from)."""
+and the project file's JSON Schemas), ``template`` (the suite workbook) and ``metrics`` (the
+evaluators to choose from)."""
 
 from __future__ import annotations
 
@@ -79,12 +80,22 @@ def left_out_line(left_out: list[str]) -> str:
     return f"{len(left_out)} metrics not run ({', '.join(reasons)}); see 'evalrunner metrics'"
 
 
-def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:
-    """Print a JSON Schema shipped with evalrunner."""
+def schema(
+    name: Annotated[
+        str, typer.Argument(help="Which schema: event, or project (evalrunner.toml / .yaml).")
+    ] = "event",
+) -> None:
+    """Print a JSON Schema shipped with evalrunner (e.g. evalrunner schema project >
+    evalrunner.schema.json, for editor completion of the project file)."""
+    if name == "project":
+        from evalrunner.project.schema import shipped
+
+        sys.stdout.write(shipped())
+        return
     from evalrunner.event import event_schema
 
     if name != "event":
-        err.print(f"[red]error:[/] unknown schema {escape(repr(name))}; available: event")
+        err.print(f"[red]error:[/] unknown schema {escape(repr(name))}; available: event, project")
         raise typer.Exit(EXIT_INPUT)
     sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
 

@@ -203,7 +203,7 @@ def _conflicts(source: ProjectSource, raw: dict[str, Any]) -> list[str]:
         located(
             source,
             ("gates", "thresholds", name),
-            f"also set as metrics.{name}.threshold; keep one of the two",
+            f"also set as {key_path(('metrics', name, 'threshold'))}; keep one of the two",
         )
         for name, settings in metrics.items()
         if name in gates and isinstance(settings, dict) and "threshold" in settings
