@@ -174,8 +174,10 @@ def _run_cells(
             )
         except ExecutionFailed as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+            from evalrunner.engine.run_types import RunResult  # loaded: the engine raised exc
+
             partial = exc.result if isinstance(exc, PartialRun) else None
-            if partial is not None:
+            if isinstance(partial, RunResult):
                 results.append(partial)
                 cells.append(CellSummary.of_run(cell.target, cell.suite, folder, partial.summary))
             else:

@@ -109,10 +109,18 @@ def load_project(
             f"{source.name}: must be a table of keys (targets, suites, metrics, gates, ...), "
             f"got {type(raw).__name__}"
         )
+    folder = source.path.parent
     try:
         model = ProjectFile.model_validate(raw)
-    except ValidationError as exc:
-        raise ProjectError("\n".join(file_problems(exc, source))) from None
+    except ValidationError as exc:  # with the suite files missing: every problem at once
+        suites = raw.get("suites")
+        missing = [
+            _missing_suite(source, name, written)
+            for name, written in (suites.items() if isinstance(suites, dict) else [])
+            if isinstance(written, str)
+        ]
+        problems = file_problems(exc, source) + [m for m in missing if m]
+        raise ProjectError("\n".join(problems)) from None
     problems = _conflicts(source, raw)
     targets = _picked(list(model.targets), overrides.targets, "--target", "targets", source)
     suites = _picked(
@@ -122,7 +130,6 @@ def load_project(
         "suites",
         source,
     )
-    folder = source.path.parent
     output = overrides.output or folder / model.output
     suite_paths = {}
     for name in suites:
@@ -132,14 +139,9 @@ def load_project(
             suite_paths[name] = Path(written.rsplit("/", 1)[-1])
             continue
         local = folder / written
-        if not local.is_file():
-            problems.append(
-                located(
-                    source,
-                    ("suites", name),
-                    f"{written} is not a file (paths are relative to {folder})",
-                )
-            )
+        problem = _missing_suite(source, name, written)
+        if problem:
+            problems.append(problem)
         suite_paths[name] = local
     if problems:
         raise ProjectError("\n".join(problems))
@@ -208,6 +210,16 @@ def _conflicts(source: ProjectSource, raw: dict[str, Any]) -> list[str]:
         for name, settings in metrics.items()
         if name in gates and isinstance(settings, dict) and "threshold" in settings
     ]
+
+
+def _missing_suite(source: ProjectSource, name: str, written: str) -> str | None:
+    """The problem of a local suite file that is not there (an s3:// one is read later)."""
+    folder = source.path.parent
+    if written.startswith(S3_PREFIX) or (folder / written).is_file():
+        return None
+    return located(
+        source, ("suites", name), f"{written} is not a file (paths are relative to {folder})"
+    )
 
 
 def _s3_problems(source: ProjectSource, name: str, written: str) -> list[str]:

@@ -67,7 +67,7 @@ def _words(err: ErrorDetails) -> str:
     value = err.get("input")
     if err["type"] == "string_pattern_mismatch":
         return "use letters, digits, '.', '_' and '-' (it names a report folder)"
-    if isinstance(value, str | int | float | bool) and not isinstance(value, dict):
+    if isinstance(value, str | int | float | bool):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         if shown not in msg:
             msg += f" (got {shown})"

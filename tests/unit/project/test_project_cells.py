@@ -208,3 +208,46 @@ def test_a_bad_name_is_refused_as_a_folder_name(tmp_path):
     text = FILE.replace("[targets.staging]", '[targets."../up"]')
     (line,) = errors(project(tmp_path, text))
     assert line.startswith("evalrunner.toml:8: targets.\"../up\": '../up' is not a valid name")
+
+
+def test_every_problem_of_the_file_at_once(tmp_path):
+    text = FILE.replace('fail_on = "regressions"', 'fail_onn = "never"')
+    text = text.replace('it = "it.csv"', 'it = "gone.csv"')
+    lines = errors(project(tmp_path, text))
+    assert [line.split(": ")[0:2] for line in lines] == [
+        ["evalrunner.toml:22", "gates.fail_onn"],
+        ["evalrunner.toml:14", "suites.it"],
+    ]
+
+
+def test_an_s3_suite_is_read_with_the_users_credentials(tmp_path, monkeypatch):
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.project.cells import fetch_s3_suites
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    text = FILE.replace('it = "it.csv"', 'it = "s3://team-suites/regression/it.csv"')
+    loaded = load_project(project(tmp_path, text), Overrides(targets=["prod"]), NONE)
+    assert loaded.cells[1].event["key"] == "test-suites/it.csv"
+    with mock_aws():
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="team-suites")
+        s3.put_object(Bucket="team-suites", Key="regression/it.csv", Body=b"question\nVPN?\n")
+        fetch_s3_suites(loaded, tmp_path / "scratch", s3)
+        assert loaded.cells[1].suite_path.read_bytes() == b"question\nVPN?\n"
+        assert loaded.cells[0].suite_path == tmp_path / "hr.csv"  # a local one stays
+        gone = load_project(
+            project(tmp_path, text.replace("regression/it.csv", "nope/it.csv")), None, NONE
+        )
+        with pytest.raises(ProjectError, match=r"^evalrunner.toml:14: suites.it: cannot read "):
+            fetch_s3_suites(gone, tmp_path / "scratch2", s3)
+
+
+def test_an_s3_suite_must_name_a_bucket_and_a_key(tmp_path):
+    (line,) = errors(
+        project(tmp_path, FILE.replace('it = "it.csv"', 'it = "s3://bucket-only.csv"'))
+    )
+    assert line == "evalrunner.toml:14: suites.it: 's3://bucket-only.csv' is not s3://bucket/key"
