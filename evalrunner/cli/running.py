@@ -265,6 +265,9 @@ def run(
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     try:
+        project = project_file(config, suite, resume)
+        # with a project file and no --judge, --judge-timeout sets the file's judge's timeout
+        file_judge_timeout = judge_timeout if project and not judge else None
         given = given_options(
             iterations=iterations,
             max_concurrency=max_concurrency,
@@ -275,7 +278,7 @@ def run(
             fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
             thresholds=_pairs(threshold, "--threshold") if threshold else None,
             baseline=baseline,
-            judge=judge_arg(judge, judge_timeout),
+            judge=None if file_judge_timeout else judge_arg(judge, judge_timeout),
             evaluator_options=(
                 _json_arg(evaluator_options, "--evaluator-options") if evaluator_options else None
             ),
@@ -285,7 +288,6 @@ def run(
             fail_on_regression=fail_on_regression or None,
             max_error_share=max_error_share,
         )
-        project = project_file(config, suite, resume)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     if project is not None:
@@ -299,6 +301,7 @@ def run(
                 targets=target or [],
                 suite=str(suite) if suite else None,
                 output=out_dir if out_dir != DEFAULT_OUT else None,
+                judge_timeout=file_judge_timeout,
             ),
             as_json=as_json,
             quiet=quiet,

@@ -61,6 +61,9 @@ class Overrides:
     targets: list[str] = field(default_factory=list)
     suite: str | None = None
     output: Path | None = None
+    #: ``--judge-timeout`` without ``--judge``: the timeout of the file's judge (else of the
+    #: operator's default judge, as in a run of one suite)
+    judge_timeout: float | None = None
 
 
 @dataclass
@@ -150,7 +153,9 @@ def load_project(
     found: list[tuple[str, str]] = []
     for target in targets:
         for suite in suites:
-            event, places = _event(source, raw, model, target, suite, suite_paths[suite], overrides)
+            event, places = _event(
+                source, raw, model, target, suite, suite_paths[suite], overrides, defaults
+            )
             cells.append(
                 Cell(
                     target=target,
@@ -237,6 +242,7 @@ def _event(
     suite: str,
     suite_path: Path,
     overrides: Overrides,
+    defaults: RunDefaults,
 ) -> tuple[dict[str, Any], dict[tuple[str, str], Place]]:
     """One cell's event (the file's values, then the flags') and where each field came
     from, by (field, name) — name ``""`` for the whole field."""
@@ -296,7 +302,26 @@ def _event(
             places[(name, "")] = flag
             if name == "metrics":
                 places[("metric", "")] = flag
+    if overrides.judge_timeout is not None:
+        judge = _judge_of(event, defaults)
+        event["judge"] = {**judge, "timeout_seconds": overrides.judge_timeout}
+        places[("judge", "timeout_seconds")] = "--judge-timeout"
     return event, places
+
+
+def _judge_of(event: dict[str, Any], defaults: RunDefaults) -> dict[str, Any]:
+    """The judge ``--judge-timeout`` applies to: the file's, else the operator's default."""
+    judge = event.get("judge")
+    if isinstance(judge, dict):
+        return judge
+    found = defaults.default_judge()
+    if found is None or not isinstance(found[0], dict):
+        raise ProjectError(
+            "--judge-timeout sets the judge's per-call timeout, but no judge is configured: "
+            "give --judge, or set judge in the project file, EVALRUNNER_JUDGE or the "
+            "evalrunner config file"
+        )
+    return dict(found[0])
 
 
 def _metric_entries(table: Any) -> dict[str, dict[str, Any]]:

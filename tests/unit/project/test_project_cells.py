@@ -251,3 +251,17 @@ def test_an_s3_suite_must_name_a_bucket_and_a_key(tmp_path):
         project(tmp_path, FILE.replace('it = "it.csv"', 'it = "s3://bucket-only.csv"'))
     )
     assert line == "evalrunner.toml:14: suites.it: 's3://bucket-only.csv' is not s3://bucket/key"
+
+
+JUDGE = '[judge]\nopenai = { base_url = "http://127.0.0.1:9/v1", model = "judge" }\n'
+
+
+def test_judge_timeout_sets_the_files_judges_timeout(tmp_path):
+    path = project(tmp_path, FILE + JUDGE)
+    (cell, *_) = load_project(path, Overrides(judge_timeout=300.0), NONE).cells
+    assert cell.event["judge"] == {
+        "openai": {"base_url": "http://127.0.0.1:9/v1", "model": "judge"},
+        "timeout_seconds": 300.0,
+    }
+    (line,) = errors(project(tmp_path, FILE), Overrides(judge_timeout=300.0))
+    assert line.startswith("--judge-timeout sets the judge's per-call timeout, but no judge")
