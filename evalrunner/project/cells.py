@@ -112,6 +112,10 @@ def load_project(
             f"{source.name}: must be a table of keys (targets, suites, metrics, gates, ...), "
             f"got {type(raw).__name__}"
         )
+    targets = raw.get("targets")  # registered before any message can echo a credential
+    for target in targets.values() if isinstance(targets, dict) else []:
+        redaction.register_event({"target": target})
+    redaction.register_event({"judge": raw.get("judge")})
     folder = source.path.parent
     try:
         model = ProjectFile.model_validate(raw)
@@ -273,6 +277,8 @@ def _event(
     if entries:
         event["metrics"] = list(entries)
         places[("metrics", "")] = places[("metric", "")] = ("metrics",)
+        for index, name in enumerate(entries):  # a rule naming one metric points at its entry
+            places[("metric", name)] = ("metrics", index if isinstance(table, list) else name)
     thresholds: dict[str, Any] = {}
     options: dict[str, Any] = {}
     for name, settings in entries.items():
@@ -350,7 +356,11 @@ def _event_problems(
             if err["type"] == "event_rule":
                 text = str((err.get("ctx") or {}).get("reason", err["msg"]))
                 head, sep, rest = text.partition(": ")
-                lines.append(_placed(_event_path(head), rest, places, source) if sep else text)
+                path = _event_path(head)
+                named = re.search(r"'([^']+)'", rest)  # "metric: unknown metric 'BLEW'. ..."
+                if path == ["metric"] and named and ("metric", named[1]) in places:
+                    path.append(named[1])
+                lines.append(_placed(path, rest, places, source) if sep else text)
             else:
                 loc = list(err["loc"])
                 if loc[:1] == ["target"] and len(loc) > 1 and loc[1] in target_registry.available():

@@ -105,7 +105,33 @@ def _read_yaml(path: Path, text: str) -> ProjectSource:
         raise ProjectError(f"{path.name}{line}: not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ProjectError(f"{path.name}: not valid YAML: {exc}") from None
+    repeated = _repeated_keys(node, path.name)
+    if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
+        raise ProjectError("\n".join(repeated))
     return ProjectSource(path, data, YamlLines(node))
+
+
+def _repeated_keys(node: Any, name: str, where: tuple[str, ...] = ()) -> list[str]:
+    """Every key given twice in one mapping, at its second occurrence's line."""
+    import yaml
+
+    found: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            text = str(key.value)
+            line = key.start_mark.line + 1
+            if text in seen:
+                found.append(
+                    f"{name}:{line}: {'.'.join((*where, text))}: given twice (first on line "
+                    f"{seen[text]}); keep one"
+                )
+            seen.setdefault(text, line)
+            found += _repeated_keys(value, name, (*where, text))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found += _repeated_keys(item, name, (*where, f"[{index}]"))
+    return found
 
 
 @dataclass

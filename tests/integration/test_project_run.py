@@ -225,3 +225,20 @@ def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "reports" / "matrix.json").read_text("utf-8"))
     assert len(summary["cells"]) == 4
     assert summary["exit_code"] == max(c["exit_code"] for c in summary["cells"])
+
+
+def test_validate_checks_a_project_file_without_running_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        path = write_project(tmp_path, server.url)
+        result = runner.invoke(app, ["validate", str(path)])
+        assert result.exit_code == 0, result.output
+        assert "valid: evalrunner.toml, 4 cells (2 targets × 2 suites)" in result.stdout
+        path.write_text(path.read_text().replace('"Token F1" = 0.5', '"Token F2" = 0.5'))
+        bad = runner.invoke(app, ["validate", str(path)])
+        assert bad.exit_code == 2
+        assert 'evalrunner.toml:17: gates.fail_under."Token F2": not a metric of this run' in (
+            " ".join(bad.stderr.split())
+        )
+        assert server.requests == []
+    assert not (tmp_path / "reports").exists()

@@ -126,13 +126,21 @@ def test_a_target_field_error_names_its_line_and_key(tmp_path):
 
 
 def test_the_events_rules_are_located_in_the_file(tmp_path):
-    text = FILE.replace('"Token F1" = { threshold = 0.6 }', '"Token F1" = { threshold = 7 }')
-    text = text.replace('"Rouge Metric" = {}', '"Rogue Metric" = {}')
+    text = FILE.replace('"Rouge Metric" = {}', '"Rogue Metric" = {}')
     lines = errors(project(tmp_path, text))
-    assert any(
-        line.startswith("evalrunner.toml:16: metrics: unknown metric 'Rogue Metric'")
-        for line in lines
+    assert lines[0].startswith(
+        "evalrunner.toml:18: metrics.\"Rogue Metric\": unknown metric 'Rogue Metric'. "
+        "Did you mean 'Rouge Metric'?"
     ), lines
+    # in a list, the entry's index (on the list's line)
+    listed = errors(project(tmp_path, _list_form()))
+    assert listed[0].startswith("evalrunner.toml:2: metrics[1]: unknown metric 'BLEW'"), listed
+
+
+def _list_form() -> str:
+    return FILE.split("[metrics]")[0].replace(
+        "iterations = 2", 'iterations = 2\n    metrics = ["Token F1", "BLEW"]'
+    ) + "    [gates]\n    fail_on = \"never\"\n"
 
 
 def test_a_threshold_out_of_range_points_at_the_metrics_table(tmp_path):
@@ -265,3 +273,14 @@ def test_judge_timeout_sets_the_files_judges_timeout(tmp_path):
     }
     (line,) = errors(project(tmp_path, FILE), Overrides(judge_timeout=300.0))
     assert line.startswith("--judge-timeout sets the judge's per-call timeout, but no judge")
+
+
+def test_a_credential_in_the_file_never_reaches_a_message(tmp_path):
+    text = FILE.replace(
+        'url = "http://127.0.0.1:9/ask"\n    name = "staging-eu"',
+        'url = "http://127.0.0.1:9/ask"\n    headers = { Authorization = "Bearer s3cr3t-t0ken" }\n'
+        '    timeout_seconds = "Bearer s3cr3t-t0ken"',
+    )
+    (line,) = errors(project(tmp_path, text))
+    assert line.startswith("evalrunner.toml:11: targets.staging.timeout_seconds: ")
+    assert "s3cr3t" not in line

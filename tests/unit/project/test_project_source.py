@@ -151,3 +151,13 @@ def test_two_project_files_in_one_folder_are_refused(tmp_path):
     (tmp_path / "evalrunner.yml").write_text("", "utf-8")
     with pytest.raises(ProjectError, match="keep one project file, or name one with --config"):
         find_project(tmp_path)
+
+
+def test_a_yaml_key_given_twice_is_refused(tmp_path):
+    yml = tmp_path / "evalrunner.yaml"
+    yml.write_text("targets:\n  prod: {url: http://a}\n  prod: {url: http://b}\n", "utf-8")
+    with pytest.raises(ProjectError) as caught:
+        read_project(yml)
+    assert caught.value.message == (
+        "evalrunner.yaml:3: targets.prod: given twice (first on line 2); keep one"
+    )
