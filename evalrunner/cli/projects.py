@@ -1,15 +1,10 @@
-"""``evalrunner run`` of a project file: the matrix of its targets × suites in one command.
-
-Each cell is an ordinary local run (its event built and checked by
-:mod:`evalrunner.project.cells`), writing its normal report set in
-``<output>/<target>/<suite>/``; then one matrix summary (``matrix.html``, ``matrix.json``)
-and one exit code, the worst cell's. Every cell is checked, and every target pre-flighted,
-before the first cell runs, so bad input or a dead target stops the matrix before anything
-is spent."""
+"""``evalrunner run`` of a project file: the matrix of its targets × suites in one command,
+run by :mod:`evalrunner.project.run` (as ``evalrunner.run_project`` runs it) and printed
+here: each cell's report as it finishes, then the matrix and one exit code, the worst
+cell's. Also which file ``run`` runs, and the flags it was given as event fields."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from evalrunner.cli.common import EXIT_INPUT, EXIT_PREFLIGHT, _fail, check_out_dir, err, out
-from evalrunner.errors import EvalRunnerError, ExecutionFailed, PartialRun, RunStopped
+from evalrunner.cli.common import EXIT_INPUT, EXIT_PREFLIGHT, _fail, err, out
+from evalrunner.errors import EvalRunnerError, ExecutionFailed
 from evalrunner.jsonout import dump_json
 
 #: How the command runs one event locally: (event, suite, out_dir, quiet, stall_timeout=,
@@ -27,8 +22,8 @@ Execute = Callable[..., "RunResult"]
 
 if TYPE_CHECKING:  # pydantic and the engine: imported by the commands that run, not --help
     from evalrunner.engine.run_types import RunResult
-    from evalrunner.project.cells import Overrides, Project
-    from evalrunner.project.matrix import CellSummary, MatrixSummary
+    from evalrunner.project.cells import Cell, Overrides, Project
+    from evalrunner.project.matrix import MatrixSummary
 
 
 def given_options(**options: Any) -> dict[str, Any]:
@@ -76,59 +71,69 @@ def run_project(
     no_preflight: bool,
     execute: Execute,
 ) -> None:
-    """Run every chosen cell of the project file at ``path``; exits with the worst cell's
-    code (bad input 2 and a failed pre-flight 5 before any cell runs). ``execute``: how the
-    command runs one event (``running._execute_local``: its progress bar and collector
-    settings), handed in so this module does not import the command's."""
-    from evalrunner.cli.ci_reports import check_ci_paths
-    from evalrunner.launch import check_suite, preflight_local
+    """Run every chosen cell of the project file at ``path`` (:mod:`evalrunner.project.run`)
+    and print it; exits with the worst cell's code (bad input 2 and a failed pre-flight 5
+    before any cell runs). ``execute``: how the command runs one event
+    (``running._execute_local``: its progress bar and collector settings), handed in so this
+    module does not import the command's."""
+    from evalrunner.cli.ci_reports import check_ci_paths, write_ci_reports
+    from evalrunner.cli.run_console import report
+    from evalrunner.engine.moto_compat import speed_seams_from_env
+    from evalrunner.engine.saved_runs import stopped_run_notices
     from evalrunner.preflight import PreflightFailed
-    from evalrunner.project.cells import fetch_s3_suites, load_project
-    from evalrunner.project.matrix import MatrixSummary, write_matrix
+    from evalrunner.project.run import Hooks, run_cells
 
-    with tempfile.TemporaryDirectory(prefix="evalrunner-project-") as scratch:
-        try:
-            project = load_project(path, overrides)
-            check_out_dir(project.output)
-            check_ci_paths(junit_xml, markdown)
-            fetch_s3_suites(project, Path(scratch))
-            for cell in project.cells:  # every cell, before the first run starts
-                check_suite(cell.suite_path, cell.event)
-            if not quiet and not as_json:
-                _warn(project)
-            from evalrunner.engine.moto_compat import speed_seams_from_env
-
-            speed_seams_from_env()
-            if not no_preflight:  # each target answers once before the first cell runs
-                probed: set[str] = set()
-                for cell in project.cells:
-                    if cell.target not in probed:
-                        probed.add(cell.target)
-                        preflight_local(cell.event, cell.suite_path)
-        except PreflightFailed as exc:
-            raise _fail(exc, EXIT_PREFLIGHT) from None
-        except EvalRunnerError as exc:
-            raise _fail(exc, EXIT_INPUT) from None
-        cells, results, not_run = _run_cells(
-            project,
-            execute,
-            as_json=as_json,
-            quiet=quiet,
+    def one(event: dict[str, Any], suite: Path, out_dir: Path) -> RunResult:
+        return execute(
+            event,
+            suite,
+            out_dir,
+            quiet or as_json,
             stall_timeout=stall_timeout,
+            preflight=False,
             function_timeout=function_timeout,
         )
-    matrix = MatrixSummary.of_cells(project.path, cells, not_run)
-    files = write_matrix(matrix, project.output)
-    from evalrunner.cli.ci_reports import write_ci_reports
 
-    for ci_path in write_ci_reports(results, junit=junit_xml, markdown=markdown):
+    def checked(project: Project) -> None:
+        speed_seams_from_env()  # a bad EVALRUNNER_ENGINE_FAST is bad input: before any probe
+        if not quiet and not as_json:
+            _warn(project)
+
+    def starting(cell: Cell) -> None:
+        if not as_json:
+            out.rule(cell.label, style="bold")
+        _notes(stopped_run_notices(cell.out_dir, resuming=None))
+
+    def finished(cell: Cell, result: RunResult) -> None:
+        if not as_json:
+            report(result, as_json=False)
+            _notes(result.notices)
+
+    def failed(cell: Cell, exc: ExecutionFailed) -> None:
+        err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+
+    try:
+        done = run_cells(
+            path,
+            overrides,
+            one,
+            preflight=not no_preflight,
+            hooks=Hooks(checked=checked, starting=starting, finished=finished, failed=failed),
+            before_run=lambda _: check_ci_paths(junit_xml, markdown),
+        )
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    runs = list(done.results.values())
+    for ci_path in write_ci_reports(runs, junit=junit_xml, markdown=markdown):
         if not as_json:
             out.print(f"CI report: {ci_path}", highlight=False, markup=False)
     if as_json:
-        out.print_json(dump_json(matrix.model_dump(mode="json")))
+        out.print_json(dump_json(done.matrix.model_dump(mode="json")))
     else:
-        _print_matrix(matrix, files)
-    raise typer.Exit(matrix.exit_code)
+        _print_matrix(done.matrix, done.files)
+    raise typer.Exit(done.matrix.exit_code)
 
 
 def _warn(project: Project) -> None:
@@ -138,59 +143,6 @@ def _warn(project: Project) -> None:
     from evalrunner.event import concurrency_cap, parse_event
 
     warn_about_defaults(parse_event(project.cells[0].event, concurrency_cap=concurrency_cap()))
-
-
-def _run_cells(
-    project: Project,
-    execute: Execute,
-    *,
-    as_json: bool,
-    quiet: bool,
-    stall_timeout: float | None,
-    function_timeout: float | None,
-) -> tuple[list[CellSummary], list[RunResult], list[str]]:
-    """Each cell in turn. A cell whose run fails is recorded (exit 3) and the matrix goes
-    on; a stopped run (SIGTERM, Ctrl-C) stops the matrix, its other cells listed as not run."""
-    from evalrunner.cli.run_console import report
-    from evalrunner.engine.saved_runs import stopped_run_notices
-    from evalrunner.project.matrix import CellSummary
-
-    cells: list[CellSummary] = []
-    results: list[RunResult] = []
-    for index, cell in enumerate(project.cells):
-        folder = cell.out_dir.relative_to(project.output).as_posix()
-        if not as_json:
-            out.rule(f"{cell.label}", style="bold")
-        _notes(stopped_run_notices(cell.out_dir, resuming=None))
-        try:
-            result = execute(
-                cell.event,
-                cell.suite_path,
-                cell.out_dir,
-                quiet or as_json,
-                stall_timeout=stall_timeout,
-                preflight=False,
-                function_timeout=function_timeout,
-            )
-        except ExecutionFailed as exc:
-            err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
-            from evalrunner.engine.run_types import RunResult  # loaded: the engine raised exc
-
-            partial = exc.result if isinstance(exc, PartialRun) else None
-            if isinstance(partial, RunResult):
-                results.append(partial)
-                cells.append(CellSummary.of_run(cell.target, cell.suite, folder, partial.summary))
-            else:
-                cells.append(CellSummary.failed(cell.target, cell.suite, folder, exc.message))
-            if isinstance(exc, RunStopped):
-                return cells, results, [c.label for c in project.cells[index + 1 :]]
-            continue
-        results.append(result)
-        cells.append(CellSummary.of_run(cell.target, cell.suite, folder, result.summary))
-        if not as_json:
-            report(result, as_json=False)
-            _notes(result.notices)
-    return cells, results, []
 
 
 def _notes(notices: list[str]) -> None:

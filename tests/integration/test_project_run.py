@@ -242,3 +242,52 @@ def test_validate_checks_a_project_file_without_running_it(tmp_path, monkeypatch
         )
         assert server.requests == []
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_cell_whose_run_fails_is_exit_3_and_the_matrix_goes_on(tmp_path, monkeypatch):
+    # prod answers after 3 s: its task runs past a 1 s function limit and the run is stopped
+    # as Lambda would stop it (partial, exit 3); the staging cell after it still runs
+    def slow_prod(seen: Seen) -> Reply:
+        reply = answers(seen)
+        reply.delay = 3.0 if seen.path == "/prod" else 0.0
+        return reply
+
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=slow_prod) as server:
+        write_project(tmp_path, server.url)
+        result = runner.invoke(
+            app,
+            ["run", "--quiet", "--suite", "hr", "--no-preflight", "--function-timeout", "1"],
+        )
+    assert result.exit_code == 3, result.output
+    cells = matrix(tmp_path)["cells"]
+    assert [(c["target"], c["exit_code"]) for c in cells] == [("prod", 3), ("staging", 1)]
+    assert cells[0]["headline"] == "PARTIAL" and cells[1]["headline"] == "FAILED"
+    assert "function limit" in result.stderr
+
+
+def test_the_python_api_runs_the_project_as_the_cli_does(tmp_path, monkeypatch):
+    import evalrunner
+    from evalrunner.project.source import ProjectError
+
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        write_project(tmp_path, server.url)
+        done = evalrunner.run_project(suite="hr", preflight=False)  # found from this folder
+        assert (done.exit_code, done.passed) == (1, False)
+        assert list(done.runs) == ["prod × hr", "staging × hr"]
+        assert done.runs["prod × hr"].passed and not done.runs["staging × hr"].passed
+        assert done.runs["staging × hr"].metric("Token F1") == 0
+        # keywords win over the file, as flags do
+        lenient = evalrunner.run_project(
+            tmp_path / "evalrunner.toml",
+            targets=["staging"],
+            suite="hr",
+            fail_on="never",
+            out=tmp_path / "api",
+            preflight=False,
+        )
+        assert lenient.passed and list(lenient.runs) == ["staging × hr"]
+        assert (tmp_path / "api" / "matrix.json").is_file()
+        with pytest.raises(ProjectError, match="not one of the targets of evalrunner.toml"):
+            evalrunner.run_project(targets=["nope"])
