@@ -141,9 +141,12 @@ def test_the_events_rules_are_located_in_the_file(tmp_path):
 
 
 def _list_form() -> str:
-    return FILE.split("[metrics]")[0].replace(
-        "iterations = 2", 'iterations = 2\n    metrics = ["Token F1", "BLEW"]'
-    ) + "    [gates]\n    fail_on = \"never\"\n"
+    return (
+        FILE.split("[metrics]")[0].replace(
+            "iterations = 2", 'iterations = 2\n    metrics = ["Token F1", "BLEW"]'
+        )
+        + '    [gates]\n    fail_on = "never"\n'
+    )
 
 
 def test_a_threshold_out_of_range_points_at_the_metrics_table(tmp_path):
