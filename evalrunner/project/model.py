@@ -79,6 +79,7 @@ def _event_fields(names: tuple[str, ...]) -> dict[str, Any]:
         if name == "iterations":
             info = copy.copy(info)
             info.default = 1
+            info.description = "How many times every case is run; default 1."
         fields[name] = (info.annotation, info)
     return fields
 
