@@ -207,7 +207,12 @@ def run(
         typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
     judge_metric: JudgeMetricOption = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Folder for the reports (default evalrunner-out, or the project's)."
+        ),
+    ] = None,
     fail_under: FailUnderOption = None,
     threshold: ThresholdOption = None,
     baseline: Annotated[
@@ -261,7 +266,8 @@ def run(
     markdown: MarkdownOption = None,
     no_preflight: NoPreflight = False,
 ) -> None:
-    """Evaluate a suite against a target on this machine (the embedded engine)."""
+    """Evaluate a suite against a target on this machine (the embedded engine); with no
+    --suite file, every target × suite of the project file (evalrunner.toml / .yaml)."""
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     try:
@@ -300,7 +306,7 @@ def run(
                 event=given,
                 targets=target or [],
                 suite=str(suite) if suite else None,
-                output=out_dir if out_dir != DEFAULT_OUT else None,
+                output=out_dir,
                 judge_timeout=file_judge_timeout,
             ),
             as_json=as_json,
@@ -313,6 +319,7 @@ def run(
             execute=_execute_local,
         )
     assert suite is not None  # project_file: no project file means a suite file was given
+    out_dir = out_dir or DEFAULT_OUT
     stack = ExitStack()
     results: list[RunResult] = []
     stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
