@@ -112,8 +112,8 @@ def load_project(
             f"{source.name}: must be a table of keys (targets, suites, metrics, gates, ...), "
             f"got {type(raw).__name__}"
         )
-    targets = raw.get("targets")  # registered before any message can echo a credential
-    for target in targets.values() if isinstance(targets, dict) else []:
+    declared = raw.get("targets")  # registered before any message can echo a credential
+    for target in declared.values() if isinstance(declared, dict) else []:
         redaction.register_event({"target": target})
     redaction.register_event({"judge": raw.get("judge")})
     folder = source.path.parent
