@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalrunner.api import EvalRun, assert_case, evaluate, rescore, start_aws
+    from evalrunner.api import EvalRun, assert_case, evaluate, rescore, run_project, start_aws
     from evalrunner.evaluators.base import Evaluator, Sample, Scored
     from evalrunner.evaluators.plugins import metric
     from evalrunner.redteam.api import red_team
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
 _LAZY = dict.fromkeys(
-    ("evaluate", "rescore", "start_aws", "assert_case", "EvalRun"), "evalrunner.api"
+    ("evaluate", "rescore", "start_aws", "assert_case", "EvalRun", "run_project"),
+    "evalrunner.api",
 )
 # Writing a metric of your own: the decorator, what it is given and what it may return.
 _LAZY.update(metric="evalrunner.evaluators.plugins")
@@ -36,6 +37,7 @@ __all__ = [
     "metric",
     "red_team",
     "rescore",
+    "run_project",
     "start_aws",
 ]
 

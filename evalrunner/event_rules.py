@@ -80,13 +80,18 @@ def check(
     plugins, plugin_classes = _plugins(raw.get("plugins"), problems)
     declared, declared_classes = _judge_metrics(raw.get("judge_metrics"), problems)
     names = _selected_metrics(raw)
+    before = len(problems)
     classes = _evaluators(names, isinstance(judge, dict), defaults, problems)
+    # a selection that did not resolve is reported; the gates and options are not then
+    # checked against it (each would only repeat "not a metric of this run" with no names)
+    selected = len(problems) == before
     if names is None:  # the default selection, and the metrics of the plugins named
         classes += [c for c in plugin_classes if c not in classes]
     classes += [c for c in declared_classes if c not in classes]  # declared: they run
     problems.extend(non_finite_numbers(raw))
-    _gates(raw, classes, problems)
-    options = _options(raw.get("evaluator_options"), classes, problems)
+    if selected:
+        _gates(raw, classes, problems)
+    options = _options(raw.get("evaluator_options"), classes, problems) if selected else {}
     problems.extend(secrets.event_problems(raw))
     problems.extend(network.event_problems(raw))
     if isinstance(judge, dict):

@@ -202,26 +202,7 @@ class EventSpec(SpecModel):
     @field_validator("target", mode="before")
     @classmethod
     def _one_kind(cls, value: Any) -> Any:
-        """A target names exactly one registered kind; said before the kind's own model
-        runs, so that a user hears which kind is missing, not every kind's complaints."""
-        if not isinstance(value, dict):
-            raise PydanticCustomError(
-                "target_kind", "must be an object, got {got}", {"got": type(value).__name__}
-            )
-        registered = available()
-        kinds = [k for k in registered if k in value]
-        if not kinds:
-            valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
-            raise PydanticCustomError(
-                "target_kind", "no target kind given; use exactly one of {valid}", {"valid": valid}
-            )
-        if len(kinds) > 1:
-            raise PydanticCustomError(
-                "target_kind",
-                "give exactly one target kind, found {found}",
-                {"found": " and ".join(kinds)},
-            )
-        return value
+        return one_target_kind(value)
 
     #: What the cross-field rules resolved (set by :meth:`_rules` on every parsed spec).
     _resolution: event_rules.Resolution = PrivateAttr(default_factory=event_rules.Resolution)
@@ -264,6 +245,30 @@ class EventSpec(SpecModel):
             raise ValidationError.from_exception_data(cls.__name__, found)
         spec._resolution = resolution
         return spec
+
+
+def one_target_kind(value: Any) -> Any:
+    """A target names exactly one registered kind; said before the kind's own model runs, so
+    that a user hears which kind is missing, not every kind's complaints. Shared by the event
+    and the project file's targets (:mod:`evalrunner.project.model`)."""
+    if not isinstance(value, dict):
+        raise PydanticCustomError(
+            "target_kind", "must be an object, got {got}", {"got": type(value).__name__}
+        )
+    registered = available()
+    kinds = [k for k in registered if k in value]
+    if not kinds:
+        valid = ", ".join("+".join((k, *c.companions)) for k, c in registered.items())
+        raise PydanticCustomError(
+            "target_kind", "no target kind given; use exactly one of {valid}", {"valid": valid}
+        )
+    if len(kinds) > 1:
+        raise PydanticCustomError(
+            "target_kind",
+            "give exactly one target kind, found {found}",
+            {"found": " and ".join(kinds)},
+        )
+    return value
 
 
 def _rule_error(problem: str, data: Any) -> InitErrorDetails:

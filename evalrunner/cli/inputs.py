@@ -1,5 +1,6 @@
 """The commands that help write the input: ``validate`` (an event), ``schema`` (the event's
-JSON Schema), ``template`` (the suite workbook) and ``metrics`` (the evaluators to choose from)."""
+and the project file's JSON Schemas), ``template`` (the suite workbook) and ``metrics`` (the
+evaluators to choose from)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,21 @@ if TYPE_CHECKING:
     from evalrunner.event import RunEvent
 
 
-def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")]) -> None:
-    """Check an event against the contract; exit 0 when valid."""
+def validate(
+    event_file: Annotated[
+        Path, typer.Argument(help="Event JSON file, or a project file (.toml, .yaml, .yml).")
+    ],
+) -> None:
+    """Check an event against the contract, or a project file and each of its cells; exit 0
+    when valid."""
     from evalrunner.event import concurrency_cap, parse_event
 
     try:
         if not event_file.is_file():
             raise EventError(f"{event_file} does not exist")
+        if event_file.suffix.lower() in (".toml", ".yaml", ".yml"):
+            _validate_project(event_file)
+            return
         # the deployment's cap, when this shell has it (README: Lambda concurrency)
         parsed = parse_event(
             _json_arg(str(event_file), str(event_file)), concurrency_cap=concurrency_cap()
@@ -38,6 +47,20 @@ def validate(event_file: Annotated[Path, typer.Argument(help="Event JSON file.")
         highlight=False,
     )
     warn_about_defaults(parsed)
+
+
+def _validate_project(path: Path) -> None:
+    """A project file: its keys, and every cell's event as a run would check it."""
+    from evalrunner.event import parse_event
+    from evalrunner.project.cells import load_project
+
+    project = load_project(path)
+    out.print(
+        f"[green]valid[/]: {escape(path.name)}, {len(project.cells)} cells "
+        f"({len(project.model.targets)} targets × {len(project.model.suites)} suites)",
+        highlight=False,
+    )
+    warn_about_defaults(parse_event(project.cells[0].event))
 
 
 def warn_about_defaults(parsed: RunEvent) -> None:
@@ -79,12 +102,22 @@ def left_out_line(left_out: list[str]) -> str:
     return f"{len(left_out)} metrics not run ({', '.join(reasons)}); see 'evalrunner metrics'"
 
 
-def schema(name: Annotated[str, typer.Argument(help="Which schema: event.")] = "event") -> None:
-    """Print a JSON Schema shipped with evalrunner."""
+def schema(
+    name: Annotated[
+        str, typer.Argument(help="Which schema: event, or project (evalrunner.toml / .yaml).")
+    ] = "event",
+) -> None:
+    """Print a JSON Schema shipped with evalrunner (e.g. evalrunner schema project >
+    evalrunner.schema.json, for editor completion of the project file)."""
+    if name == "project":
+        from evalrunner.project.schema import shipped
+
+        sys.stdout.write(shipped())
+        return
     from evalrunner.event import event_schema
 
     if name != "event":
-        err.print(f"[red]error:[/] unknown schema {escape(repr(name))}; available: event")
+        err.print(f"[red]error:[/] unknown schema {escape(repr(name))}; available: event, project")
         raise typer.Exit(EXIT_INPUT)
     sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
 

@@ -47,6 +47,7 @@ from evalrunner.cli.common import (
     out,
 )
 from evalrunner.cli.leaderboards import _leaderboard_from_runs
+from evalrunner.cli.projects import given_options, project_file
 from evalrunner.cli.run_console import report
 from evalrunner.errors import EvalRunnerError, EventError, ExecutionFailed, PartialRun
 from evalrunner.gc_freeze import older_objects_frozen
@@ -170,17 +171,35 @@ def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
 
 
 def run(
-    suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            help="Suite file: .xlsx, .csv or .json. Without it, the project file "
+            "(evalrunner.toml / .yaml here or in a parent folder, or --config) is run; "
+            "with a project file, the name of one of its suites."
+        ),
+    ] = None,
     target: Annotated[
         list[str] | None,
         typer.Option(
             help="The event's target object as JSON, or a file. Repeat it to compare several "
             "targets on the suite (a leaderboard). Optional when every case carries its "
             "answer (answer_from_system / actual_answer): the suite is scored as logged and "
-            "the reports are named after it."
+            "the reports are named after it. With a project file: a target's name "
+            "(repeatable), to run only those."
         ),
     ] = None,
-    iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="The project file to run (default: evalrunner.toml, .yaml or .yml in this "
+            "folder or the nearest parent up to the repository root).",
+        ),
+    ] = None,
+    iterations: Annotated[
+        int | None, typer.Option(help="Times every case is run (default 1).")
+    ] = None,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     profile: ProfileOption = None,
     plugin: Annotated[
@@ -188,7 +207,12 @@ def run(
         typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
     judge_metric: JudgeMetricOption = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = DEFAULT_OUT,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Folder for the reports (default evalrunner-out, or the project's)."
+        ),
+    ] = None,
     fail_under: FailUnderOption = None,
     threshold: ThresholdOption = None,
     baseline: Annotated[
@@ -206,7 +230,9 @@ def run(
             '\'{"Groundedness": {"model": "/models/bge-small-en-v1.5"}}\'.'
         ),
     ] = None,
-    max_concurrency: Annotated[int, typer.Option(help="Cases run at once.")] = 10,
+    max_concurrency: Annotated[
+        int | None, typer.Option(help="Cases run at once (default 10).")
+    ] = None,
     max_text_chars: Annotated[
         int | None,
         typer.Option(
@@ -240,9 +266,60 @@ def run(
     markdown: MarkdownOption = None,
     no_preflight: NoPreflight = False,
 ) -> None:
-    """Evaluate a suite against a target on this machine (the embedded engine)."""
+    """Evaluate a suite against a target on this machine (the embedded engine); with no
+    --suite file, every target × suite of the project file (evalrunner.toml / .yaml)."""
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
+    try:
+        project = project_file(config, suite, resume)
+        # with a project file and no --judge, --judge-timeout sets the file's judge's timeout
+        file_judge_timeout = judge_timeout if project and not judge else None
+        given = given_options(
+            iterations=iterations,
+            max_concurrency=max_concurrency,
+            metrics=metric or None,
+            profile=profile,
+            plugins=plugin or None,
+            judge_metrics=judge_metrics_arg(judge_metric) or None,
+            fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
+            thresholds=_pairs(threshold, "--threshold") if threshold else None,
+            baseline=baseline,
+            judge=None if file_judge_timeout else judge_arg(judge, judge_timeout),
+            evaluator_options=(
+                _json_arg(evaluator_options, "--evaluator-options") if evaluator_options else None
+            ),
+            max_text_chars=max_text_chars,
+            perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+            fail_on=fail_on.value if fail_on else None,
+            fail_on_regression=fail_on_regression or None,
+            max_error_share=max_error_share,
+        )
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    if project is not None:
+        from evalrunner.cli.projects import run_project
+        from evalrunner.project.cells import Overrides
+
+        run_project(
+            project,
+            Overrides(
+                event=given,
+                targets=target or [],
+                suite=str(suite) if suite else None,
+                output=out_dir,
+                judge_timeout=file_judge_timeout,
+            ),
+            as_json=as_json,
+            quiet=quiet,
+            stall_timeout=stall_timeout,
+            function_timeout=function_timeout,
+            junit_xml=junit_xml,
+            markdown=markdown,
+            no_preflight=no_preflight,
+            execute=_execute_local,
+        )
+    assert suite is not None  # project_file: no project file means a suite file was given
+    out_dir = out_dir or DEFAULT_OUT
     stack = ExitStack()
     results: list[RunResult] = []
     stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
@@ -257,30 +334,14 @@ def run(
         scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="evalrunner-lab-"))
         plans = [(spec, suite) for spec in target] if target else logged_plans(suite, Path(scratch))
         events = []
+        shared = {k: v for k, v in given.items() if k not in ("iterations", "max_concurrency")}
         for spec, suite_path in plans:
             event = local_event(
                 suite.name,
                 _json_arg(spec, "--target"),
-                iterations=iterations,
-                max_concurrency=max_concurrency,
-                metrics=metric or None,
-                profile=profile,
-                plugins=plugin or None,
-                judge_metrics=judge_metrics_arg(judge_metric) or None,
-                fail_under=_pairs(fail_under, "--fail-under") if fail_under else None,
-                thresholds=_pairs(threshold, "--threshold") if threshold else None,
-                baseline=baseline,
-                judge=judge_arg(judge, judge_timeout),
-                evaluator_options=(
-                    _json_arg(evaluator_options, "--evaluator-options")
-                    if evaluator_options
-                    else None
-                ),
-                max_text_chars=max_text_chars,
-                perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
-                fail_on=fail_on.value if fail_on else None,
-                fail_on_regression=fail_on_regression,
-                max_error_share=max_error_share,
+                iterations=given.get("iterations", 1),
+                max_concurrency=given.get("max_concurrency", 10),
+                **shared,
             )
             check_suite(suite_path, event)  # every event, before the first run starts
             if not quiet:

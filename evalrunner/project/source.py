@@ -1,0 +1,210 @@
+"""Finding the project file and reading it with the line of every key.
+
+``evalrunner.toml`` (the standard library's ``tomllib``) or ``evalrunner.yaml`` / ``.yml``
+(PyYAML's safe loader), in the current folder or the nearest parent up to the repository root
+(the first folder holding ``.git``); outside a repository only the current folder is looked
+in, so a stray file in a home or temporary folder is never picked up. Every error names the
+file and the line of the key it is about, so the reader holds, beside the data, a way to
+find a key path's line: YAML's parser keeps a mark on every node; TOML's parsers do not (see
+:class:`TomlLines`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from evalrunner.errors import ConfigError
+
+PROJECT_FILES = ("evalrunner.toml", "evalrunner.yaml", "evalrunner.yml")
+KeyPath = Sequence[str | int]
+
+
+class ProjectError(ConfigError):
+    """The project file is missing, unreadable, or breaks its schema; each line of the
+    message is ``file:line: key.path: what is wrong`` and how to fix it."""
+
+
+class Lines(Protocol):
+    def line_of(self, path: KeyPath) -> int | None:
+        """The line (1-based) where the value at ``path`` starts, or None."""
+
+
+def find_project(start: Path) -> Path | None:
+    """The project file of ``start``: in it, or in the nearest parent up to the repository
+    root (a folder holding ``.git``, a folder in a checkout or a worktree's file). Two
+    project files in one folder are refused: which one runs must never be a guess."""
+    start = start.resolve()
+    folders = [start, *start.parents]
+    root = next((f for f in folders if (f / ".git").exists()), None)
+    for folder in folders if root is not None else [start]:
+        found = [folder / n for n in PROJECT_FILES if (folder / n).is_file()]
+        if len(found) > 1:
+            raise ProjectError(
+                f"{folder}: both {found[0].name} and {found[1].name} are here; keep one project "
+                "file, or name one with --config"
+            )
+        if found:
+            return found[0]
+        if folder == root:
+            break
+    return None
+
+
+@dataclass
+class ProjectSource:
+    """A project file read: its path, its data, and where each key is."""
+
+    path: Path
+    data: Any
+    lines: Lines
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def where(self, path: KeyPath) -> str:
+        """``file:line`` of the key at ``path`` (of its nearest parent that exists when the
+        key itself is missing), or just ``file``."""
+        for n in range(len(path), 0, -1):
+            line = self.lines.line_of(path[:n])
+            if line is not None:
+                return f"{self.name}:{line}"
+        return self.name
+
+
+def read_project(path: Path) -> ProjectSource:
+    """The project file at ``path``, parsed; a syntax error names its line."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: cannot be read ({exc})") from None
+    if path.suffix.lower() == ".toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ProjectError(f"{path.name}: not valid TOML: {exc}") from None
+        return ProjectSource(path, data, TomlLines(text))
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return _read_yaml(path, text)
+    raise ProjectError(f"{path}: a project file is .toml, .yaml or .yml (e.g. evalrunner.toml)")
+
+
+def _read_yaml(path: Path, text: str) -> ProjectSource:
+    import yaml  # the CLI's dependency (the local extra); only a YAML project needs it
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ProjectError(f"{path.name}{line}: not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ProjectError(f"{path.name}: not valid YAML: {exc}") from None
+    repeated = _repeated_keys(node, path.name)
+    if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
+        raise ProjectError("\n".join(repeated))
+    return ProjectSource(path, data, YamlLines(node))
+
+
+def _repeated_keys(node: Any, name: str, where: tuple[str, ...] = ()) -> list[str]:
+    """Every key given twice in one mapping, at its second occurrence's line."""
+    import yaml
+
+    found: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            text = str(key.value)
+            line = key.start_mark.line + 1
+            if text in seen:
+                found.append(
+                    f"{name}:{line}: {'.'.join((*where, text))}: given twice (first on line "
+                    f"{seen[text]}); keep one"
+                )
+            seen.setdefault(text, line)
+            found += _repeated_keys(value, name, (*where, text))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found += _repeated_keys(item, name, (*where, f"[{index}]"))
+    return found
+
+
+@dataclass
+class YamlLines:
+    """Lines from the parser's own marks: each node of the composed tree knows where it
+    starts, so a key's line is its key node's (an item's, its node's)."""
+
+    root: Any
+
+    def line_of(self, path: KeyPath) -> int | None:
+        import yaml
+
+        node, line = self.root, None
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                match = [(k, v) for k, v in node.value if k.value == str(part)]
+                if not match:
+                    return None
+                key, node = match[-1]  # the loader keeps a repeated key's last value
+                line = key.start_mark.line + 1
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if not 0 <= part < len(node.value):
+                    return None
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                return None
+        return line
+
+
+@dataclass
+class TomlLines:
+    """Lines of TOML keys, from the real parser.
+
+    Neither ``tomllib`` nor tomlkit (the well-kept style-preserving parser) reports where a key
+    is: tomlkit keeps each item's text and trivia, not its line. A regex over the text would
+    be a second, wrong TOML parser (dotted keys, quoted keys, inline tables, arrays of tables,
+    multi-line strings). So the standard parser is asked instead: a key is on the first line
+    after which the file's first lines, parsed, hold it; a value spanning several lines (a
+    multi-line array or string) starts on the line after the last prefix that still parses.
+    Only run for errors, on files of a few hundred lines: each prefix is parsed once."""
+
+    text: str
+    _prefixes: dict[int, dict[str, Any] | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lines = self.text.splitlines(keepends=True)
+
+    def _parsed(self, count: int) -> dict[str, Any] | None:
+        if count not in self._prefixes:
+            try:
+                self._prefixes[count] = tomllib.loads("".join(self._lines[:count]))
+            except tomllib.TOMLDecodeError:
+                self._prefixes[count] = None
+        return self._prefixes[count]
+
+    def line_of(self, path: KeyPath) -> int | None:
+        for end in range(1, len(self._lines) + 1):
+            parsed = self._parsed(end)
+            if parsed is not None and _holds(parsed, path):
+                start = end
+                while start > 1 and self._parsed(start - 1) is None:
+                    start -= 1
+                return start
+        return None
+
+
+def _holds(data: Any, path: KeyPath) -> bool:
+    for part in path:
+        if isinstance(data, dict) and isinstance(part, str) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return False
+    return True
