@@ -416,7 +416,9 @@ def summarise(built: BuiltReport, state: AggregateState, bucket: str) -> RunSumm
     """Step 2: the run's summary (``summary.json`` and the execution's output)."""
     config, data, folded = built.config, built.data, built.folded
     failures = [f.text() for f in (state.map_failure, state.score_failure) if f is not None]
-    judge_totals = _judge_totals(folded.judge_usages)
+    judge_totals = _judge_totals(
+        folded.judge_usages, built.scored.judge_usage, answered=folded.answered
+    )
     return RunSummary(
         run_id=data.run_id,
         target=config.target_name,
@@ -539,19 +541,36 @@ def score_step_problems(score_failure: StepFailure | None) -> list[Problem]:
 
 def model_problems(notices: list[ModelNotice]) -> list[Problem]:
     """One high problem per model that was not there: the evaluators it skipped, and how
-    to provide it. It comes first: a metric the user asked for was not measured at all."""
-    return [
-        Problem(
-            severity="high",
-            type="model_unavailable",
-            description=(
-                # one model can serve several roles (MiniLM: embeddings and BERTScore)
-                f"{', '.join(n.evaluators)} skipped: model {n.model!r} is not available"
-            ),
-            suggested_action=n.how,
-        )
-        for n in notices
-    ]
+    to provide it. It comes first: a metric the user asked for was not measured at all.
+    Evaluators the run's judge scored in its place get a low one, so the run says, once,
+    which scored them (their scores are the judge's verdicts, not the model's)."""
+    problems = []
+    for n in notices:
+        if n.evaluators:
+            problems.append(
+                Problem(
+                    severity="high",
+                    type="model_unavailable",
+                    description=(
+                        # one model can serve several roles (MiniLM: embeddings and BERTScore)
+                        f"{', '.join(n.evaluators)} skipped: model {n.model!r} is not available"
+                    ),
+                    suggested_action=n.how,
+                )
+            )
+        for evaluator, judge in n.judged.items():
+            problems.append(
+                Problem(
+                    severity="low",
+                    type="model_judged",
+                    description=(
+                        f"{evaluator} judged by {judge}: model {n.model!r} is not available, "
+                        "so its scores are the judge's verdicts, not the model's"
+                    ),
+                    suggested_action=f"to score {evaluator} with the model: {n.how}",
+                )
+            )
+    return problems
 
 
 def actual_figures(
@@ -584,14 +603,25 @@ def actual_figures(
     )
 
 
-def _judge_totals(usages: Sequence[Mapping[str, int]]) -> JudgeTotals | None:
-    """Judge calls and tokens of the run (each case's ``judge_usage``), and per answered
+def _judge_totals(
+    usages: Sequence[Mapping[str, int]],
+    score_step: Mapping[str, int] | None = None,
+    *,
+    answered: int = 0,
+) -> JudgeTotals | None:
+    """Judge calls and tokens of the run (each case's ``judge_usage``, and the Score step's
+    when an evaluator asked the judge in place of its missing model), and per answered
     case: what the judge cost."""
-    if not usages:
+    if not usages and not score_step:
         return None
     keys = ("calls", "cached", "input_tokens", "output_tokens", "retries", "parse_failures")
-    totals: dict[str, float] = {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
-    totals["cases"] = len(usages)
-    totals["calls_per_case"] = totals["calls"] / len(usages)
-    totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / len(usages)
+    every = [*usages, *([score_step] if score_step else [])]
+    totals: dict[str, float] = {k: sum(int(u.get(k, 0)) for u in every) for k in keys}
+    # the Score step judges every answered case at once: they are the cases when no
+    # per-case metric asked the judge
+    cases = len(usages) or answered
+    totals["cases"] = cases
+    cases = max(1, cases)
+    totals["calls_per_case"] = totals["calls"] / cases
+    totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / cases
     return JudgeTotals.model_validate(totals)
