@@ -22,6 +22,8 @@ def test_every_kind_declares_what_the_rest_needs() -> None:
         "lambdaArn",
         "url",
         "openai",
+        "azure_openai",
+        "openai_responses",
         "knowledgeBaseId",
         "logged",
     ]
