@@ -24,6 +24,7 @@ from evalrunner.evaluators import Evaluator, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext, Settings
 from evalrunner.pipeline.merge import FoldedRecords, fold_records
+from evalrunner.pipeline.model_notices import model_problems
 from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.pipeline.scoring import sample_of
 from evalrunner.redaction import mask_config
@@ -70,7 +71,6 @@ from evalrunner.run import (
     AggregateState,
     CaseRecord,
     ManifestItem,
-    ModelNotice,
     RunConfig,
     ScoresFile,
     StepFailure,
@@ -537,40 +537,6 @@ def score_step_problems(score_failure: StepFailure | None) -> list[Problem]:
             suggested_action=action,
         )
     ]
-
-
-def model_problems(notices: list[ModelNotice]) -> list[Problem]:
-    """One high problem per model that was not there: the evaluators it skipped, and how
-    to provide it. It comes first: a metric the user asked for was not measured at all.
-    Evaluators the run's judge scored in its place get a low one, so the run says, once,
-    which scored them (their scores are the judge's verdicts, not the model's)."""
-    problems = []
-    for n in notices:
-        if n.evaluators:
-            problems.append(
-                Problem(
-                    severity="high",
-                    type="model_unavailable",
-                    description=(
-                        # one model can serve several roles (MiniLM: embeddings and BERTScore)
-                        f"{', '.join(n.evaluators)} skipped: model {n.model!r} is not available"
-                    ),
-                    suggested_action=n.how,
-                )
-            )
-        for evaluator, judge in n.judged.items():
-            problems.append(
-                Problem(
-                    severity="low",
-                    type="model_judged",
-                    description=(
-                        f"{evaluator} judged by {judge}: model {n.model!r} is not available, "
-                        "so its scores are the judge's verdicts, not the model's"
-                    ),
-                    suggested_action=f"to score {evaluator} with the model: {n.how}",
-                )
-            )
-    return problems
 
 
 def actual_figures(

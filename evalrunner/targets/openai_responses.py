@@ -183,8 +183,9 @@ def read_response(result: HttpResult, what: str) -> TargetResponse:
     body = result.json(what)
     if not isinstance(body, dict):
         raise TargetError(f"{what} answered with no response object: {snippet(result.body)}")
-    if body.get("status") == "failed" or isinstance(body.get("error"), dict):
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    error = body.get("error")
+    if body.get("status") == "failed" or isinstance(error, dict):
+        error = error if isinstance(error, dict) else {}
         raise TargetError(
             f"{what} failed: {error.get('code') or 'error'}: {error.get('message') or ''}".rstrip()
         )
@@ -215,7 +216,8 @@ def read_response(result: HttpResult, what: str) -> TargetResponse:
         details = body.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, Mapping) else None
         notes.append(f"the response is incomplete ({reason or 'no reason given'})")
-    usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
     tools = [s.name for s in steps if s.kind == "tool"]
     return TargetResponse(
         answer="\n".join(texts),
