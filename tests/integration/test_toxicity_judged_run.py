@@ -87,6 +87,8 @@ def test_a_judged_toxicity_is_said_once_for_the_run_and_its_calls_counted(
     assert summary["judge"]["calls"] == len(judge_stub.requests) == 3
     assert summary["judge"]["cases"] == 3
     assert summary["actual"]["judge_calls"] == estimated["judge"]["calls"]
+    (html,) = out.rglob("*-report.html")
+    assert "Toxicity judged by stub-judge" in html.read_text("utf-8")
     (problems,) = out.rglob("*-problems.json")
     assert "model_judged" in problems.read_text("utf-8")
 
