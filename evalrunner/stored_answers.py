@@ -14,11 +14,11 @@ repeated iterations and scripted conversations are refused (a logged answer stan
 case asked once, so their several answers cannot be kept apart); perturbed copies are left
 out (they are the robustness part of the original run, not its cases). The report rows keep
 everything the suite gave each case (expected answer, contexts, documents, intent, tool,
-data, tools, steps, condition, categories) and what the target reported besides its answer
-(contexts, documents, intent, tool, data), so a metric scores the stored answer against the
-very expectations of the original run. A suite cannot carry agent steps, latency or token
-counts, so metrics over those skip with their usual reason (the command says so when the
-original run had steps or latencies)."""
+data, tools, steps, condition, categories, its extra columns) and what the target reported
+besides its answer (contexts, documents, intent, tool, data), so a metric scores the stored
+answer against the very expectations of the original run. A suite cannot carry agent
+steps, latency or token counts, so metrics over those skip with their usual reason (the
+command says so when the original run had steps or latencies)."""
 
 from __future__ import annotations
 
@@ -179,4 +179,6 @@ def _suite_row(row: CaseRow) -> dict[str, Any]:
         ),
     }
     suite_row.update({k: v for k, v in optional.items() if v is not None})
+    # the suite's extra columns, as columns again (none of them is a known header)
+    suite_row.update({k: v for k, v in row.metadata.items() if k not in suite_row})
     return suite_row

@@ -77,6 +77,8 @@ class CaseRow(BaseModel):
     intent: str | None = None
     tool: str | None = None
     data: str | None = None
+    #: The suite's own extra columns (what a metric of your own reads as ``sample.metadata``).
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)

@@ -206,6 +206,7 @@ def case_rows(items: Sequence[ManifestItem], records: Sequence[CaseRecord]) -> l
                 intent=response.intent if response else None,
                 tool=response.tool if response else None,
                 data=response.data if response else None,
+                metadata=dict(case.metadata),
                 results=list(record.results),
                 perturbation=case.perturbation,
                 conversation_id=case.conversation_id,
