@@ -84,6 +84,14 @@ class KnowledgeBaseSpec(KnowledgeBaseFields, TargetSpec):
     """A knowledge base target as the event gives it."""
 
 
+def _guardrail_id(spec: dict[str, Any]) -> str | None:
+    """The guardrail a spec's generation applies (its id, also when given as an ARN)."""
+    generation = spec.get("generationConfiguration")
+    guardrail = generation.get("guardrailConfiguration") if isinstance(generation, dict) else None
+    value = guardrail.get("guardrailId") if isinstance(guardrail, dict) else None
+    return value.rsplit("/", 1)[-1] if isinstance(value, str) and value else None
+
+
 def knowledge_base_configuration(fields: KnowledgeBaseFields) -> dict[str, Any]:
     """RetrieveAndGenerate's ``knowledgeBaseConfiguration`` for these fields: the retrieval
     settings under ``retrievalConfiguration.vectorSearchConfiguration``, the generation and
@@ -177,6 +185,13 @@ class KnowledgeBaseTarget(Target):
             )
         if spec.get("modelArn") not in allowed.model_arns:
             out.append(f"target.modelArn {spec.get('modelArn')} is not in targets.model_arns")
+        guardrail = _guardrail_id(spec)
+        listed = {arn.rsplit("/", 1)[-1] for arn in getattr(allowed, "guardrail_arns", ())}
+        if guardrail is not None and guardrail not in listed:
+            out.append(
+                "target.generationConfiguration.guardrailConfiguration.guardrailId "
+                f"{guardrail} is not in targets.guardrail_arns; {DEPLOY_HINT}"
+            )
         return out
 
     def _configuration(self) -> dict[str, Any]:
