@@ -15,6 +15,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
+    model_serializer,
 )
 
 from evalrunner.estimate.model import RunEstimate
@@ -180,11 +181,15 @@ class PrepareOutput(BaseModel):
 
 class ModelNotice(BaseModel):
     """A model the Score step could not load: once per model, with every evaluator it
-    skipped and how to provide it (Aggregate turns each into a high problem)."""
+    skipped (Aggregate turns those into a high problem) or that the run's judge scored
+    instead (a low one, so the run says which scored them), and how to provide it."""
 
     model: str
     role: str
-    evaluators: list[str]
+    #: The evaluators skipped for want of it.
+    evaluators: list[str] = Field(default_factory=list)
+    #: The evaluators the run's judge scored instead: evaluator -> the judge model.
+    judged: dict[str, str] = Field(default_factory=dict)
     message: str
     how: str
 
@@ -228,6 +233,9 @@ class ScoresFile(BaseModel):
     notices: list[ModelNotice] = Field(default_factory=list)
     #: None when no model was needed (written as ``{}``, as it always was)
     models: ModelsUsed | None = None
+    #: The judge calls the Score step made (an evaluator the run's judge scored in place of
+    #: its missing model), counted into the run's judge totals; written only when some were.
+    judge_usage: dict[str, int] | None = None
 
     @field_validator("models", mode="before")
     @classmethod
@@ -239,6 +247,13 @@ class ScoresFile(BaseModel):
         self, value: ModelsUsed | None, handler: SerializerFunctionWrapHandler
     ) -> Any:
         return {} if value is None else handler(value)
+
+    @model_serializer(mode="wrap")
+    def _judge_usage_when_used(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.judge_usage is None and isinstance(data, dict):
+            data.pop("judge_usage", None)
+        return data
 
 
 class StepFailure(BaseModel):

@@ -16,8 +16,9 @@ registered for redaction (:mod:`evalrunner.redaction`) before it is returned.
   role may read exactly those.
 
 Event fields that name secrets: ``target.headers_from_env`` / ``target.headers_from_secret``
-(header → name), ``target.openai.api_key_env`` / ``api_key_secret``, and
-``judge.openai.api_key_env`` / ``api_key_secret``.
+(header → name), ``api_key_env`` / ``api_key_secret`` (and Azure's ``bearer_token_env``) of a
+target kind's options object (``target.openai``, ``target.azure_openai``,
+``target.openai_responses``), and ``judge.openai.api_key_env`` / ``api_key_secret``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ ENV_PREFIX = "EVALRUNNER_SECRET_"
 ENV_ALLOWED_ENV = "EVALRUNNER_ALLOWED_SECRET_ENV"
 #: Set by the stack on every function: ``{"allowed_secrets": ["arn:aws:secretsmanager:..."]}``.
 ENV_POLICY = "EVALRUNNER_SECRETS_POLICY"
-#: Names allowed locally without listing them: the documented default key variable.
-BUILTIN_ENV = ("OPENAI_API_KEY",)
+#: Names allowed locally without listing them: the documented default key variables (of
+#: OpenAI-compatible targets and judges, and Azure OpenAI's key and Entra ID token).
+BUILTIN_ENV = ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN")
+#: Fields of a target kind's options object that name a secret (variable or secret).
+_ENV_FIELDS = ("api_key_env", "bearer_token_env")
+_SECRET_FIELDS = ("api_key_secret",)
 #: Never readable on an event's behalf: the runner's own credentials live here.
 FORBIDDEN_ENV = re.compile(r"^AWS_", re.I)
 
@@ -239,10 +244,14 @@ def event_problems(event: Mapping[str, Any], policy: SecretPolicy | None = None)
             if isinstance(mapping, Mapping):
                 for header, name in mapping.items():
                     check(name, f"target.{kind}.{header}")
-        options = target.get("openai")
-        if isinstance(options, Mapping):
-            env(options.get("api_key_env"), "target.openai.api_key_env")
-            secret(options.get("api_key_secret"), "target.openai.api_key_secret")
+        # every kind whose options object signs its calls (openai, azure_openai, ...)
+        for kind, options in target.items():
+            if not isinstance(options, Mapping):
+                continue
+            for name in _ENV_FIELDS:
+                env(options.get(name), f"target.{kind}.{name}")
+            for name in _SECRET_FIELDS:
+                secret(options.get(name), f"target.{kind}.{name}")
     judge = event.get("judge")
     options = judge.get("openai") if isinstance(judge, Mapping) else None
     if isinstance(options, Mapping):

@@ -12,11 +12,13 @@ the usual one, and the original run is the new run's baseline.
 What is not rescored, and why: a case the target never answered (nothing to score);
 repeated iterations and scripted conversations are refused (a logged answer stands for one
 case asked once, so their several answers cannot be kept apart); perturbed copies are left
-out (they are the robustness part of the original run, not its cases). The report rows do
-not keep a case's expected contexts, intent, tool, data or conditions, and a suite cannot
-carry agent steps, latency or token counts, so metrics that need those skip with their usual
-reason (the command says so when the original run had steps or latencies).
-"""
+out (they are the robustness part of the original run, not its cases). The report rows keep
+everything the suite gave each case (expected answer, contexts, documents, intent, tool,
+data, tools, steps, condition, categories, its extra columns) and what the target reported
+besides its answer (contexts, documents, intent, tool, data), so a metric scores the stored
+answer against the very expectations of the original run. A suite cannot carry agent
+steps, latency or token counts, so metrics over those skip with their usual reason (the
+command says so when the original run had steps or latencies)."""
 
 from __future__ import annotations
 
@@ -157,8 +159,17 @@ def _suite_row(row: CaseRow) -> dict[str, Any]:
     }
     optional: dict[str, Any] = {
         "expected_answer": row.expected_answer,
+        "expected_contexts": row.expected_contexts or None,
+        "expected_documents": row.expected_documents or None,
+        "expected_intent": row.expected_intent,
+        "expected_tool": row.expected_tool,
+        "expected_data": row.expected_data,
+        "condition": row.condition,
         "retrieved_contexts": row.contexts or None,
         "retrieved_documents": row.documents or None,
+        "actual_intent": row.intent,
+        "actual_tool": row.tool,
+        "retrieved_data": row.data,
         "categories": row.categories or None,
         "expected_tools": row.expected_tools,
         "expected_steps": (
@@ -168,4 +179,6 @@ def _suite_row(row: CaseRow) -> dict[str, Any]:
         ),
     }
     suite_row.update({k: v for k, v in optional.items() if v is not None})
+    # the suite's extra columns, as columns again (none of them is a known header)
+    suite_row.update({k: v for k, v in row.metadata.items() if k not in suite_row})
     return suite_row

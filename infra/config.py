@@ -51,6 +51,7 @@ MODEL_ARN = re.compile(
     rf"^{_ARN_PARTITION}:bedrock:{_REGION}:({_ACCOUNT})?:"
     r"(foundation-model|inference-profile|application-inference-profile|provisioned-model)/\S+$"
 )
+GUARDRAIL_ARN = re.compile(rf"^{_ARN_PARTITION}:bedrock:{_REGION}:{_ACCOUNT}:guardrail/[a-z0-9]+$")
 BEDROCK_ID = re.compile(r"^[0-9A-Za-z]{10}$")
 SCHEDULE_EXPRESSION = re.compile(r"^(rate|cron|at)\(.+\)$")
 
@@ -99,6 +100,9 @@ class Targets(_Model):
     knowledge_bases: list[KnowledgeBase] = Field(default_factory=list)
     #: Foundation models / inference profiles: RetrieveAndGenerate and the LLM judge.
     model_arns: list[str] = Field(default_factory=list)
+    #: Guardrails a knowledge base target's generationConfiguration may name
+    #: (``bedrock:ApplyGuardrail`` on exactly these).
+    guardrail_arns: list[str] = Field(default_factory=list)
 
     @field_validator("lambda_arns")
     @classmethod
@@ -117,6 +121,13 @@ class Targets(_Model):
     def _models(cls, values: list[str]) -> list[str]:
         return _match_all(values, MODEL_ARN, "arn:aws:bedrock:REGION::foundation-model/MODEL_ID")
 
+    @field_validator("guardrail_arns")
+    @classmethod
+    def _guardrails(cls, values: list[str]) -> list[str]:
+        return _match_all(
+            values, GUARDRAIL_ARN, "arn:aws:bedrock:REGION:ACCOUNT:guardrail/GUARDRAIL_ID"
+        )
+
     def is_empty(self) -> bool:
         return not any(
             (
@@ -125,6 +136,7 @@ class Targets(_Model):
                 self.agent_aliases,
                 self.knowledge_bases,
                 self.model_arns,
+                self.guardrail_arns,
             )
         )
 

@@ -161,5 +161,5 @@ def print_findings(summary: RunSummary) -> None:
                 highlight=False,
                 markup=False,
             )
-            if problem.type == "model_unavailable":  # the fix is the point here
+            if problem.type in ("model_unavailable", "model_judged"):  # the fix is the point
                 out.print(f"    {problem.suggested_action}", highlight=False, markup=False)

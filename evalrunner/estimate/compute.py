@@ -3,8 +3,10 @@ tokens the metrics would send (measured by building their prompts for a sample o
 against :class:`~evalrunner.estimate.dry_judge.DryJudge`), the GPU minutes, and the AWS cost
 of the run deployed (``prices.json``).
 
-Pure and cheap (no network, no model): Prepare computes it for every run, so summary.json
-records it beside the actual figures.
+Pure and cheap (no network, no model loaded): Prepare computes it for every run, so
+summary.json records it beside the actual figures. A model evaluator that a run scores by
+its judge when the model is missing (Toxicity) is counted as judged when its model is not
+found on the machine estimating.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from evalrunner.estimate.dry_judge import DryJudge
 from evalrunner.estimate.model import AwsCost, JudgeEstimate, RunEstimate
 from evalrunner.estimate.prices import PriceTable, load_prices
 from evalrunner.evaluators import Evaluator, Requirement
+from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.registry import resolve
 from evalrunner.event import RunEvent
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage, Judge
@@ -38,18 +41,45 @@ TEXTS_PER_MODEL_METRIC = 2
 
 @dataclass
 class _DryServices:
-    """What the estimate lends the evaluators it builds: the dry judge, and no models (only
-    judge evaluators are built)."""
+    """What the estimate lends the evaluators it builds: the dry judge, and a model hub that
+    loads nothing unless asked (a model evaluator is built only to see whether its model is
+    here, and judged in its place when it is not)."""
 
     dry: DryJudge = field(default_factory=DryJudge)
+    hub: ModelHub = field(default_factory=ModelHub)
 
     @property
     def judge(self) -> Judge | None:
         return self.dry
 
     @property
-    def models(self) -> ModelHub:  # pragma: no cover - only judge evaluators are built
-        raise RuntimeError("the estimate builds no model evaluators")
+    def models(self) -> ModelHub:
+        return self.hub
+
+
+def judged_without_model(
+    event: RunEvent, classes: Sequence[type[Evaluator]], services: _DryServices
+) -> tuple[list[Evaluator], list[str]]:
+    """The model evaluators a run with a judge scores by that judge, their model not being
+    on this machine (Toxicity without detoxify), built with the dry judge so their calls
+    are counted, and a note for each."""
+    if _judge_model(event) is None:
+        return [], []
+    made: list[Evaluator] = []
+    notes = []
+    for cls in classes:
+        if not (issubclass(cls, ModelEvaluator) and cls.judged_without_model):
+            continue
+        evaluator = cls.for_run(event.thresholds, event.evaluator_options.get(cls.name), services)
+        if evaluator.model_present():
+            continue
+        made.append(evaluator)
+        notes.append(
+            f"{cls.name}: its model {evaluator.model_name()!r} is not on this machine, so a "
+            "run scored here has the judge score it (those calls are counted; a deployed run "
+            "whose GPU image has the model makes none)"
+        )
+    return made, notes
 
 
 def stand_in(case: TestCase) -> TargetResponse:
@@ -136,12 +166,14 @@ def estimate_run(
     judge_estimate: JudgeEstimate | None = None
     calls_per_item = 0.0
     judges = [c for c in classes if c.uses_judge(event.evaluator_options.get(c.name))]
-    if judges:
-        services = _DryServices()
+    services = _DryServices()
+    instead, instead_notes = judged_without_model(event, classes, services)
+    notes += instead_notes
+    if judges or instead:
         evaluators = [
             c.for_run(event.thresholds, event.evaluator_options.get(c.name), services)
             for c in judges
-        ]
+        ] + instead
         sampled = [item.case for item in items if item.iteration == 1]
         per_call, per_in, per_out, size = _judge_estimate(
             event, evaluators, sample_cases(sampled), services

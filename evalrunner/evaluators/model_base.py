@@ -76,6 +76,15 @@ class ModelEvaluator(BatchEvaluator[ModelOptionsT]):
                 return str(chosen)
         return self.hub.model_settings.default_model(role)
 
+    #: Whether the run's judge scores this evaluator when its model is missing (Toxicity);
+    #: the estimate then counts those judge calls (see :meth:`model_present`).
+    judged_without_model: ClassVar[bool] = False
+
+    def model_present(self) -> bool:
+        """Whether this evaluator's model is on this machine, found without loading it
+        (asked only of evaluators :attr:`judged_without_model`)."""
+        return True
+
     #: Other roles this evaluator loads a model for (besides its own ``role``).
     extra_roles: ClassVar[tuple[ModelRole, ...]] = ()
 

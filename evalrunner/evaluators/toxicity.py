@@ -85,6 +85,8 @@ class Toxicity(ModelEvaluator):
     )
     inputs = frozenset({Input.ANSWER})
     role: ClassVar[ModelRole] = ModelRole.TOXICITY
+    #: Without its model, the run's judge scores Toxicity (the estimate counts those calls).
+    judged_without_model: ClassVar[bool] = True
     metrics = tuple(_spec(m, primary=m == "Toxicity") for m in CLASSES)
 
     def __init__(
@@ -99,6 +101,19 @@ class Toxicity(ModelEvaluator):
         #: Where the run's judge comes from: asked only when the toxicity model is not
         #: available (a run whose model loads never builds a judge client for it).
         self._judge_source: Callable[[], Judge | None] = lambda: judge
+        #: The judge model that scored this run's answers, the classifier being missing.
+        self._judged_by: str | None = None
+
+    def model_present(self) -> bool:
+        """Whether the toxicity model is on this machine (found, not loaded)."""
+        return self.hub.classifier_present(self.model_name())
+
+    def models_used(self) -> list[str]:
+        """The classifier, or the judge that scored in its place: a judged run is never
+        compared with one the classifier scored."""
+        if self._judged_by is not None:
+            return [f"judge {self._judged_by}"]
+        return super().models_used()
 
     @classmethod
     def for_run(
@@ -119,6 +134,8 @@ class Toxicity(ModelEvaluator):
             judge = self._judge_source()
             if judge is None:
                 raise
+            self._judged_by = judge.model
+            self.hub.report_judged(exc, self.name, judge.model)
             return [self._judged(judge, s, exc) for s in samples]
         missing = [c for c in CLASSES.values() if c not in classifier.class_names]
         if missing:  # a checkpoint trained on other labels: every case is an error, said once

@@ -8,6 +8,7 @@ reported once for the run, whichever evaluators asked for it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -68,6 +69,9 @@ class ModelHub:
         self._failed: dict[tuple[str, str], ModelUnavailable] = {}
         #: Missing models by name, each with the evaluators that needed it (reported once).
         self.unavailable: dict[str, tuple[ModelUnavailable, list[str]]] = {}
+        #: Missing models whose evaluators the run's judge scored instead: model name ->
+        #: (why it is missing, evaluator -> the judge model that scored it).
+        self.judged_instead: dict[str, tuple[ModelUnavailable, dict[str, str]]] = {}
         #: model name -> where it was loaded from and how, for the run's report.
         self.used: dict[str, dict[str, Any]] = {}
 
@@ -243,18 +247,48 @@ class ModelHub:
         if evaluator not in names:
             names.append(evaluator)
 
+    def report_judged(self, exc: ModelUnavailable, evaluator: str, judge: str) -> None:
+        """Remember that ``evaluator``, for want of ``exc.model``, was scored by the run's
+        judge ``judge`` instead (said once per model, at run level, as a skipped one is)."""
+        _, judged = self.judged_instead.setdefault(exc.model, (exc, {}))
+        judged[evaluator] = judge
+
     def notices(self) -> list[dict[str, Any]]:
-        """One entry per missing model: which, for which evaluators, and how to provide it."""
-        return [
-            {
-                "model": model,
-                "role": exc.role,
-                "evaluators": evaluators,
-                "message": exc.message,
-                "how": exc.how,
-            }
-            for model, (exc, evaluators) in self.unavailable.items()
-        ]
+        """One entry per missing model: which, for which evaluators (skipped, or ``judged``
+        by the run's judge instead: evaluator -> judge model), and how to provide it."""
+        out = []
+        for model in dict.fromkeys([*self.unavailable, *self.judged_instead]):
+            skipped = self.unavailable.get(model)
+            judged = self.judged_instead.get(model)
+            exc = skipped[0] if skipped else judged[0] if judged else None
+            assert exc is not None  # the model is in one of the two
+            out.append(
+                {
+                    "model": model,
+                    "role": exc.role,
+                    "evaluators": skipped[1] if skipped else [],
+                    "judged": judged[1] if judged else {},
+                    "message": exc.message,
+                    "how": exc.how,
+                }
+            )
+        return out
+
+    def classifier_present(self, name: str) -> bool:
+        """Whether :meth:`classifier` would find the detoxify model ``name`` on this machine,
+        found without loading it (the estimate asks, to count the judge calls a run makes
+        when it is missing)."""
+        if importlib.util.find_spec("detoxify") is None:
+            return False
+        model_type = name.removeprefix("detoxify/")
+        if name.startswith("detoxify/") and model_type in DETOXIFY_TYPES:
+            if _detoxify_checkpoint(model_type) is not None:
+                return True
+        try:
+            locate(name, ModelRole.TOXICITY, self.model_settings.models_dir)
+        except ModelUnavailable:
+            return False
+        return True
 
     def stats(self) -> dict[str, Any]:
         counters = {

@@ -24,6 +24,7 @@ from evalrunner.evaluators import Evaluator, resolve
 from evalrunner.pipeline.baseline import find_baseline
 from evalrunner.pipeline.context import RunContext, Settings
 from evalrunner.pipeline.merge import FoldedRecords, fold_records
+from evalrunner.pipeline.model_notices import model_problems
 from evalrunner.pipeline.score import iter_records, load_manifest
 from evalrunner.pipeline.scoring import sample_of
 from evalrunner.redaction import mask_config
@@ -70,7 +71,6 @@ from evalrunner.run import (
     AggregateState,
     CaseRecord,
     ManifestItem,
-    ModelNotice,
     RunConfig,
     ScoresFile,
     StepFailure,
@@ -416,7 +416,9 @@ def summarise(built: BuiltReport, state: AggregateState, bucket: str) -> RunSumm
     """Step 2: the run's summary (``summary.json`` and the execution's output)."""
     config, data, folded = built.config, built.data, built.folded
     failures = [f.text() for f in (state.map_failure, state.score_failure) if f is not None]
-    judge_totals = _judge_totals(folded.judge_usages)
+    judge_totals = _judge_totals(
+        folded.judge_usages, built.scored.judge_usage, answered=folded.answered
+    )
     return RunSummary(
         run_id=data.run_id,
         target=config.target_name,
@@ -537,23 +539,6 @@ def score_step_problems(score_failure: StepFailure | None) -> list[Problem]:
     ]
 
 
-def model_problems(notices: list[ModelNotice]) -> list[Problem]:
-    """One high problem per model that was not there: the evaluators it skipped, and how
-    to provide it. It comes first: a metric the user asked for was not measured at all."""
-    return [
-        Problem(
-            severity="high",
-            type="model_unavailable",
-            description=(
-                # one model can serve several roles (MiniLM: embeddings and BERTScore)
-                f"{', '.join(n.evaluators)} skipped: model {n.model!r} is not available"
-            ),
-            suggested_action=n.how,
-        )
-        for n in notices
-    ]
-
-
 def actual_figures(
     config: RunConfig, items: int, judge: JudgeTotals | None
 ) -> ActualFigures | None:
@@ -584,14 +569,25 @@ def actual_figures(
     )
 
 
-def _judge_totals(usages: Sequence[Mapping[str, int]]) -> JudgeTotals | None:
-    """Judge calls and tokens of the run (each case's ``judge_usage``), and per answered
+def _judge_totals(
+    usages: Sequence[Mapping[str, int]],
+    score_step: Mapping[str, int] | None = None,
+    *,
+    answered: int = 0,
+) -> JudgeTotals | None:
+    """Judge calls and tokens of the run (each case's ``judge_usage``, and the Score step's
+    when an evaluator asked the judge in place of its missing model), and per answered
     case: what the judge cost."""
-    if not usages:
+    if not usages and not score_step:
         return None
     keys = ("calls", "cached", "input_tokens", "output_tokens", "retries", "parse_failures")
-    totals: dict[str, float] = {k: sum(int(u.get(k, 0)) for u in usages) for k in keys}
-    totals["cases"] = len(usages)
-    totals["calls_per_case"] = totals["calls"] / len(usages)
-    totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / len(usages)
+    every = [*usages, *([score_step] if score_step else [])]
+    totals: dict[str, float] = {k: sum(int(u.get(k, 0)) for u in every) for k in keys}
+    # the Score step judges every answered case at once: they are the cases when no
+    # per-case metric asked the judge
+    cases = len(usages) or answered
+    totals["cases"] = cases
+    cases = max(1, cases)
+    totals["calls_per_case"] = totals["calls"] / cases
+    totals["tokens_per_case"] = (totals["input_tokens"] + totals["output_tokens"]) / cases
     return JudgeTotals.model_validate(totals)

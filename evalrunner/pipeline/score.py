@@ -17,6 +17,7 @@ from itertools import islice
 from evalrunner.evaluators import BatchEvaluator, MetricResult, Requirement, resolve
 from evalrunner.evaluators.model_base import ModelEvaluator
 from evalrunner.evaluators.score_part import ScoreStepPart
+from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
 from evalrunner.pipeline.conversations import flatten
 from evalrunner.pipeline.scoring import sample_of
@@ -113,9 +114,16 @@ def score_run(context: RunContext) -> ScoreReply:
         sample_of(item.case, record.response, config.max_text_chars) for item, record in ready
     ]
     scores: dict[str, list[MetricResult]] = {item.item_id: [] for item, _ in ready}
-    for evaluator in evaluators:
-        for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
-            scores[item.item_id].extend(results)
+    # an evaluator whose model is missing may ask the run's judge instead (Toxicity): its
+    # calls are the run's too, counted here as a case's are in run_case
+    usage = CaseUsage()
+    token = CURRENT_CASE.set(usage)
+    try:
+        for evaluator in evaluators:
+            for (item, _), results in zip(ready, evaluator.evaluate_batch(samples), strict=True):
+                scores[item.item_id].extend(results)
+    finally:
+        CURRENT_CASE.reset(token)
     hub = context.models  # what a model is, where it loaded, and what the caches saved
     cases = [(sample, record.results) for sample, (_, record) in zip(samples, ready, strict=True)]
     for part in parts:
@@ -129,7 +137,13 @@ def score_run(context: RunContext) -> ScoreReply:
     }
     used |= {p.name: ", ".join(p.score_step_models()) for p in parts if p.score_step_models()}
     models = ModelsUsed.model_validate({**hub.stats(), "by_evaluator": used})
-    scored = ScoresFile(items=scores, notices=notices, models=models)
+    asked = usage.usage.calls + usage.usage.cached > 0
+    scored = ScoresFile(
+        items=scores,
+        notices=notices,
+        models=models,
+        judge_usage=usage.usage.as_dict() if asked else None,
+    )
     store.put_json(store.scores_key(run_id), scored.model_dump(mode="json"))
     names = [e.name for e in evaluators] + [p.name for p in parts]
     unavailable = [n.model for n in notices] or None

@@ -63,6 +63,22 @@ class CaseRow(BaseModel):
     #: What the suite expected of an agent (its expected_tools / expected_steps cells).
     expected_tools: list[str] | None = None
     expected_steps: list[ExpectedStep] | None = None
+    #: The rest of what the suite gave the case, kept so that ``evalrunner rescore`` scores
+    #: the stored answers against the same expectations as the original run.
+    expected_contexts: list[str] = Field(default_factory=list)
+    expected_documents: list[str] = Field(default_factory=list)
+    expected_intent: str | None = None
+    expected_tool: str | None = None
+    expected_data: str | None = None
+    #: The suite's condition (text-matching constraints), kept as written.
+    condition: str | list[Any] | None = None
+    #: What the target reported besides its answer (None when it said nothing, or never
+    #: answered): the intent it classified, the tool it chose, the data it retrieved.
+    intent: str | None = None
+    tool: str | None = None
+    data: str | None = None
+    #: The suite's own extra columns (what a metric of your own reads as ``sample.metadata``).
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     def result(self, metric: str) -> MetricResult | None:
         return next((r for r in self.results if r.metric == metric), None)

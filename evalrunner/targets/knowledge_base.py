@@ -2,14 +2,28 @@
 
 Useful to evaluate retrieval and generation before an agent exists around them: the same
 suite can later run against the agent and the two reports compare like for like.
+
+The knowledge base's advanced settings pass through as the API names them, so what was
+tuned in the console or in code is what is tested: the number of results, the search type
+and the metadata filter of the vector search, and the generation configuration (prompt
+template, inference settings, guardrail id and version, additional model request fields)
+and orchestration configuration. botocore's own model of RetrieveAndGenerate validates them
+when the event is read, so a misspelt key or a wrong type is refused before the run with
+the parameter it concerns, not discovered case by case.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+import copy
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import boto3
-from pydantic import Field
+import botocore.session
+from botocore.exceptions import ParamValidationError
+from botocore.validate import validate_parameters
+from pydantic import Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from evalrunner.errors import TargetError
 from evalrunner.suite.model import TestCase
@@ -21,17 +35,100 @@ from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
 
 class KnowledgeBaseFields(SpecModel):
-    """``{"knowledgeBaseId", "modelArn"}``: RetrieveAndGenerate on a knowledge base."""
+    """``{"knowledgeBaseId", "modelArn"}``: RetrieveAndGenerate on a knowledge base, with the
+    knowledge base's advanced settings passed through as the API names them."""
 
     schema_def: ClassVar[str] = "knowledgeBase"
 
     knowledgeBaseId: str = Field(pattern=r"^[0-9a-zA-Z]{10}$")
     modelArn: str = Field(min_length=1)
     numberOfResults: Annotated[int, Field(ge=1, le=100), integral] | None = None
+    searchType: (
+        Annotated[Literal["HYBRID", "SEMANTIC"], WithJsonSchema({"enum": ["HYBRID", "SEMANTIC"]})]
+        | None
+    ) = Field(
+        default=None,
+        description="The vector search's overrideSearchType: HYBRID (vector and keyword) or "
+        "SEMANTIC (vector only). Default: the knowledge base's own choice.",
+    )
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="Metadata filter of the vector search (RetrievalFilter, e.g. "
+        '{"equals": {"key": "region", "value": "EU"}} or {"andAll": [...]}), sent as it is.',
+    )
+    generationConfiguration: dict[str, Any] | None = Field(
+        default=None,
+        description="RetrieveAndGenerate's generationConfiguration, sent as it is: "
+        "promptTemplate {textPromptTemplate with $search_results$}, inferenceConfig "
+        "{textInferenceConfig: temperature, topP, maxTokens, stopSequences}, "
+        "guardrailConfiguration {guardrailId, guardrailVersion}, "
+        "additionalModelRequestFields, performanceConfig.",
+    )
+    orchestrationConfiguration: dict[str, Any] | None = Field(
+        default=None,
+        description="RetrieveAndGenerate's orchestrationConfiguration (query decomposition, "
+        "its prompt template and inference settings), sent as it is.",
+    )
+
+    @model_validator(mode="after")
+    def _as_bedrock_accepts_it(self) -> Self:
+        """The configuration as botocore's model of RetrieveAndGenerate accepts it, so a
+        misspelt or mistyped setting is refused before the run, naming the parameter."""
+        problem = configuration_problem(knowledge_base_configuration(self))
+        if problem:
+            raise PydanticCustomError("bedrock_configuration", "{why}", {"why": problem})
+        return self
 
 
 class KnowledgeBaseSpec(KnowledgeBaseFields, TargetSpec):
     """A knowledge base target as the event gives it."""
+
+
+def _guardrail_id(spec: dict[str, Any]) -> str | None:
+    """The guardrail a spec's generation applies (its id, also when given as an ARN)."""
+    generation = spec.get("generationConfiguration")
+    guardrail = generation.get("guardrailConfiguration") if isinstance(generation, dict) else None
+    value = guardrail.get("guardrailId") if isinstance(guardrail, dict) else None
+    return value.rsplit("/", 1)[-1] if isinstance(value, str) and value else None
+
+
+def knowledge_base_configuration(fields: KnowledgeBaseFields) -> dict[str, Any]:
+    """RetrieveAndGenerate's ``knowledgeBaseConfiguration`` for these fields: the retrieval
+    settings under ``retrievalConfiguration.vectorSearchConfiguration``, the generation and
+    orchestration objects as given."""
+    kb: dict[str, Any] = {"knowledgeBaseId": fields.knowledgeBaseId, "modelArn": fields.modelArn}
+    vector: dict[str, Any] = {}
+    if fields.numberOfResults:
+        vector["numberOfResults"] = fields.numberOfResults
+    if fields.searchType:
+        vector["overrideSearchType"] = fields.searchType
+    if fields.filter is not None:
+        vector["filter"] = copy.deepcopy(fields.filter)
+    if vector:
+        kb["retrievalConfiguration"] = {"vectorSearchConfiguration": vector}
+    if fields.generationConfiguration is not None:
+        kb["generationConfiguration"] = copy.deepcopy(fields.generationConfiguration)
+    if fields.orchestrationConfiguration is not None:
+        kb["orchestrationConfiguration"] = copy.deepcopy(fields.orchestrationConfiguration)
+    return kb
+
+
+@cache
+def _configuration_shape() -> Any:
+    """botocore's shape of ``knowledgeBaseConfiguration`` (from the installed service model)."""
+    model = botocore.session.get_session().get_service_model("bedrock-agent-runtime")
+    request = model.operation_model("RetrieveAndGenerate").input_shape
+    return request.members["retrieveAndGenerateConfiguration"].members["knowledgeBaseConfiguration"]
+
+
+def configuration_problem(kb: dict[str, Any]) -> str | None:
+    """What botocore's parameter validation says against ``kb`` (None: it accepts it)."""
+    try:
+        validate_parameters(kb, _configuration_shape())
+    except ParamValidationError as exc:
+        report = str(exc).removeprefix("Parameter validation failed:").strip()
+        return f"RetrieveAndGenerate's knowledgeBaseConfiguration is refused by botocore: {report}"
+    return None
 
 
 @register
@@ -88,14 +185,17 @@ class KnowledgeBaseTarget(Target):
             )
         if spec.get("modelArn") not in allowed.model_arns:
             out.append(f"target.modelArn {spec.get('modelArn')} is not in targets.model_arns")
+        guardrail = _guardrail_id(spec)
+        listed = {arn.rsplit("/", 1)[-1] for arn in getattr(allowed, "guardrail_arns", ())}
+        if guardrail is not None and guardrail not in listed:
+            out.append(
+                "target.generationConfiguration.guardrailConfiguration.guardrailId "
+                f"{guardrail} is not in targets.guardrail_arns; {DEPLOY_HINT}"
+            )
         return out
 
     def _configuration(self) -> dict[str, Any]:
-        kb: dict[str, Any] = {"knowledgeBaseId": self.knowledge_base_id, "modelArn": self.model_arn}
-        if self.number_of_results:
-            kb["retrievalConfiguration"] = {
-                "vectorSearchConfiguration": {"numberOfResults": self.number_of_results}
-            }
+        kb = knowledge_base_configuration(self.options)
         return {"type": "KNOWLEDGE_BASE", "knowledgeBaseConfiguration": kb}
 
     def invoke(self, case: TestCase) -> TargetResponse:

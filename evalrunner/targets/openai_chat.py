@@ -13,7 +13,7 @@ from pydantic import Field, WithJsonSchema
 
 from evalrunner import redaction
 from evalrunner.errors import TargetError
-from evalrunner.http_client import JsonHttpClient, snippet, status_error
+from evalrunner.http_client import HttpResult, JsonHttpClient, snippet, status_error
 from evalrunner.network import UrlCheck
 from evalrunner.retry import BACKOFF_BASE_SECONDS
 from evalrunner.secrets import api_key as read_api_key
@@ -130,24 +130,9 @@ class OpenAIChatTarget(Target):
         return None
 
     def request_body(self, case: TestCase) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
-        if self.system_prompt:
-            messages.append({"role": "system", "content": self.system_prompt})
-        sources = (
-            f"{SOURCES_INSTRUCTION}\n\nSources:\n{numbered_sources(case.contexts)}"
-            if self.send_contexts and case.contexts
-            else None
-        )
-        if sources and self.send_contexts == "system":
-            messages.append({"role": "system", "content": sources})
-        messages.extend(conversation_turns(case))
-        question = case.question
-        if sources and self.send_contexts == "user":
-            question = f"{sources}\n\nQuestion: {case.question}"
-        messages.append({"role": "user", "content": question})
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": chat_messages(case, self.system_prompt, self.send_contexts),
             "temperature": self.temperature,
         }
         if self.max_tokens:
@@ -158,35 +143,65 @@ class OpenAIChatTarget(Target):
         what = f"model {self.model} at {display_url(self.url)}"
         self.check_url()
         result = self.http.send("POST", self.url, self.request_body(case), self.headers, what)
-        if not 200 <= result.status < 300:
-            raise status_error(
-                result,
-                what,
-                auth_hint=(
-                    f"Set {self.api_key_env} to a valid API key (target.openai.api_key_env), "
-                    "or name an allowed secret in target.openai.api_key_secret."
-                ),
-            )
-        body = result.json(what)
-        choices = body.get("choices") if isinstance(body, dict) else None
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        if not isinstance(message, dict):
-            raise TargetError(f"{what} answered without choices[0].message: {snippet(result.body)}")
-        steps = steps_from_tool_calls(message.get("tool_calls") or ())
-        tools = tool_names(steps)
-        answer = _content_text(message.get("content"))
-        if answer is None:
-            if not tools:
-                raise TargetError(f"{what} answered with an empty message: {snippet(result.body)}")
-            answer = ""
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        return TargetResponse(
-            answer=answer,
-            # What the model was given is what it answered from (faithfulness checks it).
-            contexts=list(case.contexts or []) if self.send_contexts else [],
-            tool=", ".join(t for t in tools if t) or None,
-            steps=steps,
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
+        auth_hint = (
+            f"Set {self.api_key_env} to a valid API key (target.openai.api_key_env), "
+            "or name an allowed secret in target.openai.api_key_secret."
         )
+        return chat_reply(result, what, case, self.send_contexts, auth_hint)
+
+
+def chat_messages(
+    case: TestCase, system_prompt: str | None, send_contexts: str | None
+) -> list[dict[str, str]]:
+    """The chat messages of one case: the system prompt, the case's contexts as numbered
+    sources where ``send_contexts`` says ('system' or 'user'), its earlier turns, its
+    question. Shared by every chat-completions kind (OpenAI-compatible, Azure OpenAI)."""
+    messages: list[dict[str, str]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    sources = (
+        f"{SOURCES_INSTRUCTION}\n\nSources:\n{numbered_sources(case.contexts)}"
+        if send_contexts and case.contexts
+        else None
+    )
+    if sources and send_contexts == "system":
+        messages.append({"role": "system", "content": sources})
+    messages.extend(conversation_turns(case))
+    question = case.question
+    if sources and send_contexts == "user":
+        question = f"{sources}\n\nQuestion: {case.question}"
+    messages.append({"role": "user", "content": question})
+    return messages
+
+
+def chat_reply(
+    result: HttpResult, what: str, case: TestCase, send_contexts: str | None, auth_hint: str
+) -> TargetResponse:
+    """A chat-completions reply as the normalised response: ``choices[0].message``'s text
+    and tool calls, the usage figures, and (when the case's contexts were sent) those
+    contexts; a TargetError that names the target otherwise."""
+    if not 200 <= result.status < 300:
+        raise status_error(result, what, auth_hint=auth_hint)
+    body = result.json(what)
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise TargetError(f"{what} answered without choices[0].message: {snippet(result.body)}")
+    steps = steps_from_tool_calls(message.get("tool_calls") or ())
+    tools = tool_names(steps)
+    answer = _content_text(message.get("content"))
+    if answer is None:
+        if not tools:
+            raise TargetError(f"{what} answered with an empty message: {snippet(result.body)}")
+        answer = ""
+    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    return TargetResponse(
+        answer=answer,
+        # What the model was given is what it answered from (faithfulness checks it).
+        contexts=list(case.contexts or []) if send_contexts else [],
+        tool=", ".join(t for t in tools if t) or None,
+        steps=steps,
+        input_tokens=usage.get("prompt_tokens"),
+        output_tokens=usage.get("completion_tokens"),
+    )

@@ -48,6 +48,8 @@ MODULES = (
     "lambda_function",
     "http",
     "openai_chat",
+    "azure_openai",
+    "openai_responses",
     "knowledge_base",
     "logged",
 )

@@ -327,7 +327,9 @@ class PipelineFunctions:
             role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="AllTargetsOptIn",
-                    actions=list(dict.fromkeys([*actions, "bedrock:InvokeModel"])),
+                    actions=list(
+                        dict.fromkeys([*actions, "bedrock:InvokeModel", "bedrock:ApplyGuardrail"])
+                    ),
                     resources=["*"],
                 )
             )
@@ -362,6 +364,14 @@ class PipelineFunctions:
                     sid="InvokeJudgeAndGenerationModels",
                     actions=["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"],
                     resources=list(t.model_arns),
+                )
+            )
+        if t.guardrail_arns:  # a knowledge base's generation may apply exactly these
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ApplyKnowledgeBaseGuardrails",
+                    actions=["bedrock:ApplyGuardrail"],
+                    resources=list(t.guardrail_arns),
                 )
             )
         return role

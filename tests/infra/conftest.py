@@ -31,6 +31,7 @@ TARGETS = {
     "model_arns": [
         "arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
     ],
+    "guardrail_arns": [f"arn:aws:bedrock:us-west-2:{ACCOUNT}:guardrail/gr1abcdefgh2"],
 }
 SECRETS = [
     f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT}:secret:qa/assistant-token-AbC123",

@@ -290,6 +290,21 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
     assert dump(TARGETS["lambda_arns"][0]) in seen["lambda:InvokeFunction"]
 
 
+def test_knowledge_base_guardrails_are_applied_only_as_listed(synth):
+    grants = [
+        s
+        for _, s in statements(synth.templates[MAIN])
+        if "bedrock:ApplyGuardrail" in as_list(s["Action"])
+    ]
+    assert [(s["Sid"], as_list(s["Resource"])) for s in grants] == [
+        ("ApplyKnowledgeBaseGuardrails", TARGETS["guardrail_arns"])
+    ]
+    (opt_in,) = [
+        s for _, s in statements(synth.templates[WILDCARD]) if s.get("Sid") == "AllTargetsOptIn"
+    ]
+    assert "bedrock:ApplyGuardrail" in opt_in["Action"]
+
+
 def test_only_the_run_case_role_calls_targets(synth):
     resources = synth.templates[MAIN]["Resources"]
     run_case_role = next(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from evalrunner.errors import PluginError
 from evalrunner.evaluators import registry
 from evalrunner.evaluators.judge_rag.evaluators import Faithfulness
 from tests.support.catalog import restored_catalog
-from tests.support.loopback_http import Loopback
+from tests.support.loopback_http import Loopback, Reply
 
 from .conftest import read_csv
 
@@ -206,21 +207,63 @@ def test_a_plugin_metric_that_clashes_is_refused_in_python_too():
             return 1.0
 
 
-def test_the_readmes_example_metric_runs_as_written(tmp_path, server):
+def readme_block(marker: str, language: str) -> str:
     text = README.read_text("utf-8")
-    code = re.search(r"<!-- plugin-example -->\n```python\n(.*?)```", text, re.S)
-    assert code is not None, "the README's metric example is missing"
-    assert len(code.group(1).strip().splitlines()) <= 10
-    (tmp_path / "my_metrics.py").write_text(code.group(1), "utf-8")
-    server.always(200, {"answer": "You get 25 days."})
+    block = re.search(rf"<!-- {marker} -->\n```{language}\n(.*?)```", text, re.S)
+    assert block is not None, f"the README's {marker} block is missing"
+    return block.group(1)
 
-    result, out = run(
-        tmp_path, server, "--plugin", str(tmp_path / "my_metrics.py"), "--metric", "Gives a number"
+
+#: The README's target URL, which the tests point at the loopback server instead.
+README_URL = "http://localhost:8080/ask"
+README_SUITE = (
+    "question,expected_answer\nHow many days of leave?,25 days\nWho approves?,Your manager\n"
+)
+
+
+def test_the_readmes_metric_is_ten_lines_and_runs_as_the_readme_runs_it(
+    tmp_path, server, monkeypatch
+):
+    code = readme_block("plugin-example", "python")
+    assert len(code.strip().splitlines()) <= 10
+    command = readme_block("plugin-run", "bash").strip()
+    monkeypatch.chdir(tmp_path)  # the README's relative names: hr.csv, my_metrics.py
+    (tmp_path / "my_metrics.py").write_text(code, "utf-8")
+    (tmp_path / "hr.csv").write_text(README_SUITE, "utf-8")
+    server.responder = lambda seen: Reply(
+        body={"answer": "25 days" if b"days" in seen.body else "Ask HR"}
     )
+    args = shlex.split(command.replace(README_URL, server.url))
+    assert args[:2] == ["evalrunner", "run"]
 
-    assert result.exit_code == 0, result.output
-    details, _ = reports(out, json.loads(result.output))
-    assert {row["Gives a number score"] for row in details} == {"1.0000"}
+    result = CliRunner().invoke(app, [*args[1:], "--json"])
+
+    summary = json.loads(result.stdout)
+    assert result.exit_code == summary["verdict"]["exit_code"], result.output
+    details, results = reports(tmp_path / "evalrunner-out", summary)  # the default --out
+    scored = {row["question"]: row for row in details}
+    assert scored["How many days of leave?"]["Gives a number score"] == "1.0000"
+    assert scored["Who approves?"]["Gives a number score"] == "0.0000"
+    assert scored["Who approves?"]["Gives a number reason"] == "no figure in the answer"
+    rows = {r["name"] for r in results}
+    assert "Gives a number" in rows and "Rouge Metric" in rows  # beside the default selection
+
+
+def test_the_readmes_python_example_runs_as_written(tmp_path, server, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # `from my_metrics import ...`, as in the README
+    (tmp_path / "my_metrics.py").write_text(readme_block("plugin-example", "python"), "utf-8")
+    (tmp_path / "hr.csv").write_text(README_SUITE, "utf-8")
+    server.always(200, {"answer": "You get 25 days."})
+    code = readme_block("plugin-python", "python").replace(README_URL, server.url)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # the README's own example
+
+    results = scope["run"].results.set_index(["Metric", "Iteration"])
+    assert results.loc[("Gives a number", "all"), "Average Score"] == 1.0
+    assert results.loc[("Faithfulness", "all"), "Threshold"] == 0.8
+    assert results.loc[("Faithfulness", "all"), "Skipped"] == 2  # no judge in this run
+    assert ("ROUGE-L", "all") in results.index
 
 
 def test_evaluate_takes_plugins_as_the_cli_does(tmp_path, server):

@@ -186,3 +186,137 @@ def test_expected_tools_steps_and_categories_survive_a_rescore(tmp_path):
     (after,) = rows_of(tmp_path, again.summary.reports.report)
     assert {k: after[k] for k in keep} == {k: before[k] for k in keep}
     assert after["expected_steps"][1]["name"] == "hr/book"
+
+
+#: What a metric needs besides the answer: expected contexts and documents, the intent and
+#: tool the suite expects, a condition; the target reports contexts, documents, intent, tool.
+EXPECTING = [
+    {
+        "id": "q1",
+        "question": "How many days of annual leave?",
+        "expected_answer": "25 days",
+        "expected_contexts": ["Leave: 25 days a year.", "Carry over 5 days."],
+        "expected_documents": ["leave.pdf"],
+        "expected_intent": "leave",
+        "expected_tool": "hr_search",
+        "condition": '"25" AND NOT "30"',
+    },
+    {
+        "id": "q2",
+        "question": "How many sick days?",
+        "expected_answer": "10 days",
+        "expected_contexts": ["Sick leave: 10 days."],
+        "expected_documents": ["sick.pdf", "leave.pdf"],
+        "expected_intent": "sickness",
+        "expected_tool": "payroll",
+        "condition": ["10", ["days", "weeks"]],
+    },
+]
+NEEDING = ["Chunk match", "Retrieval rank", "Intent classification", "Tool choice"]
+NEEDING += ["Text matching"]
+
+
+def scores(out: Path, summary: dict) -> dict:
+    """Every score, reason-free, by case and metric (what a fresh run and a rescore share)."""
+    return {
+        (row["case_id"], res["metric"]): (res["score"], res["status"], res["success"])
+        for row in rows_of(out, summary["reports"]["report"])
+        for res in row["results"]
+    }
+
+
+def test_a_rescore_scores_against_the_same_expectations_as_a_fresh_run(tmp_path):
+    suite = tmp_path / "hr.json"
+    suite.write_text(json.dumps(EXPECTING), encoding="utf-8")
+    out = tmp_path / "out"
+
+    def respond(body: bytes) -> tuple[bytes, float]:
+        sick = b"sick" in body
+        reply = {
+            "answer": "10 days a year" if sick else "25 days a year",
+            "contexts": [
+                {
+                    "text": "Sick leave: 10 days." if sick else "Leave: 25 days a year.",
+                    "document": "sick.pdf" if sick else "other.pdf",
+                }
+            ],
+            "documents": ["sick.pdf"] if sick else ["other.pdf", "leave.pdf"],
+            "intent": "sickness" if sick else "holidays",
+            "tool": "hr_search",
+        }
+        return json.dumps(reply).encode(), 0.0
+
+    args = ["--out", str(out), "--fail-on", "never", "--json"]
+    for metric in NEEDING:
+        args += ["--metric", metric]
+    with serve(respond) as (url, served):
+        target = json.dumps({"url": url, "name": "hr"})
+        fresh = runner.invoke(
+            app, ["run", "--suite", str(suite), "--target", target, *args, "--no-preflight"]
+        )
+        assert fresh.exit_code == 0, fresh.output
+        assert served.requests == 2
+        original = runner.invoke(
+            app,
+            [
+                "run",
+                "--suite",
+                str(suite),
+                "--target",
+                target,
+                "--out",
+                str(out),
+                "--metric",
+                "Exact match",
+                "--fail-on",
+                "never",
+                "--json",
+                "--no-preflight",
+            ],
+        )
+        assert original.exit_code == 0, original.output
+        assert served.requests == 4
+        first = json.loads(original.stdout)
+        rescored = runner.invoke(app, ["rescore", first["run_id"], *args])
+        assert served.requests == 4  # the rescore called nothing
+    assert rescored.exit_code == 0, rescored.output
+    expected = scores(out, json.loads(fresh.stdout))
+    got = scores(out, json.loads(rescored.stdout))
+    assert got == expected
+    # and the metrics really scored (none skipped for a missing expectation)
+    for metric in ("Chunk match", "Reciprocal rank", "Intent correct", "Tool correct"):
+        assert {got[(case, metric)][0] for case in ("q1", "q2")} <= {0.0, 0.5, 1.0}
+        assert {got[(case, metric)][1] for case in ("q1", "q2")} == {"scored"}, metric
+    assert got[("q1", "Intent correct")][0] == 0.0 and got[("q2", "Intent correct")][0] == 1.0
+    assert got[("q1", "Tool correct")][0] == 1.0 and got[("q2", "Tool correct")][0] == 0.0
+    assert got[("q1", "Model passes")][0] == 1.0
+    rows = rows_of(out, json.loads(rescored.stdout)["reports"]["report"])
+    assert rows[1]["condition"] == ["10", ["days", "weeks"]]
+    assert rows[0]["expected_contexts"] == EXPECTING[0]["expected_contexts"]
+
+
+def test_a_metric_of_your_own_reads_the_same_extra_columns_when_rescored(tmp_path):
+    @evalrunner.metric(name="Right team", threshold=0.5)
+    def right_team(sample: evalrunner.Sample) -> float:
+        return 1.0 if sample.metadata.get("team") == "HR" else 0.0
+
+    cases = [
+        {"id": "a", "question": "Leave?", "expected_answer": "25", "team": "HR"},
+        {"id": "b", "question": "Pay?", "expected_answer": "monthly", "team": "Finance"},
+    ]
+    first = evalrunner.evaluate(
+        cases,
+        lambda q: "ok",
+        metrics=[right_team],
+        out=tmp_path,
+        preflight=False,
+        fail_on="never",
+    )
+    again = evalrunner.rescore(
+        first.summary.run_id, metrics=[right_team], out=tmp_path, fail_on="never"
+    )
+    before = rows_of(tmp_path, first.summary.reports.report)
+    after = rows_of(tmp_path, again.summary.reports.report)
+    assert [r["metadata"] for r in after] == [{"team": "HR"}, {"team": "Finance"}]
+    scores = [[res["score"] for res in r["results"]] for r in after]
+    assert scores == [[res["score"] for res in r["results"]] for r in before] == [[1.0], [0.0]]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
-from evalrunner.errors import TargetError
+from evalrunner.errors import ConfigError, EventError, TargetError
+from evalrunner.event import parse_event
 from evalrunner.targets.knowledge_base import KnowledgeBaseTarget
 
 MODEL = "arn:aws:bedrock:eu-central-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
@@ -99,3 +100,108 @@ def test_throttling_is_retryable(make_case: Callable[..., Any]) -> None:
         with pytest.raises(TargetError) as info:
             target.invoke(make_case())
     assert info.value.retryable and "throttled" in info.value.message
+
+
+#: The advanced settings a knowledge base is tuned with, as RetrieveAndGenerate names them.
+GENERATION = {
+    "promptTemplate": {
+        "textPromptTemplate": "Answer from these results only:\n$search_results$\n"
+        "If they do not say, answer 'I don't know'."
+    },
+    "inferenceConfig": {
+        "textInferenceConfig": {
+            "temperature": 0.0,
+            "topP": 0.9,
+            "maxTokens": 512,
+            "stopSequences": ["\n\nHuman:"],
+        }
+    },
+    "guardrailConfiguration": {"guardrailId": "gr1abcdefgh2", "guardrailVersion": "3"},
+    "additionalModelRequestFields": {"top_k": 50},
+}
+FILTER = {
+    "andAll": [
+        {"equals": {"key": "region", "value": "EU"}},
+        {"greaterThanOrEquals": {"key": "year", "value": 2024}},
+    ]
+}
+ORCHESTRATION = {"queryTransformationConfiguration": {"type": "QUERY_DECOMPOSITION"}}
+
+
+def test_advanced_settings_reach_retrieve_and_generate_as_written(
+    make_case: Callable[..., Any],
+) -> None:
+    spec = {
+        **SPEC,
+        "numberOfResults": 8,
+        "searchType": "HYBRID",
+        "filter": FILTER,
+        "generationConfiguration": GENERATION,
+        "orchestrationConfiguration": ORCHESTRATION,
+    }
+    target = KnowledgeBaseTarget(spec)
+    expected = {
+        "input": {"text": "Days off?"},
+        "retrieveAndGenerateConfiguration": {
+            "type": "KNOWLEDGE_BASE",
+            "knowledgeBaseConfiguration": {
+                "knowledgeBaseId": "KB12345678",
+                "modelArn": MODEL,
+                "retrievalConfiguration": {
+                    "vectorSearchConfiguration": {
+                        "numberOfResults": 8,
+                        "overrideSearchType": "HYBRID",
+                        "filter": FILTER,
+                    }
+                },
+                "generationConfiguration": GENERATION,
+                "orchestrationConfiguration": ORCHESTRATION,
+            },
+        },
+    }
+    # the Stubber checks the request against botocore's model too, then against this one
+    with Stubber(target.client) as stub:
+        stub.add_response("retrieve_and_generate", kb_response("25 days."), expected)
+        assert target.invoke(make_case("Days off?")).answer == "25 days."
+        stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        (
+            {"generationConfiguration": {"guardrailConfiguration": {"guardrailIdentifier": "x"}}},
+            "Unknown parameter in generationConfiguration.guardrailConfiguration: "
+            '"guardrailIdentifier"',
+        ),
+        (
+            {
+                "generationConfiguration": {
+                    "inferenceConfig": {"textInferenceConfig": {"temperature": "cold"}}
+                }
+            },
+            "generationConfiguration.inferenceConfig.textInferenceConfig.temperature",
+        ),
+        (
+            {"filter": {"equals": {"key": "region"}}},
+            "Missing required parameter in "
+            'retrievalConfiguration.vectorSearchConfiguration.filter.equals: "value"',
+        ),
+    ],
+)
+def test_a_setting_bedrock_would_refuse_is_refused_before_the_run(
+    settings: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError) as built:
+        KnowledgeBaseTarget({**SPEC, **settings})
+    assert "refused by botocore" in built.value.message and named in built.value.message
+    # and when the event is read (evalrunner validate, Prepare), with the target's path
+    event = {"key": "test-suites/hr.csv", "iterations": 1, "target": {**SPEC, **settings}}
+    with pytest.raises(EventError) as parsed:
+        parse_event(event)
+    assert any(named in p for p in parsed.value.problems), parsed.value.problems
+
+
+def test_a_search_type_outside_bedrock_s_is_refused_by_the_schema() -> None:
+    with pytest.raises(ConfigError, match="searchType"):
+        KnowledgeBaseTarget({**SPEC, "searchType": "KEYWORD"})

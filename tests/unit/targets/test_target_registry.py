@@ -22,6 +22,8 @@ def test_every_kind_declares_what_the_rest_needs() -> None:
         "lambdaArn",
         "url",
         "openai",
+        "azure_openai",
+        "openai_responses",
         "knowledgeBaseId",
         "logged",
     ]
@@ -84,7 +86,18 @@ ALLOWED = Targets(
     agent_aliases=[{"agent_id": "AGENT12345", "alias_id": "ALIAS12345"}],
     knowledge_bases=[{"knowledge_base_id": "KB12345678"}],
     model_arns=["arn:aws:bedrock:eu-west-1::foundation-model/m"],
+    guardrail_arns=["arn:aws:bedrock:eu-west-1:111122223333:guardrail/gr1abcdefgh2"],
 )
+#: A knowledge base target whose generation applies a guardrail (by id, or by its ARN).
+GUARDED = {
+    "knowledgeBaseId": "KB12345678",
+    "modelArn": "arn:aws:bedrock:eu-west-1::foundation-model/m",
+}
+
+
+def guarded(guardrail_id: str) -> dict[str, Any]:
+    config = {"guardrailConfiguration": {"guardrailId": guardrail_id, "guardrailVersion": "1"}}
+    return {**GUARDED, "generationConfiguration": config}
 
 
 @pytest.mark.parametrize(
@@ -129,6 +142,16 @@ ALLOWED = Targets(
                 "target.knowledgeBaseId KB00000000 is not in targets.knowledge_bases; add it to "
                 "targets in cdk.json (or set allow_all_targets: true)",
                 "target.modelArn m is not in targets.model_arns",
+            ],
+        ),
+        (guarded("gr1abcdefgh2"), []),
+        (guarded("arn:aws:bedrock:eu-west-1:111122223333:guardrail/gr1abcdefgh2"), []),
+        (
+            guarded("gr9zzzzzzzz9"),
+            [
+                "target.generationConfiguration.guardrailConfiguration.guardrailId "
+                "gr9zzzzzzzz9 is not in targets.guardrail_arns; add it to targets in cdk.json "
+                "(or set allow_all_targets: true)"
             ],
         ),
         ({"url": "https://x.example.com/"}, []),
