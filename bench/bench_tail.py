@@ -64,7 +64,7 @@ def main() -> int:
     timed(local, "download_set")
     timed(local, "local_history_notices", "history page (local)")
     timed(shutil, "rmtree", "saved records removed")
-    timed(running, "_report", "verdict printed")
+    timed(running, "report", "verdict printed")
     invoke = dispatch.Dispatcher.invoke
 
     def traced(self: Any, function: str, body: Any, headers: dict[str, str]) -> bytes:
