@@ -165,6 +165,8 @@ def _write(
     out, as None is by the caller: the column's format (:func:`_fill_sheet`) keeps an empty
     cell's alignment, and about a fifth of a lexical run's cells are empty (writing them
     was ~6% of the workbook's CPU: issue 31, the tail at 10,000 cases)."""
+    if value is None:
+        return
     if isinstance(value, str):
         if value := safe_text(value):
             sheet.write_string(r, c, value, text)
