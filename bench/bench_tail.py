@@ -6,7 +6,8 @@ Runs ``evalrunner run`` in this process (``evalrunner.cli.main``, as the console
 against a loopback HTTP target (bench_io.py's), with timers around the steps named below,
 and prints one JSON object: each step's seconds that ended after the last answer, and
 ``main_s``, last answer to ``main`` returning (``bench_io.py``'s ``tail_s`` adds the
-interpreter's exit and its own 50 ms sampling).
+interpreter's exit and its own 50 ms sampling), and ``main_cpu_s``, the CPU of that span.
+``PYTHONPATH=<another checkout>`` runs that tree's code (a before figure).
 
 Usage:
   python bench/bench_tail.py --cases 300 --latency 0.3
@@ -30,6 +31,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_io import Target, handler_for
 
 SPANS: list[tuple[str, float, float]] = []
+
+
+class CpuTarget(Target):
+    """bench_io's target, noting this process's CPU time at the last answer too: the CLI
+    runs in this process, so ``main_cpu_s`` (CPU from the last answer to ``main``
+    returning, every thread) is the tail's CPU, steadier than its wall on a shared machine."""
+
+    last_cpu: float | None = None
+
+    def leave(self) -> None:
+        super().leave()
+        self.last_cpu = time.process_time()
 
 
 def timed(owner: Any, name: str, label: str | None = None) -> None:
@@ -64,7 +77,7 @@ def main() -> int:
     timed(local, "download_set")
     timed(local, "local_history_notices", "history page (local)")
     timed(shutil, "rmtree", "saved records removed")
-    timed(running, "_report", "verdict printed")
+    timed(running, "report", "verdict printed")
     invoke = dispatch.Dispatcher.invoke
 
     def traced(self: Any, function: str, body: Any, headers: dict[str, str]) -> bytes:
@@ -76,7 +89,7 @@ def main() -> int:
 
     dispatch.Dispatcher.invoke = traced  # type: ignore[method-assign]
 
-    target = Target(args.latency, args.latency)
+    target = CpuTarget(args.latency, args.latency)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(target))
     server.daemon_threads = True
     server.request_queue_size = 1024
@@ -101,7 +114,7 @@ def main() -> int:
         cli_main()
     except SystemExit as exit_:
         code = exit_.code
-    ended = time.monotonic()
+    ended, ended_cpu = time.monotonic(), time.process_time()
     last = target.last or ended
     parts: dict[str, float] = {}
     for label, started, finished in SPANS:
@@ -109,7 +122,13 @@ def main() -> int:
             parts[label] = round(parts.get(label, 0.0) + finished - max(started, last), 3)
     print(
         json.dumps(
-            {"cases": args.cases, "exit_code": code, "main_s": round(ended - last, 3), **parts}
+            {
+                "cases": args.cases,
+                "exit_code": code,
+                "main_s": round(ended - last, 3),
+                "main_cpu_s": round(ended_cpu - (target.last_cpu or ended_cpu), 3),
+                **parts,
+            }
         )
     )
     return 0 if code == 0 else 1

@@ -19,6 +19,8 @@ from evalrunner.redaction import redact_bytes, redact_value
 
 RUNS_PREFIX = "runs/"
 REPORTS_PREFIX = "test-reports/"
+#: Reads worth having in flight at once against S3 (each waits tens of ms on the network).
+PARALLEL_READS = 16
 
 
 class RunStore:
@@ -35,6 +37,11 @@ class RunStore:
             region_name=region,
             config=Config(retries={"max_attempts": 5, "mode": "standard"}),
         )
+        #: How many reads a step that reads many objects should keep in flight: one where
+        #: the client answers in this process (the local engine's, which says so with
+        #: ``answers_in_process``): its reads are CPU under the GIL, so reader threads only
+        #: add hand-overs (at 10,000 records, 0.26 s of CPU against 0.19 s read in turn).
+        self.readers = 1 if getattr(self.s3, "answers_in_process", False) else PARALLEL_READS
 
     # -- keys -------------------------------------------------------------------------------
     @staticmethod

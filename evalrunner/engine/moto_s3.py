@@ -213,6 +213,10 @@ class InProcessS3Client:
     has no client-shaped API over its backends. A conditional put holds a lock between its
     check and its write (moto's HTTP path does not: this is, if anything, stricter)."""
 
+    #: Read by :class:`~evalrunner.storage.RunStore`: reads here are CPU in this process, so
+    #: a step reading many objects reads them in turn rather than from reader threads.
+    answers_in_process = True
+
     def __init__(
         self,
         fallback: Callable[[], Any],

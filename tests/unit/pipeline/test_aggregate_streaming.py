@@ -4,13 +4,17 @@ holds grows with the reports, not with every parsed record of the run at once.""
 from __future__ import annotations
 
 import gc
+import json
+import threading
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 from evalrunner.evaluators import resolve
 from evalrunner.pipeline import aggregate, merge
-from evalrunner.pipeline.score import iter_records, load_records
+from evalrunner.pipeline.score import iter_records, load_manifest, load_records
 from evalrunner.run import CaseRecord, ManifestItem
+from evalrunner.storage import PARALLEL_READS, RunStore
 from evalrunner.suite.model import TestCase
 from evalrunner.targets.base import TargetResponse
 
@@ -36,10 +40,12 @@ def answered(item: ManifestItem) -> CaseRecord:
 
 
 class CountingStore:
-    """The two calls iter_records makes, counting the reads."""
+    """The two calls iter_records makes, counting the reads (and the threads they ran on);
+    ``readers`` as RunStore sets it for S3 (16) or for an in-process client (1)."""
 
-    def __init__(self, records: dict[str, CaseRecord]) -> None:
-        self.records, self.reads = records, 0
+    def __init__(self, records: dict[str, CaseRecord], readers: int = 16) -> None:
+        self.records, self.reads, self.readers = records, 0, readers
+        self.threads: set[int] = set()
 
     @staticmethod
     def record_key(run_id: str, item_id: str) -> str:
@@ -47,6 +53,7 @@ class CountingStore:
 
     def get_bytes_or_none(self, key: str) -> bytes | None:
         self.reads += 1
+        self.threads.add(threading.get_ident())
         record = self.records.get(key)
         return record.model_dump_json().encode() if record else None
 
@@ -68,6 +75,75 @@ def test_records_are_read_a_chunk_at_a_time_in_manifest_order() -> None:
     assert [r.item_id if r else None for r in load_records(store, "r", run)] == [  # type: ignore[arg-type]
         r.item_id if r else None for _, r in pairs
     ]
+
+
+def test_an_in_process_store_is_read_in_turn_with_the_same_records() -> None:
+    """A store whose client answers in this process (readers == 1) is read on the caller's
+    thread, a chunk at a time, in manifest order: the same pairs reader threads give."""
+    run = items(10)
+    records = {i.item_id: answered(i) for i in run if i.case.index != 6}
+    threaded, in_turn = CountingStore(records), CountingStore(records, readers=1)
+    want = [(i.item_id, r and r.item_id) for i, r in iter_records(threaded, "r", run, chunk=4)]  # type: ignore[arg-type]
+    stream = iter_records(in_turn, "r", run, chunk=4)  # type: ignore[arg-type]
+    first = next(stream)
+    assert in_turn.reads == 4  # the first chunk, not the run
+    got = [(i.item_id, r and r.item_id) for i, r in [first, *stream]]
+    assert got == want
+    assert in_turn.threads == {threading.get_ident()}
+    assert threading.get_ident() not in threaded.threads  # S3's reads: reader threads
+
+
+def test_the_store_reads_in_turn_only_from_a_client_that_answers_in_process() -> None:
+    """RunStore.readers: 1 for the local engine's in-process S3 client (also behind the
+    durable-records wrapper, which forwards what it does not define), 16 for any other."""
+
+    class InProcess:
+        answers_in_process = True
+
+    class Remote:
+        pass
+
+    assert RunStore("b", client=InProcess()).readers == 1
+    assert RunStore("b", client=Remote()).readers == PARALLEL_READS
+    from evalrunner.engine.embedded import embedded_s3
+    from evalrunner.engine.report_copy import DurableRecords
+
+    assert RunStore("b", client=DurableRecords(embedded_s3(fast=True), Path("."))).readers == 1
+
+
+def test_the_manifest_parsed_from_its_bytes_is_the_one_json_gives() -> None:
+    """load_manifest parses the manifest's bytes with pydantic: the items json.loads and
+    validating each dict give, conversations and perturbations included."""
+    from evalrunner.suite.model import Perturbation
+
+    run = [
+        *items(3),
+        ManifestItem(
+            item_id="p-i2",
+            iteration=2,
+            case=TestCase(
+                index=9,
+                case_id="p",
+                question="Q?\u2028 \U0001f600",
+                categories=["a", "b"],
+                perturbation=Perturbation(
+                    of="c1", kind="typo", name="typo 0.1", original_question="Q1?"
+                ),
+            ),
+        ),
+    ]
+    raw = json.dumps([i.model_dump(mode="json") for i in run]).encode()
+
+    class Store:
+        @staticmethod
+        def manifest_key(run_id: str) -> str:
+            return "m"
+
+        def get_bytes(self, key: str) -> bytes:
+            return raw
+
+    assert load_manifest(Store(), "r") == [ManifestItem.model_validate(i) for i in json.loads(raw)]  # type: ignore[arg-type]
+    assert load_manifest(Store(), "r") == run  # type: ignore[arg-type]
 
 
 def test_folding_keeps_rows_and_counts_but_no_record() -> None:

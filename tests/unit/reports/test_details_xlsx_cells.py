@@ -190,7 +190,27 @@ def test_styles_read_back_are_the_ones_before() -> None:
         "top",
     )
     blank = details.cell(2, column_of(details, "alpha score"))  # not run: no score
-    assert (blank.value, blank.alignment.vertical, blank.number_format) == (None, "top", "General")
+    assert (blank.value, blank.has_style) == (None, False)  # no cell of its own is written
+
+
+def test_an_empty_cell_is_left_out_and_its_column_carries_the_format() -> None:
+    """Empty cells (None, an empty text, NaN) are not written (about a fifth of a lexical
+    run's cells, ~6% of the workbook's CPU). The column's own format holds
+    what the empty cell showed before (top alignment, wrapping) and what a number typed into
+    it takes (the column's number format), so a reader sees the same sheet."""
+    details = load_workbook(io.BytesIO(xlsx.details_xlsx(edge_rows(), METRICS)))["Details"]
+    letter = details.cell(1, column_of(details, "alpha score")).column_letter
+    score = details.column_dimensions[letter]
+    assert (score.alignment.vertical, score.number_format) == ("top", "0.0000")
+    answer = details.column_dimensions[details.cell(1, column_of(details, "answer")).column_letter]
+    assert (answer.alignment.vertical, answer.alignment.wrap_text) == ("top", True)
+    latency = details.column_dimensions[
+        details.cell(1, column_of(details, "latency_ms")).column_letter
+    ]
+    assert latency.number_format == "0.0"
+    # the not-run case's row: its empty cells are absent, its filled ones present
+    assert details.cell(2, column_of(details, "alpha score")).has_style is False
+    assert details.cell(2, 1).value == "blank"
     formula = details.cell(11, column_of(details, "answer"))
     assert (formula.value, formula.data_type) == ("'=SUM(A1)", "s")
     number_text_cell = details.cell(10, column_of(details, "answer"))
