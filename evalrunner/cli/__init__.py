@@ -33,6 +33,7 @@ from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, temp
 from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
+from evalrunner.cli.viewing import view
 from evalrunner.gc_freeze import held_until_exit
 from evalrunner.launch import judge_cache_dir
 
@@ -86,6 +87,7 @@ app.command("perturbations")(list_perturbations)
 app.command()(generate)
 app.command()(calibrate)
 app.command()(doctor)
+app.command()(view)
 
 
 def main() -> None:

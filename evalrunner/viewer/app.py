@@ -1,0 +1,482 @@
+"""The viewer's web app (Starlette): runs, a run, a case, compare, leaderboard, labels, export.
+
+Safe by default, because the pages show untrusted text (answers, contexts, suite cells):
+every page is rendered by autoescaping Jinja templates (run text is never marked safe); the
+Content-Security-Policy allows only the viewer's own files (no CDN, nothing remote, no inline
+script); only the Host names of the loopback address are answered (a DNS-rebinding page
+cannot reach it); every write (a label) needs the random token of this server's pages; and a
+run, case or file is looked up among what the source lists, never used as a path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from evalrunner.errors import EvalRunnerError
+from evalrunner.reports.model import CaseRow, ReportData
+from evalrunner.reports.views.formatting import FILTERS
+from evalrunner.viewer import labels as labelling
+from evalrunner.viewer.cases import CaseQuery, all_rows, categories, perturbations, query_cases
+from evalrunner.viewer.eye import evaluation_eye
+from evalrunner.viewer.runs import RunsQuery, filter_runs, trends
+from evalrunner.viewer.source import Source, UnsafeKey
+from evalrunner.viewer.store import NotFound, RunEntry, RunStore
+
+#: Nothing remote, no inline script or style: only this server's own files.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _finalize(value: Any) -> Any:
+    return "" if value is None else value
+
+
+@cache
+def environment() -> Environment:
+    """The viewer's templates: autoescaped, strict, with the reports' number filters."""
+    env = Environment(
+        loader=PackageLoader("evalrunner.viewer", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+class SecurityHeaders:
+    """Adds the CSP and the other hardening headers to every response that has none."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                for name, value in (
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"cache-control", b"no-store"),
+                ):
+                    if name not in names:
+                        headers.append((name, value))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class Viewer:
+    """The routes over one store; ``token`` guards the writes."""
+
+    def __init__(self, store: RunStore, token: str) -> None:
+        self.store = store
+        self.token = token
+
+    def page(self, template: str, request: Request, status: int = 200, **context: Any) -> Response:
+        html = (
+            environment()
+            .get_template(template)
+            .render(
+                source=self.store.source.label,
+                token=self.token,
+                path=request.url.path,
+                **context,
+            )
+        )
+        return HTMLResponse(html, status_code=status)
+
+    # --- runs -------------------------------------------------------------------------
+    async def runs(self, request: Request) -> Response:
+        query = RunsQuery.model_validate(dict(request.query_params))
+        every = self.store.runs()
+        shown = filter_runs(every, query)
+        return self.page(
+            "runs.html.j2",
+            request,
+            query=query,
+            runs=shown[(query.page - 1) * query.size : query.page * query.size],
+            matching=len(shown),
+            total=len(every),
+            pages=max(1, -(-len(shown) // query.size)),
+            targets=sorted({e.target for e in every}),
+            suites=sorted({e.suite for e in every}),
+            verdicts=sorted({e.outcome for e in every}),
+            trends=trends(shown),
+            unreadable=sorted(self.store.unreadable.items()),
+        )
+
+    # --- one run ----------------------------------------------------------------------
+    def _case_query(self, request: Request) -> CaseQuery:
+        try:
+            return CaseQuery.model_validate(dict(request.query_params))
+        except ValidationError:
+            return CaseQuery()
+
+    def _table(self, data: ReportData, query: CaseQuery) -> dict[str, Any]:
+        rows = all_rows(data)
+        return {
+            "cases": query_cases(rows, query),
+            "cq": query,
+            "metrics": data.metrics,
+            "categories": categories(rows),
+            "perturbations": perturbations(rows),
+        }
+
+    async def run(self, request: Request) -> Response:
+        entry = self.store.run(request.path_params["run_id"])
+        data = self.store.report(entry.run_id)
+        stored = self._labels(entry)
+        return self.page(
+            "run.html.j2",
+            request,
+            entry=entry,
+            data=data,
+            agreements=labelling.agreements(data, stored) if stored else [],
+            labelled=len(stored),
+            **self._table(data, self._case_query(request)),
+        )
+
+    async def case_table(self, request: Request) -> Response:
+        entry = self.store.run(request.path_params["run_id"])
+        data = self.store.report(entry.run_id)
+        return self.page(
+            "case_table.html.j2",
+            request,
+            entry=entry,
+            **self._table(data, self._case_query(request)),
+        )
+
+    # --- one case ---------------------------------------------------------------------
+    async def case(self, request: Request) -> Response:
+        entry = self.store.run(request.path_params["run_id"])
+        data = self.store.report(entry.run_id)
+        rows = all_rows(data)
+        number = int(request.path_params["n"])
+        if not 0 <= number < len(rows):
+            raise NotFound(f"run {entry.run_id} has no case number {number}")
+        row = rows[number]
+        related = _related(rows, row)
+        mine = {
+            x.metric: x
+            for x in self._labels(entry)
+            if (x.case_id, x.iteration) == (row.case_id, row.iteration)
+        }
+        return self.page(
+            "case.html.j2",
+            request,
+            entry=entry,
+            data=data,
+            n=number,
+            row=row,
+            eye=evaluation_eye(row.answer, row.contexts),
+            infos={m.metric: m for m in data.metrics},
+            labels=mine,
+            **related,
+        )
+
+    # --- labels -----------------------------------------------------------------------
+    def _labels(self, entry: RunEntry) -> list[labelling.Label]:
+        key = f"{entry.prefix}{labelling.LABELS}"
+        if not self.store.source.exists(key):
+            return []
+        return labelling.parse_labels(self.store.source.read(key))
+
+    async def label(self, request: Request) -> Response:
+        form = await _form(request)
+        given = str(form.get("token") or "")
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return self.page(
+                "error.html.j2",
+                request,
+                status=403,
+                message="this write carries no valid token: reload the page and try again",
+            )
+        entry = self.store.run(request.path_params["run_id"])
+        data = self.store.report(entry.run_id)
+        rows = all_rows(data)
+        try:
+            number = int(str(form.get("n") or ""))
+            row = rows[number] if 0 <= number < len(rows) else None
+        except ValueError:
+            row = None
+        metric = str(form.get("metric") or "")
+        verdict = str(form.get("verdict") or "")
+        if row is None or row.result(metric) is None or verdict not in ("pass", "fail"):
+            return self.page(
+                "error.html.j2",
+                request,
+                status=400,
+                message="a label names a case of this run, one of its metrics, and pass or fail",
+            )
+        label = labelling.Label(
+            case_id=row.case_id,
+            iteration=row.iteration,
+            metric=metric,
+            human_pass=verdict == "pass",
+            note=str(form.get("note") or "")[:2000],
+        )
+        stored = labelling.upsert(self._labels(entry), label)
+        self.store.source.write(
+            f"{entry.prefix}{labelling.LABELS}", labelling.dump_labels(stored), "text/csv"
+        )
+        return RedirectResponse(f"/runs/{entry.run_id}/cases/{number}#labels", status_code=303)
+
+    # --- compare and leaderboard --------------------------------------------------------
+    async def compare(self, request: Request) -> Response:
+        from evalrunner.reports.analysis.regression import compare
+
+        picked = request.query_params.getlist("run")
+        if "a" not in request.query_params and len(picked) == 2:
+            a, b = sorted((self.store.run(r) for r in picked), key=lambda e: e.started_at)
+        elif "a" in request.query_params:
+            a = self.store.run(request.query_params["a"])
+            b = self.store.run(request.query_params.get("b", ""))
+        else:
+            return self.page(
+                "error.html.j2",
+                request,
+                status=400,
+                message="compare needs two runs: tick exactly two on the runs page",
+            )
+        base, current = self.store.report(a.run_id), self.store.report(b.run_id)
+        regression = compare(current, base, baseline_report_prefix=a.prefix)
+        deltas = sorted(
+            regression.deltas,
+            key=lambda d: (not d.worse, not d.significant, -(abs(d.delta or 0.0))),
+        )
+        return self.page(
+            "compare.html.j2",
+            request,
+            a=a,
+            b=b,
+            regression=regression,
+            deltas=deltas,
+            cases=_answer_changes(base, current, {f.case_id for f in regression.new_failures}),
+        )
+
+    async def leaderboard(self, request: Request) -> Response:
+        from evalrunner.reports.analysis.leaderboard import build_leaderboard
+        from evalrunner.reports.views.html import render_leaderboard
+
+        chosen = [self.store.run(r) for r in request.query_params.getlist("run")]
+        if len(chosen) < 2:
+            return self.page(
+                "error.html.j2",
+                request,
+                status=400,
+                message="a leaderboard needs two runs or more: tick them on the runs page",
+            )
+        try:
+            board = build_leaderboard(
+                [self.store.report(e.run_id) for e in chosen],
+                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                report_prefixes=[e.prefix for e in chosen],
+            )
+        except ValueError as exc:
+            return self.page("error.html.j2", request, status=400, message=str(exc))
+        # The reports' own self-contained page, with the policy it is written for (its
+        # inline style and its one script by hash; still nothing remote).
+        html = render_leaderboard(board)
+        return HTMLResponse(html, headers={"content-security-policy": _report_csp()})
+
+    # --- export -----------------------------------------------------------------------
+    async def export(self, request: Request) -> Response:
+        from evalrunner.viewer.export import export_run
+
+        entry = self.store.run(request.path_params["run_id"])
+        archive = export_run(self.store, entry)
+        name = f"{entry.target}-{entry.run_id}.zip".replace('"', "")
+        return Response(
+            archive,
+            media_type="application/zip",
+            headers={"content-disposition": f'attachment; filename="{name}"'},
+        )
+
+
+#: A label form is a few short fields; anything larger is not one.
+MAX_FORM_BYTES = 16_384
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form (the only kind the viewer's pages send), parsed by the standard
+    library; a body too large or of another type reads as empty (and so has no token)."""
+    from urllib.parse import parse_qsl
+
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return {}
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return {}
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def _report_csp() -> str:
+    from evalrunner.reports.views.html import _environment
+
+    return str(_environment().globals["csp"])
+
+
+def _related(rows: list[CaseRow], row: CaseRow) -> dict[str, Any]:
+    """The case's iterations, perturbed variants (or its original) and conversation turns,
+    as (index, row) pairs for links."""
+    name = row.perturbation.name if row.perturbation else None
+    iterations = [
+        (n, r)
+        for n, r in enumerate(rows)
+        if r.case_id == row.case_id and (r.perturbation.name if r.perturbation else None) == name
+    ]
+    origin = row.perturbation.of if row.perturbation else row.case_id
+    variants = [
+        (n, r)
+        for n, r in enumerate(rows)
+        if r.perturbation is not None
+        and r.perturbation.of == origin
+        and r.iteration == row.iteration
+        and r is not row
+    ]
+    original = next(
+        (
+            (n, r)
+            for n, r in enumerate(rows)
+            if row.perturbation is not None
+            and r.perturbation is None
+            and r.case_id == row.perturbation.of
+            and r.iteration == row.iteration
+        ),
+        None,
+    )
+    turns = (
+        [
+            (n, r)
+            for n, r in enumerate(rows)
+            if r.conversation_id == row.conversation_id and r.iteration == row.iteration
+        ]
+        if row.conversation_id
+        else []
+    )
+    turns.sort(key=lambda item: item[1].turn or 0)
+    return {"iterations": iterations, "variants": variants, "original": original, "turns": turns}
+
+
+def _diff(before: str, after: str) -> list[tuple[str, str]]:
+    """Word-level diff as (op, text): op is "=", "-" or "+"."""
+    a, b = before.split(), after.split()
+    out: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(("=", " ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(("-", " ".join(a[i1:i2])))
+        if j2 > j1:
+            out.append(("+", " ".join(b[j1:j2])))
+    return out
+
+
+#: Cases listed with their answer diff on the compare page (regressions first).
+COMPARE_CASES = 100
+
+
+def _answer_changes(
+    base: ReportData, current: ReportData, regressed: set[str]
+) -> list[dict[str, Any]]:
+    before = {(r.case_id, r.iteration): r for r in all_rows(base)}
+    out: list[dict[str, Any]] = []
+    for row in all_rows(current):
+        old = before.get((row.case_id, row.iteration))
+        if old is None or (old.answer or "") == (row.answer or ""):
+            continue
+        deltas = []
+        for result in row.results:
+            previous = old.result(result.metric)
+            if result.score is not None and previous is not None and previous.score is not None:
+                deltas.append((result.metric, result.score - previous.score))
+        out.append(
+            {
+                "row": row,
+                "regressed": row.case_id in regressed,
+                "diff": _diff(old.answer or "", row.answer or ""),
+                "deltas": sorted(deltas, key=lambda d: d[1])[:6],
+            }
+        )
+    out.sort(key=lambda c: (not c["regressed"], c["row"].case_id, c["row"].iteration))
+    return out[:COMPARE_CASES]
+
+
+def create_app(
+    source: Source, *, token: str | None = None, allowed_hosts: list[str] | None = None
+) -> Starlette:
+    """The viewer over ``source``. ``token`` (random when not given) guards every write."""
+    viewer = Viewer(RunStore(source), token or secrets.token_urlsafe(32))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return viewer.page("error.html.j2", request, status=404, message=str(exc))
+
+    async def bad_input(request: Request, exc: Exception) -> Response:
+        return viewer.page("error.html.j2", request, status=400, message=str(exc))
+
+    from importlib import resources
+
+    static = StaticFiles(directory=str(resources.files("evalrunner.viewer").joinpath("static")))
+    app = Starlette(
+        routes=[
+            Route("/", viewer.runs),
+            Route("/runs/{run_id}", viewer.run),
+            Route("/runs/{run_id}/cases", viewer.case_table),
+            Route("/runs/{run_id}/cases/{n:int}", viewer.case),
+            Route("/runs/{run_id}/labels", viewer.label, methods=["POST"]),
+            Route("/runs/{run_id}/export.zip", viewer.export),
+            Route("/compare", viewer.compare),
+            Route("/leaderboard", viewer.leaderboard),
+            Mount("/static", app=static, name="static"),
+        ],
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS),
+            Middleware(SecurityHeaders),
+        ],
+        exception_handlers={
+            NotFound: not_found,
+            UnsafeKey: not_found,
+            EvalRunnerError: bad_input,
+        },
+    )
+    app.state.viewer = viewer
+    return app
