@@ -29,11 +29,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalrunner.errors import EvalRunnerError
-from evalrunner.reports.model import CaseRow, ReportData
+from evalrunner.reports.model import ReportData
 from evalrunner.reports.views.formatting import FILTERS
 from evalrunner.viewer import labels as labelling
-from evalrunner.viewer.cases import CaseQuery, all_rows, categories, perturbations, query_cases
+from evalrunner.viewer.cases import CaseQuery, categories, perturbations, query_cases
 from evalrunner.viewer.eye import evaluation_eye
+from evalrunner.viewer.loaded import LoadedRun
 from evalrunner.viewer.runs import RunsQuery, filter_runs, trends
 from evalrunner.viewer.source import Source, UnsafeKey
 from evalrunner.viewer.store import NotFound, RunEntry, RunStore
@@ -147,14 +148,13 @@ class Viewer:
         except ValidationError:
             return CaseQuery()
 
-    def _table(self, data: ReportData, query: CaseQuery) -> dict[str, Any]:
-        rows = all_rows(data)
+    def _table(self, run: LoadedRun, query: CaseQuery) -> dict[str, Any]:
         return {
-            "cases": query_cases(rows, query),
+            "cases": query_cases(run, query),
             "cq": query,
-            "metrics": data.metrics,
-            "categories": categories(rows),
-            "perturbations": perturbations(rows),
+            "metrics": run.head.metrics,
+            "categories": categories(run),
+            "perturbations": perturbations(run),
         }
 
     async def run(self, request: Request) -> Response:
@@ -165,7 +165,7 @@ class Viewer:
             "run.html.j2",
             request,
             entry=entry,
-            data=data,
+            data=data.head,
             agreements=labelling.agreements(data, stored) if stored else [],
             labelled=len(stored),
             **self._table(data, self._case_query(request)),
@@ -185,12 +185,11 @@ class Viewer:
     async def case(self, request: Request) -> Response:
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
-        rows = all_rows(data)
         number = int(request.path_params["n"])
-        if not 0 <= number < len(rows):
+        if not 0 <= number < len(data):
             raise NotFound(f"run {entry.run_id} has no case number {number}")
-        row = rows[number]
-        related = _related(rows, row)
+        row = data.row(number)
+        related = _related(data, number)
         mine = {
             x.metric: x
             for x in self._labels(entry)
@@ -200,11 +199,11 @@ class Viewer:
             "case.html.j2",
             request,
             entry=entry,
-            data=data,
+            data=data.head,
             n=number,
             row=row,
             eye=evaluation_eye(row.answer, row.contexts),
-            infos={m.metric: m for m in data.metrics},
+            infos={m.metric: m for m in data.head.metrics},
             labels=mine,
             **related,
         )
@@ -228,10 +227,9 @@ class Viewer:
             )
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
-        rows = all_rows(data)
         try:
             number = int(str(form.get("n") or ""))
-            row = rows[number] if 0 <= number < len(rows) else None
+            row = data.row(number) if 0 <= number < len(data) else None
         except ValueError:
             row = None
         metric = str(form.get("metric") or "")
@@ -273,7 +271,7 @@ class Viewer:
                 status=400,
                 message="compare needs two runs: tick exactly two on the runs page",
             )
-        base, current = self.store.report(a.run_id), self.store.report(b.run_id)
+        base, current = self.store.report(a.run_id).full(), self.store.report(b.run_id).full()
         regression = compare(current, base, baseline_report_prefix=a.prefix)
         deltas = sorted(
             regression.deltas,
@@ -303,7 +301,7 @@ class Viewer:
             )
         try:
             board = build_leaderboard(
-                [self.store.report(e.run_id) for e in chosen],
+                [self.store.report(e.run_id).full() for e in chosen],
                 created_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 report_prefixes=[e.prefix for e in chosen],
             )
@@ -354,46 +352,50 @@ def _report_csp() -> str:
     return str(_environment().globals["csp"])
 
 
-def _related(rows: list[CaseRow], row: CaseRow) -> dict[str, Any]:
-    """The case's iterations, perturbed variants (or its original) and conversation turns,
-    as (index, row) pairs for links."""
-    name = row.perturbation.name if row.perturbation else None
+def _related(run: LoadedRun, n: int) -> dict[str, Any]:
+    """Row ``n``'s iterations, its perturbed variants (or its original) and its conversation's
+    turns, as (position, row) pairs for links; found in the column index."""
+    index = run.index
+    case_id, iteration, name = index.case_id[n], index.iteration[n], index.perturbation[n]
+    positions = range(len(run))
     iterations = [
-        (n, r)
-        for n, r in enumerate(rows)
-        if r.case_id == row.case_id and (r.perturbation.name if r.perturbation else None) == name
+        m for m in positions if index.case_id[m] == case_id and index.perturbation[m] == name
     ]
-    origin = row.perturbation.of if row.perturbation else row.case_id
+    origin = index.perturbation_of[n] or case_id
     variants = [
-        (n, r)
-        for n, r in enumerate(rows)
-        if r.perturbation is not None
-        and r.perturbation.of == origin
-        and r.iteration == row.iteration
-        and r is not row
+        m
+        for m in positions
+        if index.perturbation_of[m] == origin and index.iteration[m] == iteration and m != n
     ]
-    original = next(
+    original = None
+    if name is not None:
+        original = next(
+            (
+                m
+                for m in positions
+                if index.perturbation[m] is None
+                and index.case_id[m] == origin
+                and index.iteration[m] == iteration
+            ),
+            None,
+        )
+    conversation = index.conversation_id[n]
+    turns = sorted(
         (
-            (n, r)
-            for n, r in enumerate(rows)
-            if row.perturbation is not None
-            and r.perturbation is None
-            and r.case_id == row.perturbation.of
-            and r.iteration == row.iteration
+            m
+            for m in positions
+            if conversation
+            and index.conversation_id[m] == conversation
+            and index.iteration[m] == iteration
         ),
-        None,
+        key=lambda m: index.turn[m] or 0,
     )
-    turns = (
-        [
-            (n, r)
-            for n, r in enumerate(rows)
-            if r.conversation_id == row.conversation_id and r.iteration == row.iteration
-        ]
-        if row.conversation_id
-        else []
-    )
-    turns.sort(key=lambda item: item[1].turn or 0)
-    return {"iterations": iterations, "variants": variants, "original": original, "turns": turns}
+    return {
+        "iterations": [(m, run.row(m)) for m in iterations],
+        "variants": [(m, run.row(m)) for m in variants],
+        "original": (original, run.row(original)) if original is not None else None,
+        "turns": [(m, run.row(m)) for m in turns],
+    }
 
 
 def _diff(before: str, after: str) -> list[tuple[str, str]]:
@@ -418,9 +420,9 @@ COMPARE_CASES = 100
 def _answer_changes(
     base: ReportData, current: ReportData, regressed: set[str]
 ) -> list[dict[str, Any]]:
-    before = {(r.case_id, r.iteration): r for r in all_rows(base)}
+    before = {(r.case_id, r.iteration): r for r in [*base.rows, *base.perturbed_rows]}
     out: list[dict[str, Any]] = []
-    for row in all_rows(current):
+    for row in [*current.rows, *current.perturbed_rows]:
         old = before.get((row.case_id, row.iteration))
         if old is None or (old.answer or "") == (row.answer or ""):
             continue

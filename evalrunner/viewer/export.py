@@ -28,7 +28,7 @@ def export_run(store: RunStore, entry: RunEntry) -> bytes:
     else:
         from evalrunner.reports.views.html import render_report
 
-        html = render_report(store.report(entry.run_id)).encode("utf-8")
+        html = render_report(store.report(entry.run_id).full()).encode("utf-8")
     labels_key = f"{entry.prefix}{LABELS}"
     has_labels = source.exists(labels_key)
     buffer = io.BytesIO()

@@ -18,8 +18,7 @@ from pydantic import BaseModel, Field
 
 from evalrunner.calibrate.agreement import MetricAgreement, agreement
 from evalrunner.calibrate.labels import HUMAN, LabelledRow, MetricLabels
-from evalrunner.reports.model import ReportData
-from evalrunner.viewer.cases import all_rows
+from evalrunner.viewer.loaded import LoadedRun
 
 LABELS = "labels.csv"
 NOTE = "note"
@@ -90,12 +89,11 @@ def upsert(labels: list[Label], new: Label) -> list[Label]:
     return [x for x in labels if (x.case_id, x.iteration, x.metric) != key] + [new]
 
 
-def agreements(data: ReportData, labels: list[Label]) -> list[MetricAgreement]:
+def agreements(run: LoadedRun, labels: list[Label]) -> list[MetricAgreement]:
     """Evaluator–human agreement per labelled metric, computed by calibrate's own code on the
     run's scores and thresholds."""
-    rows = {(r.case_id, r.iteration): r for r in all_rows(data)}
     out: list[MetricAgreement] = []
-    for info in data.metrics:
+    for info in run.head.metrics:
         mine = [x for x in labels if x.metric == info.metric]
         if not mine:
             continue
@@ -106,7 +104,8 @@ def agreements(data: ReportData, labels: list[Label]) -> list[MetricAgreement]:
             threshold_source="run",
         )
         for label in mine:
-            row = rows.get((label.case_id, label.iteration))
+            n = run.find(label.case_id, label.iteration)
+            row = run.row(n) if n is not None else None
             result = row.result(info.metric) if row is not None else None
             entry.rows.append(
                 LabelledRow(

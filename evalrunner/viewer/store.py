@@ -2,7 +2,8 @@
 
 The runs page needs a few fields of every run's ``summary.json`` (:class:`RunEntry`, a
 projection of :class:`~evalrunner.reports.summary.RunSummary` with the same field types);
-a run's pages need its whole ``report.json`` (:class:`~evalrunner.reports.model.ReportData`).
+a run's pages need its ``report.json`` (:class:`~evalrunner.reports.model.ReportData`, held
+as a :class:`~evalrunner.viewer.loaded.LoadedRun`).
 Both are cached by the object's version (mtime and size, or the S3 ETag), so a page view reads
 nothing twice, a run that finishes while the viewer is open appears on the next page load,
 and a 10,000-case run is parsed once, not on every page of its case table.
@@ -16,9 +17,10 @@ from collections import OrderedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrunner.errors import ObjectMissing
-from evalrunner.reports.model import Gate, ReportData
+from evalrunner.reports.model import Gate
 from evalrunner.reports.summary import MetricSummary
 from evalrunner.reports.verdict import RunVerdict
+from evalrunner.viewer.loaded import LoadedRun
 from evalrunner.viewer.source import Source, Stat
 
 SUMMARY = "summary.json"
@@ -68,7 +70,7 @@ class RunStore:
         self.source = source
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[str, RunEntry | None]] = {}
-        self._reports: OrderedDict[str, tuple[str, ReportData]] = OrderedDict()
+        self._reports: OrderedDict[str, tuple[str, LoadedRun]] = OrderedDict()
         #: Summaries that could not be read, with why (shown on the runs page, not hidden).
         self.unreadable: dict[str, str] = {}
 
@@ -105,8 +107,8 @@ class RunStore:
                 return entry
         raise NotFound(f"no run {run_id[:80]!r} under {self.source.label}")
 
-    def report(self, run_id: str) -> ReportData:
-        """The run's whole report data (report.json), parsed once per version."""
+    def report(self, run_id: str) -> LoadedRun:
+        """The run's report data (report.json), parsed once per version."""
         entry = self.run(run_id)
         key = f"{entry.prefix}report.json"
         version = next((s.version for s in self.source.list(key) if s.key == key), None)
@@ -118,8 +120,8 @@ class RunStore:
                 self._reports.move_to_end(run_id)
                 return cached[1]
         try:
-            data = ReportData.model_validate_json(self.source.read(key))
-        except ValidationError as exc:
+            data = LoadedRun(self.source.read(key))
+        except (ValidationError, ValueError) as exc:
             raise NotFound(f"run {run_id}: {key} is not an evalrunner report ({exc})") from None
         with self._lock:
             self._reports[run_id] = (version, data)
