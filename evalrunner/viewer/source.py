@@ -51,6 +51,8 @@ class Source(Protocol):
 
     def exists(self, key: str) -> bool: ...
 
+    def version(self, key: str) -> str | None: ...
+
     def write(self, key: str, data: bytes, content_type: str) -> None: ...
 
 
@@ -87,6 +89,14 @@ class LocalSource:
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def version(self, key: str) -> str | None:
+        """What changes when the file changes (None: no such file)."""
+        path = self._path(key)
+        if not path.is_file():
+            return None
+        info = path.stat()
+        return f"{info.st_mtime_ns}:{info.st_size}"
 
     def write(self, key: str, data: bytes, content_type: str) -> None:
         path = self._path(key)
@@ -136,13 +146,17 @@ class S3Source:
         return data
 
     def exists(self, key: str) -> bool:
+        return self.version(key) is not None
+
+    def version(self, key: str) -> str | None:
+        """The object's ETag (None: no such object)."""
         from botocore.exceptions import ClientError
 
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self.prefix + safe_key(key))
+            head = self.client.head_object(Bucket=self.bucket, Key=self.prefix + safe_key(key))
         except ClientError:
-            return False
-        return True
+            return None
+        return str(head.get("ETag", ""))
 
     def write(self, key: str, data: bytes, content_type: str) -> None:
         self.client.put_object(

@@ -111,7 +111,7 @@ class RunStore:
         """The run's report data (report.json), parsed once per version."""
         entry = self.run(run_id)
         key = f"{entry.prefix}report.json"
-        version = next((s.version for s in self.source.list(key) if s.key == key), None)
+        version = self.source.version(key)
         if version is None:
             raise NotFound(f"run {run_id}: its report.json is missing under {self.source.label}")
         with self._lock:
