@@ -239,11 +239,20 @@ def run(
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
     no_preflight: NoPreflight = False,
+    view: Annotated[
+        bool,
+        typer.Option(
+            "--view",
+            help="Open the viewer (evalrunner view) on --out as the run starts: cases appear "
+            "as they finish; it keeps serving after the run until Ctrl-C.",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine)."""
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     stack = ExitStack()
+    viewer = None
     results: list[RunResult] = []
     stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
     try:
@@ -297,6 +306,10 @@ def run(
                 check_resumable(event, suite_path, out_dir, resume)
             elif not no_preflight:  # every target answers before the first run starts
                 preflight_local(event, suite_path)
+        if view:  # after every check: bad input opens no browser
+            from evalrunner.cli.viewing import open_viewer
+
+            viewer = open_viewer(out_dir)
         for ev, suite_path in events:
             results.append(
                 _execute_local(
@@ -327,6 +340,9 @@ def run(
         _leaderboard_from_runs(
             [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
         )
+    if viewer is not None:
+        out.print(f"the viewer is still at {viewer.url} (Ctrl-C stops it)", highlight=False)
+        viewer.wait()
     raise typer.Exit(max(codes))
 
 

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from evalrunner.cli.common import EXIT_INPUT, _fail, out
-from evalrunner.errors import EvalRunnerError
+from evalrunner.errors import ConfigError, EvalRunnerError
+
+if TYPE_CHECKING:
+    from evalrunner.viewer.server import BackgroundViewer
+
+VIEW_EXTRA = "the viewer needs its extra: pip install 'evalrunner[view]'"
+
+
+def open_viewer(out_dir: Path) -> BackgroundViewer:
+    """``evalrunner run --view``: the viewer on ``out_dir`` from a thread of this process,
+    the browser opened on it (the run is listed under "In progress" as it goes)."""
+    try:
+        from evalrunner.viewer.server import BackgroundViewer
+        from evalrunner.viewer.source import LocalSource
+    except ImportError as exc:
+        raise ConfigError(f"--view: {VIEW_EXTRA} ({exc})") from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    viewer = BackgroundViewer(LocalSource(out_dir))
+    out.print(f"evalrunner viewer: {viewer.url} (the run appears as its cases finish)")
+    return viewer
 
 
 def view(
@@ -36,9 +56,7 @@ def view(
         from evalrunner.viewer.server import serve
         from evalrunner.viewer.source import open_source
     except ImportError as exc:
-        out.print(
-            f"[red]the viewer needs its extra: pip install 'evalrunner[view]' ({escape(str(exc))})"
-        )
+        out.print(f"[red]{VIEW_EXTRA} ({escape(str(exc))})")
         raise typer.Exit(EXIT_INPUT) from None
     try:
         source = open_source(where)

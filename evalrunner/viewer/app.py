@@ -141,6 +141,30 @@ class Viewer:
             unreadable=sorted(self.store.unreadable.items()),
         )
 
+    # --- runs in progress ----------------------------------------------------------------
+    async def live_list(self, request: Request) -> Response:
+        """The runs page's "in progress" box (htmx polls it while a run goes)."""
+        from evalrunner.viewer.live import live_runs
+
+        return self.page("live_list.html.j2", request, live=live_runs(self.store.source))
+
+    def _finished(self, run_id: str) -> RunEntry | None:
+        return next((e for e in self.store.runs() if e.run_id == run_id), None)
+
+    async def live(self, request: Request) -> Response:
+        from evalrunner.viewer.live import live_records
+
+        run_id = request.path_params["run_id"]
+        finished = self._finished(run_id)
+        try:
+            run, records = live_records(self.store.source, run_id)
+        except NotFound:
+            if finished is None:
+                raise
+            return RedirectResponse(f"/runs/{finished.run_id}", status_code=303)
+        template = "live_cases.html.j2" if request.url.path.endswith("/cases") else "live.html.j2"
+        return self.page(template, request, run=run, records=records, finished=finished)
+
     # --- one run ----------------------------------------------------------------------
     def _case_query(self, request: Request) -> CaseQuery:
         try:
@@ -466,6 +490,9 @@ def create_app(
             Route("/runs/{run_id}/cases/{n:int}", viewer.case),
             Route("/runs/{run_id}/labels", viewer.label, methods=["POST"]),
             Route("/runs/{run_id}/export.zip", viewer.export),
+            Route("/live", viewer.live_list),
+            Route("/live/{run_id}", viewer.live),
+            Route("/live/{run_id}/cases", viewer.live),
             Route("/compare", viewer.compare),
             Route("/leaderboard", viewer.leaderboard),
             Mount("/static", app=static, name="static"),

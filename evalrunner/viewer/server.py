@@ -56,3 +56,47 @@ def serve(
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
     server.run(sockets=[sock])
+
+
+class BackgroundViewer:
+    """The viewer served from a thread of this process (``evalrunner run --view``): it shows
+    the run while it goes, and keeps serving after it until :meth:`wait` is interrupted."""
+
+    def __init__(self, source: Source, *, port: int = 0, open_browser: bool = True) -> None:
+        import time
+
+        import uvicorn
+
+        from evalrunner.viewer.app import create_app
+
+        sock = bind(port)
+        self.url = f"http://{HOST}:{sock.getsockname()[1]}/"
+        self._server = uvicorn.Server(
+            uvicorn.Config(create_app(source), log_level="warning", lifespan="off")
+        )
+        # uvicorn installs its signal handlers only on the main thread; from this one it
+        # leaves Ctrl-C to the run, whose own stop handling stays in charge
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="viewer", daemon=True
+        )
+        self._thread.start()
+        for _ in range(200):
+            if self._server.started:
+                break
+            time.sleep(0.025)
+        if open_browser:
+            webbrowser.open(self.url)
+
+    def wait(self) -> None:
+        """Serve until Ctrl-C (KeyboardInterrupt), then stop."""
+        try:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)

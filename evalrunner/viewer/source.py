@@ -45,7 +45,7 @@ class Source(Protocol):
     @property
     def label(self) -> str: ...
 
-    def list(self, suffix: str) -> Iterator[Stat]: ...
+    def list(self, suffix: str, under: str = "") -> Iterator[Stat]: ...
 
     def read(self, key: str) -> bytes: ...
 
@@ -77,8 +77,12 @@ class LocalSource:
             raise UnsafeKey(f"{key[:80]!r} is not a key inside the served folder")
         return path
 
-    def list(self, suffix: str) -> Iterator[Stat]:
-        for path in self.root.rglob(f"*{suffix}"):
+    def list(self, suffix: str, under: str = "") -> Iterator[Stat]:
+        """Files ending in ``suffix`` (under the sub-folder ``under``, when given)."""
+        top = self._path(under) if under else self.root
+        if not top.is_dir():
+            return
+        for path in top.rglob(f"*{suffix}"):
             if path.is_file() and not path.is_symlink():
                 info = path.stat()
                 key = path.relative_to(self.root).as_posix()
@@ -130,9 +134,11 @@ class S3Source:
     def label(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}"
 
-    def list(self, suffix: str) -> Iterator[Stat]:
+    def list(self, suffix: str, under: str = "") -> Iterator[Stat]:
+        """Objects ending in ``suffix`` (under the sub-prefix ``under``, when given)."""
+        start = self.prefix + (safe_key(under) + "/" if under else "")
         pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=self.prefix
+            Bucket=self.bucket, Prefix=start
         )
         for page in pages:
             for item in page.get("Contents", []):
