@@ -278,6 +278,24 @@ class Viewer:
         )
         return RedirectResponse(f"/runs/{entry.run_id}/cases/{number}#labels", status_code=303)
 
+    async def calibration(self, request: Request) -> Response:
+        """calibrate's page (agreement, suggested thresholds, disagreements) for the labels
+        stored beside the run: the same computation and page as ``evalrunner calibrate``."""
+        from evalrunner.reports.views.html import render_calibration
+
+        entry = self.store.run(request.path_params["run_id"])
+        stored = self._labels(entry)
+        if not stored:
+            return self.page(
+                "error.html.j2",
+                request,
+                status=404,
+                message="no labels yet: open a case and mark a metric's verdict right or wrong",
+            )
+        result = labelling.calibration(self.store.report(entry.run_id), stored, entry.prefix)
+        html = render_calibration(result)
+        return HTMLResponse(html, headers={"content-security-policy": _report_csp()})
+
     # --- compare and leaderboard --------------------------------------------------------
     async def compare(self, request: Request) -> Response:
         from evalrunner.reports.analysis.regression import compare
@@ -490,6 +508,7 @@ def create_app(
             Route("/runs/{run_id}/cases/{n:int}", viewer.case),
             Route("/runs/{run_id}/labels", viewer.label, methods=["POST"]),
             Route("/runs/{run_id}/export.zip", viewer.export),
+            Route("/runs/{run_id}/calibration", viewer.calibration),
             Route("/live", viewer.live_list),
             Route("/live/{run_id}", viewer.live),
             Route("/live/{run_id}/cases", viewer.live),

@@ -16,7 +16,7 @@ import io
 
 from pydantic import BaseModel, Field
 
-from evalrunner.calibrate.agreement import MetricAgreement, agreement
+from evalrunner.calibrate.agreement import Calibration, MetricAgreement, agreement, calibrate
 from evalrunner.calibrate.labels import HUMAN, LabelledRow, MetricLabels
 from evalrunner.viewer.loaded import LoadedRun
 
@@ -89,10 +89,10 @@ def upsert(labels: list[Label], new: Label) -> list[Label]:
     return [x for x in labels if (x.case_id, x.iteration, x.metric) != key] + [new]
 
 
-def agreements(run: LoadedRun, labels: list[Label]) -> list[MetricAgreement]:
-    """Evaluator–human agreement per labelled metric, computed by calibrate's own code on the
-    run's scores and thresholds."""
-    out: list[MetricAgreement] = []
+def metric_labels(run: LoadedRun, labels: list[Label]) -> list[MetricLabels]:
+    """Per labelled metric, the run's score and verdict beside each human verdict: what
+    ``read_labelled_run`` makes of a details file, made from the run's own report."""
+    out: list[MetricLabels] = []
     for info in run.head.metrics:
         mine = [x for x in labels if x.metric == info.metric]
         if not mine:
@@ -117,5 +117,16 @@ def agreements(run: LoadedRun, labels: list[Label]) -> list[MetricAgreement]:
                     human=label.human_pass,
                 )
             )
-        out.append(agreement(entry, rounds=ROUNDS))
+        out.append(entry)
     return out
+
+
+def agreements(run: LoadedRun, labels: list[Label]) -> list[MetricAgreement]:
+    """Evaluator–human agreement per labelled metric, computed by calibrate's own code on the
+    run's scores and thresholds."""
+    return [agreement(m, rounds=ROUNDS) for m in metric_labels(run, labels)]
+
+
+def calibration(run: LoadedRun, labels: list[Label], where: str) -> Calibration:
+    """``evalrunner calibrate`` of the run with these labels (its full bootstrap)."""
+    return calibrate(metric_labels(run, labels), source=where, labels_source=where + LABELS)

@@ -1,7 +1,7 @@
 """The viewer clicked through in a real browser (the system Chromium, driven by Playwright),
 at a desktop's width (1280 px) and a phone's (390 px), on two demo runs and a generated
 10,000-case run: runs → run → filter the cases (htmx, under the viewer's CSP) → a case →
-label it → compare two runs → page through the large run's table. Each step asserts what the
+label it → calibrate → compare two runs → page through the large run's table. Each step asserts what the
 reader sees; the page never scrolls sideways, and the browser reports no blocked resource or
 script error."""
 
@@ -126,6 +126,12 @@ def test_runs_run_case_label_compare(page: Page, served: tuple[str, Path, list[s
     assert "saved" in form.inner_text()
     (labels,) = folder.glob(f"test-reports/*/{old[:14]}labels.csv")
     assert "pass" in labels.read_text("utf-8")
+
+    # → calibrate: calibrate's agreement page for the labels so far
+    page.click("#calibrate")
+    page.wait_for_url("**/calibration")
+    assert "ROUGE-L" in page.locator("body").inner_text()
+    page.go_back()
 
     # runs → tick the two demo runs → compare: the regression first
     page.goto(base + "/")

@@ -185,6 +185,7 @@ def test_labels_need_the_token_and_are_stored_for_calibrate(
     old, _ = demo_ids(folder)
     stored = sorted(folder.glob("test-reports/evalrunner-demo-hr/*-labels.csv"))
     assert not stored
+    assert client.get(f"/runs/{old}/calibration").status_code == 404
     assert label(client, old, "wrong") == 403
     assert label(client, old, "") == 403
     assert not list(folder.glob("test-reports/*/*-labels.csv"))
@@ -210,6 +211,13 @@ def test_labels_need_the_token_and_are_stored_for_calibrate(
     cells = [td.get_text() for td in page.select("#agreement table tbody tr td")]
     assert cells[:2] == ["ROUGE-L", "3"]
     case = soup(client.get(f"/runs/{old}/cases/0").text)
+    # calibration one click away: calibrate's own page on these labels
+    calibration = client.get(f"/runs/{old}/calibration")
+    assert calibration.status_code == 200
+    assert "default-src 'none'" in calibration.headers["content-security-policy"]
+    table = soup(calibration.text).get_text(" ")
+    assert "ROUGE-L" in table and "judge too strict" not in table
+    assert case.select_one("#calibrate")["href"] == f"/runs/{old}/calibration"
     form = next(
         f
         for f in case.select("#labels form")
