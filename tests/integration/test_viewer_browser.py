@@ -1,9 +1,9 @@
 """The viewer clicked through in a real browser (the system Chromium, driven by Playwright),
 at a desktop's width (1280 px) and a phone's (390 px), on two demo runs and a generated
 10,000-case run: runs → run → filter the cases (htmx, under the viewer's CSP) → a case →
-label it → calibrate → compare two runs → page through the large run's table. Each step asserts what the
-reader sees; the page never scrolls sideways, and the browser reports no blocked resource or
-script error."""
+label it → calibrate → compare two runs → page through the large run's table. Each step
+asserts what the reader sees; the page never scrolls sideways, and the browser reports no
+blocked resource or script error."""
 
 from __future__ import annotations
 
