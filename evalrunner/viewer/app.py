@@ -108,8 +108,9 @@ class Viewer:
         self.store = store
         self.token = token
 
-    def page(self, template: str, request: Request, status: int = 200, **context: Any) -> Response:
-        html = (
+    def render(self, template: str, request: Request, **context: Any) -> str:
+        context.setdefault("standalone", None)
+        return (
             environment()
             .get_template(template)
             .render(
@@ -119,7 +120,9 @@ class Viewer:
                 **context,
             )
         )
-        return HTMLResponse(html, status_code=status)
+
+    def page(self, template: str, request: Request, status: int = 200, **context: Any) -> Response:
+        return HTMLResponse(self.render(template, request, **context), status_code=status)
 
     # --- runs -------------------------------------------------------------------------
     async def runs(self, request: Request) -> Response:
@@ -319,14 +322,30 @@ class Viewer:
             regression.deltas,
             key=lambda d: (not d.worse, not d.significant, -(abs(d.delta or 0.0))),
         )
-        return self.page(
-            "compare.html.j2",
-            request,
-            a=a,
-            b=b,
-            regression=regression,
-            deltas=deltas,
-            cases=_answer_changes(base, current, {f.case_id for f in regression.new_failures}),
+        context: dict[str, Any] = {
+            "a": a,
+            "b": b,
+            "regression": regression,
+            "deltas": deltas,
+            "cases": _answer_changes(base, current, {f.case_id for f in regression.new_failures}),
+            "export_link": f"/compare/export.zip?a={a.run_id}&b={b.run_id}",
+        }
+        if not request.url.path.endswith("export.zip"):
+            return self.page("compare.html.j2", request, **context)
+        from evalrunner.viewer.export import export_comparison
+
+        html = self.render("compare.html.j2", request, standalone=_css(), **context)
+        archive = export_comparison(
+            html,
+            self.store.source.read(f"{a.prefix}report.json"),
+            self.store.source.read(f"{b.prefix}report.json"),
+            regression.model_dump_json(indent=1),
+        )
+        name = f"compare-{a.run_id}-{b.run_id}.zip"
+        return Response(
+            archive,
+            media_type="application/zip",
+            headers={"content-disposition": f'attachment; filename="{name}"'},
         )
 
     async def leaderboard(self, request: Request) -> Response:
@@ -349,10 +368,21 @@ class Viewer:
             )
         except ValueError as exc:
             return self.page("error.html.j2", request, status=400, message=str(exc))
-        # The reports' own self-contained page, with the policy it is written for (its
-        # inline style and its one script by hash; still nothing remote).
-        html = render_leaderboard(board)
-        return HTMLResponse(html, headers={"content-security-policy": _report_csp()})
+        if request.url.path.endswith("/report"):
+            # the reports' own self-contained page, with the policy it is written for (its
+            # inline style and its one script by hash; still nothing remote)
+            html = render_leaderboard(board)
+            return HTMLResponse(html, headers={"content-security-policy": _report_csp()})
+        from evalrunner.viewer.charts import bars, radar
+
+        return self.page(
+            "leaderboard.html.j2",
+            request,
+            board=board,
+            radar=radar(board),
+            bars=bars(board),
+            report_link=f"/leaderboard/report?{request.url.query}",
+        )
 
     # --- export -----------------------------------------------------------------------
     async def export(self, request: Request) -> Response:
@@ -386,6 +416,13 @@ async def _form(request: Request) -> dict[str, str]:
         if len(body) > MAX_FORM_BYTES:
             return {}
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+@cache
+def _css() -> str:
+    from importlib import resources
+
+    return resources.files("evalrunner.viewer").joinpath("static", "viewer.css").read_text("utf-8")
 
 
 def _report_csp() -> str:
@@ -513,7 +550,9 @@ def create_app(
             Route("/live/{run_id}", viewer.live),
             Route("/live/{run_id}/cases", viewer.live),
             Route("/compare", viewer.compare),
+            Route("/compare/export.zip", viewer.compare),
             Route("/leaderboard", viewer.leaderboard),
+            Route("/leaderboard/report", viewer.leaderboard),
             Mount("/static", app=static, name="static"),
         ],
         middleware=[

@@ -1,4 +1,4 @@
-"""A run as one archive to attach to a ticket: the run's self-contained report.html (it opens
+"""A run (or a comparison) as one archive to attach to a ticket: the run's self-contained report.html (it opens
 with no server: its CSS and script are inline, its charts drawn as SVG) and the JSON behind it
 (report.json, summary.json), plus the reviewer's labels when there are any."""
 
@@ -49,4 +49,25 @@ def export_run(store: RunStore, entry: RunEntry) -> bytes:
                 else "",
             ),
         )
+    return buffer.getvalue()
+
+
+COMPARE_README = """evalrunner comparison of two runs
+
+index.html        the comparison: open it in any browser, no server needed
+baseline.json     the baseline run's report data (evalrunner's ReportData)
+current.json      the compared run's report data
+regression.json   the regression check (verdict, reasons, score deltas with intervals)
+"""
+
+
+def export_comparison(html: str, baseline: bytes, current: bytes, regression: str) -> bytes:
+    """A comparison as one ZIP archive: its page (CSS inlined, no script) and the JSON."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("index.html", html)
+        archive.writestr("baseline.json", baseline)
+        archive.writestr("current.json", current)
+        archive.writestr("regression.json", regression)
+        archive.writestr("README.txt", COMPARE_README)
     return buffer.getvalue()

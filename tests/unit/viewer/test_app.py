@@ -260,3 +260,43 @@ def test_export_is_a_self_contained_archive(client: TestClient, folder: Path) ->
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     assert not re.search(r"""<(script|link)[^>]+(src|href)=""", html)
     assert ReportData.model_validate_json(archive.read("report.json")).run_id == old
+
+
+def test_leaderboard_draws_a_radar_and_bars_per_target(client: TestClient, folder: Path) -> None:
+    old, _ = demo_ids(folder)
+    page = soup(client.get("/leaderboard", params=[("run", old), ("run", "hostile-run")]).text)
+    assert [tr.select("td")[1].get_text() for tr in page.select("#board tbody tr")] == [
+        old,
+        "hostile-run",
+    ]
+    polygons = page.select("#radar polygon.series")
+    assert len(polygons) == 2 and all(p.select_one("title") for p in polygons)
+    primary = len(page.select("#radar text.axis"))
+    assert primary >= 3
+    assert len(page.select("#bars svg")) == primary
+    assert all(len(svg.select("rect")) == 2 for svg in page.select("#bars svg"))
+    report = page.select_one("#board-report")["href"]
+    assert client.get(report).status_code == 200
+
+
+def test_a_comparison_exports_as_a_self_contained_archive(
+    client: TestClient, folder: Path
+) -> None:
+    old, new = demo_ids(folder)
+    page = soup(client.get("/compare", params={"a": old, "b": new}).text)
+    answer = client.get(page.select_one("#compare-export")["href"])
+    archive = zipfile.ZipFile(io.BytesIO(answer.content))
+    assert set(archive.namelist()) == {
+        "index.html",
+        "baseline.json",
+        "current.json",
+        "regression.json",
+        "README.txt",
+    }
+    html = archive.read("index.html").decode("utf-8")
+    assert not re.search(r"<script|<link[^>]+stylesheet|(src|href)=[\"']?(https?:)?//", html)
+    standalone = soup(html)
+    assert standalone.select_one("style") and "regression" in standalone.get_text()
+    assert ReportData.model_validate_json(archive.read("baseline.json")).run_id == old
+    assert ReportData.model_validate_json(archive.read("current.json")).run_id == new
+    assert b'"verdict": "regression"' in archive.read("regression.json")
