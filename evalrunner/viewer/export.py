@@ -1,6 +1,7 @@
-"""A run (or a comparison) as one archive to attach to a ticket: the run's self-contained report.html (it opens
-with no server: its CSS and script are inline, its charts drawn as SVG) and the JSON behind it
-(report.json, summary.json), plus the reviewer's labels when there are any."""
+"""A run (or a comparison) as one archive to attach to a ticket: the run's self-contained
+report.html (it opens with no server: its CSS and script are inline, its charts drawn as SVG)
+and the JSON behind it (report.json, summary.json), plus the reviewer's labels when there
+are any; a comparison's page with its CSS inlined, and both runs' JSON."""
 
 from __future__ import annotations
 
