@@ -279,9 +279,7 @@ def test_leaderboard_draws_a_radar_and_bars_per_target(client: TestClient, folde
     assert client.get(report).status_code == 200
 
 
-def test_a_comparison_exports_as_a_self_contained_archive(
-    client: TestClient, folder: Path
-) -> None:
+def test_a_comparison_exports_as_a_self_contained_archive(client: TestClient, folder: Path) -> None:
     old, new = demo_ids(folder)
     page = soup(client.get("/compare", params={"a": old, "b": new}).text)
     answer = client.get(page.select_one("#compare-export")["href"])
