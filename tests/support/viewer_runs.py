@@ -97,3 +97,43 @@ def big_run(out: Path, summary: Path, cases: int, *, stamp: str = "240102-000000
     return write_run(
         out, run, data, target="big-target", stamp=stamp, run_id=f"big-{cases}-{stamp}"
     )
+
+
+def rich_run(out: Path, summary: Path) -> Path:
+    """A copy of a demo run whose first case has what the case page shows beside the answer:
+    agent steps, a second iteration, a perturbed variant, and a conversation of two turns."""
+    from evalrunner.suite.model import Perturbation
+    from evalrunner.targets.steps import AgentStep
+
+    run, data = load(summary)
+    first = data.rows[0].model_copy(
+        update={
+            "steps": [
+                AgentStep(name="lookup_policy", arguments={"topic": "leave"}, output="25 days"),
+                AgentStep(kind="knowledge_base", name="KB1", failed=True, error="throttled"),
+            ]
+        }
+    )
+    again = first.model_copy(update={"iteration": 2, "answer": "Twenty-five days."})
+    typo = first.model_copy(
+        update={
+            "case_id": f"{first.case_id}~typos",
+            "question": "How mnay days of anual leave?",
+            "perturbation": Perturbation(
+                of=first.case_id,
+                kind="typos",
+                name="typos",
+                original_question=first.question,
+            ),
+        }
+    )
+    turn = {"conversation_id": "chat-1"}
+    chat = [
+        data.rows[1].model_copy(update={**turn, "case_id": "chat-1"}),
+        data.rows[1].model_copy(update={**turn, "case_id": "chat-1#1", "turn": 1}),
+        data.rows[2].model_copy(update={**turn, "case_id": "chat-1#2", "turn": 2}),
+    ]
+    data = data.model_copy(
+        update={"rows": [first, again, *chat, *data.rows[3:]], "perturbed_rows": [typo]}
+    )
+    return write_run(out, run, data, target="rich", stamp="240103-000000", run_id="rich-run")

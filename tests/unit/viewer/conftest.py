@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.viewer_runs import big_run, demo_runs, hostile_run
+from tests.support.viewer_runs import big_run, demo_runs, hostile_run, rich_run
 
 
 @pytest.fixture(scope="session")
@@ -15,4 +15,5 @@ def runs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     good, _degraded = demo_runs(out)
     hostile_run(out, good)
     big_run(out, good, 1200)
+    rich_run(out, good)
     return out

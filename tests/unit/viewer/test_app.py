@@ -52,7 +52,7 @@ def test_runs_page_lists_every_run_with_verdict_and_filters(
     assert page.status_code == 200
     assert page.headers["content-security-policy"] == CSP
     rows = soup(page.text).select("table#runs tbody tr")
-    assert len(rows) == 4  # two demo runs, the hostile copy, the big run
+    assert len(rows) == 5  # two demo runs, the hostile copy, the big run, the rich run
     old, new = demo_ids(folder)
     text = {r.select_one("a.run-link").get_text(): r.get_text(" ") for r in rows}
     assert "REGRESSED" in text[new] or "FAILED" in text[new]
@@ -298,3 +298,25 @@ def test_a_comparison_exports_as_a_self_contained_archive(client: TestClient, fo
     assert ReportData.model_validate_json(archive.read("baseline.json")).run_id == old
     assert ReportData.model_validate_json(archive.read("current.json")).run_id == new
     assert b'"verdict": "regression"' in archive.read("regression.json")
+
+
+def test_case_page_shows_steps_iterations_variants_and_turns(client: TestClient) -> None:
+    page = soup(client.get("/runs/rich-run/cases/0").text)
+    steps = page.select("#steps li")
+    assert "lookup_policy" in steps[0].get_text() and "throttled" in steps[1].get_text()
+    iterations = page.select("#iterations tbody tr")
+    assert [tr.select("td")[0].get_text() for tr in iterations] == ["1", "2"]
+    variants = page.select("#variants tbody tr")
+    assert "typos" in variants[0].get_text()
+    variant = variants[0].select_one("a")["href"]
+    beside = soup(client.get(variant).text)
+    assert "original" in beside.select_one("#variants tbody tr").get_text()
+    chat = soup(client.get("/runs/rich-run/cases/3").text)
+    turns = chat.select("#turns li")
+    assert len(turns) == 3 and "this row" in turns[1].get_text()
+    perturbed = soup(client.get("/runs/rich-run/cases", params={"perturbation": "typos"}).text)
+    assert [a.get_text() for a in perturbed.select("a.case-link")] == [f"{_first_id(client)}~typos"]
+
+
+def _first_id(client: TestClient) -> str:
+    return client.app.state.viewer.store.report("rich-run").row(0).case_id
