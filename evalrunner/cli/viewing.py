@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from evalrunner.cli.common import EXIT_INPUT, _fail, out
+from evalrunner.cli.common import DEFAULT_OUT, EXIT_INPUT, _fail, out
 from evalrunner.errors import ConfigError, EvalRunnerError
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def view(
             help="The --out folder of your runs (it holds test-reports/), or "
             "s3://bucket/prefix of the deployed runner's bucket (your AWS credentials).",
         ),
-    ] = "evalrunner-out",
+    ] = str(DEFAULT_OUT),
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")
     ] = 8765,

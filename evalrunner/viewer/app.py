@@ -102,7 +102,12 @@ class SecurityHeaders:
 
 
 class Viewer:
-    """The routes over one store; ``token`` guards the writes."""
+    """The routes over one store; ``token`` guards the writes.
+
+    The pages are plain functions, which Starlette runs in its thread pool: the first open of
+    a large run (parsing its report.json) does not hold up another tab or a live page's poll.
+    The one write (a label) reads the form asynchronously, then reads, changes and writes the
+    labels file on the event loop's thread, so two labels saved at once cannot lose one."""
 
     def __init__(self, store: RunStore, token: str) -> None:
         self.store = store
@@ -125,7 +130,7 @@ class Viewer:
         return HTMLResponse(self.render(template, request, **context), status_code=status)
 
     # --- runs -------------------------------------------------------------------------
-    async def runs(self, request: Request) -> Response:
+    def runs(self, request: Request) -> Response:
         query = RunsQuery.model_validate(dict(request.query_params))
         every = self.store.runs()
         shown = filter_runs(every, query)
@@ -145,7 +150,7 @@ class Viewer:
         )
 
     # --- runs in progress ----------------------------------------------------------------
-    async def live_list(self, request: Request) -> Response:
+    def live_list(self, request: Request) -> Response:
         """The runs page's "in progress" box (htmx polls it while a run goes)."""
         from evalrunner.viewer.live import live_runs
 
@@ -154,7 +159,7 @@ class Viewer:
     def _finished(self, run_id: str) -> RunEntry | None:
         return next((e for e in self.store.runs() if e.run_id == run_id), None)
 
-    async def live(self, request: Request) -> Response:
+    def live(self, request: Request) -> Response:
         from evalrunner.viewer.live import live_records
 
         run_id = request.path_params["run_id"]
@@ -184,7 +189,7 @@ class Viewer:
             "perturbations": perturbations(run),
         }
 
-    async def run(self, request: Request) -> Response:
+    def run(self, request: Request) -> Response:
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
         stored = self._labels(entry)
@@ -198,7 +203,7 @@ class Viewer:
             **self._table(data, self._case_query(request)),
         )
 
-    async def case_table(self, request: Request) -> Response:
+    def case_table(self, request: Request) -> Response:
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
         return self.page(
@@ -209,7 +214,7 @@ class Viewer:
         )
 
     # --- one case ---------------------------------------------------------------------
-    async def case(self, request: Request) -> Response:
+    def case(self, request: Request) -> Response:
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
         number = int(request.path_params["n"])
@@ -281,7 +286,7 @@ class Viewer:
         )
         return RedirectResponse(f"/runs/{entry.run_id}/cases/{number}#labels", status_code=303)
 
-    async def calibration(self, request: Request) -> Response:
+    def calibration(self, request: Request) -> Response:
         """calibrate's page (agreement, suggested thresholds, disagreements) for the labels
         stored beside the run: the same computation and page as ``evalrunner calibrate``."""
         from evalrunner.reports.views.html import render_calibration
@@ -300,7 +305,7 @@ class Viewer:
         return HTMLResponse(html, headers={"content-security-policy": _report_csp()})
 
     # --- compare and leaderboard --------------------------------------------------------
-    async def compare(self, request: Request) -> Response:
+    def compare(self, request: Request) -> Response:
         from evalrunner.reports.analysis.regression import compare
 
         picked = request.query_params.getlist("run")
@@ -348,7 +353,7 @@ class Viewer:
             headers={"content-disposition": f'attachment; filename="{name}"'},
         )
 
-    async def leaderboard(self, request: Request) -> Response:
+    def leaderboard(self, request: Request) -> Response:
         from evalrunner.reports.analysis.leaderboard import build_leaderboard
         from evalrunner.reports.views.html import render_leaderboard
 
@@ -385,7 +390,7 @@ class Viewer:
         )
 
     # --- export -----------------------------------------------------------------------
-    async def export(self, request: Request) -> Response:
+    def export(self, request: Request) -> Response:
         from evalrunner.viewer.export import export_run
 
         entry = self.store.run(request.path_params["run_id"])
