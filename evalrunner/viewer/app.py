@@ -431,9 +431,9 @@ def _css() -> str:
 
 
 def _report_csp() -> str:
-    from evalrunner.reports.views.html import _environment
+    from evalrunner.reports.views.html import page_policy
 
-    return str(_environment().globals["csp"])
+    return page_policy()
 
 
 def _related(run: LoadedRun, n: int) -> dict[str, Any]:
