@@ -204,6 +204,10 @@ class Viewer:
         )
 
     def case_table(self, request: Request) -> Response:
+        """The table alone for htmx; the whole run page for anything else (the address htmx
+        pushes, reloaded or bookmarked, opens the run with the same filters)."""
+        if request.headers.get("hx-request") != "true":
+            return self.run(request)
         entry = self.store.run(request.path_params["run_id"])
         data = self.store.report(entry.run_id)
         return self.page(

@@ -103,8 +103,11 @@ def test_runs_run_case_label_compare(page: Page, served: tuple[str, Path, list[s
     # filter by a failing metric: htmx swaps the table in place (no page load)
     page.select_option("#cases select[name=metric]", "ROUGE-L")
     expect(page.locator("#case-count")).not_to_have_text(re.compile(r"^27 of"))
-    assert page.url.endswith(f"/runs/{old}")
+    assert "metric=ROUGE-L" in page.url  # the address keeps the filter
     failing = int(page.locator("#case-count").inner_text().split()[0])
+    page.reload()  # … and opens the whole run page with it
+    assert page.locator("#case-count").inner_text().startswith(f"{failing} of 27")
+    in_view(page, "#verdict .verdict")
     assert 0 < failing < 27
     cells = page.locator("table.cases tbody tr td.fail")
     assert cells.count() >= failing  # every row shown fails ROUGE-L at least

@@ -80,6 +80,9 @@ def test_run_page_verdict_and_problems_before_the_cases(client: TestClient, fold
 
 def test_case_table_filters_sorts_and_pages_on_the_server(client: TestClient) -> None:
     run = "big-1200-240102-000000"
+    client.headers["HX-Request"] = "true"  # the table alone, as htmx asks for it
+    whole = soup(client.get(f"/runs/{run}/cases", headers={"HX-Request": ""}).text)
+    assert whole.select_one("#verdict") and whole.select_one("#case-table table.cases")
     first = soup(client.get(f"/runs/{run}/cases").text)
     assert len(first.select("table.cases tbody tr")) == 50
     assert "1200 of 1200" in first.select_one("#case-count").get_text()
