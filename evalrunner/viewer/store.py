@@ -12,6 +12,7 @@ and a 10,000-case run is parsed once, not on every page of its case table.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,6 +27,8 @@ from evalrunner.viewer.source import Source, Stat
 SUMMARY = "summary.json"
 #: Whole reports kept parsed at once (a 10,000-case report is the large part of the memory).
 REPORTS_KEPT = 3
+#: How long a listing of the summaries is reused: a run that finishes shows within this.
+LIST_SECONDS = 2.0
 
 
 class RunEntry(BaseModel):
@@ -71,6 +74,7 @@ class RunStore:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[str, RunEntry | None]] = {}
         self._reports: OrderedDict[str, tuple[str, LoadedRun]] = OrderedDict()
+        self._listed: tuple[float, list[Stat]] | None = None
         #: Summaries that could not be read, with why (shown on the runs page, not hidden).
         self.unreadable: dict[str, str] = {}
 
@@ -89,10 +93,19 @@ class RunStore:
         self._entries[stat.key] = (stat.version, entry)
         return entry
 
+    def _summaries(self) -> list[Stat]:
+        """The summary files, listed at most once per :data:`LIST_SECONDS` (a page view calls
+        this several times; over S3 a listing is one request per 1,000 objects)."""
+        now = time.monotonic()
+        if self._listed is None or now - self._listed[0] > LIST_SECONDS:
+            stats = [s for s in self.source.list(SUMMARY) if s.key.endswith(f"-{SUMMARY}")]
+            self._listed = (now, stats)
+        return self._listed[1]
+
     def runs(self) -> list[RunEntry]:
         """Every readable run, newest first."""
         with self._lock:
-            stats = [s for s in self.source.list(SUMMARY) if s.key.endswith(f"-{SUMMARY}")]
+            stats = self._summaries()
             seen = {s.key for s in stats}
             for key in [k for k in self._entries if k not in seen]:
                 del self._entries[key]

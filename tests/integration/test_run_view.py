@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -52,9 +53,14 @@ def test_run_view_serves_the_run_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             assert page.status == 200
         read_until(process, r"still at")
         assert opened.read_text().strip() == url
-        with urllib.request.urlopen(url, timeout=30) as page:
-            runs = page.read().decode()
-        (run_id,) = re.findall(r'class="run-link" href="/runs/([^"]+)"', runs)
+        found: list[str] = []
+        for _ in range(40):  # the viewer reuses its listing for up to 2 s
+            with urllib.request.urlopen(url, timeout=30) as page:
+                found = re.findall(r'class="run-link" href="/runs/([^"]+)"', page.read().decode())
+            if found:
+                break
+            time.sleep(0.25)
+        (run_id,) = found
         with urllib.request.urlopen(f"{url}live/{run_id}", timeout=30) as page:
             assert page.url.endswith(f"/runs/{run_id}")  # finished: its own pages
             assert "evalrunner-demo-hr" in page.read().decode()
