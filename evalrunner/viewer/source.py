@@ -22,8 +22,10 @@ class UnsafeKey(StorageError):
 
 def safe_key(key: str) -> str:
     """``key`` as a clean relative POSIX key, or :class:`UnsafeKey` when it could leave the
-    root (``..``, an absolute path, a drive, a backslash, a NUL)."""
-    if not key or "\\" in key or "\x00" in key or key.startswith("/") or ":" in key:
+    root (``..``, an absolute path, a drive, a backslash, a NUL). A colon elsewhere is kept:
+    a target named ``llama3:8b`` has a report folder of that name."""
+    drive = len(key) > 1 and key[1] == ":" and key[0].isalpha()  # C:… on Windows
+    if not key or "\\" in key or "\x00" in key or key.startswith("/") or drive:
         raise UnsafeKey(f"{key[:80]!r} is not a key inside the served folder")
     parts = PurePosixPath(key).parts
     if any(p in ("..", ".", "") for p in parts):

@@ -168,6 +168,13 @@ def test_source_refuses_keys_outside_its_folder(folder: Path, tmp_path: Path) ->
     (folder / "link").symlink_to(tmp_path)
     with pytest.raises(UnsafeKey):
         source.read("link/secret.txt")
+    for key in ("C:/secret.txt", "c:secret.txt"):
+        with pytest.raises(UnsafeKey):
+            source.read(key)
+    # a colon inside a name is no way out: a target named llama3:8b has that folder
+    (folder / "test-reports" / "llama3:8b").mkdir()
+    (folder / "test-reports" / "llama3:8b" / "x.json").write_text("{}", "utf-8")
+    assert source.read("test-reports/llama3:8b/x.json") == b"{}"
 
 
 def test_only_loopback_host_names_are_answered(folder: Path) -> None:
