@@ -350,7 +350,7 @@ class Viewer:
             self.store.source.read(f"{b.prefix}report.json"),
             regression.model_dump_json(indent=1),
         )
-        name = f"compare-{a.run_id}-{b.run_id}.zip"
+        name = _filename(f"compare-{a.run_id}-{b.run_id}.zip")
         return Response(
             archive,
             media_type="application/zip",
@@ -399,7 +399,7 @@ class Viewer:
 
         entry = self.store.run(request.path_params["run_id"])
         archive = export_run(self.store, entry)
-        name = f"{entry.target}-{entry.run_id}.zip".replace('"', "")
+        name = _filename(f"{entry.target}-{entry.run_id}.zip")
         return Response(
             archive,
             media_type="application/zip",
@@ -425,6 +425,14 @@ async def _form(request: Request) -> dict[str, str]:
         if len(body) > MAX_FORM_BYTES:
             return {}
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def _filename(name: str) -> str:
+    """A download's file name from run text: only characters every header and file system
+    take (a target name may hold quotes, newlines or any script)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:120]
 
 
 @cache

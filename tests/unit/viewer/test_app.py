@@ -270,6 +270,11 @@ def test_export_is_a_self_contained_archive(client: TestClient, folder: Path) ->
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     assert not re.search(r"""<(script|link)[^>]+(src|href)=""", html)
     assert ReportData.model_validate_json(archive.read("report.json")).run_id == old
+    hostile = client.get("/runs/hostile-run/export.zip")  # quotes and markup in the target
+    assert hostile.status_code == 200
+    assert re.fullmatch(
+        r'attachment; filename="[A-Za-z0-9._-]+\.zip"', hostile.headers["content-disposition"]
+    )
 
 
 def test_leaderboard_draws_a_radar_and_bars_per_target(client: TestClient, folder: Path) -> None:
