@@ -10,7 +10,6 @@ run, case or file is looked up among what the source lists, never used as a path
 
 from __future__ import annotations
 
-import difflib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -29,10 +28,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalrunner.errors import EvalRunnerError
-from evalrunner.reports.model import ReportData
 from evalrunner.reports.views.formatting import FILTERS
 from evalrunner.viewer import labels as labelling
-from evalrunner.viewer.cases import CaseQuery, categories, perturbations, query_cases
+from evalrunner.viewer.cases import CaseQuery, categories, perturbations, query_cases, related
+from evalrunner.viewer.changes import answer_changes
 from evalrunner.viewer.eye import evaluation_eye
 from evalrunner.viewer.loaded import LoadedRun
 from evalrunner.viewer.runs import RunsQuery, filter_runs, trends
@@ -225,7 +224,7 @@ class Viewer:
         if not 0 <= number < len(data):
             raise NotFound(f"run {entry.run_id} has no case number {number}")
         row = data.row(number)
-        related = _related(data, number)
+        around = related(data, number)
         mine = {
             x.metric: x
             for x in self._labels(entry)
@@ -241,7 +240,7 @@ class Viewer:
             eye=evaluation_eye(row.answer, row.contexts),
             infos={m.metric: m for m in data.head.metrics},
             labels=mine,
-            **related,
+            **around,
         )
 
     # --- labels -----------------------------------------------------------------------
@@ -336,7 +335,7 @@ class Viewer:
             "b": b,
             "regression": regression,
             "deltas": deltas,
-            "cases": _answer_changes(base, current, {f.case_id for f in regression.new_failures}),
+            "cases": answer_changes(base, current, {f.case_id for f in regression.new_failures}),
             "export_link": f"/compare/export.zip?a={a.run_id}&b={b.run_id}",
         }
         if not request.url.path.endswith("export.zip"):
@@ -446,97 +445,6 @@ def _report_csp() -> str:
     from evalrunner.reports.views.html import page_policy
 
     return page_policy()
-
-
-def _related(run: LoadedRun, n: int) -> dict[str, Any]:
-    """Row ``n``'s iterations, its perturbed variants (or its original) and its conversation's
-    turns, as (position, row) pairs for links; found in the column index."""
-    index = run.index
-    case_id, iteration, name = index.case_id[n], index.iteration[n], index.perturbation[n]
-    positions = range(len(run))
-    iterations = [
-        m for m in positions if index.case_id[m] == case_id and index.perturbation[m] == name
-    ]
-    origin = index.perturbation_of[n] or case_id
-    variants = [
-        m
-        for m in positions
-        if index.perturbation_of[m] == origin and index.iteration[m] == iteration and m != n
-    ]
-    original = None
-    if name is not None:
-        original = next(
-            (
-                m
-                for m in positions
-                if index.perturbation[m] is None
-                and index.case_id[m] == origin
-                and index.iteration[m] == iteration
-            ),
-            None,
-        )
-    conversation = index.conversation_id[n]
-    turns = sorted(
-        (
-            m
-            for m in positions
-            if conversation
-            and index.conversation_id[m] == conversation
-            and index.iteration[m] == iteration
-        ),
-        key=lambda m: index.turn[m] or 0,
-    )
-    return {
-        "iterations": [(m, run.row(m)) for m in iterations],
-        "variants": [(m, run.row(m)) for m in variants],
-        "original": (original, run.row(original)) if original is not None else None,
-        "turns": [(m, run.row(m)) for m in turns],
-    }
-
-
-def _diff(before: str, after: str) -> list[tuple[str, str]]:
-    """Word-level diff as (op, text): op is "=", "-" or "+"."""
-    a, b = before.split(), after.split()
-    out: list[tuple[str, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(("=", " ".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            out.append(("-", " ".join(a[i1:i2])))
-        if j2 > j1:
-            out.append(("+", " ".join(b[j1:j2])))
-    return out
-
-
-#: Cases listed with their answer diff on the compare page (regressions first).
-COMPARE_CASES = 100
-
-
-def _answer_changes(
-    base: ReportData, current: ReportData, regressed: set[str]
-) -> list[dict[str, Any]]:
-    before = {(r.case_id, r.iteration): r for r in [*base.rows, *base.perturbed_rows]}
-    out: list[dict[str, Any]] = []
-    for row in [*current.rows, *current.perturbed_rows]:
-        old = before.get((row.case_id, row.iteration))
-        if old is None or (old.answer or "") == (row.answer or ""):
-            continue
-        deltas = []
-        for result in row.results:
-            previous = old.result(result.metric)
-            if result.score is not None and previous is not None and previous.score is not None:
-                deltas.append((result.metric, result.score - previous.score))
-        out.append(
-            {
-                "row": row,
-                "regressed": row.case_id in regressed,
-                "diff": _diff(old.answer or "", row.answer or ""),
-                "deltas": sorted(deltas, key=lambda d: d[1])[:6],
-            }
-        )
-    out.sort(key=lambda c: (not c["regressed"], c["row"].case_id, c["row"].iteration))
-    return out[:COMPARE_CASES]
 
 
 def create_app(

@@ -9,7 +9,7 @@ the page shown are validated into :class:`~evalrunner.reports.model.CaseRow`.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,3 +106,49 @@ def categories(run: LoadedRun) -> list[str]:
 
 def perturbations(run: LoadedRun) -> list[str]:
     return sorted({p for p in run.index.perturbation if p is not None})
+
+
+def related(run: LoadedRun, n: int) -> dict[str, Any]:
+    """Row ``n``'s iterations, its perturbed variants (or its original) and its conversation's
+    turns, as (position, row) pairs for links; found in the column index."""
+    index = run.index
+    case_id, iteration, name = index.case_id[n], index.iteration[n], index.perturbation[n]
+    positions = range(len(run))
+    iterations = [
+        m for m in positions if index.case_id[m] == case_id and index.perturbation[m] == name
+    ]
+    origin = index.perturbation_of[n] or case_id
+    variants = [
+        m
+        for m in positions
+        if index.perturbation_of[m] == origin and index.iteration[m] == iteration and m != n
+    ]
+    original = None
+    if name is not None:
+        original = next(
+            (
+                m
+                for m in positions
+                if index.perturbation[m] is None
+                and index.case_id[m] == origin
+                and index.iteration[m] == iteration
+            ),
+            None,
+        )
+    conversation = index.conversation_id[n]
+    turns = sorted(
+        (
+            m
+            for m in positions
+            if conversation
+            and index.conversation_id[m] == conversation
+            and index.iteration[m] == iteration
+        ),
+        key=lambda m: index.turn[m] or 0,
+    )
+    return {
+        "iterations": [(m, run.row(m)) for m in iterations],
+        "variants": [(m, run.row(m)) for m in variants],
+        "original": (original, run.row(original)) if original is not None else None,
+        "turns": [(m, run.row(m)) for m in turns],
+    }
