@@ -34,6 +34,7 @@ from evalrunner.cli.leaderboards import leaderboard
 from evalrunner.cli.redteaming import redteam
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
+from evalrunner.cli.viewing import view
 from evalrunner.gc_freeze import held_until_exit
 from evalrunner.launch import judge_cache_dir
 
@@ -88,6 +89,7 @@ app.command()(generate)
 app.command()(calibrate)
 app.command()(redteam)
 app.command()(doctor)
+app.command()(view)
 
 
 def main() -> None:

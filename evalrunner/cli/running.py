@@ -265,6 +265,14 @@ def run(
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
     no_preflight: NoPreflight = False,
+    view: Annotated[
+        bool,
+        typer.Option(
+            "--view",
+            help="Open the viewer (evalrunner view) on --out as the run starts: cases appear "
+            "as they finish; it keeps serving after the run until Ctrl-C.",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a suite against a target on this machine (the embedded engine); with no
     --suite file, every target × suite of the project file (evalrunner.toml / .yaml)."""
@@ -321,6 +329,7 @@ def run(
     assert suite is not None  # project_file: no project file means a suite file was given
     out_dir = out_dir or DEFAULT_OUT
     stack = ExitStack()
+    viewer = None
     results: list[RunResult] = []
     stopped = False  # a stopped run is reported, but no leaderboard is made of a partial set
     try:
@@ -358,6 +367,10 @@ def run(
                 check_resumable(event, suite_path, out_dir, resume)
             elif not no_preflight:  # every target answers before the first run starts
                 preflight_local(event, suite_path)
+        if view:  # after every check: bad input opens no browser
+            from evalrunner.cli.viewing import open_viewer
+
+            viewer = open_viewer(out_dir)
         for ev, suite_path in events:
             results.append(
                 _execute_local(
@@ -388,6 +401,9 @@ def run(
         _leaderboard_from_runs(
             [out_dir / r.summary.reports.report for r in results], out_dir, as_json=as_json
         )
+    if viewer is not None:
+        out.print(f"the viewer is still at {viewer.url} (Ctrl-C stops it)", highlight=False)
+        viewer.wait()
     raise typer.Exit(max(codes))
 
 

@@ -183,6 +183,12 @@ def _environment() -> Environment:
     return env
 
 
+def page_policy() -> str:
+    """The Content-Security-Policy the pages rendered here are written for (their inline style
+    and their one script, by hash; nothing remote): what a server of these pages sends."""
+    return str(_environment().globals["csp"])
+
+
 def render_report(data: ReportData) -> str:
     """The run's report.html: one self-contained page, decisive facts first."""
     return _environment().get_template("report.html.j2").render(report_context(data))
