@@ -31,6 +31,7 @@ from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
+from evalrunner.cli.monitoring import monitor
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
 from evalrunner.gc_freeze import held_until_exit
@@ -78,6 +79,7 @@ app.command()(start)
 app.command()(rescore)
 app.command()(estimate)
 app.command()(history)
+app.command()(monitor)
 app.command()(validate)
 app.command()(schema)
 app.command()(template)

@@ -1,0 +1,199 @@
+"""``evalrunner monitor SOURCE``: score what production answered since the last run, with
+referenceless metrics, through the ordinary local pipeline (the ``logged`` target: nothing is
+called), and move the watermark (:mod:`evalrunner.monitor`). ``evalrunner promote RUN``: the
+worst interactions of a run as regression cases."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from evalrunner.cli.common import (
+    DEFAULT_OUT,
+    EXIT_INPUT,
+    FailOnOption,
+    JudgeOption,
+    JudgeTimeoutOption,
+    ThresholdOption,
+    _fail,
+    _pairs,
+    check_out_dir,
+    err,
+    judge_arg,
+    out,
+)
+from evalrunner.errors import EvalRunnerError
+from evalrunner.monitor.model import MonitorError
+
+if TYPE_CHECKING:
+    from evalrunner.monitor.runner import Plan
+
+
+def monitor(
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="The logs: a file, a folder, or an S3 prefix (s3://bucket/prefix); .gz is "
+            "unpacked."
+        ),
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto (told by each file), jsonl, csv, otel, bedrock-invocations, "
+            "bedrock-agent-traces.",
+        ),
+    ] = "auto",
+    mapping: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            help="FIELD=COLUMN for jsonl/csv: which column holds id, question, answer, "
+            "contexts, steps, session or timestamp (a dotted path into a JSON record works).",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="The monitor's name: its watermark and reports folder (default "
+            "monitor-<source's name>)."
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Take nothing older than this: 24h, 7d, or an ISO 8601 time."),
+    ] = None,
+    sample: Annotated[
+        str | None,
+        typer.Option(
+            help="Score a sample of the new interactions: a count (200) or a share (0.05, 5%)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The sample's seed.")] = 0,
+    lateness: Annotated[
+        str,
+        typer.Option(help="How late a record may arrive and still be scored (90s, 15m, 2h)."),
+    ] = "1h",
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Referenceless metric to score (repeatable; default: every one that "
+            "needs no model, and the judge's RAG triad when a judge is configured)."
+        ),
+    ] = None,
+    threshold: ThresholdOption = None,
+    fail_on: FailOnOption = None,
+    judge: JudgeOption = None,
+    judge_timeout: JudgeTimeoutOption = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Reports folder; the watermark is kept there too.")
+    ] = DEFAULT_OUT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+) -> None:
+    """Score production interactions logged since the last run (each once) with
+    referenceless metrics; a second run over the same logs scores nothing new (exit 0)."""
+    from evalrunner.api.inputs import suite_file
+    from evalrunner.cli.run_console import report
+    from evalrunner.cli.running import _execute_local, _notes
+    from evalrunner.launch import local_event
+    from evalrunner.monitor.metrics import check_metrics, default_metrics
+    from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
+    from evalrunner.monitor.sampling import parse_sample
+    from evalrunner.monitor.times import duration_seconds, since_time
+    from evalrunner.monitor.watermark import LocalWatermarks
+    from evalrunner.run_defaults import RunDefaults
+
+    now = datetime.now(UTC)
+    try:
+        check_out_dir(out_dir)
+        options = MonitorOptions(
+            source=source,
+            format=fmt,
+            mapping=_mapping(mapping or []),
+            name=name,
+            since=since_time(since, now) if since else None,
+            sample=parse_sample(sample) if sample else None,
+            seed=seed,
+            lateness_seconds=duration_seconds(lateness, "--lateness"),
+        )
+        judge_value = judge_arg(judge, judge_timeout)
+        with_judge = judge_value is not None or RunDefaults.read().judge is not None
+        metrics = check_metrics(metric) if metric else default_metrics(with_judge=with_judge)
+        store = LocalWatermarks(out_dir)
+        monitor_name = options.monitor_name()
+        with store.locked(monitor_name):
+            found = plan(options, store)
+            if not as_json:
+                for line in found.lines():
+                    err.print(escape(line), highlight=False, soft_wrap=True)
+            if not found.found and found.problems:
+                raise MonitorError(f"no record of {source} could be read; see the problems above")
+            if not found.chosen:
+                commit(found, store, None, now)
+                message = (
+                    f"nothing new to score for {monitor_name} since its watermark"
+                    if not found.new
+                    else f"the sample took none of the {len(found.new)} new interaction(s)"
+                )
+                if as_json:
+                    out.print_json(json.dumps(_plan_json(found, scored=0, message=message)))
+                else:
+                    err.print(escape(message), highlight=False)
+                raise typer.Exit(0)
+            with tempfile.TemporaryDirectory(prefix="evalrunner-monitor-") as folder:
+                suite = suite_file(suite_rows(found.chosen), Path(folder), monitor_name)
+                event = local_event(
+                    suite.name,
+                    {"logged": monitor_name},
+                    iterations=1,
+                    metrics=metrics,
+                    thresholds=_pairs(threshold, "--threshold") if threshold else None,
+                    judge=judge_value,
+                    fail_on=fail_on.value if fail_on else None,
+                )
+                result = _execute_local(event, suite, out_dir, quiet or as_json, preflight=False)
+            if not result.summary.partial:
+                commit(found, store, result.summary.run_id, datetime.now(UTC))
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    code = report(result, as_json=as_json)
+    notices = list(result.notices)
+    if result.summary.partial:
+        notices.append(
+            "the run was stopped: the watermark was not moved, so the next run "
+            "takes these interactions again"
+        )
+    _notes(notices)
+    raise typer.Exit(code)
+
+
+def _mapping(pairs: list[str]) -> dict[str, str]:
+    found = {}
+    for pair in pairs:
+        field, sep, column = pair.partition("=")
+        if not sep or not field.strip() or not column.strip():
+            raise MonitorError(f"--map {pair!r}: give FIELD=COLUMN, e.g. --map question=prompt")
+        found[field.strip()] = column.strip()
+    return found
+
+
+def _plan_json(found: Plan, *, scored: int, message: str) -> dict[str, object]:
+    return {
+        "monitor": found.name,
+        "message": message,
+        "found": found.found,
+        "new": len(found.new),
+        "scored": scored,
+        "duplicates": found.duplicates,
+        "too_late": found.too_late,
+        "before_since": found.before_since,
+        "problems": [p.text() for p in found.problems],
+    }

@@ -1,0 +1,178 @@
+"""A monitor run: read a source, take what is new since the watermark, sample it, and hand
+the chosen interactions to the ordinary pipeline as a suite of logged answers (the
+``logged`` target: nothing is called), then move the watermark.
+
+The pieces here are shared by the CLI (:mod:`evalrunner.cli.monitoring`, a local run in the
+embedded engine) and the deployed handler (``lambdas/monitor.py``, which starts the deployed
+state machine): :func:`plan` decides what to score, :func:`suite_rows` writes it as suite
+rows, :func:`commit` records it in the watermark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.monitor.locations import is_s3, split_s3
+from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
+from evalrunner.monitor.reading import AUTO, read_location
+from evalrunner.monitor.sampling import Sample, choose
+from evalrunner.monitor.watermark import Watermark, WatermarkStore, fresh
+
+#: Default allowed lateness: how late a record may arrive and still be scored.
+DEFAULT_LATENESS_SECONDS = 3600.0
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class MonitorOptions(BaseModel):
+    """What a monitor run reads and how much of it it scores."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    format: str = AUTO
+    mapping: dict[str, str] = Field(default_factory=dict)
+    #: The monitor's name: its watermark and its reports folder (test-reports/<name>/).
+    name: str | None = None
+    since: datetime | None = None
+    sample: Sample | None = None
+    seed: int = 0
+    lateness_seconds: float = Field(default=DEFAULT_LATENESS_SECONDS, ge=0)
+
+    def location(self) -> str:
+        """The source as the watermark records it: an S3 URI as given, a local path made
+        absolute (``./logs`` and ``logs`` are one source)."""
+        return self.source if is_s3(self.source) else str(Path(self.source).resolve())
+
+    def monitor_name(self) -> str:
+        if self.name:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", self.name):
+                raise MonitorError(
+                    f"--name {self.name!r}: use letters, digits, '.', '_' and '-' "
+                    "(it names the reports folder)"
+                )
+            return self.name
+        if is_s3(self.source):
+            bucket, prefix = split_s3(self.source)
+            stem = PurePosixPath(prefix.rstrip("/")).name or bucket
+        else:
+            stem = Path(self.source).resolve().name or "logs"
+        return "monitor-" + (_NAME_CHARS.sub("-", stem).strip("-._") or "logs")[:100]
+
+
+class Plan(BaseModel):
+    """What one monitor run takes: the new interactions, the sample scored, and what was
+    passed over and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    watermark: Watermark
+    files: int
+    files_skipped: int
+    problems: list[RecordProblem]
+    found: int
+    #: new since the watermark (each decided by this run)
+    new: list[Interaction]
+    #: the sample of ``new`` that is scored
+    chosen: list[Interaction]
+    duplicates: int
+    too_late: int
+    before_since: int
+
+    def lines(self) -> list[str]:
+        """What the run found, one line each, for the terminal and the Lambda's log."""
+        floor = self.watermark.floor()
+        mark = (
+            f"watermark {self.watermark.event_time.isoformat()} "
+            f"(lateness {self.watermark.lateness_seconds:g}s: records from "
+            f"{floor.isoformat() if floor else '-'} on are taken)"
+            if self.watermark.event_time
+            else "no watermark yet: every record is new"
+        )
+        lines = [
+            f"{self.found} interaction(s) read from {self.files} file(s)"
+            + (f" ({self.files_skipped} older file(s) passed over)" if self.files_skipped else ""),
+            mark,
+            f"{len(self.new)} new, {len(self.chosen)} to score, {self.duplicates} already "
+            f"taken or duplicated, {self.too_late} too late, {self.before_since} before --since",
+        ]
+        if self.problems:
+            lines.append(f"{len(self.problems)} record(s) could not be read:")
+            lines += [f"  {p.text()}" for p in self.problems[:20]]
+            if len(self.problems) > 20:
+                lines.append(f"  ... and {len(self.problems) - 20} more")
+        return lines
+
+
+def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> Plan:
+    """Read the source and decide what this run scores; nothing is written."""
+    name = options.monitor_name()
+    watermark = store.load(name)
+    if watermark is None:
+        watermark = fresh(name, options.location(), options.lateness_seconds)
+    elif watermark.source != options.location():
+        raise MonitorError(
+            f"the monitor {name!r} watches {watermark.source}, not {options.location()}; give "
+            "this source its own --name"
+        )
+    else:
+        watermark = watermark.model_copy(update={"lateness_seconds": options.lateness_seconds})
+    floor = watermark.floor()
+    read = read_location(options.source, options.format, options.mapping, older_than=floor, s3=s3)
+    selection = watermark.select(read.interactions, options.since)
+    return Plan(
+        name=name,
+        watermark=watermark,
+        files=read.files,
+        files_skipped=read.files_skipped,
+        problems=read.problems,
+        found=len(read.interactions),
+        new=selection.new,
+        chosen=choose(selection.new, options.sample, options.seed),
+        duplicates=selection.duplicates,
+        too_late=selection.too_late,
+        before_since=selection.before_since,
+    )
+
+
+def case_id(interaction: Interaction) -> str:
+    """A case id for the reports: the interaction's id as a suite id cell can hold it."""
+    return _NAME_CHARS.sub("-", interaction.id)[:120] or "interaction"
+
+
+def suite_rows(
+    interactions: list[Interaction], mask: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
+    """The interactions as suite rows with their logged answers (``mask``: applied to every
+    text a metric or judge reads, before it is written anywhere)."""
+    clean = mask or (lambda text: text)
+    rows = []
+    for item in interactions:
+        row: dict[str, Any] = {
+            "id": case_id(item),
+            "question": clean(item.question),
+            "actual_answer": clean(item.answer),
+            "interaction_id": item.id,
+            "logged_at": item.timestamp.isoformat(),
+            "logged_in": item.origin,
+        }
+        if item.contexts:
+            row["retrieved_contexts"] = [clean(c) for c in item.contexts]
+        if item.session:
+            row["session"] = item.session
+        rows.append(row)
+    return rows
+
+
+def commit(plan_: Plan, store: WatermarkStore, run_id: str | None, now: datetime) -> Watermark:
+    """Record every new interaction of ``plan_`` (scored or sampled out) and move the
+    watermark."""
+    moved = plan_.watermark.advanced(plan_.new, run_id, now)
+    store.save(moved)
+    return moved
