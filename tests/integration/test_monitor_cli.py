@@ -1,0 +1,119 @@
+"""Issue 34 items 1–2, locally: ``evalrunner monitor`` over each shipped sample scores its
+interactions through the embedded pipeline and moves the watermark; a second run over the same
+logs scores nothing new and says so (exit 0); a late record inside the allowed lateness is
+scored once and a re-delivered one not at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evalrunner.cli import app
+from evalrunner.monitor.watermark import LocalWatermarks
+
+runner = CliRunner()
+SAMPLES = Path(__file__).parents[2] / "test_suites" / "monitor"
+CSV_MAP = ["--map", "question=user_message", "--map", "answer=bot_reply"]
+CSV_MAP += ["--map", "timestamp=logged_at"]
+
+
+def monitor(source: Path, out: Path, *extra: str) -> tuple[int, str]:
+    args = ["monitor", str(source), "--out", str(out), "--quiet", "--fail-on", "errors", *extra]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def summary(out: Path, name: str) -> dict:
+    """The summary of the monitor's latest run (the watermark names it)."""
+    mark = LocalWatermarks(out).load(name)
+    assert mark is not None
+    for path in (out / "test-reports" / name).glob("*-summary.json"):
+        found = json.loads(path.read_text("utf-8"))
+        if found["run_id"] == mark.runs[-1]:
+            return found
+    raise AssertionError(f"no summary of run {mark.runs[-1]}")
+
+
+@pytest.mark.parametrize(
+    ("file", "extra"),
+    [
+        ("interactions.jsonl", []),
+        ("interactions.csv", CSV_MAP),
+        ("otel-genai-traces.json", []),
+        ("bedrock-invocations.json.gz", []),
+        ("bedrock-agent-traces.jsonl", []),
+    ],
+)
+def test_each_sample_is_scored_once(tmp_path: Path, file: str, extra: list[str]) -> None:
+    out = tmp_path / "out"
+    code, output = monitor(SAMPLES / file, out, *extra)
+    assert code == 0, output
+    name = f"monitor-{file}"
+    assert summary(out, name)["items"] == 4
+    mark = LocalWatermarks(out).load(name)
+    assert mark is not None and len(mark.decided) == 4 and len(mark.runs) == 1
+    code, output = monitor(SAMPLES / file, out, *extra)
+    assert code == 0, output
+    assert f"nothing new to score for {name} since its watermark" in output
+    assert len(list((out / "test-reports" / name).glob("*-summary.json"))) == 1
+
+
+def test_late_and_duplicate_records(tmp_path: Path) -> None:
+    logs, out = tmp_path / "logs", tmp_path / "out"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text((SAMPLES / "interactions.jsonl").read_text("utf-8"), "utf-8")
+    assert monitor(logs, out)[0] == 0  # the watermark is now 09:31
+    first = json.loads((SAMPLES / "interactions.jsonl").read_text("utf-8").splitlines()[0])
+    late = {**first, "id": "chat-late", "timestamp": "2026-01-31T09:00:00Z"}  # 31 min late
+    too_late = {**first, "id": "chat-old", "timestamp": "2026-01-31T08:00:00Z"}  # 91 min
+    lines = [json.dumps(x) for x in (first, late, late, too_late)]  # first: delivered again
+    (logs / "b.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    code, output = monitor(logs, out)
+    assert code == 0, output
+    assert "1 new, 1 to score, 6 already taken or duplicated, 1 too late" in output
+    assert summary(out, "monitor-logs")["items"] == 1
+    code, output = monitor(logs, out)
+    assert code == 0 and "nothing new to score" in output
+
+
+def test_a_sample_and_json_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    source = SAMPLES / "interactions.jsonl"
+    code, output = monitor(source, out, "--sample", "2", "--seed", "5", "--json")
+    assert code == 0, output
+    assert json.loads(output)["items"] == 2
+    code, output = monitor(source, out, "--json")
+    assert code == 0
+    # the two left out by the sample were decided too: nothing is new
+    assert json.loads(output) == {
+        "monitor": "monitor-interactions.jsonl",
+        "message": "nothing new to score for monitor-interactions.jsonl since its watermark",
+        "found": 4,
+        "new": 0,
+        "scored": 0,
+        "duplicates": 4,
+        "too_late": 0,
+        "before_since": 0,
+        "problems": [],
+    }
+
+
+def test_bad_records_are_named_and_the_good_ones_scored(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    good = {"question": "Q?", "answer": "A.", "timestamp": "2026-01-31T10:00:00Z"}
+    log.write_text(json.dumps(good) + '\n{"question": "Q?"}\n', "utf-8")
+    code, output = monitor(log, tmp_path / "out")
+    assert code == 0, output
+    assert f"{log} line 2, field 'answer': missing or empty" in output.replace("\n", " ")
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text('{"question": "Q?"}\n', "utf-8")
+    code, output = monitor(only_bad, tmp_path / "out")
+    assert code == 2 and "no record of" in output
+
+
+def test_a_metric_that_needs_a_reference_is_refused(tmp_path: Path) -> None:
+    code, output = monitor(SAMPLES / "interactions.jsonl", tmp_path, "--metric", "BLEU")
+    assert code == 2 and "'BLEU' needs expected_answer" in output
