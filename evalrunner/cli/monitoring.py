@@ -95,6 +95,14 @@ def monitor(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Reports folder; the watermark is kept there too.")
     ] = DEFAULT_OUT,
+    mask_pii: Annotated[
+        bool,
+        typer.Option(
+            "--mask-pii/--no-mask-pii",
+            help="Mask e-mails, phones, cards, IBANs, IPs and SSNs in the question, answer "
+            "and contexts before any metric or judge sees them (and before the reports).",
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
@@ -149,7 +157,9 @@ def monitor(
                     err.print(escape(message), highlight=False)
                 raise typer.Exit(0)
             with tempfile.TemporaryDirectory(prefix="evalrunner-monitor-") as folder:
-                suite = suite_file(suite_rows(found.chosen), Path(folder), monitor_name)
+                suite = suite_file(
+                    suite_rows(found.chosen, mask_pii=mask_pii), Path(folder), monitor_name
+                )
                 event = local_event(
                     suite.name,
                     {"logged": monitor_name},

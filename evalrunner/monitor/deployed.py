@@ -14,7 +14,6 @@ This module knows nothing of Lambda: ``lambdas/monitor.py`` parses the event and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -50,6 +49,8 @@ class MonitorEvent(BaseModel):
     since: str | None = None
     metrics: list[str] | None = None
     judge: dict[str, Any] | str | None = None
+    #: PII masking before any metric or judge sees the text (on unless turned off)
+    mask_pii: bool = True
 
     def options(self, source: str, now: datetime) -> MonitorOptions:
         return MonitorOptions(
@@ -91,7 +92,6 @@ def start_monitor(
     source: str,
     now: datetime,
     s3: Any = None,
-    mask: Callable[[str], str] | None = None,
     with_judge: bool = False,
 ) -> MonitorStart:
     """Plan, write the suite, start the execution, move the watermark."""
@@ -112,7 +112,7 @@ def start_monitor(
         return MonitorStart(status="nothing_new", **counts)
     run_id = new_run_id(now)
     key = f"{MONITOR_SUITE_PREFIX}{found.name}/{run_id}.json"
-    rows = suite_rows(found.chosen, mask)
+    rows = suite_rows(found.chosen, mask_pii=event.mask_pii)
     store.put_bytes(key, json.dumps(rows, ensure_ascii=False).encode("utf-8"), "application/json")
     metrics = (
         check_metrics(event.metrics) if event.metrics else default_metrics(with_judge=with_judge)

@@ -11,7 +11,6 @@ rows, :func:`commit` records it in the watermark.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -146,26 +145,37 @@ def case_id(interaction: Interaction) -> str:
     return _NAME_CHARS.sub("-", interaction.id)[:120] or "interaction"
 
 
-def suite_rows(
-    interactions: list[Interaction], mask: Callable[[str], str] | None = None
-) -> list[dict[str, Any]]:
-    """The interactions as suite rows with their logged answers (``mask``: applied to every
-    text a metric or judge reads, before it is written anywhere)."""
-    clean = mask or (lambda text: text)
+def suite_rows(interactions: list[Interaction], *, mask_pii: bool) -> list[dict[str, Any]]:
+    """The interactions as suite rows with their logged answers. ``mask_pii``: every text a
+    metric or a judge reads (question, answer, contexts) is masked first, one placeholder
+    table per interaction (:func:`evalrunner.privacy.mask_case`), before it is written
+    anywhere; the row's ``pii_masked`` cell says what was masked (kinds and counts, never
+    values)."""
+    from evalrunner.privacy import default_masker, mask_case
+
+    masker = default_masker() if mask_pii else None
     rows = []
     for item in interactions:
+        question, answer, contexts = item.question, item.answer, list(item.contexts)
+        masked: dict[str, int] = {}
+        if masker is not None:
+            found = mask_case(question, answer, contexts, masker=masker)
+            question, answer, contexts = found.question, found.answer or "", found.contexts
+            masked = found.masked
         row: dict[str, Any] = {
             "id": case_id(item),
-            "question": clean(item.question),
-            "actual_answer": clean(item.answer),
+            "question": question,
+            "actual_answer": answer,
             "interaction_id": item.id,
             "logged_at": item.timestamp.isoformat(),
             "logged_in": item.origin,
         }
-        if item.contexts:
-            row["retrieved_contexts"] = [clean(c) for c in item.contexts]
+        if contexts:
+            row["retrieved_contexts"] = contexts
         if item.session:
             row["session"] = item.session
+        if masked:
+            row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in masked.items())
         rows.append(row)
     return rows
 

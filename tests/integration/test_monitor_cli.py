@@ -117,3 +117,28 @@ def test_bad_records_are_named_and_the_good_ones_scored(tmp_path: Path) -> None:
 def test_a_metric_that_needs_a_reference_is_refused(tmp_path: Path) -> None:
     code, output = monitor(SAMPLES / "interactions.jsonl", tmp_path, "--metric", "BLEU")
     assert code == 2 and "'BLEU' needs expected_answer" in output
+
+
+def test_pii_is_masked_before_scoring_unless_turned_off(tmp_path: Path) -> None:
+    log = tmp_path / "pii.jsonl"
+    record = {
+        "id": "p1",
+        "question": "Mail my payslip to jo.smith@example.com please",
+        "answer": "Sent to jo.smith@example.com; call +44 20 7946 0958 if it is missing.",
+        "contexts": ["Payslips go to the address on file."],
+        "timestamp": "2026-01-31T10:00:00Z",
+    }
+    log.write_text(json.dumps(record) + "\n", "utf-8")
+    masked_out, plain_out = tmp_path / "masked", tmp_path / "plain"
+    assert monitor(log, masked_out)[0] == 0
+    written = "".join(
+        p.read_text("utf-8", errors="replace") for p in masked_out.rglob("*") if p.is_file()
+    )
+    assert "jo.smith@example.com" not in written and "7946" not in written
+    (report,) = (masked_out / "test-reports" / "monitor-pii.jsonl").glob("*-report.json")
+    (row,) = json.loads(report.read_text("utf-8"))["rows"]
+    assert row["question"] == "Mail my payslip to <EMAIL_1> please"
+    assert row["answer"] == "Sent to <EMAIL_1>; call <PHONE_1> if it is missing."
+    assert monitor(log, plain_out, "--no-mask-pii")[0] == 0
+    (report,) = (plain_out / "test-reports" / "monitor-pii.jsonl").glob("*-report.json")
+    assert json.loads(report.read_text("utf-8"))["rows"][0]["question"] == record["question"]

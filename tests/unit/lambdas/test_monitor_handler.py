@@ -104,3 +104,16 @@ def test_new_logs_and_a_late_duplicate_delivery(aws: SimpleNamespace) -> None:
 def test_a_bad_event_fails_at_the_door(aws: SimpleNamespace) -> None:
     with pytest.raises(ValueError, match="samples"):
         aws.handler({"samples": 5}, context())
+
+
+def test_the_deployed_suite_is_pii_masked(aws: SimpleNamespace) -> None:
+    records = gzip.decompress(SAMPLE.read_bytes()).decode().splitlines()
+    record = json.loads(records[0])
+    record["input"]["inputBodyJson"]["messages"][0]["content"][0]["text"] = "I am jo@corp.io"
+    aws.s3.put_object(
+        Bucket="model-logs", Key="pii/part.json.gz", Body=gzip.compress(json.dumps(record).encode())
+    )
+    reply = aws.handler({"source": "s3://model-logs/pii/", "name": "pii"}, context())
+    body = aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read()
+    (row,) = json.loads(body)
+    assert row["question"] == "I am <EMAIL_1>" and row["pii_masked"] == "1 EMAIL"
