@@ -142,3 +142,25 @@ def test_pii_is_masked_before_scoring_unless_turned_off(tmp_path: Path) -> None:
     assert monitor(log, plain_out, "--no-mask-pii")[0] == 0
     (report,) = (plain_out / "test-reports" / "monitor-pii.jsonl").glob("*-report.json")
     assert json.loads(report.read_text("utf-8"))["rows"][0]["question"] == record["question"]
+
+
+def test_each_monitor_run_appends_averages_and_pass_rates_to_the_history(
+    tmp_path: Path,
+) -> None:
+    logs, out = tmp_path / "logs", tmp_path / "out"
+    logs.mkdir()
+    lines = (SAMPLES / "interactions.jsonl").read_text("utf-8").splitlines()
+    (logs / "a.jsonl").write_text("\n".join(lines[:2]) + "\n", "utf-8")
+    assert monitor(logs, out)[0] == 0
+    leaky = json.loads(lines[3])
+    leaky["answer"] = "Ask HR at hr-team@example.com or on +44 20 7946 0958."
+    (logs / "b.jsonl").write_text("\n".join([lines[2], json.dumps(leaky)]) + "\n", "utf-8")
+    assert monitor(logs, out, "--no-mask-pii")[0] == 0
+    history = json.loads((out / "test-reports" / "monitor-logs" / "history.json").read_text())
+    first, second = history["runs"]
+    assert first["items"] == 2 and second["items"] == 2
+    assert first["pass_rates"]["PII in answer"] == 1.0
+    assert second["pass_rates"]["PII in answer"] == 0.5  # one answer of two leaks
+    assert set(second["averages"]) == set(second["pass_rates"])
+    page = (out / "test-reports" / "monitor-logs" / "history.html").read_text("utf-8")
+    assert "pass rate 50%" in page
