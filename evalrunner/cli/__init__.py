@@ -31,7 +31,7 @@ from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
-from evalrunner.cli.monitoring import monitor
+from evalrunner.cli.monitoring import monitor, promote
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
 from evalrunner.gc_freeze import held_until_exit
@@ -80,6 +80,7 @@ app.command()(rescore)
 app.command()(estimate)
 app.command()(history)
 app.command()(monitor)
+app.command()(promote)
 app.command()(validate)
 app.command()(schema)
 app.command()(template)

@@ -207,3 +207,35 @@ def _plan_json(found: Plan, *, scored: int, message: str) -> dict[str, object]:
         "before_since": found.before_since,
         "problems": [p.text() for p in found.problems],
     }
+
+
+def promote(
+    run: Annotated[
+        str,
+        typer.Argument(
+            help="The run: its run id (looked up under --out), its report.json / "
+            "summary.json, or its report folder test-reports/<target> (the newest run there)."
+        ),
+    ],
+    to: Annotated[Path, typer.Option("--to", help="The suite to write: .xlsx or .jsonl.")],
+    worst: Annotated[int, typer.Option(help="How many of the worst cases to promote.")] = 10,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Reports folder holding the run.")
+    ] = DEFAULT_OUT,
+) -> None:
+    """Write a run's worst interactions as regression cases: the question, and the answer as
+    a candidate expected answer flagged for review (never as the expected answer)."""
+    from evalrunner.monitor.promote import worst_cases, write_suite
+
+    try:
+        cases = worst_cases(run, out_dir, worst)
+        write_suite(cases, to)
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    err.print(
+        f"{len(cases)} case(s) promoted to {escape(str(to))}: review each "
+        "candidate_expected_answer and move it to expected_answer before the suite gates a "
+        "release",
+        highlight=False,
+        soft_wrap=True,
+    )
