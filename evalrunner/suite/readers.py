@@ -140,11 +140,8 @@ def _jsonl_as_json(data: bytes, filename: str) -> bytes:
         except ValueError as exc:
             raise SuiteError(f"line {number} is not valid JSON ({exc})", source=filename) from None
         if not isinstance(item, dict):
-            raise SuiteError(
-                f"line {number} is a {type(item).__name__}, not a row object "
-                '({"question": ...})',
-                source=filename,
-            )
+            kind = type(item).__name__
+            raise SuiteError(f"line {number} is a {kind}, not a row object", source=filename)
         items.append(item)
     return json.dumps(items, ensure_ascii=False).encode("utf-8")
 
