@@ -270,7 +270,7 @@ def _message_text(message: Any) -> str | None:
     parts = message.get("parts")
     if isinstance(parts, list):
         texts = [
-            p.get("content")
+            str(p["content"])
             for p in parts
             if isinstance(p, Mapping)
             and p.get("type") == "text"
@@ -281,8 +281,8 @@ def _message_text(message: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # [{"text": ...}]
-        texts = [c.get("text") for c in content if isinstance(c, Mapping)]
-        return "".join(t for t in texts if isinstance(t, str)) or None
+        blocks = [c.get("text") for c in content if isinstance(c, Mapping)]
+        return "".join(t for t in blocks if isinstance(t, str)) or None
     inner = message.get("message")
     return _message_text(inner) if inner is not None else None
 
