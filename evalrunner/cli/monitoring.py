@@ -29,7 +29,6 @@ from evalrunner.cli.common import (
     out,
 )
 from evalrunner.errors import EvalRunnerError
-from evalrunner.monitor.model import MonitorError
 
 if TYPE_CHECKING:
     from evalrunner.monitor.runner import Plan
@@ -113,6 +112,7 @@ def monitor(
     from evalrunner.cli.running import _execute_local, _notes
     from evalrunner.launch import local_event
     from evalrunner.monitor.metrics import check_metrics, default_metrics
+    from evalrunner.monitor.model import MonitorError
     from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
     from evalrunner.monitor.sampling import parse_sample
     from evalrunner.monitor.times import duration_seconds, since_time
@@ -186,6 +186,8 @@ def monitor(
 
 
 def _mapping(pairs: list[str]) -> dict[str, str]:
+    from evalrunner.monitor.model import MonitorError
+
     found = {}
     for pair in pairs:
         field, sep, column = pair.partition("=")

@@ -11,6 +11,7 @@ rows, :func:`commit` records it in the watermark.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -146,38 +147,53 @@ def case_id(interaction: Interaction) -> str:
 
 
 def suite_rows(interactions: list[Interaction], *, mask_pii: bool) -> list[dict[str, Any]]:
-    """The interactions as suite rows with their logged answers. ``mask_pii``: every text a
-    metric or a judge reads (question, answer, contexts) is masked first, one placeholder
-    table per interaction (:func:`evalrunner.privacy.mask_case`), before it is written
-    anywhere; the row's ``pii_masked`` cell says what was masked (kinds and counts, never
-    values)."""
-    from evalrunner.privacy import default_masker, mask_case
+    """The interactions as suite rows with their logged answers (and contexts and agent
+    steps). ``mask_pii``: every text a metric or a judge reads (question, answer, contexts,
+    the steps' arguments and outputs) is masked first, with one placeholder table per
+    interaction (:mod:`evalrunner.privacy`), before it is written anywhere; the row's
+    ``pii_masked`` cell says what was masked (kinds and counts, never values)."""
+    from evalrunner.privacy import Pseudonyms, default_masker
 
     masker = default_masker() if mask_pii else None
     rows = []
     for item in interactions:
-        question, answer, contexts = item.question, item.answer, list(item.contexts)
-        masked: dict[str, int] = {}
-        if masker is not None:
-            found = mask_case(question, answer, contexts, masker=masker)
-            question, answer, contexts = found.question, found.answer or "", found.contexts
-            masked = found.masked
+        table = Pseudonyms()
+
+        def clean(text: str, table: Pseudonyms = table) -> str:
+            return masker.mask(text, table) if masker is not None else text
+
         row: dict[str, Any] = {
             "id": case_id(item),
-            "question": question,
-            "actual_answer": answer,
+            "question": clean(item.question),
+            "actual_answer": clean(item.answer),
             "interaction_id": item.id,
             "logged_at": item.timestamp.isoformat(),
             "logged_in": item.origin,
         }
-        if contexts:
-            row["retrieved_contexts"] = contexts
+        if item.contexts:
+            row["retrieved_contexts"] = [clean(c) for c in item.contexts]
+        if item.steps:
+            row["actual_steps"] = [
+                _masked(step.model_dump(mode="json", exclude_none=True), clean)
+                for step in item.steps
+            ]
         if item.session:
             row["session"] = item.session
-        if masked:
-            row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in masked.items())
+        if table.counts:
+            row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())
         rows.append(row)
     return rows
+
+
+def _masked(value: Any, clean: Callable[[str], str]) -> Any:
+    """Every string inside a step (its arguments and output), masked."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_masked(v, clean) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k in ("kind", "name") else _masked(v, clean)) for k, v in value.items()}
+    return value
 
 
 def commit(plan_: Plan, store: WatermarkStore, run_id: str | None, now: datetime) -> Watermark:

@@ -46,6 +46,7 @@ from evalrunner.suite.cells import (
     parse_condition,
     parse_conversation,
     parse_list,
+    parse_logged_steps,
     parse_steps,
     parse_text,
     parse_turn_number,
@@ -351,6 +352,7 @@ _LOGGED_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
     ("intent", "actual_intent", parse_text),
     ("tool", "actual_tool", parse_text),
     ("data", "retrieved_data", parse_text),
+    ("steps", "actual_steps", parse_logged_steps),
 )
 
 

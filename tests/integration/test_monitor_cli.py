@@ -164,3 +164,32 @@ def test_each_monitor_run_appends_averages_and_pass_rates_to_the_history(
     assert set(second["averages"]) == set(second["pass_rates"])
     page = (out / "test-reports" / "monitor-logs" / "history.html").read_text("utf-8")
     assert "pass rate 50%" in page
+
+
+def test_logged_agent_steps_reach_the_agent_metrics_masked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, output = monitor(
+        SAMPLES / "otel-genai-traces.json", out, "--metric", "Agent sanity check", "--json"
+    )
+    assert code == 0, output
+    assert json.loads(output)["verdict"]["outcome"] == "passed"  # --fail-on errors
+    (report,) = (out / "test-reports" / "monitor-otel-genai-traces.json").glob("*-report.json")
+    rows = {r["case_id"]: r for r in json.loads(report.read_text("utf-8"))["rows"]}
+    failed = rows["5b8aa5a2d2c872e8321cf37308d69df2"]
+    assert failed["steps"][0]["name"] == "lookup_policy" and failed["steps"][0]["failed"]
+    (result,) = failed["results"]
+    assert result["score"] == 0.0 and "failed step: lookup_policy" in result["reason"]
+    log = tmp_path / "agent.jsonl"
+    record = {
+        "id": "s1",
+        "question": "Book leave for jo@corp.io",
+        "answer": "Booked.",
+        "steps": [{"name": "hr/book", "arguments": {"employee": "jo@corp.io"}}],
+        "timestamp": "2026-01-31T10:00:00Z",
+    }
+    log.write_text(json.dumps(record) + "\n", "utf-8")
+    assert monitor(log, out, "--metric", "Agent sanity check")[0] == 0
+    (report,) = (out / "test-reports" / "monitor-agent.jsonl").glob("*-report.json")
+    (row,) = json.loads(report.read_text("utf-8"))["rows"]
+    assert row["steps"][0]["arguments"] == {"employee": "<EMAIL_1>"}
+    assert row["question"] == "Book leave for <EMAIL_1>"

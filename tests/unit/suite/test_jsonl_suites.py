@@ -32,3 +32,26 @@ def test_a_bad_line_is_named(data: bytes, message: str) -> None:
     with pytest.raises(SuiteError, match=message) as caught:
         read_suite(data, "bad.jsonl")
     assert caught.value.message.startswith("bad.jsonl: ")
+
+
+def test_logged_agent_steps_are_read_with_a_logged_answer() -> None:
+    data = (
+        b'{"question": "Q?", "actual_answer": "A.", "actual_steps": ["hr/search", '
+        b'{"kind": "knowledge_base", "name": "KB1", "arguments": {"query": "Q?"}, '
+        b'"output": "2 reference(s)"}]}\n'
+    )
+    (case,) = read_suite(data, "logged.jsonl").cases
+    assert case.steps is not None
+    assert [(s.kind, s.name) for s in case.steps] == [
+        ("tool", "hr/search"),
+        ("knowledge_base", "KB1"),
+    ]
+    assert case.steps[1].arguments == {"query": "Q?"} and case.steps[1].output == "2 reference(s)"
+
+
+def test_a_bad_logged_step_names_its_cell() -> None:
+    data = b'{"question": "Q?", "actual_answer": "A.", '
+    data += b'"actual_steps": [{"kind": "robot", "name": "x"}]}\n'
+    with pytest.raises(SuiteError, match=r"actual_steps.*kind must be tool") as caught:
+        read_suite(data, "logged.jsonl")
+    assert "row 1" in caught.value.message
