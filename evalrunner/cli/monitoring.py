@@ -28,7 +28,7 @@ from evalrunner.cli.common import (
     judge_arg,
     out,
 )
-from evalrunner.errors import EvalRunnerError
+from evalrunner.errors import EvalRunnerError, ExecutionFailed
 
 if TYPE_CHECKING:
     from evalrunner.monitor.runner import Plan
@@ -109,11 +109,18 @@ def monitor(
     referenceless metrics; a second run over the same logs scores nothing new (exit 0)."""
     from evalrunner.api.inputs import suite_file
     from evalrunner.cli.run_console import report
-    from evalrunner.cli.running import _execute_local, _notes
+    from evalrunner.cli.running import _execute_local, _notes, _partial_or_fail
     from evalrunner.launch import local_event
     from evalrunner.monitor.metrics import check_metrics, default_metrics
     from evalrunner.monitor.model import MonitorError
-    from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
+    from evalrunner.monitor.runner import (
+        MonitorOptions,
+        as_far_as,
+        commit,
+        plan,
+        scored_cases,
+        suite_rows,
+    )
     from evalrunner.monitor.sampling import parse_sample
     from evalrunner.monitor.times import duration_seconds, since_time
     from evalrunner.monitor.watermark import LocalWatermarks
@@ -169,17 +176,24 @@ def monitor(
                     judge=judge_value,
                     fail_on=fail_on.value if fail_on else None,
                 )
-                result = _execute_local(event, suite, out_dir, quiet or as_json, preflight=False)
-            if not result.summary.partial:
-                commit(found, store, result.summary.run_id, datetime.now(UTC))
+                try:
+                    result = _execute_local(
+                        event, suite, out_dir, quiet or as_json, preflight=False
+                    )
+                except ExecutionFailed as exc:  # stopped: its partial reports, exit 3
+                    result = _partial_or_fail(exc)
+            if result.summary.partial:  # take what it scored, leave the rest new
+                done = scored_cases(result.out_dir / result.summary.reports.report)
+                found = as_far_as(found, done)
+            commit(found, store, result.summary.run_id, datetime.now(UTC))
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     code = report(result, as_json=as_json)
     notices = list(result.notices)
     if result.summary.partial:
         notices.append(
-            "the run was stopped: the watermark was not moved, so the next run "
-            "takes these interactions again"
+            "the run was stopped: the interactions it did not score stay new, so the next "
+            "monitor run scores them"
         )
     _notes(notices)
     raise typer.Exit(code)

@@ -84,6 +84,9 @@ class Plan(BaseModel):
     duplicates: int
     too_late: int
     before_since: int
+    #: set when a stopped run left some of ``chosen`` unscored: the oldest one's time, which
+    #: the watermark does not move past
+    hold: datetime | None = None
 
     def lines(self) -> list[str]:
         """What the run found, one line each, for the terminal and the Lambda's log."""
@@ -196,9 +199,30 @@ def _masked(value: Any, clean: Callable[[str], str]) -> Any:
     return value
 
 
+def as_far_as(plan_: Plan, scored_cases: set[str]) -> Plan:
+    """``plan_`` as far as a stopped run got: the interactions it scored (their case ids in
+    ``scored_cases``) and those the sample left out are taken; the rest stay new, so the
+    next run scores them and none twice."""
+    chosen = {i.id for i in plan_.chosen}
+    new = [i for i in plan_.new if i.id not in chosen or case_id(i) in scored_cases]
+    left = [i.timestamp for i in plan_.chosen if case_id(i) not in scored_cases]
+    return plan_.model_copy(update={"new": new, "hold": min(left, default=None)})
+
+
+def scored_cases(report: Path) -> set[str]:
+    """The case ids a run's ``report.json`` holds as answered and scored (``ok``)."""
+    import json
+
+    try:
+        rows = json.loads(report.read_text("utf-8")).get("rows") or []
+    except (OSError, ValueError):
+        return set()
+    return {str(r.get("case_id")) for r in rows if isinstance(r, dict) and r.get("status") == "ok"}
+
+
 def commit(plan_: Plan, store: WatermarkStore, run_id: str | None, now: datetime) -> Watermark:
     """Record every new interaction of ``plan_`` (scored or sampled out) and move the
     watermark."""
-    moved = plan_.watermark.advanced(plan_.new, run_id, now)
+    moved = plan_.watermark.advanced(plan_.new, run_id, now, plan_.hold)
     store.save(moved)
     return moved

@@ -92,14 +92,22 @@ class Watermark(BaseModel):
         return selection
 
     def advanced(
-        self, decided: Iterable[Interaction], run_id: str | None, now: datetime
+        self,
+        decided: Iterable[Interaction],
+        run_id: str | None,
+        now: datetime,
+        hold: datetime | None = None,
     ) -> Watermark:
-        """The watermark after ``decided`` were taken (scored or sampled out)."""
+        """The watermark after ``decided`` were taken (scored or sampled out). ``hold``: the
+        time of the oldest interaction a stopped run left unscored; the watermark moves no
+        further, so that one is still new next time, however long the batch."""
         ids = dict(self.decided)
         latest = self.event_time
         for item in decided:
             ids[item.id] = item.timestamp
             latest = item.timestamp if latest is None else max(latest, item.timestamp)
+        if hold is not None and latest is not None and latest > hold:
+            latest = max(hold, self.event_time) if self.event_time else hold
         moved = self.model_copy(update={"event_time": latest})
         floor = moved.floor()
         kept = {k: t for k, t in ids.items() if floor is None or t >= floor}

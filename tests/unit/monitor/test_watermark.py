@@ -105,3 +105,41 @@ def test_two_local_monitors_of_one_name_do_not_run_at_once(tmp_path: Path) -> No
     with store.locked("prod"), pytest.raises(MonitorError, match="another monitor run"):
         with store.locked("prod"):
             pass
+
+
+def test_a_stopped_run_takes_only_what_it_scored(tmp_path: Path) -> None:
+    import json
+
+    from evalrunner.monitor.runner import as_far_as, case_id, scored_cases
+    from evalrunner.monitor.sampling import Sample
+
+    log = tmp_path / "log.jsonl"
+    lines = [
+        {"id": f"r{i}", "question": "Q", "answer": "A", "timestamp": f"2026-01-31T12:0{i}:00Z"}
+        for i in range(4)
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
+    store = LocalWatermarks(tmp_path / "out")
+    found = plan(MonitorOptions(source=str(log), sample=Sample(count=3), seed=1), store)
+    left_out = {i.id for i in found.new} - {i.id for i in found.chosen}
+    first, second, third = found.chosen
+    report = tmp_path / "report.json"
+    rows = [
+        {"case_id": case_id(first), "status": "ok"},
+        {"case_id": case_id(second), "status": "not_run"},
+        {"case_id": case_id(third), "status": "task_failed"},
+    ]
+    report.write_text(json.dumps({"rows": rows}), "utf-8")
+    assert scored_cases(report) == {case_id(first)}
+    commit(as_far_as(found, scored_cases(report)), store, "stopped", NOW)
+    again = plan(MonitorOptions(source=str(log), sample=Sample(count=3), seed=1), store)
+    assert {i.id for i in again.new} == {second.id, third.id}
+    assert left_out.isdisjoint(i.id for i in again.new)
+
+
+def test_a_hold_keeps_an_unscored_interaction_new_however_long_the_batch() -> None:
+    mark = fresh("m", "logs", 600)
+    batch = [item("early", 0), item("late", 600)]  # ten hours apart, lateness ten minutes
+    mark = mark.advanced([batch[1]], "stopped", NOW, hold=batch[0].timestamp)
+    assert mark.event_time == batch[0].timestamp
+    assert [i.id for i in mark.select(batch, None).new] == ["early"]
