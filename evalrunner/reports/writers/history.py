@@ -71,6 +71,9 @@ class HistoryRun(BaseModel):
     pass_rate: float | None = None
     #: primary metric -> its average in this run
     averages: dict[str, float | None] = Field(default_factory=dict)
+    #: primary metric -> its pass rate in this run (with ``averages``, the series a deployed
+    #: monitor run puts into CloudWatch: :mod:`evalrunner.signals.series`)
+    pass_rates: dict[str, float | None] = Field(default_factory=dict)
 
     @property
     def regressed(self) -> bool:
@@ -125,6 +128,7 @@ def build_history(
                 worse_metrics=s.regression.worse_metrics if s.regression else [],
                 pass_rate=sum(rates) / len(rates) if rates else None,
                 averages={m.metric: m.average for m in primary},
+                pass_rates={m.metric: m.pass_rate for m in primary},
             )
         )
     first_seen = list(dict.fromkeys(name for r in runs for name in r.averages))
