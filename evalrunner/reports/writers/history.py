@@ -71,8 +71,7 @@ class HistoryRun(BaseModel):
     pass_rate: float | None = None
     #: primary metric -> its average in this run
     averages: dict[str, float | None] = Field(default_factory=dict)
-    #: primary metric -> its pass rate in this run (with ``averages``, the series a deployed
-    #: monitor run puts into CloudWatch: :mod:`evalrunner.signals.series`)
+    #: primary metric -> its pass rate in this run (the series a monitor's alarms watch)
     pass_rates: dict[str, float | None] = Field(default_factory=dict)
 
     @property
@@ -159,6 +158,7 @@ def history_context(history: History) -> dict[str, Any]:
                 value=r.averages.get(m.metric),
                 title=f"{r.started_at} · run {r.run_id}: {m.metric} "
                 f"{_number(r.averages.get(m.metric))}"
+                + _pass_rate(r.pass_rates.get(m.metric))
                 + (" · regression" if m.metric in r.worse_metrics else ""),
                 href=r.report,
                 regressed=m.metric in r.worse_metrics,
@@ -174,6 +174,10 @@ def history_context(history: History) -> dict[str, Any]:
         "runs": list(reversed(history.runs)),
         "regressions": sum(r.regressed for r in history.runs),
     }
+
+
+def _pass_rate(rate: float | None) -> str:
+    return "" if rate is None else f" · pass rate {rate:.0%}"
 
 
 def run_label(run: HistoryRun) -> tuple[str, ...]:
