@@ -41,8 +41,9 @@ class WorstInteraction(BaseModel):
     question: str
     answer: str
     failed: list[FailedMetric]
-    #: How far below its thresholds it fell, summed over the failed metrics (the order).
-    shortfall: float
+    #: How far past its threshold its worst failed metric fell (negative; the second key
+    #: of the order, after the number of metrics failed).
+    margin: float
 
 
 def worst_rows(
@@ -53,16 +54,17 @@ def worst_rows(
     text_chars: int = 300,
     masker: PiiMasker | None = None,
 ) -> list[WorstInteraction]:
-    """The ``count`` answered rows that failed the most primary metrics (then by the largest
-    shortfall; then in run order), masked and cut to ``text_chars``. Rows that failed nothing
-    are never listed: a healthy run's message lists none."""
+    """The ``count`` answered rows that failed the most primary metrics, then furthest
+    below a threshold (the order ``evalrunner promote --worst`` uses, so the message and a
+    promotion name the same interactions), masked and cut to ``text_chars``. Rows that failed
+    nothing are never listed: a healthy run's message lists none."""
     primary = {m.metric: m for m in metrics if m.primary}
-    ranked: list[tuple[int, float, int, CaseRow, list[FailedMetric]]] = []
-    for position, row in enumerate(rows):
-        if row.status != "ok" or row.perturbation is not None:
+    ranked: list[tuple[int, float, str, CaseRow, list[FailedMetric]]] = []
+    for row in rows:
+        if row.status != "ok" or row.answer is None or row.perturbation is not None:
             continue
         failed = []
-        shortfall = 0.0
+        worst_margin = 0.0
         for result in row.results:
             info = primary.get(result.metric)
             if info is None or result.success is not False:
@@ -77,15 +79,13 @@ def worst_rows(
                 )
             )
             if result.score is not None:
-                gap = (
-                    threshold - result.score if info.higher_is_better else result.score - threshold
-                )
-                shortfall += max(gap, 0.0)
+                margin = result.score - threshold
+                worst_margin = min(worst_margin, margin if info.higher_is_better else -margin)
         if failed:
-            ranked.append((-len(failed), -shortfall, position, row, failed))
+            ranked.append((-len(failed), worst_margin, row.case_id, row, failed))
     ranked.sort(key=lambda item: item[:3])
     chosen = []
-    for _, minus_shortfall, _, row, failed in ranked[:count]:
+    for _, margin, _, row, failed in ranked[:count]:
         # Secrets first (a registered value is replaced whole before masking can split it),
         # then PII, then the cut (a placeholder is never half cut away with its value).
         masked = mask_case(redact(row.question), redact(row.answer or ""), masker=masker)
@@ -95,7 +95,7 @@ def worst_rows(
                 question=_cut(masked.question, text_chars),
                 answer=_cut(masked.answer or "", text_chars),
                 failed=failed,
-                shortfall=round(-minus_shortfall, 6),
+                margin=round(margin, 6),
             )
         )
     return chosen

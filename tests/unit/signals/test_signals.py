@@ -129,7 +129,7 @@ METRICS = [
 ]
 
 
-def test_the_worst_failed_the_most_metrics_then_by_the_most():
+def test_the_worst_failed_the_most_metrics_then_furthest():
     rows = [
         row("ok", result("F", 0.9, True)),
         row("one-small", result("F", 0.45, False)),
@@ -140,7 +140,7 @@ def test_the_worst_failed_the_most_metrics_then_by_the_most():
     ]
     worst = worst_rows(rows, METRICS, 3)
     assert [w.case_id for w in worst] == ["two", "one-big", "one-small"]
-    assert worst[0].shortfall == pytest.approx(0.1 + 0.1)
+    assert worst[0].margin == pytest.approx(-0.1)
     assert [f.text() for f in worst[0].failed] == [
         "F 0.40 (needs >= 0.5)",
         "Tox 0.60 (needs <= 0.5)",
