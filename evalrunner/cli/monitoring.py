@@ -142,6 +142,7 @@ def monitor(
         judge_value = judge_arg(judge, judge_timeout)
         with_judge = judge_value is not None or RunDefaults.read().judge is not None
         metrics = check_metrics(metric) if metric else default_metrics(with_judge=with_judge)
+        options.check()
         store = LocalWatermarks(out_dir)
         monitor_name = options.monitor_name()
         with store.locked(monitor_name):

@@ -22,6 +22,7 @@ from evalrunner.monitor.locations import is_s3, split_s3
 from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
+from evalrunner.monitor.sources import source_named
 from evalrunner.monitor.watermark import Watermark, WatermarkStore, fresh
 
 #: Default allowed lateness: how late a record may arrive and still be scored.
@@ -43,6 +44,13 @@ class MonitorOptions(BaseModel):
     sample: Sample | None = None
     seed: int = 0
     lateness_seconds: float = Field(default=DEFAULT_LATENESS_SECONDS, ge=0)
+
+    def check(self) -> None:
+        """Refuse a bad name, format or column mapping before anything is read or locked."""
+        self.monitor_name()
+        kinds = [self.format] if self.format != AUTO else (["jsonl", "csv"] if self.mapping else [])
+        for kind in kinds:
+            source_named(kind)(self.mapping)
 
     def location(self) -> str:
         """The source as the watermark records it: an S3 URI as given, a local path made
@@ -115,6 +123,7 @@ class Plan(BaseModel):
 
 def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> Plan:
     """Read the source and decide what this run scores; nothing is written."""
+    options.check()
     name = options.monitor_name()
     watermark = store.load(name)
     if watermark is None:

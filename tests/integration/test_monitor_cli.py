@@ -193,3 +193,32 @@ def test_logged_agent_steps_reach_the_agent_metrics_masked(tmp_path: Path) -> No
     (row,) = json.loads(report.read_text("utf-8"))["rows"]
     assert row["steps"][0]["arguments"] == {"employee": "<EMAIL_1>"}
     assert row["question"] == "Book leave for <EMAIL_1>"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--format", "nope"], "--format 'nope': no such source"),
+        (["--map", "reply=x"], "--map: unknown field(s) reply"),
+        (["--since", "last week"], "--since 'last week': give a duration"),
+        (["--lateness", "1y"], "--lateness '1y': give a duration"),
+        (["--sample", "0"], "--sample '0': give a count"),
+        (["--name", "../x"], "--name '../x': use letters"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_read(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    code, output = monitor(SAMPLES / "interactions.jsonl", tmp_path, *extra)
+    assert code == 2 and message in output.replace("\n", " ")
+    assert not (tmp_path / "monitor").exists()
+
+
+def test_since_takes_nothing_older(tmp_path: Path) -> None:
+    code, output = monitor(
+        SAMPLES / "interactions.jsonl", tmp_path, "--since", "2026-01-31T09:20:00Z"
+    )
+    assert code == 0, output
+    assert "2 new, 2 to score, 0 already taken or duplicated, 0 too late, 2 before --since" in (
+        output.replace("\n", " ")
+    )
