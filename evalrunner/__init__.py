@@ -9,14 +9,23 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalrunner.api import EvalRun, assert_case, evaluate, rescore, start_aws
+    from evalrunner.api import (
+        EvalRun,
+        MonitorRun,
+        assert_case,
+        evaluate,
+        monitor_logs,
+        rescore,
+        start_aws,
+    )
     from evalrunner.evaluators.base import Evaluator, Sample, Scored
     from evalrunner.evaluators.plugins import metric
 
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
 _LAZY = dict.fromkeys(
-    ("evaluate", "rescore", "start_aws", "assert_case", "EvalRun"), "evalrunner.api"
+    ("evaluate", "rescore", "start_aws", "assert_case", "EvalRun", "monitor_logs", "MonitorRun"),
+    "evalrunner.api",
 )
 # Writing a metric of your own: the decorator, what it is given and what it may return.
 _LAZY.update(metric="evalrunner.evaluators.plugins")
@@ -25,12 +34,14 @@ _LAZY.update(dict.fromkeys(("Evaluator", "Sample", "Scored"), "evalrunner.evalua
 __all__ = [
     "EvalRun",
     "Evaluator",
+    "MonitorRun",
     "Sample",
     "Scored",
     "__version__",
     "assert_case",
     "evaluate",
     "metric",
+    "monitor_logs",
     "rescore",
     "start_aws",
 ]

@@ -6,10 +6,9 @@ worst interactions of a run as regression cases."""
 from __future__ import annotations
 
 import json
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -31,6 +30,7 @@ from evalrunner.cli.common import (
 from evalrunner.errors import EvalRunnerError, ExecutionFailed
 
 if TYPE_CHECKING:
+    from evalrunner.engine.run_types import RunResult
     from evalrunner.monitor.runner import Plan
 
 
@@ -107,26 +107,29 @@ def monitor(
 ) -> None:
     """Score production interactions logged since the last run (each once) with
     referenceless metrics; a second run over the same logs scores nothing new (exit 0)."""
-    from evalrunner.api.inputs import suite_file
     from evalrunner.cli.run_console import report
     from evalrunner.cli.running import _execute_local, _notes, _partial_or_fail
     from evalrunner.launch import local_event
+    from evalrunner.monitor.local import run_monitor
     from evalrunner.monitor.metrics import check_metrics, default_metrics
-    from evalrunner.monitor.model import MonitorError
-    from evalrunner.monitor.runner import (
-        MonitorOptions,
-        as_far_as,
-        commit,
-        plan,
-        scored_cases,
-        suite_rows,
-    )
+    from evalrunner.monitor.runner import MonitorOptions
     from evalrunner.monitor.sampling import parse_sample
     from evalrunner.monitor.times import duration_seconds, since_time
-    from evalrunner.monitor.watermark import LocalWatermarks
     from evalrunner.run_defaults import RunDefaults
 
     now = datetime.now(UTC)
+
+    def show(found: Plan) -> None:
+        if not as_json:
+            for line in found.lines():
+                err.print(escape(line), highlight=False, soft_wrap=True)
+
+    def execute(event: dict[str, Any], suite: Path) -> RunResult:
+        try:
+            return _execute_local(event, suite, out_dir, quiet or as_json, preflight=False)
+        except ExecutionFailed as exc:  # stopped: its partial reports, exit 3
+            return _partial_or_fail(exc)
+
     try:
         check_out_dir(out_dir)
         options = MonitorOptions(
@@ -142,53 +145,30 @@ def monitor(
         judge_value = judge_arg(judge, judge_timeout)
         with_judge = judge_value is not None or RunDefaults.read().judge is not None
         metrics = check_metrics(metric) if metric else default_metrics(with_judge=with_judge)
-        options.check()
-        store = LocalWatermarks(out_dir)
-        monitor_name = options.monitor_name()
-        with store.locked(monitor_name):
-            found = plan(options, store)
-            if not as_json:
-                for line in found.lines():
-                    err.print(escape(line), highlight=False, soft_wrap=True)
-            if not found.found and found.problems:
-                raise MonitorError(f"no record of {source} could be read; see the problems above")
-            if not found.chosen:
-                commit(found, store, None, now)
-                message = (
-                    f"nothing new to score for {monitor_name} since its watermark"
-                    if not found.new
-                    else f"the sample took none of the {len(found.new)} new interaction(s)"
-                )
-                if as_json:
-                    out.print_json(json.dumps(_plan_json(found, scored=0, message=message)))
-                else:
-                    err.print(escape(message), highlight=False)
-                raise typer.Exit(0)
-            with tempfile.TemporaryDirectory(prefix="evalrunner-monitor-") as folder:
-                suite = suite_file(
-                    suite_rows(found.chosen, mask_pii=mask_pii), Path(folder), monitor_name
-                )
-                event = local_event(
-                    suite.name,
-                    {"logged": monitor_name},
-                    iterations=1,
-                    metrics=metrics,
-                    thresholds=_pairs(threshold, "--threshold") if threshold else None,
-                    judge=judge_value,
-                    fail_on=fail_on.value if fail_on else None,
-                )
-                try:
-                    result = _execute_local(
-                        event, suite, out_dir, quiet or as_json, preflight=False
-                    )
-                except ExecutionFailed as exc:  # stopped: its partial reports, exit 3
-                    result = _partial_or_fail(exc)
-            if result.summary.partial:  # take what it scored, leave the rest new
-                done = scored_cases(result.out_dir / result.summary.reports.report)
-                found = as_far_as(found, done)
-            commit(found, store, result.summary.run_id, datetime.now(UTC))
+        thresholds = _pairs(threshold, "--threshold") if threshold else None
+
+        def event_for(suite_name: str, monitor_name: str) -> dict[str, Any]:
+            return local_event(
+                suite_name,
+                {"logged": monitor_name},
+                iterations=1,
+                metrics=metrics,
+                thresholds=thresholds,
+                judge=judge_value,
+                fail_on=fail_on.value if fail_on else None,
+            )
+
+        outcome = run_monitor(options, out_dir, event_for, execute, mask_pii=mask_pii, on_plan=show)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+    result = outcome.result
+    if result is None:
+        message = outcome.message or ""
+        if as_json:
+            out.print_json(json.dumps(_plan_json(outcome.plan, scored=0, message=message)))
+        else:
+            err.print(escape(message), highlight=False)
+        raise typer.Exit(0)
     code = report(result, as_json=as_json)
     notices = list(result.notices)
     if result.summary.partial:
