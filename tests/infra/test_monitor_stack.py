@@ -234,3 +234,16 @@ def test_pii_off_and_defaults():
     off = load_config(raw).monitor
     assert off is not None and off.pii.env_value() == "off"
     assert as_list("x") == ["x"]
+
+
+def test_the_readme_monitor_example_is_valid_configuration():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    section = readme[readme.index("### Deploying the monitor") : readme.index("### Scale and cost")]
+    (block,) = re.findall(r"```jsonc\n(.*?)```", section, re.S)
+    raw = copy.deepcopy(cdk_json_context()["evalrunner"])
+    raw.update(json.loads(block))
+    config = load_config(raw).monitor
+    assert config is not None and config.alarms.metrics == ["Faithfulness", "Answer Relevancy"]
