@@ -149,6 +149,8 @@ class RunnerStack(Stack):
         )
         self.alarms = watching.alarms
         self.dashboard = watching.dashboard
+        if self.monitor is not None:
+            self.dashboard.add_widgets(*self.monitor.widgets())
         self._outputs()
 
     def _outputs(self) -> None:

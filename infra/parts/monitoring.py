@@ -162,6 +162,25 @@ class ProductionMonitor:
             "to the monitor's namespace by the cloudwatch:namespace condition.",
         )
 
+    def widgets(self) -> list[cw.IWidget]:
+        """The dashboard's row for the monitor: every metric's pass rate, and its alarms."""
+        config = self.config
+        hour = Duration.hours(1)
+        query = (
+            f"{{{config.signals.namespace},Metric,Suite,Target}} "
+            f'MetricName="{ALARMED_SERIES}" Target="{config.name}"'
+        )
+        search = f"SEARCH('{query}', 'Average', 3600)"
+        return [
+            cw.GraphWidget(
+                title=f"Monitor {config.name}: pass rate per metric",
+                left=[cw.MathExpression(expression=search, label="", period=hour)],
+                left_y_axis=cw.YAxisProps(min=0, max=1),
+                width=16,
+            ),
+            cw.AlarmStatusWidget(title=f"Monitor {config.name}", alarms=self.alarms, width=8),
+        ]
+
     def _alarms(self, stack: Stack, topic: sns.ITopic) -> list[cw.Alarm]:
         config = self.config
         action = cw_actions.SnsAction(topic)

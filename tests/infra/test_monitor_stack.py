@@ -247,3 +247,10 @@ def test_the_readme_monitor_example_is_valid_configuration():
     raw.update(json.loads(block))
     config = load_config(raw).monitor
     assert config is not None and config.alarms.metrics == ["Faithfulness", "Answer Relevancy"]
+
+
+def test_the_dashboard_charts_the_monitor_series(synth):
+    (dashboard,) = synth.resources(MAIN, "AWS::CloudWatch::Dashboard").values()
+    body = dump(dashboard["Properties"]["DashboardBody"])
+    assert "Monitor prod-hr: pass rate per metric" in body
+    assert "{evalrunner/monitor,Metric,Suite,Target}" in body and "prod-hr" in body
