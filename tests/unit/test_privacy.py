@@ -159,3 +159,14 @@ def test_a_shared_table_carries_numbering_between_calls() -> None:
     assert masker.mask("a@b.com", table) == "<EMAIL_1>"
     assert masker.mask("x@y.com then a@b.com", table) == "<EMAIL_2> then <EMAIL_1>"
     assert table.counts == {"EMAIL": 2}
+
+
+def test_the_monitor_function_reads_its_masking_from_the_environment() -> None:
+    from evalrunner.privacy import ENV_PII, masker_from_env
+
+    assert masker_from_env({}) is not None  # on by default
+    assert masker_from_env({ENV_PII: "off"}) is None
+    only_mail = masker_from_env({ENV_PII: '{"kinds": ["EMAIL"]}'})
+    assert only_mail is not None and only_mail.options.kinds == (PiiKind.EMAIL,)
+    with pytest.raises(ConfigError, match="not JSON"):
+        masker_from_env({ENV_PII: "{kinds"})
