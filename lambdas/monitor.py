@@ -17,6 +17,7 @@ import boto3
 from evalrunner.monitor.deployed import ENV_SOURCE, ENV_STATE_MACHINE, MonitorEvent, start_monitor
 from evalrunner.monitor.model import MonitorError
 from evalrunner.pipeline.context import Runtime
+from evalrunner.privacy import masker_from_env
 from lambdas._common import RUNTIME, Handler, logger, store_for
 
 
@@ -42,6 +43,7 @@ def build(runtime: Runtime) -> Handler:
             source=source,
             now=datetime.now(UTC),
             s3=store.s3,
+            masker=masker_from_env(os.environ),
             with_judge=parsed.judge is not None or runtime.settings.run_defaults.judge is not None,
         )
         logger.info(f"monitor {outcome.status}", extra=outcome.model_dump(exclude={"problems"}))

@@ -25,6 +25,7 @@ from evalrunner.monitor.sampling import parse_sample
 from evalrunner.monitor.times import duration_seconds, since_time
 from evalrunner.monitor.watermark import BucketWatermarks
 from evalrunner.pipeline.prepare import new_run_id
+from evalrunner.privacy import PiiMasker
 from evalrunner.storage import RunStore
 from evalrunner.upload import MONITOR_SUITE_PREFIX, check_upload
 
@@ -49,8 +50,6 @@ class MonitorEvent(BaseModel):
     since: str | None = None
     metrics: list[str] | None = None
     judge: dict[str, Any] | str | None = None
-    #: PII masking before any metric or judge sees the text (on unless turned off)
-    mask_pii: bool = True
 
     def options(self, source: str, now: datetime) -> MonitorOptions:
         return MonitorOptions(
@@ -92,9 +91,13 @@ def start_monitor(
     source: str,
     now: datetime,
     s3: Any = None,
+    masker: PiiMasker | None,
     with_judge: bool = False,
 ) -> MonitorStart:
-    """Plan, write the suite, start the execution, move the watermark."""
+    """Plan, write the suite, start the execution, move the watermark. ``masker``: the
+    deployment's PII masking (cdk.json ``monitor.pii``, :func:`evalrunner.privacy.
+    masker_from_env`; None: turned off there). An event cannot turn it off: who may invoke
+    the function need not be who decides what a judge sees."""
     options = event.options(source, now)
     watermarks = BucketWatermarks(store)
     found = plan(options, watermarks, s3=s3 or store.s3)
@@ -112,7 +115,7 @@ def start_monitor(
         return MonitorStart(status="nothing_new", **counts)
     run_id = new_run_id(now)
     key = f"{MONITOR_SUITE_PREFIX}{found.name}/{run_id}.json"
-    rows = suite_rows(found.chosen, mask_pii=event.mask_pii)
+    rows = suite_rows(found.chosen, mask_pii=masker if masker is not None else False)
     store.put_bytes(key, json.dumps(rows, ensure_ascii=False).encode("utf-8"), "application/json")
     metrics = (
         check_metrics(event.metrics) if event.metrics else default_metrics(with_judge=with_judge)

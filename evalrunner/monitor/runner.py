@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +24,9 @@ from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
 from evalrunner.monitor.sources import source_named
 from evalrunner.monitor.watermark import Watermark, WatermarkStore, fresh
+
+if TYPE_CHECKING:
+    from evalrunner.privacy import PiiMasker
 
 #: Default allowed lateness: how late a record may arrive and still be scored.
 DEFAULT_LATENESS_SECONDS = 3600.0
@@ -158,15 +161,22 @@ def case_id(interaction: Interaction) -> str:
     return _NAME_CHARS.sub("-", interaction.id)[:120] or "interaction"
 
 
-def suite_rows(interactions: list[Interaction], *, mask_pii: bool) -> list[dict[str, Any]]:
+def suite_rows(
+    interactions: list[Interaction], *, mask_pii: bool | PiiMasker
+) -> list[dict[str, Any]]:
     """The interactions as suite rows with their logged answers (and contexts and agent
     steps). ``mask_pii``: every text a metric or a judge reads (question, answer, contexts,
     the steps' arguments and outputs) is masked first, with one placeholder table per
     interaction (:mod:`evalrunner.privacy`), before it is written anywhere; the row's
-    ``pii_masked`` cell says what was masked (kinds and counts, never values)."""
-    from evalrunner.privacy import Pseudonyms, default_masker
+    ``pii_masked`` cell says what was masked (kinds and counts, never values). A
+    :class:`~evalrunner.privacy.PiiMasker` masks with its options (the deployed function's,
+    from cdk.json); ``True`` with the defaults."""
+    from evalrunner.privacy import PiiMasker, Pseudonyms, default_masker
 
-    masker = default_masker() if mask_pii else None
+    if isinstance(mask_pii, PiiMasker):
+        masker: PiiMasker | None = mask_pii
+    else:
+        masker = default_masker() if mask_pii else None
     rows = []
     for item in interactions:
         table = Pseudonyms()

@@ -117,3 +117,24 @@ def test_the_deployed_suite_is_pii_masked(aws: SimpleNamespace) -> None:
     body = aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read()
     (row,) = json.loads(body)
     assert row["question"] == "I am <EMAIL_1>" and row["pii_masked"] == "1 EMAIL"
+
+
+def test_masking_follows_the_deployment_not_the_event(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = gzip.decompress(SAMPLE.read_bytes()).decode().splitlines()
+    record = json.loads(records[0])
+    text = "I am jo@corp.io, call +44 20 7946 0958"
+    record["input"]["inputBodyJson"]["messages"][0]["content"][0]["text"] = text
+    body = gzip.compress(json.dumps(record).encode())
+    aws.s3.put_object(Bucket="model-logs", Key="pii/part.json.gz", Body=body)
+    with pytest.raises(ValueError, match="mask_pii"):
+        aws.handler({"source": "s3://model-logs/pii/", "mask_pii": False}, context())
+    monkeypatch.setenv("EVALRUNNER_MONITOR_PII", json.dumps({"kinds": ["EMAIL"]}))
+    reply = aws.handler({"source": "s3://model-logs/pii/", "name": "emails"}, context())
+    (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
+    assert row["question"] == "I am <EMAIL_1>, call +44 20 7946 0958"
+    monkeypatch.setenv("EVALRUNNER_MONITOR_PII", "off")
+    reply = aws.handler({"source": "s3://model-logs/pii/", "name": "plain"}, context())
+    (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
+    assert row["question"] == text and "pii_masked" not in row
