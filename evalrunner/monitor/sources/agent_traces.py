@@ -31,6 +31,7 @@ from evalrunner.monitor.sources.base import (
     json_lines,
     per_record,
     register_source,
+    required_text,
     text_of,
     timestamp,
 )
@@ -50,8 +51,7 @@ class AgentTraceSource(Source):
     def build(self, record: Any, origin: str) -> Interaction:
         if not isinstance(record, Mapping):
             raise BadField(None, "not a JSON object")
-        question = text_of(record.get("inputText"), "inputText")
-        assert question is not None
+        question = required_text(record.get("inputText"), "inputText")
         events = record.get("completion", record.get("events"))
         if not isinstance(events, list) or not all(isinstance(e, Mapping) for e in events):
             raise BadField("completion", "give the InvokeAgent stream's events as a list")

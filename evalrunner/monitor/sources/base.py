@@ -165,6 +165,14 @@ def text_of(value: Any, field: str, *, required: bool = True) -> str | None:
     raise BadField(field, f"a {type(value).__name__} where text was expected")
 
 
+def required_text(value: Any, field: str) -> str:
+    """A text field that must be there (missing or blank is a problem naming it)."""
+    text = text_of(value, field)
+    if text is None:  # text_of refuses it first; kept for the type checker
+        raise BadField(field, "missing or empty")
+    return text
+
+
 def text_list(value: Any, field: str) -> list[str]:
     """Contexts: a list of strings (or of ``{"text"|"content": ...}`` objects), a JSON array
     in a string (a CSV cell), or one string."""

@@ -31,7 +31,7 @@ from evalrunner.monitor.sources.base import (
     json_lines,
     per_record,
     register_source,
-    text_of,
+    required_text,
     timestamp,
 )
 
@@ -77,8 +77,7 @@ class BedrockInvocationSource(Source):
         answer = _answer(outputs.get("outputBodyJson"))
         if answer is None:
             raise BadField("output.outputBodyJson", "no answer text found")
-        request = text_of(record.get("requestId"), "requestId")
-        assert request is not None
+        request = required_text(record.get("requestId"), "requestId")
         return Interaction(
             id=request,
             id_kind="record",

@@ -32,6 +32,7 @@ from evalrunner.monitor.sources.base import (
     json_lines,
     per_record,
     register_source,
+    required_text,
     text_list,
     text_of,
     timestamp,
@@ -66,9 +67,8 @@ class _Tabular(Source):
         if not isinstance(record, Mapping):
             raise BadField(None, f"a {type(record).__name__}, not an object with a question")
         values = {f: self._get(record, f) for f in ALIASES}
-        question = text_of(values["question"][1], values["question"][0])
-        answer = text_of(values["answer"][1], values["answer"][0])
-        assert question is not None and answer is not None  # required
+        question = required_text(values["question"][1], values["question"][0])
+        answer = required_text(values["answer"][1], values["answer"][0])
         contexts = text_list(values["contexts"][1], values["contexts"][0])
         raw_steps = values["steps"][1]
         if isinstance(raw_steps, str) and raw_steps.strip().startswith("["):
