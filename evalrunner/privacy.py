@@ -82,9 +82,10 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-
 _PHONE_RUN = re.compile(r"[+(]*\d(?:[ \t().\-/]{0,3}\d){5,20}\)?")
 _SSN = re.compile(r"(?<![\d\-])\d{3}-\d{2}-\d{4}(?![\d\-])")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
-#: Hex groups and colons with at least two colons (``::1``, ``2001:db8::1``, full form);
-#: ``ipaddress`` decides what is an address (``12:30:45`` is not).
-_IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])")
+#: Hex groups and colons with at least two colons (``::1``, ``2001:db8::1``, full form), not
+#: inside a word (``std::vector``, ``Note::``); ``ipaddress`` decides what is an address
+#: (``12:30:45`` is not) and one without a digit (``a::b``, ``dead::beef``) is taken for code.
+_IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 
 
 #: Three digits anywhere: fewer, and no phone, card, IBAN or SSN can be in the text (e-mail
@@ -223,6 +224,8 @@ class PiiMasker:
     def _ips(self, text: str) -> Iterator[Finding]:
         for pattern in (_IPV4, _IPV6):
             for m in pattern.finditer(text):
+                if pattern is _IPV6 and not any(c.isdigit() for c in m.group()):
+                    continue
                 try:
                     address = ipaddress.ip_address(m.group())
                 except ValueError:

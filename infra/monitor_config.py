@@ -191,8 +191,10 @@ class MonitorConfig(_Model):
         return (match.group(2) or "/")[1:]
 
     def run_input(self) -> dict[str, Any]:
-        """What the schedule passes the monitor function each time."""
-        return {"name": self.name, **self.event}
+        """What the schedule passes the monitor function each time (``mask_pii: false`` only
+        when masking is turned off: it is on unless said)."""
+        masking = {} if self.pii.enabled else {"mask_pii": False}
+        return {"name": self.name, **self.event, **masking}
 
     def suite_prefix(self) -> str:
         """Where the monitor writes each run's suite (masked production text)."""

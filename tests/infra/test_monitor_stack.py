@@ -233,6 +233,7 @@ def test_pii_off_and_defaults():
     raw["monitor"]["pii"] = {"enabled": False}
     off = load_config(raw).monitor
     assert off is not None and off.pii.env_value() == "off"
+    assert off.run_input() == {"name": "m", "mask_pii": False}  # the monitor's own switch
     assert as_list("x") == ["x"]
 
 

@@ -55,6 +55,7 @@ def test_each_kind_is_masked(text: str, masked: str) -> None:
         "ssn 000-12-3456 is never issued",
         "an @ sign alone, user@localhost",
         "call 555-0100",
+        "use std::vector and Note:: see a::b or dead::beef",
     ],
 )
 def test_look_alikes_are_left_alone(text: str) -> None:
