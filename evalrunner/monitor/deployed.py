@@ -20,12 +20,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.monitor.metrics import check_metrics, default_metrics
+from evalrunner.monitor.model import MonitorError
 from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
 from evalrunner.monitor.sampling import parse_sample
 from evalrunner.monitor.times import duration_seconds, since_time
 from evalrunner.monitor.watermark import BucketWatermarks
 from evalrunner.pipeline.prepare import new_run_id
-from evalrunner.privacy import PiiMasker
+from evalrunner.privacy import PiiMasker, default_masker
 from evalrunner.storage import RunStore
 from evalrunner.upload import MONITOR_SUITE_PREFIX, check_upload
 
@@ -50,6 +51,22 @@ class MonitorEvent(BaseModel):
     since: str | None = None
     metrics: list[str] | None = None
     judge: dict[str, Any] | str | None = None
+    #: ``false`` where the deployment turned masking off (cdk.json ``monitor.pii.enabled``;
+    #: the schedule passes it); it cannot turn off what the deployment masks. ``true``
+    #: masks with the default options even where the deployment does not.
+    mask_pii: bool | None = None
+
+    def masker(self, deployed: PiiMasker | None) -> PiiMasker | None:
+        """The masking this run uses: the deployment's (``EVALRUNNER_MONITOR_PII``), which
+        an event may tighten but never loosen."""
+        if self.mask_pii is False and deployed is not None:
+            raise MonitorError(
+                "mask_pii: false, but the deployment masks PII (EVALRUNNER_MONITOR_PII); an "
+                "event cannot turn masking off: set cdk.json monitor.pii.enabled to false"
+            )
+        if self.mask_pii and deployed is None:
+            return default_masker()
+        return deployed
 
     def options(self, source: str, now: datetime) -> MonitorOptions:
         return MonitorOptions(
@@ -96,9 +113,11 @@ def start_monitor(
 ) -> MonitorStart:
     """Plan, write the suite, start the execution, move the watermark. ``masker``: the
     deployment's PII masking (cdk.json ``monitor.pii``, :func:`evalrunner.privacy.
-    masker_from_env`; None: turned off there). An event cannot turn it off: who may invoke
-    the function need not be who decides what a judge sees."""
+    masker_from_env`; None: turned off there). An event cannot turn it off
+    (:meth:`MonitorEvent.masker`): who may invoke the function need not be who decides what
+    a judge sees."""
     options = event.options(source, now)
+    chosen_masker = event.masker(masker)  # refused before anything is read or written
     watermarks = BucketWatermarks(store)
     found = plan(options, watermarks, s3=s3 or store.s3)
     counts: dict[str, Any] = {
@@ -115,7 +134,7 @@ def start_monitor(
         return MonitorStart(status="nothing_new", **counts)
     run_id = new_run_id(now)
     key = f"{MONITOR_SUITE_PREFIX}{found.name}/{run_id}.json"
-    rows = suite_rows(found.chosen, mask_pii=masker if masker is not None else False)
+    rows = suite_rows(found.chosen, mask_pii=chosen_masker if chosen_masker is not None else False)
     store.put_bytes(key, json.dumps(rows, ensure_ascii=False).encode("utf-8"), "application/json")
     metrics = (
         check_metrics(event.metrics) if event.metrics else default_metrics(with_judge=with_judge)

@@ -17,6 +17,7 @@ from moto import mock_aws
 
 from evalrunner.event import parse_event
 from evalrunner.monitor.deployed import ENV_SOURCE, ENV_STATE_MACHINE
+from evalrunner.monitor.model import MonitorError
 from evalrunner.monitor.watermark import Watermark, watermark_key
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.suite.readers import read_suite
@@ -128,13 +129,19 @@ def test_masking_follows_the_deployment_not_the_event(
     record["input"]["inputBodyJson"]["messages"][0]["content"][0]["text"] = text
     body = gzip.compress(json.dumps(record).encode())
     aws.s3.put_object(Bucket="model-logs", Key="pii/part.json.gz", Body=body)
-    with pytest.raises(ValueError, match="mask_pii"):
+    with pytest.raises(MonitorError, match="an event cannot turn masking off"):
         aws.handler({"source": "s3://model-logs/pii/", "mask_pii": False}, context())
     monkeypatch.setenv("EVALRUNNER_MONITOR_PII", json.dumps({"kinds": ["EMAIL"]}))
     reply = aws.handler({"source": "s3://model-logs/pii/", "name": "emails"}, context())
     (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
     assert row["question"] == "I am <EMAIL_1>, call +44 20 7946 0958"
+    # cdk.json monitor.pii.enabled false: the env says off and the schedule says mask_pii false
     monkeypatch.setenv("EVALRUNNER_MONITOR_PII", "off")
-    reply = aws.handler({"source": "s3://model-logs/pii/", "name": "plain"}, context())
+    event = {"source": "s3://model-logs/pii/", "name": "plain", "mask_pii": False}
+    reply = aws.handler(event, context())
     (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
     assert row["question"] == text and "pii_masked" not in row
+    # an event may ask for more masking than the deployment's
+    reply = aws.handler({**event, "name": "strict", "mask_pii": True}, context())
+    (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
+    assert row["question"] == "I am <EMAIL_1>, call <PHONE_1>"
