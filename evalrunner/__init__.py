@@ -9,7 +9,16 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalrunner.api import EvalRun, assert_case, evaluate, rescore, run_project, start_aws
+    from evalrunner.api import (
+        EvalRun,
+        MonitorRun,
+        assert_case,
+        evaluate,
+        monitor_logs,
+        rescore,
+        run_project,
+        start_aws,
+    )
     from evalrunner.evaluators.base import Evaluator, Sample, Scored
     from evalrunner.evaluators.plugins import metric
     from evalrunner.redteam.api import red_team
@@ -17,7 +26,16 @@ if TYPE_CHECKING:
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
 _LAZY = dict.fromkeys(
-    ("evaluate", "rescore", "start_aws", "assert_case", "EvalRun", "run_project"),
+    (
+        "evaluate",
+        "rescore",
+        "start_aws",
+        "assert_case",
+        "EvalRun",
+        "run_project",
+        "monitor_logs",
+        "MonitorRun",
+    ),
     "evalrunner.api",
 )
 # Writing a metric of your own: the decorator, what it is given and what it may return.
@@ -29,12 +47,14 @@ _LAZY.update(dict.fromkeys(("Evaluator", "Sample", "Scored"), "evalrunner.evalua
 __all__ = [
     "EvalRun",
     "Evaluator",
+    "MonitorRun",
     "Sample",
     "Scored",
     "__version__",
     "assert_case",
     "evaluate",
     "metric",
+    "monitor_logs",
     "red_team",
     "rescore",
     "run_project",

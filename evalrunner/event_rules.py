@@ -28,7 +28,7 @@ from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.targets import registry as target_registry
 
 SUITE_PREFIX = "test-suites/"
-SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json")
+SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json", ".jsonl")
 
 
 def check_suite_key(key: str, prefix: str = SUITE_PREFIX) -> str:

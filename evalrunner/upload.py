@@ -44,6 +44,9 @@ SIDECAR_SUFFIX = ".run.json"
 TARGET_TAG = "evalrunner-target"
 ITERATIONS_TAG = "evalrunner-iterations"
 REJECTED_PREFIX = f"{REPORTS_PREFIX}_rejected/"
+#: Suites the deployed monitor writes and starts itself (``evalrunner.monitor.deployed``):
+#: their upload must not start a second run.
+MONITOR_SUITE_PREFIX = f"{SUITE_PREFIX}_monitor/"
 
 #: Environment variables the upload function is configured with (see infra/parts/functions.py).
 ENV_DEFAULT_TARGET = "EVALRUNNER_DEFAULT_TARGET"
@@ -130,6 +133,7 @@ def is_suite_upload(key: str) -> bool:
     """A suite under ``test-suites/`` (not a sidecar): the uploads that start a run."""
     return (
         key.startswith(SUITE_PREFIX)
+        and not key.startswith(MONITOR_SUITE_PREFIX)
         and key.lower().endswith(SUITE_EXTENSIONS)
         and not is_sidecar(key)
         and not key.endswith("/")

@@ -14,7 +14,8 @@ than a half-deployed stack or a run that fails at 3 a.m.:
   may read exactly those) and where the runner may send requests (``network``);
 - alarms (``alarm_email``), logs and retention;
 - the user's own metrics (``plugins``): local Python packages or modules bundled into the
-  functions' code at synth, the only plugin modules a deployed run may import.
+  functions' code at synth, the only plugin modules a deployed run may import;
+- the monitor of production traffic (``monitor``, :mod:`infra.monitor_config`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from evalrunner.judge.lifecycle import legacy_judge_warning
 from evalrunner.network import NetworkPolicy
 from evalrunner.secrets import SECRET_ARN, SecretPolicy, event_problems
 from evalrunner.targets.registry import target_class
+from infra.monitor_config import MonitorConfig
 
 _ARN_PARTITION = r"arn:aws[a-zA-Z-]*"
 _REGION = r"[a-z]{2}(-[a-z]+)+-\d"
@@ -296,6 +298,10 @@ class RunnerConfig(_Model):
     #: is copied into the functions' code at synth, and a deployed run may import exactly
     #: these modules (EVALRUNNER_PLUGINS): an event names them in ``plugins``.
     plugins: list[str] = Field(default_factory=list)
+
+    #: The scheduled monitor of production traffic (README, "Monitoring production");
+    #: null: none is deployed.
+    monitor: MonitorConfig | None = None
 
     #: The profile (evalrunner.profiles) of a run that names no metric and no profile, e.g.
     #: "seed-003"; null: none (default_metrics applies).

@@ -27,6 +27,7 @@ from infra.parts.bucket import RunnerBucket
 from infra.parts.common import REPO_ROOT
 from infra.parts.functions import PipelineFunctions
 from infra.parts.gpu_batch import GpuBatch
+from infra.parts.monitoring import ProductionMonitor
 from infra.parts.observability import RunsTopic, Watching
 from infra.parts.state_machine import RunnerStateMachine
 from infra.parts.triggers import schedules, upload_trigger
@@ -117,6 +118,19 @@ class RunnerStack(Stack):
             state_machine=self.state_machine,
             state_machine_arn=self.state_machine_arn,
         )
+        self.monitor = (
+            ProductionMonitor(
+                self,
+                config=config.monitor,
+                functions=self.functions,
+                storage=self.storage,
+                state_machine_arn=self.state_machine_arn,
+                topic=self.topic,
+            )
+            if config.monitor is not None
+            else None
+        )
+        monitor_fns = (self.monitor.function,) if self.monitor else ()
         watching = Watching(
             self,
             topic=self.topic,
@@ -130,10 +144,13 @@ class RunnerStack(Stack):
                 self.score_fn,
                 self.aggregate_fn,
                 self.upload_fn,
+                *monitor_fns,
             ),
         )
         self.alarms = watching.alarms
         self.dashboard = watching.dashboard
+        if self.monitor is not None:
+            self.dashboard.add_widgets(*self.monitor.widgets())
         self._outputs()
 
     def _outputs(self) -> None:
@@ -163,6 +180,11 @@ class RunnerStack(Stack):
                 "start a run from a laptop",
             ),
         }
+        if self.monitor is not None:
+            outputs["MonitorFunctionName"] = (
+                self.monitor.function.function_name,
+                "the scheduled monitor of production traffic (invoke it to run now)",
+            )
         if self.job_queue is not None:
             outputs["GpuJobQueueArn"] = (self.job_queue.job_queue_arn, "the GPU scoring queue")
         for name, (value, description) in outputs.items():

@@ -3,11 +3,14 @@ Step Functions' output limit)."""
 
 from typing import Any
 
+import boto3
+
 from evalrunner.notify import publish_summary
 from evalrunner.pipeline.aggregate import aggregate_run
 from evalrunner.pipeline.context import Runtime
 from evalrunner.reports.summary import fit_output
 from evalrunner.run import AggregateEvent
+from evalrunner.signals.publish import RunSignals, run_signals
 from lambdas._common import (
     RUNTIME,
     Handler,
@@ -28,10 +31,24 @@ def build(runtime: Runtime) -> Handler:
         gates = [g.model_dump(mode="json") for g in summary.gates]
         logger.info("run aggregated", extra={"run_id": state.run_id, "gates": gates})
         emit_run_metrics(summary)
-        topic = runtime.settings.topic_arn
+        settings = runtime.settings
+        topic = settings.topic_arn
+        signals = RunSignals()
+        try:  # a monitor run's series and worst interactions (evalrunner.signals)
+            signals = run_signals(
+                summary,
+                store_for(state.bucket, runtime),
+                settings.signals,
+                cloudwatch=lambda: boto3.client("cloudwatch", region_name=settings.region),
+                notify=bool(topic),
+            )
+        except Exception:  # like the notification, never worth the run's output
+            logger.exception("could not publish the run's signals", extra={"run_id": state.run_id})
         if topic:
             try:
-                publish_summary(topic, summary)
+                publish_summary(
+                    topic, summary, worst=signals.worst, text_chars=settings.signals.text_chars
+                )
             except Exception:  # a notification must never cost the run its output
                 logger.exception("could not publish the run summary", extra={"topic": topic})
         return fit_output(summary)

@@ -31,6 +31,7 @@ from evalrunner.cli.generating import generate
 from evalrunner.cli.history import history
 from evalrunner.cli.inputs import list_metrics, list_perturbations, schema, template, validate
 from evalrunner.cli.leaderboards import leaderboard
+from evalrunner.cli.monitoring import monitor, promote
 from evalrunner.cli.redteaming import redteam
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
@@ -80,6 +81,8 @@ app.command()(start)
 app.command()(rescore)
 app.command()(estimate)
 app.command()(history)
+app.command()(monitor)
+app.command()(promote)
 app.command()(validate)
 app.command()(schema)
 app.command()(template)

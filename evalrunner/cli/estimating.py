@@ -26,6 +26,7 @@ from evalrunner.launch import local_event
 
 if TYPE_CHECKING:  # pydantic models: imported when the command runs, not for --help
     from evalrunner.estimate.model import RunEstimate
+    from evalrunner.estimate.monitor import MonitorEstimate
 
 #: The target of an estimate that names none and whose suite has no logged answers: the
 #: estimate calls no target, so only its name would show.
@@ -42,6 +43,54 @@ def estimate_for(event: dict[str, Any], suite: Path) -> RunEstimate:
     cases = read_suite_file(suite)
     settled = settle(parse_event(event), cases)
     return estimate_run(settled, cases, expand(cases, settled.iterations, settled.perturbations))
+
+
+def monitor_estimate_for(
+    event: dict[str, Any],
+    suite: Path,
+    *,
+    per_day: int,
+    sample: str,
+    runs_per_day: float,
+    alarms: int,
+) -> MonitorEstimate:
+    """The estimate of a day of monitoring, the suite file standing for the interactions."""
+    from evalrunner.estimate.monitor import estimate_monitor
+    from evalrunner.event import parse_event
+    from evalrunner.pipeline.prepare import settle
+    from evalrunner.suite.readers import read_suite_file
+
+    if per_day < 1:
+        raise EventError("--monitor-per-day: give the interactions a day (at least 1)")
+    if runs_per_day <= 0:
+        raise EventError("--runs-per-day: give how many times a day the monitor runs (e.g. 24)")
+    share = sample_share(sample, per_day, runs_per_day)
+    cases = read_suite_file(suite)
+    if not cases.cases:
+        raise EventError(f"--suite: {suite} holds no interactions")
+    settled = settle(parse_event(event), cases)
+    return estimate_monitor(
+        settled, cases, per_day=per_day, share=share, runs_per_day=runs_per_day, alarms=alarms
+    )
+
+
+def sample_share(sample: str, per_day: int, runs_per_day: float) -> float:
+    """``--sample``: a share (``5%``, ``0.05``) or interactions per run (``200``)."""
+    text = sample.strip()
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100
+        elif "." in text:
+            share = float(text)
+        else:
+            share = int(text) * runs_per_day / per_day
+    except ValueError:
+        raise EventError(
+            f"--sample {sample!r}: give a share (5%, 0.05) or interactions per run (200)"
+        ) from None
+    if not 0 < share <= 1:
+        raise EventError(f"--sample {sample!r}: the share must be above 0 and at most 100%")
+    return share
 
 
 def _money(value: float | None, currency: str) -> str:
@@ -75,6 +124,41 @@ def _print(estimate: RunEstimate) -> None:
         out.print(f"- {note}", markup=False)
 
 
+def _print_monitor(estimate: MonitorEstimate) -> None:
+    cur = estimate.currency
+    table = Table(
+        title=f"Monitoring: {estimate.interactions_per_day:,} interactions a day, "
+        f"{estimate.sample_share:.1%} sampled, {estimate.runs_per_day:g} runs a day"
+    )
+    table.add_column("What")
+    table.add_column("Estimate", justify="right")
+    table.add_row("interactions scored per run", f"{estimate.interactions_per_run:,}")
+    table.add_row("text per interaction", f"{estimate.bytes_per_interaction:,} bytes")
+    table.add_row("one run: AWS", _money(estimate.run.aws.total, cur))
+    judge = estimate.run.judge
+    table.add_row("one run: judge", _money(judge.cost if judge else 0.0, cur))
+    table.add_row("a day: judge", _money(estimate.judge_cost_per_day, cur))
+    table.add_row(
+        "a day: AWS (runs, monitor function, CloudWatch)", _money(estimate.aws_cost_per_day, cur)
+    )
+    table.add_row("a day: total", _money(estimate.total_per_day, cur))
+    table.add_row("30 days: total", _money(estimate.total_per_month, cur))
+    out.print(table)
+    limits = Table(title="Deployed limits, one run")
+    for column in ("Limit", "Needs", "Allows", ""):
+        limits.add_column(column, justify="right" if column in ("Needs", "Allows") else "left")
+    for check in estimate.checks:
+        limits.add_row(
+            escape(check.what),
+            f"{check.needs:,.6g} {check.unit}",
+            f"{check.limit:,.6g} {check.unit}",
+            "fits" if check.fits else f"[red]does not fit[/red]: {escape(check.advice)}",
+        )
+    out.print(limits)
+    for note in estimate.notes:
+        out.print(f"- {note}", markup=False)
+
+
 def estimate(
     suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
@@ -90,6 +174,23 @@ def estimate(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    monitor_per_day: Annotated[
+        int | None,
+        typer.Option(
+            help="Estimate monitoring production instead: interactions a day (the suite's "
+            "rows stand for them: their logged answers and contexts give the sizes)."
+        ),
+    ] = None,
+    sample: Annotated[
+        str,
+        typer.Option(help="With --monitor-per-day: the share scored (5%, 0.05) or per run (200)."),
+    ] = "100%",
+    runs_per_day: Annotated[
+        float, typer.Option(help="With --monitor-per-day: scheduled runs a day (24: hourly).")
+    ] = 24,
+    alarms: Annotated[
+        int, typer.Option(help="With --monitor-per-day: pass-rate alarms (cdk.json monitor).")
+    ] = 0,
 ) -> None:
     """Estimate a run before it runs: case runs, judge calls and tokens (the metrics' own
     prompts, built for a sample of the suite), GPU minutes and the deployed run's AWS cost."""
@@ -106,9 +207,25 @@ def estimate(
             judge_metrics=judge_metrics_arg(judge_metric) or None,
             perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
         )
-        result = estimate_for(event, suite)
+        if monitor_per_day is not None:
+            day = monitor_estimate_for(
+                event,
+                suite,
+                per_day=monitor_per_day,
+                sample=sample,
+                runs_per_day=runs_per_day,
+                alarms=alarms,
+            )
+        else:
+            result = estimate_for(event, suite)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+    if monitor_per_day is not None:
+        if as_json:
+            out.print_json(dump_json({**day.model_dump(mode="json"), "fits": day.fits}))
+        else:
+            _print_monitor(day)
+        return
     if as_json:
         out.print_json(dump_json(result.model_dump(mode="json")))
     else:
@@ -125,4 +242,4 @@ def _default_target(suite: Path) -> dict[str, Any]:
     return dict(PLACEHOLDER_TARGET)
 
 
-__all__ = ["estimate", "estimate_for"]
+__all__ = ["estimate", "estimate_for", "monitor_estimate_for"]

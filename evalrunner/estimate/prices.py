@@ -38,6 +38,16 @@ class BatchPrices(_Strict):
     per_instance_hour: float = Field(ge=0)
 
 
+class CloudWatchPrices(_Strict):
+    """What a monitor's series and alarms cost (standard resolution, first tier)."""
+
+    per_metric_month: float = Field(ge=0)
+    #: PutMetricData requests
+    per_1000_requests: float = Field(ge=0)
+    #: An anomaly-detection alarm is billed as three standard-resolution alarm metrics.
+    per_anomaly_alarm_month: float = Field(ge=0)
+
+
 class TokenPrices(_Strict):
     per_million_input: float = Field(ge=0)
     per_million_output: float = Field(ge=0)
@@ -75,6 +85,7 @@ class PriceTable(_Strict):
     lambda_: LambdaPrices = Field(alias="lambda")
     s3: S3Prices
     batch: BatchPrices
+    cloudwatch: CloudWatchPrices
     judge_models: dict[str, TokenPrices]
     assumptions: Assumptions
 

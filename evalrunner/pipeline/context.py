@@ -31,6 +31,7 @@ from evalrunner.judge.config import JudgeConfig
 from evalrunner.models.locate import ModelSettings
 from evalrunner.run import ManifestBatch, ManifestItem, RunConfig
 from evalrunner.run_defaults import RunDefaults
+from evalrunner.signals.settings import SignalSettings
 from evalrunner.storage import RunStore
 
 if TYPE_CHECKING:
@@ -119,6 +120,9 @@ class Settings(BaseModel):
     #: ``EVALRUNNER_MODEL_<ROLE>``, ``EVALRUNNER_MODELS_FILE``): the run's hub is made with
     #: them.
     model_settings: ModelSettings = Field(default_factory=ModelSettings)
+    #: Where Aggregate publishes a monitor run's signals (``EVALRUNNER_SIGNALS_*``:
+    #: :mod:`evalrunner.signals.settings`); unset: no CloudWatch metric is put.
+    signals: SignalSettings = Field(default_factory=SignalSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -135,6 +139,7 @@ class Settings(BaseModel):
             suite_limits=SuiteLimits.from_env(env),
             run_defaults=RunDefaults.read(env),
             model_settings=ModelSettings.from_env(env),
+            signals=SignalSettings.from_env(env),
         )
 
     def require_bucket(self) -> str:

@@ -175,6 +175,33 @@ def parse_steps(value: object) -> list[dict[str, Any]]:
     return steps
 
 
+def parse_logged_steps(value: object) -> list[dict[str, Any]] | None:
+    """What an agent did, as a system logged it (``actual_steps``): a JSON array of tool
+    names or step objects (``kind``: tool, knowledge_base or collaborator; ``name``;
+    ``arguments``; ``output``; ``failed``; ``error``). Plain dicts: the reader validates them
+    into :class:`~evalrunner.targets.steps.AgentStep`, naming the cell. Empty: not logged."""
+    if _is_empty(value):
+        return None
+    example = '["hr/search", {"kind": "knowledge_base", "name": "KB1", "arguments": {}}]'
+    items = _json_items(value, "tool names or step objects", example)
+    keys = ("kind", "name", "arguments", "output", "failed", "error")
+    steps = []
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, str) and item.strip():
+            steps.append({"name": item.strip()})
+        elif isinstance(item, dict) and str(item.get("name") or "").strip():
+            if item.get("arguments") is not None and not isinstance(item["arguments"], dict):
+                raise CellError(f"step {position}: arguments must be a JSON object, e.g. {example}")
+            if item.get("kind", "tool") not in ("tool", "knowledge_base", "collaborator"):
+                raise CellError(
+                    f"step {position}: kind must be tool, knowledge_base or collaborator"
+                )
+            steps.append({k: v for k, v in item.items() if k in keys and v is not None})
+        else:
+            raise CellError(f"step {position} has no name; write e.g. {example}")
+    return steps
+
+
 def parse_categories(value: object) -> list[str]:
     """Categories: a JSON array, else split on comma, semicolon or newline."""
     return _list_cell(value, lambda text: re.split(r"[,;\n]", text))

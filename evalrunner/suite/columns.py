@@ -56,6 +56,7 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "actual_intent",
     "actual_tool",
     "retrieved_data",
+    "actual_steps",
 )
 
 #: Accepted (normalised) header names per canonical column; the canonical name comes first.
@@ -113,6 +114,7 @@ ALIASES: Final[dict[str, tuple[str, ...]]] = {
     "actual_intent": ("actual_intent", "classified_intent_by_system"),
     "actual_tool": ("actual_tool", "selected_tool_by_system"),
     "retrieved_data": ("retrieved_data", "retrieved_data_by_system"),
+    "actual_steps": ("actual_steps", "steps_by_system", "logged_steps"),
     "variant_of": ("variant_of", "paraphrase_of"),
     "variant_kind": ("variant_kind", "variant_name"),
 }
@@ -461,6 +463,12 @@ _DOCS: Final[dict[str, tuple[str, str, str]]] = {
     "actual_intent": ("Only with a pre-computed answer: the intent logged.", "Text.", ""),
     "actual_tool": ("Only with a pre-computed answer: the tool logged.", "Text.", ""),
     "retrieved_data": ("Only with a pre-computed answer: the data retrieved.", "Text.", ""),
+    "actual_steps": (
+        "Only with a pre-computed answer: what the agent did (tools called, knowledge bases "
+        "queried), for the agent metrics.",
+        'JSON array of tool names or {"kind", "name", "arguments", "output", "failed"} objects.',
+        "",
+    ),
 }
 
 

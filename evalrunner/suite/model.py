@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalrunner.targets.steps import ExpectedStep
+from evalrunner.targets.steps import AgentStep, ExpectedStep
 
 
 class Turn(BaseModel):
@@ -92,6 +92,8 @@ class TestCase(BaseModel):
     intent: str | None = None
     tool: str | None = None
     data: str | None = None
+    #: what the agent did, as the system logged it (``actual_steps``; None: not logged)
+    steps: list[AgentStep] | None = None
     #: Columns the reader does not know, kept so they reach details.csv.
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: What the reader had to change in this row's cells (e.g. a lone surrogate replaced).

@@ -18,6 +18,7 @@ Formats:
 - ``.json``: a list of row objects, ``{"cases": [...]}``, the H2O Eval Studio test-suite
   JSON (``tests[].test_cases[]``) or the H2O test-lab JSON (``dataset.inputs[]`` with
   answers already computed); see :func:`_read_h2o_lab` for the choice among models.
+- ``.jsonl``: one row object per line (what ``evalrunner promote`` writes).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePath
@@ -44,6 +46,7 @@ from evalrunner.suite.cells import (
     parse_condition,
     parse_conversation,
     parse_list,
+    parse_logged_steps,
     parse_steps,
     parse_text,
     parse_turn_number,
@@ -69,6 +72,7 @@ SUPPORTED_FORMATS: Final[dict[str, str]] = {
     ".xlsm": "xlsx",
     ".csv": "csv",
     ".json": "json",
+    ".jsonl": "jsonl",
 }
 
 
@@ -98,6 +102,8 @@ def read_suite(data: bytes, filename: str, limits: SuiteLimits | None = None) ->
         rows = _read_xlsx(data, filename, limits)
     elif kind == "csv":
         rows = _read_csv(data, filename, limits)
+    elif kind == "jsonl":
+        rows = read_json(_jsonl_as_json(data, filename), filename, limits.cells)
     else:
         rows = read_json(data, filename, limits.cells)
     if len(rows) > limits.rows:
@@ -120,6 +126,25 @@ def read_suite_file(path: str | os.PathLike[str], limits: SuiteLimits | None = N
     except OSError as exc:
         raise SuiteError(f"cannot read the file: {exc.strerror or exc}", source=source) from exc
     return read_suite(data, source, limits)
+
+
+def _jsonl_as_json(data: bytes, filename: str) -> bytes:
+    """JSON Lines (one row object per line, as ``evalrunner promote`` writes) as the JSON
+    list the JSON reader takes; a line that is not an object is refused, naming it."""
+    text = decode_text(data, source=filename, kind="json")
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise SuiteError(f"line {number} is not valid JSON ({exc})", source=filename) from None
+        if not isinstance(item, dict):
+            kind = type(item).__name__
+            raise SuiteError(f"line {number} is a {kind}, not a row object", source=filename)
+        items.append(item)
+    return json.dumps(items, ensure_ascii=False).encode("utf-8")
 
 
 # -------------------------------------------------------------------------------- limits
@@ -327,6 +352,7 @@ _LOGGED_FIELDS: Final[tuple[tuple[str, str, Callable[[object], Any]], ...]] = (
     ("intent", "actual_intent", parse_text),
     ("tool", "actual_tool", parse_text),
     ("data", "retrieved_data", parse_text),
+    ("steps", "actual_steps", parse_logged_steps),
 )
 
 

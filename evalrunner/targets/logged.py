@@ -51,6 +51,7 @@ def logged_response(case: TestCase) -> TargetResponse:
         intent=case.intent,
         tool=case.tool,
         data=case.data,
+        steps=case.steps or [],
     )
 
 

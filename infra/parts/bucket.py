@@ -7,7 +7,7 @@ from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 
-from evalrunner.storage import RUNS_PREFIX
+from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
 from infra.config import RunnerConfig
 from infra.parts.common import acknowledge
 
@@ -51,6 +51,7 @@ class RunnerBucket:
                     expiration=Duration.days(config.runs_expiration_days),
                     noncurrent_version_expiration=Duration.days(1),
                 ),
+                *self._monitor_retention(config),
                 s3.LifecycleRule(
                     id="expire-old-versions",
                     noncurrent_version_expiration=Duration.days(config.noncurrent_version_days),
@@ -67,6 +68,28 @@ class RunnerBucket:
             "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True
         )
         self.bucket_id = stack.get_logical_id(cfn_bucket)
+
+    @staticmethod
+    def _monitor_retention(config: RunnerConfig) -> list[s3.LifecycleRule]:
+        """The stored copies of production text (cdk.json ``monitor.retention_days``): the
+        suites the monitor writes and the monitor's reports, current and older versions
+        alike. The watermark (``monitor/``) is kept: it is what prevents scoring twice."""
+        monitor = config.monitor
+        if monitor is None:
+            return []
+        days = Duration.days(monitor.retention_days)
+        return [
+            s3.LifecycleRule(
+                id=f"expire-monitor-{what}",
+                prefix=prefix,
+                expiration=days,
+                noncurrent_version_expiration=Duration.days(1),
+            )
+            for what, prefix in (
+                ("suites", monitor.suite_prefix()),
+                ("reports", f"{REPORTS_PREFIX}{monitor.name}/"),
+            )
+        ]
 
     def objects(self, prefix: str) -> str:
         """The ARN pattern of the objects under ``prefix``."""

@@ -214,6 +214,24 @@ class PipelineFunctions:
         #: The run-case role: the one that calls targets (a stack output).
         self.runner_role = self._target_permissions()
 
+    def function(
+        self,
+        name: str,
+        handler: str,
+        description: str,
+        *,
+        memory: int,
+        timeout: Duration,
+        env: dict[str, str],
+        reserved: int | None = None,
+    ) -> lambda_.Function:
+        """A function built like the pipeline's (its own role and log group, the shared code
+        and layer, the deployment's environment), for the parts beside the pipeline (the
+        monitor, ``infra/parts/monitoring.py``)."""
+        return self._function(
+            name, handler, description, memory=memory, timeout=timeout, env=env, reserved=reserved
+        )
+
     def _function(
         self,
         name: str,

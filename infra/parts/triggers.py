@@ -19,7 +19,7 @@ from evalrunner.event import SUITE_PREFIX
 from infra.config import RunnerConfig
 
 #: Suites that start a run when uploaded (EventBridge wildcards are case-sensitive).
-UPLOAD_SUFFIXES = ("xlsx", "xlsm", "csv", "json")
+UPLOAD_SUFFIXES = ("xlsx", "xlsm", "csv", "json", "jsonl")
 
 
 def upload_trigger(

@@ -2,8 +2,8 @@
 one App, two stacks, cdk-nag's AwsSolutions checks on, no credentials, no Docker, no network.
 
 - ``Evalrunner``: ``cdk.json``'s configuration plus a target of every kind, two schedules,
-  upload defaults, an alarm e-mail and Marketplace product ids, so every conditional part of
-  the stack is present;
+  upload defaults, an alarm e-mail, Marketplace product ids and a production monitor, so every
+  conditional part of the stack is present;
 - ``EvalrunnerWildcard``: the ``allow_all_targets`` opt-in, with GPU Batch scoring disabled.
 """
 
@@ -64,6 +64,21 @@ SCHEDULES = [
 ]
 
 
+#: The monitor of production traffic, with every option that adds a resource (a KMS source
+#: key, alarms on two metrics).
+KEY_ID = "1234abcd-12ab-34cd-56ef-1234567890ab"
+MONITOR = {
+    "name": "prod-hr",
+    "source": "s3://hr-assistant-logs/AWSLogs/bedrock/",
+    "source_kms_key_arn": f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/{KEY_ID}",
+    "schedule": "rate(1 hour)",
+    "event": {"sample": "5%", "metrics": ["Faithfulness", "Answer Relevancy"]},
+    "pii": {"phone_regions": ["US", "GB"]},
+    "alarms": {"metrics": ["Faithfulness", "Answer Relevancy"], "band": 2.5},
+    "retention_days": 30,
+}
+
+
 def config_for(context: dict[str, Any], deps: Path, **overrides: Any) -> dict[str, Any]:
     config = copy.deepcopy(context["evalrunner"])
     config.update(lambda_dependencies_dir=str(deps), **overrides)
@@ -119,6 +134,7 @@ def synth(tmp_path_factory, fake_dependencies) -> Synth:
         secrets=SECRETS,
         network=NETWORK,
         marketplace_product_ids=MARKETPLACE_PRODUCTS,
+        monitor=MONITOR,
     )
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = build_app(context, outdir=str(outdir))
@@ -129,6 +145,7 @@ def synth(tmp_path_factory, fake_dependencies) -> Synth:
             allow_all_targets=True,
             batch_scoring={"enabled": False},
             marketplace_product_ids=[],
+            monitor=None,
         )
     )
     RunnerStack(app, "EvalrunnerWildcard", config=wildcard, lambda_dependencies=fake_dependencies)

@@ -75,6 +75,8 @@ NOT_HANDLER_CALLS = {
     # which caches in judge-cache/ as the Bedrock judge does
     "bedrock:": "Bedrock: no local runtime (the judge and Bedrock targets)",
     "aws-marketplace:": "Bedrock subscribes on a model's first use, with the caller's grant",
+    # tests/unit/lambdas/test_aggregate_signals.py runs a monitor run through Aggregate
+    "cloudwatch:": "only a monitor run puts its series; the run proved here is a suite run",
 }
 #: ... and by statement id: what the run-case role calls outside the stack (the targets each
 #: kind declares, tested against Stubber replies in tests/unit/targets; the secrets an event
@@ -95,7 +97,7 @@ MAY_SKIP = {
         "secretsmanager:",
     ),
     "PrepareRole": ("logs:", "xray:", "bedrock:", "aws-marketplace:"),
-    "AggregateRole": ("logs:", "xray:", "kms:"),
+    "AggregateRole": ("logs:", "xray:", "kms:", "cloudwatch:"),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import re
 
@@ -85,10 +86,12 @@ def test_runner_bucket(synth):
 
 
 def test_five_functions_python312_traced_with_powertools(synth):
+    """The pipeline's five, and the production monitor's (cdk.json monitor)."""
     functions = synth.resources(MAIN, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
     assert handlers == [
         "lambdas.aggregate.handler",
+        "lambdas.monitor.handler",
         "lambdas.prepare.handler",
         "lambdas.run_case.handler",
         "lambdas.score.handler",
@@ -106,6 +109,8 @@ def test_five_functions_python312_traced_with_powertools(synth):
         assert env["EVALRUNNER_BUCKET"] == {"Ref": _bucket_id(synth)}
         assert "LoggingConfig" in props  # its own log group, with retention
         module, attr = props["Handler"].rsplit(".", 1)
+        if module == "lambdas.monitor" and importlib.util.find_spec(module) is None:
+            continue  # lambdas/monitor.py is i34-monitor's: checked once the branches meet
         assert callable(getattr(importlib.import_module(module), attr))
 
 
@@ -215,6 +220,7 @@ def test_score_on_batch_waits_at_most_the_queue_limit_plus_the_job_timeout(synth
 
 #: Actions with no resource-level permissions: '*' is the only possible resource.
 NO_RESOURCE_TYPE = {
+    "cloudwatch:PutMetricData",  # scoped by its cloudwatch:namespace condition
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
     "xray:GetSamplingRules",
@@ -327,7 +333,7 @@ def test_functions_get_the_deployed_policies_from_cdk_json(synth):
     from evalrunner import network, secrets
 
     functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
-    assert len(functions) == 5
+    assert len(functions) == 6  # the pipeline's five and the monitor
     for fn in functions:
         env = fn["Properties"]["Environment"]["Variables"]
         policy = secrets.current_policy({secrets.ENV_POLICY: env[secrets.ENV_POLICY]})
@@ -378,6 +384,8 @@ def test_bucket_access_is_by_prefix(synth):
     resources = synth.templates[MAIN]["Resources"]
     for policy, statement in statements(synth.templates[MAIN]):
         role = resources[policy]["Properties"]["Roles"][0]["Ref"]
+        if statement.get("Sid") in ("ReadLogSource", "ListLogSource"):
+            continue  # the monitor's log source, another bucket (tests/infra/test_monitor_stack.py)
         for action in as_list(statement["Action"]):
             if not action.startswith("s3:"):
                 continue
@@ -405,6 +413,14 @@ def test_bucket_access_is_by_prefix(synth):
     }
     prepare = next(v for k, v in by_role.items() if k.startswith("PrepareRole"))
     assert cache <= prepare
+    monitor = next(v for k, v in by_role.items() if k.startswith("MonitorRole"))
+    assert monitor == {
+        ("s3:GetObject", "monitor/"),
+        ("s3:PutObject", "monitor/"),
+        ("s3:GetObject", "test-suites/_monitor/prod-hr/"),
+        ("s3:PutObject", "test-suites/_monitor/prod-hr/"),
+        ("s3:ListBucket", ""),
+    }
     for role, grants in by_role.items():
         if not role.startswith(("RunCaseRole", "PrepareRole")):
             assert not {prefix for _, prefix in grants} & {"judge-cache/"}, role
@@ -501,7 +517,11 @@ def test_upload_trigger_rule(synth):
 
 
 def test_schedules_start_the_state_machine_with_valid_events(synth):
-    schedules = synth.resources(MAIN, "AWS::Scheduler::Schedule")
+    schedules = {
+        k: s
+        for k, s in synth.resources(MAIN, "AWS::Scheduler::Schedule").items()
+        if not k.startswith("MonitorSchedule")  # tests/infra/test_monitor_stack.py
+    }
     assert len(schedules) == len(SCHEDULES)
     (sm_id,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine")
     by_expression = {
@@ -538,7 +558,11 @@ def test_topic_alarm_and_dashboard(synth):
         "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "rag-team@example.com"}
     )
     alarms = synth.resources(MAIN, "AWS::CloudWatch::Alarm").values()
-    failed = next(a["Properties"] for a in alarms if "Metrics" in a["Properties"])
+    failed = next(
+        a["Properties"]
+        for a in alarms
+        if "Metrics" in a["Properties"] and "ThresholdMetricId" not in a["Properties"]
+    )
     names = {
         m["MetricStat"]["Metric"]["MetricName"] for m in failed["Metrics"] if "MetricStat" in m
     }
@@ -674,7 +698,13 @@ def test_case_runner_concurrency_is_reserved_and_events_are_capped_to_it(synth):
     by_handler = {f["Properties"]["Handler"]: f["Properties"] for f in functions}
     run_case = by_handler["lambdas.run_case.handler"]
     assert run_case["ReservedConcurrentExecutions"] == 50
-    others = [p for h, p in by_handler.items() if h != "lambdas.run_case.handler"]
+    # ... and the monitor one, so that two scheduled runs never overlap
+    assert by_handler["lambdas.monitor.handler"]["ReservedConcurrentExecutions"] == 1
+    others = [
+        p
+        for h, p in by_handler.items()
+        if h not in ("lambdas.run_case.handler", "lambdas.monitor.handler")
+    ]
     assert not [p for p in others if "ReservedConcurrentExecutions" in p]
     for props in by_handler.values():
         assert props["Environment"]["Variables"][ENV_CONCURRENCY_CAP] == "50"

@@ -71,6 +71,8 @@ class HistoryRun(BaseModel):
     pass_rate: float | None = None
     #: primary metric -> its average in this run
     averages: dict[str, float | None] = Field(default_factory=dict)
+    #: primary metric -> its pass rate in this run (the series a monitor's alarms watch)
+    pass_rates: dict[str, float | None] = Field(default_factory=dict)
 
     @property
     def regressed(self) -> bool:
@@ -125,6 +127,7 @@ def build_history(
                 worse_metrics=s.regression.worse_metrics if s.regression else [],
                 pass_rate=sum(rates) / len(rates) if rates else None,
                 averages={m.metric: m.average for m in primary},
+                pass_rates={m.metric: m.pass_rate for m in primary},
             )
         )
     first_seen = list(dict.fromkeys(name for r in runs for name in r.averages))
@@ -155,6 +158,7 @@ def history_context(history: History) -> dict[str, Any]:
                 value=r.averages.get(m.metric),
                 title=f"{r.started_at} · run {r.run_id}: {m.metric} "
                 f"{_number(r.averages.get(m.metric))}"
+                + _pass_rate(r.pass_rates.get(m.metric))
                 + (" · regression" if m.metric in r.worse_metrics else ""),
                 href=r.report,
                 regressed=m.metric in r.worse_metrics,
@@ -170,6 +174,10 @@ def history_context(history: History) -> dict[str, Any]:
         "runs": list(reversed(history.runs)),
         "regressions": sum(r.regressed for r in history.runs),
     }
+
+
+def _pass_rate(rate: float | None) -> str:
+    return "" if rate is None else f" · pass rate {rate:.0%}"
 
 
 def run_label(run: HistoryRun) -> tuple[str, ...]:

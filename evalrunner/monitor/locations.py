@@ -1,0 +1,133 @@
+"""Where logs are: a local file or folder, or an S3 prefix (``s3://bucket/prefix``).
+
+Files are read whole (gzip unpacked, by its magic bytes, up to :data:`MAX_FILE_BYTES`), in
+name order. A file last modified before ``older_than`` is passed over unread: every record in
+it happened before it was written, so none can be newer than the watermark's lateness window
+(this keeps a daily run over a growing log bucket from re-reading every day before).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalrunner.monitor.model import MonitorError, RecordProblem
+
+#: The most bytes one log file may unpack to (a gzip bomb is refused, not read).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: File names read from a folder or prefix (anything else, e.g. a README, is passed over).
+LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".log", ".txt")
+
+
+@dataclass(frozen=True)
+class LogFile:
+    name: str
+    modified: datetime
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Listing:
+    files: list[LogFile]
+    skipped: int
+    problems: list[RecordProblem]
+
+
+def is_s3(location: str) -> bool:
+    return location.startswith("s3://")
+
+
+def split_s3(location: str) -> tuple[str, str]:
+    bucket, _, prefix = location[len("s3://") :].partition("/")
+    if not bucket:
+        raise MonitorError(f"SOURCE {location!r}: give s3://bucket/prefix")
+    return bucket, prefix
+
+
+def is_log_name(name: str) -> bool:
+    base = name[:-3] if name.endswith(".gz") else name
+    return base.lower().endswith(LOG_SUFFIXES)
+
+
+def unpack(name: str, data: bytes) -> bytes:
+    """The file's bytes, gunzipped when they are gzip (whatever the name says)."""
+    if data[:2] != b"\x1f\x8b":
+        if len(data) > MAX_FILE_BYTES:
+            raise MonitorError(f"{name}: over {MAX_FILE_BYTES:,} bytes; split the log")
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+            body = unzipped.read(MAX_FILE_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise MonitorError(f"{name}: not a readable gzip file ({exc})") from None
+    if len(body) > MAX_FILE_BYTES:
+        raise MonitorError(f"{name}: unpacks to over {MAX_FILE_BYTES:,} bytes; split the log")
+    return body
+
+
+def list_files(location: str, older_than: datetime | None, s3: Any = None) -> Listing:
+    """The log files at ``location`` (unpacked), passing over those modified before
+    ``older_than``; ``s3``: a boto3 S3 client for an ``s3://`` location."""
+    if is_s3(location):
+        return _s3_files(location, older_than, s3)
+    return _local_files(Path(location), older_than)
+
+
+def _local_files(root: Path, older_than: datetime | None) -> Listing:
+    if root.is_file():
+        paths = [root]
+    elif root.is_dir():
+        paths = sorted(p for p in root.rglob("*") if p.is_file() and is_log_name(p.name))
+    else:
+        raise MonitorError(f"SOURCE {root}: no such file or folder")
+    files, problems, skipped = [], [], 0
+    for path in paths:
+        modified = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        if older_than is not None and modified < older_than and path != root:
+            skipped += 1
+            continue
+        try:
+            files.append(LogFile(str(path), modified, unpack(str(path), path.read_bytes())))
+        except (OSError, MonitorError) as exc:
+            problems.append(RecordProblem(file=str(path), message=str(exc)))
+    return Listing(files, skipped, problems)
+
+
+def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
+    if s3 is None:
+        import boto3
+
+        s3 = boto3.client("s3")
+    bucket, prefix = split_s3(location)
+    files, problems, skipped = [], [], 0
+    for item in _s3_objects(s3, bucket, prefix):
+        key = item["Key"]
+        if not is_log_name(key):
+            continue
+        modified = item["LastModified"]
+        if older_than is not None and modified < older_than:
+            skipped += 1
+            continue
+        name = f"s3://{bucket}/{key}"
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_FILE_BYTES * 4 + 1)
+            files.append(LogFile(name, modified, unpack(name, body)))
+        except MonitorError as exc:
+            problems.append(RecordProblem(file=name, message=str(exc)))
+    return Listing(files, skipped, problems)
+
+
+def _s3_objects(s3: Any, bucket: str, prefix: str) -> Iterator[dict[str, Any]]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            yield from sorted(page.get("Contents") or (), key=lambda o: o["Key"])
+    except (ClientError, BotoCoreError) as exc:
+        raise MonitorError(f"SOURCE s3://{bucket}/{prefix}: cannot list it ({exc})") from None

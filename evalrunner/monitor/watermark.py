@@ -1,0 +1,212 @@
+"""What a monitor has already taken, so no interaction is scored twice.
+
+The design: an **event-time watermark with an allowed-lateness window and the set of ids
+decided inside it**. ``event_time`` is the latest event time among the interactions decided
+so far (scored, or left out by the sample); ``lateness`` (default one hour) is how late a
+record may arrive. On each run an interaction is
+
+- *new* when its id is not in ``decided`` and its time is at or after the floor
+  (``event_time - lateness``): it is sampled and, if chosen, scored; either way its id is
+  recorded, so it is decided once;
+- a *duplicate* when its id is in ``decided`` (or appears twice in this run's records);
+- *too late* when its time is before the floor: it is counted and reported, not scored.
+
+After a run the watermark moves to the newest time decided and ids older than the new floor
+are dropped (a record that old is too late anyway), so the set holds one window of ids,
+however long the monitor runs. The id is the record's own (request id, trace id, the id
+column) or, where a log has none, a hash of its content and time
+(:func:`evalrunner.monitor.model.content_id`).
+
+Kept as JSON beside the reports: ``monitor/<name>/watermark.json`` in the run bucket
+(deployed) or under ``--out`` (local).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalrunner.monitor.model import Interaction, MonitorError
+from evalrunner.storage import RunStore
+
+MONITOR_PREFIX = "monitor/"
+#: Run ids kept in the watermark, newest last (what moved it).
+KEEP_RUNS = 20
+
+
+def watermark_key(name: str) -> str:
+    return f"{MONITOR_PREFIX}{name}/watermark.json"
+
+
+class Selection(BaseModel):
+    """One run's interactions, told apart against the watermark."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    new: list[Interaction] = Field(default_factory=list)
+    duplicates: int = 0
+    too_late: int = 0
+    before_since: int = 0
+
+
+class Watermark(BaseModel):
+    """A source's watermark (see the module's docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = 1
+    name: str
+    source: str
+    lateness_seconds: float = Field(ge=0)
+    event_time: datetime | None = None
+    #: id -> event time, for every interaction decided at or after the floor
+    decided: dict[str, datetime] = Field(default_factory=dict)
+    updated_at: datetime | None = None
+    runs: list[str] = Field(default_factory=list)
+
+    def floor(self) -> datetime | None:
+        if self.event_time is None:
+            return None
+        return self.event_time - timedelta(seconds=self.lateness_seconds)
+
+    def select(self, interactions: Iterable[Interaction], since: datetime | None) -> Selection:
+        floor = self.floor()
+        selection = Selection()
+        seen: set[str] = set()
+        for item in interactions:
+            if item.id in seen or item.id in self.decided:
+                selection.duplicates += 1
+            elif floor is not None and item.timestamp < floor:
+                selection.too_late += 1
+            elif since is not None and item.timestamp < since:
+                selection.before_since += 1
+            else:
+                selection.new.append(item)
+            seen.add(item.id)
+        return selection
+
+    def advanced(
+        self,
+        decided: Iterable[Interaction],
+        run_id: str | None,
+        now: datetime,
+        hold: datetime | None = None,
+    ) -> Watermark:
+        """The watermark after ``decided`` were taken (scored or sampled out). ``hold``: the
+        time of the oldest interaction a stopped run left unscored; the watermark moves no
+        further, so that one is still new next time, however long the batch."""
+        ids = dict(self.decided)
+        latest = self.event_time
+        for item in decided:
+            ids[item.id] = item.timestamp
+            latest = item.timestamp if latest is None else max(latest, item.timestamp)
+        if hold is not None and latest is not None and latest > hold:
+            latest = max(hold, self.event_time) if self.event_time else hold
+        moved = self.model_copy(update={"event_time": latest})
+        floor = moved.floor()
+        kept = {k: t for k, t in ids.items() if floor is None or t >= floor}
+        runs = [*self.runs, run_id][-KEEP_RUNS:] if run_id else self.runs
+        return moved.model_copy(update={"decided": kept, "updated_at": now, "runs": runs})
+
+
+class WatermarkStore(Protocol):
+    def load(self, name: str) -> Watermark | None: ...
+
+    def save(self, watermark: Watermark) -> None: ...
+
+
+def _parse(data: bytes, where: str) -> Watermark:
+    try:
+        return Watermark.model_validate_json(data)
+    except ValidationError as exc:
+        raise MonitorError(
+            f"{where}: not a readable watermark ({exc.error_count()} problem(s), first: "
+            f"{exc.errors()[0]['msg']}); move it away to start afresh (every interaction "
+            "in the logs is then new)"
+        ) from None
+
+
+class LocalWatermarks:
+    """Watermarks under a local ``--out`` folder (``<out>/monitor/<name>/watermark.json``)."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+
+    def path(self, name: str) -> Path:
+        return self.out_dir / watermark_key(name)
+
+    def load(self, name: str) -> Watermark | None:
+        path = self.path(name)
+        if not path.is_file():
+            return None
+        return _parse(path.read_bytes(), str(path))
+
+    def save(self, watermark: Watermark) -> None:
+        path = self.path(watermark.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_text(watermark.model_dump_json(indent=1), "utf-8")
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    @contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        """One local monitor of ``name`` at a time (two at once would score the same
+        interactions); where there is no ``flock`` (Windows), no lock."""
+        folder = self.path(name).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        with open(folder / ".lock", "a+b") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise MonitorError(
+                    f"another monitor run of {name!r} is running on {self.out_dir}; wait for "
+                    "it to finish (two at once would score the same interactions)"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+class BucketWatermarks:
+    """Watermarks in the run bucket (``monitor/<name>/watermark.json``), for the deployed
+    monitor."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    def load(self, name: str) -> Watermark | None:
+        data = self.store.get_bytes_or_none(watermark_key(name))
+        if data is None:
+            return None
+        return _parse(data, f"s3://{self.store.bucket}/{watermark_key(name)}")
+
+    def save(self, watermark: Watermark) -> None:
+        self.store.put_bytes(
+            watermark_key(watermark.name),
+            watermark.model_dump_json(indent=1).encode("utf-8"),
+            "application/json",
+            redact=False,
+        )
+
+
+def fresh(name: str, source: str, lateness_seconds: float) -> Watermark:
+    return Watermark(name=name, source=source, lateness_seconds=lateness_seconds)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

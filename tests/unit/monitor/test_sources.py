@@ -1,0 +1,213 @@
+"""Issue 34 item 1: each source reads its shipped sample into interactions with no expected
+answer, and a malformed record becomes a problem naming its file, line and field while the
+good records around it are kept."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from evalrunner.monitor.model import MonitorError
+from evalrunner.monitor.reading import detect, read_location
+from evalrunner.monitor.sources import source_kinds
+
+SAMPLES = Path(__file__).parents[3] / "test_suites" / "monitor"
+CSV_MAP = {"question": "user_message", "answer": "bot_reply", "timestamp": "logged_at"}
+
+
+def test_every_kind_is_registered_by_name() -> None:
+    assert set(source_kinds()) == {
+        "jsonl",
+        "csv",
+        "otel",
+        "bedrock-invocations",
+        "bedrock-agent-traces",
+    }
+
+
+@pytest.mark.parametrize(
+    ("file", "kind"),
+    [
+        ("interactions.jsonl", "jsonl"),
+        ("interactions.csv", "csv"),
+        ("otel-genai-traces.json", "otel"),
+        ("bedrock-invocations.json.gz", "bedrock-invocations"),
+        ("bedrock-agent-traces.jsonl", "bedrock-agent-traces"),
+    ],
+)
+def test_each_shipped_sample_is_read_whole(file: str, kind: str) -> None:
+    read = read_location(str(SAMPLES / file), mapping=CSV_MAP if kind == "csv" else None)
+    assert read.problems == []
+    assert len(read.interactions) == 4
+    assert {i.source for i in read.interactions} == {kind}
+    last = read.interactions[-1]
+    assert last.question == "What is the notice period when I resign?"
+    assert last.answer == "I'm not sure, please ask someone."
+    assert all(i.id_kind == "record" for i in read.interactions)
+    assert len({i.id for i in read.interactions}) == 4
+
+
+def test_detect_tells_each_sample_apart() -> None:
+    for file, kind in [
+        ("interactions.jsonl", "jsonl"),
+        ("otel-genai-traces.json", "otel"),
+        ("bedrock-agent-traces.jsonl", "bedrock-agent-traces"),
+    ]:
+        assert detect(file, (SAMPLES / file).read_text("utf-8")) == kind
+    body = gzip.decompress((SAMPLES / "bedrock-invocations.json.gz").read_bytes()).decode()
+    assert detect("x.json.gz", body) == "bedrock-invocations"
+
+
+def test_jsonl_fields_contexts_steps_session() -> None:
+    first = read_location(str(SAMPLES / "interactions.jsonl")).interactions[0]
+    assert first.id == "chat-1001"
+    assert first.session == "s-17"
+    assert first.contexts[0].startswith("Annual leave: full-time employees")
+    assert first.steps[0].kind == "knowledge_base" and first.steps[0].name == "hr-policies"
+    assert first.timestamp.isoformat() == "2026-01-31T09:10:00+00:00"
+
+
+def test_csv_mapping_names_the_columns() -> None:
+    read = read_location(str(SAMPLES / "interactions.csv"), mapping=CSV_MAP)
+    first = read.interactions[0]
+    assert first.id == "req-2001"  # request_id: a default alias
+    assert first.session == "web-0"
+    assert first.contexts == [
+        "Annual leave: full-time employees are entitled to 25 days per calendar year in "
+        "addition to public holidays."
+    ]
+    # without the mapping the question column is not found: every row names it
+    unmapped = read_location(str(SAMPLES / "interactions.csv"))
+    assert unmapped.interactions == []
+    assert unmapped.problems[0].text().endswith("line 2, field 'question': missing or empty")
+
+
+def test_a_mapping_field_that_does_not_exist_is_refused() -> None:
+    with pytest.raises(MonitorError, match="unknown field"):
+        read_location(str(SAMPLES / "interactions.jsonl"), "jsonl", {"reply": "x"})
+    with pytest.raises(MonitorError, match="takes no column mapping"):
+        read_location(str(SAMPLES / "otel-genai-traces.json"), "otel", {"answer": "x"})
+
+
+def test_otel_reads_both_conventions_retrieval_and_tools() -> None:
+    read = read_location(str(SAMPLES / "otel-genai-traces.json"))
+    agent, *_, events_style = read.interactions
+    # v1.37+ attributes on an invoke_agent span, a retrieval span with its documents
+    assert agent.id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert agent.question == "How many days of annual leave do I get?"
+    assert agent.session == "conv-0"
+    assert agent.contexts[0].startswith("Annual leave:")
+    assert agent.steps[0].kind == "knowledge_base" and agent.steps[0].name == "hr-policies"
+    # v1.36 span events, and a failed execute_tool span
+    assert events_style.answer == "I'm not sure, please ask someone."
+    assert events_style.steps[0].name == "lookup_policy"
+    assert events_style.steps[0].failed and events_style.steps[0].arguments == {
+        "topic": "notice period"
+    }
+
+
+def test_otel_indexed_attributes_and_a_trace_without_an_answer(tmp_path: Path) -> None:
+    def span(trace: str, attrs: dict[str, str]) -> dict[str, object]:
+        return {
+            "traceId": trace,
+            "spanId": "01",
+            "startTimeUnixNano": "1769853600000000000",
+            "endTimeUnixNano": "1769853601000000000",
+            "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+        }
+
+    old = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": "Hi?",
+        "gen_ai.completion.0.content": "Hello.",
+    }
+    broken = {"gen_ai.operation.name": "chat", "gen_ai.prompt.0.content": "Anyone?"}
+    lines = [
+        {"resourceSpans": [{"scopeSpans": [{"spans": [span("aa", old)]}]}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": [span("bb", broken)]}]}]},
+    ]
+    path = tmp_path / "spans.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", "utf-8")
+    read = read_location(str(path), "otel")
+    assert [(i.id, i.question, i.answer) for i in read.interactions] == [("aa", "Hi?", "Hello.")]
+    (problem,) = read.problems
+    assert problem.text() == (
+        f"{path} line 2, field 'gen_ai.output.messages': trace bb: no assistant answer in "
+        "the trace's spans"
+    )
+
+
+def test_bad_jsonl_records_name_file_line_and_field_and_keep_the_good(tmp_path: Path) -> None:
+    good = {"question": "Q?", "answer": "A.", "timestamp": "2026-01-31T10:00:00Z"}
+    path = tmp_path / "log.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{not json",
+                json.dumps({**good, "answer": ""}),
+                json.dumps({**good, "timestamp": "yesterday"}),
+                json.dumps({**good, "contexts": 5}),
+                "",
+                json.dumps({**good, "question": "Q2?"}),
+            ]
+        ),
+        "utf-8",
+    )
+    read = read_location(str(path))
+    assert [i.question for i in read.interactions] == ["Q?", "Q2?"]
+    texts = [p.text() for p in read.problems]
+    assert texts[0].startswith(f"{path} line 2: not valid JSON")
+    assert texts[1] == f"{path} line 3, field 'answer': missing or empty"
+    assert texts[2].startswith(f"{path} line 4, field 'timestamp': 'yesterday' is not a time")
+    assert texts[3] == f"{path} line 5, field 'contexts': a int where a list of texts was expected"
+    # no id: a content hash, the same for a re-delivered copy
+    assert read.interactions[0].id_kind == "content"
+    again = read_location(str(path)).interactions[0]
+    assert again.id == read.interactions[0].id and again.id.startswith("sha256:")
+
+
+def test_bedrock_record_with_its_body_in_s3_is_a_problem(tmp_path: Path) -> None:
+    body = gzip.decompress((SAMPLES / "bedrock-invocations.json.gz").read_bytes()).decode()
+    records = [json.loads(line) for line in body.splitlines()]
+    records[1]["input"] = {"inputBodyS3Path": "s3://logs/big/input.json"}
+    records.append({"schemaType": "ModelInvocationLog", "modelId": "amazon.titan-embed-text-v2"})
+    path = tmp_path / "inv.json.gz"
+    path.write_bytes(gzip.compress("\n".join(json.dumps(r) for r in records).encode()))
+    read = read_location(str(path), "bedrock-invocations")
+    assert len(read.interactions) == 3  # the embedding call is no interaction
+    (problem,) = read.problems
+    assert problem.line == 2 and problem.field == "inputBodyS3Path"
+    assert "s3://logs/big/input.json" in problem.message
+
+
+def test_agent_trace_with_an_error_event_is_a_problem(tmp_path: Path) -> None:
+    lines = (SAMPLES / "bedrock-agent-traces.jsonl").read_text("utf-8").splitlines()
+    bad = json.loads(lines[0])
+    bad["completion"] = [{"throttlingException": {"message": "Rate exceeded"}}]
+    path = tmp_path / "agent.jsonl"
+    path.write_text("\n".join([json.dumps(bad), lines[1]]), "utf-8")
+    read = read_location(str(path), "bedrock-agent-traces")
+    assert [i.id for i in read.interactions] == ["agent-req-3002"]
+    (problem,) = read.problems
+    assert problem.line == 1 and problem.field == "completion"
+    assert "Rate exceeded" in problem.message
+
+
+def test_a_gzip_bomb_is_refused_as_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalrunner.monitor import locations
+
+    monkeypatch.setattr(locations, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "big.jsonl.gz").write_bytes(gzip.compress(b" " * 5000))
+    (tmp_path / "ok.jsonl").write_text(
+        json.dumps({"question": "Q", "answer": "A", "timestamp": 1769853600}), "utf-8"
+    )
+    read = read_location(str(tmp_path))
+    assert len(read.interactions) == 1
+    assert "unpacks to over 1,000 bytes" in read.problems[0].message

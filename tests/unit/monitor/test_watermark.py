@@ -1,0 +1,145 @@
+"""Issue 34 item 2: the watermark takes each interaction once: a second run over the same logs
+takes nothing, a late record inside the allowed lateness is taken once, one older than it is
+not, and a duplicated record is taken once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from evalrunner.monitor.model import Interaction, MonitorError
+from evalrunner.monitor.runner import MonitorOptions, commit, plan
+from evalrunner.monitor.watermark import LocalWatermarks, Watermark, fresh
+
+T0 = datetime(2026, 1, 31, 12, 0, tzinfo=UTC)
+NOW = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def item(id_: str, minutes: float) -> Interaction:
+    return Interaction(
+        id=id_,
+        id_kind="record",
+        question=f"q {id_}",
+        answer="a",
+        timestamp=T0 + timedelta(minutes=minutes),
+        origin="log",
+        source="jsonl",
+    )
+
+
+def test_second_run_takes_nothing_new() -> None:
+    mark = fresh("m", "logs", 3600)
+    batch = [item("a", 0), item("b", 5)]
+    first = mark.select(batch, None)
+    assert [i.id for i in first.new] == ["a", "b"]
+    mark = mark.advanced(first.new, "run-1", NOW)
+    again = mark.select(batch, None)
+    assert again.new == [] and again.duplicates == 2
+    assert mark.event_time == T0 + timedelta(minutes=5) and mark.runs == ["run-1"]
+
+
+def test_late_record_inside_the_window_is_taken_once_older_ones_not() -> None:
+    mark = fresh("m", "logs", 3600).advanced([item("a", 120)], "run-1", NOW)
+    late = item("late", 90)  # 30 minutes behind the watermark, lateness one hour
+    too_late = item("old", 30)  # 90 minutes behind
+    second = mark.select([item("a", 120), late, too_late], None)
+    assert [i.id for i in second.new] == ["late"]
+    assert second.too_late == 1 and second.duplicates == 1
+    mark = mark.advanced(second.new, "run-2", NOW)
+    assert mark.event_time == T0 + timedelta(minutes=120)  # a late record never moves it back
+    third = mark.select([late], None)
+    assert third.new == [] and third.duplicates == 1
+
+
+def test_duplicates_in_one_batch_are_taken_once() -> None:
+    selection = fresh("m", "logs", 3600).select([item("a", 0), item("a", 0), item("b", 1)], None)
+    assert [i.id for i in selection.new] == ["a", "b"] and selection.duplicates == 1
+
+
+def test_ids_older_than_the_window_are_dropped_from_the_set() -> None:
+    mark = fresh("m", "logs", 600).advanced([item("a", 0), item("b", 8)], None, NOW)
+    assert set(mark.decided) == {"a", "b"}
+    mark = mark.advanced([item("c", 60)], None, NOW)
+    assert set(mark.decided) == {"c"}  # a and b are before the floor (50 min): too late anyway
+    assert mark.select([item("a", 0)], None).too_late == 1
+
+
+def test_since_is_a_floor_that_does_not_decide() -> None:
+    mark = fresh("m", "logs", 3600)
+    selection = mark.select([item("a", 0), item("b", 30)], T0 + timedelta(minutes=10))
+    assert [i.id for i in selection.new] == ["b"] and selection.before_since == 1
+
+
+def test_local_store_round_trip_and_plan(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"id": "x", "question": "Q", "answer": "A", "timestamp": "2026-01-31T12:00:00Z"}\n',
+        "utf-8",
+    )
+    store = LocalWatermarks(tmp_path / "out")
+    options = MonitorOptions(source=str(log), name="prod")
+    first = plan(options, store)
+    assert [i.id for i in first.chosen] == ["x"]
+    commit(first, store, "run-1", NOW)
+    saved = store.load("prod")
+    assert isinstance(saved, Watermark) and saved.decided == {"x": T0}
+    assert (tmp_path / "out" / "monitor" / "prod" / "watermark.json").is_file()
+    assert plan(options, store).chosen == []
+    # the same name over another source is refused rather than mixing two watermarks
+    with pytest.raises(MonitorError, match="give this source its own --name"):
+        plan(MonitorOptions(source=str(tmp_path), name="prod"), store)
+
+
+def test_a_damaged_watermark_says_how_to_start_afresh(tmp_path: Path) -> None:
+    store = LocalWatermarks(tmp_path)
+    store.path("prod").parent.mkdir(parents=True)
+    store.path("prod").write_text("{}", "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
+
+
+def test_two_local_monitors_of_one_name_do_not_run_at_once(tmp_path: Path) -> None:
+    store = LocalWatermarks(tmp_path)
+    with store.locked("prod"), pytest.raises(MonitorError, match="another monitor run"):
+        with store.locked("prod"):
+            pass
+
+
+def test_a_stopped_run_takes_only_what_it_scored(tmp_path: Path) -> None:
+    import json
+
+    from evalrunner.monitor.runner import as_far_as, case_id, scored_cases
+    from evalrunner.monitor.sampling import Sample
+
+    log = tmp_path / "log.jsonl"
+    lines = [
+        {"id": f"r{i}", "question": "Q", "answer": "A", "timestamp": f"2026-01-31T12:0{i}:00Z"}
+        for i in range(4)
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
+    store = LocalWatermarks(tmp_path / "out")
+    found = plan(MonitorOptions(source=str(log), sample=Sample(count=3), seed=1), store)
+    left_out = {i.id for i in found.new} - {i.id for i in found.chosen}
+    first, second, third = found.chosen
+    report = tmp_path / "report.json"
+    rows = [
+        {"case_id": case_id(first), "status": "ok"},
+        {"case_id": case_id(second), "status": "not_run"},
+        {"case_id": case_id(third), "status": "task_failed"},
+    ]
+    report.write_text(json.dumps({"rows": rows}), "utf-8")
+    assert scored_cases(report) == {case_id(first)}
+    commit(as_far_as(found, scored_cases(report)), store, "stopped", NOW)
+    again = plan(MonitorOptions(source=str(log), sample=Sample(count=3), seed=1), store)
+    assert {i.id for i in again.new} == {second.id, third.id}
+    assert left_out.isdisjoint(i.id for i in again.new)
+
+
+def test_a_hold_keeps_an_unscored_interaction_new_however_long_the_batch() -> None:
+    mark = fresh("m", "logs", 600)
+    batch = [item("early", 0), item("late", 600)]  # ten hours apart, lateness ten minutes
+    mark = mark.advanced([batch[1]], "stopped", NOW, hold=batch[0].timestamp)
+    assert mark.event_time == batch[0].timestamp
+    assert [i.id for i in mark.select(batch, None).new] == ["early"]
