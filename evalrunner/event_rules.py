@@ -28,6 +28,11 @@ from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.targets import registry as target_registry
 
 SUITE_PREFIX = "test-suites/"
+#: The folder under ``SUITE_PREFIX`` a deployed monitor writes each run's suite into and starts
+#: itself (``evalrunner.monitor.deployed``): its upload must not start a second run, and a
+#: run of a suite there is a monitor run (``evalrunner.signals``).
+MONITOR_FOLDER = "_monitor/"
+MONITOR_SUITE_PREFIX = f"{SUITE_PREFIX}{MONITOR_FOLDER}"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json", ".jsonl")
 
 

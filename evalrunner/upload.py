@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ObjectMissing
 from evalrunner.event import SUITE_EXTENSIONS, SUITE_PREFIX, parse_event
+from evalrunner.event_rules import MONITOR_SUITE_PREFIX
 from evalrunner.pipeline.prepare import settle
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 from evalrunner.suite.readers import read_suite
@@ -44,9 +45,6 @@ SIDECAR_SUFFIX = ".run.json"
 TARGET_TAG = "evalrunner-target"
 ITERATIONS_TAG = "evalrunner-iterations"
 REJECTED_PREFIX = f"{REPORTS_PREFIX}_rejected/"
-#: Suites the deployed monitor writes and starts itself (``evalrunner.monitor.deployed``):
-#: their upload must not start a second run.
-MONITOR_SUITE_PREFIX = f"{SUITE_PREFIX}_monitor/"
 
 #: Environment variables the upload function is configured with (see infra/parts/functions.py).
 ENV_DEFAULT_TARGET = "EVALRUNNER_DEFAULT_TARGET"

@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalrunner.event_rules import MONITOR_SUITE_PREFIX
 from evalrunner.privacy import pii_options
-from evalrunner.signals.series import MONITOR_SUITE_PREFIX, monitor_suite_label
+from evalrunner.signals.series import monitor_suite_label
 from evalrunner.signals.settings import (
     DEFAULT_NAMESPACE,
     ENV_NAMESPACE,

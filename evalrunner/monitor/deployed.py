@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrunner.event_rules import MONITOR_SUITE_PREFIX
 from evalrunner.monitor.metrics import check_metrics, default_metrics
 from evalrunner.monitor.model import MonitorError
 from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
@@ -28,7 +29,7 @@ from evalrunner.monitor.watermark import BucketWatermarks
 from evalrunner.pipeline.prepare import new_run_id
 from evalrunner.privacy import PiiMasker, default_masker
 from evalrunner.storage import RunStore
-from evalrunner.upload import MONITOR_SUITE_PREFIX, check_upload
+from evalrunner.upload import check_upload
 
 #: The function's settings (infra sets them; an event may override all but the bucket).
 ENV_SOURCE = "EVALRUNNER_MONITOR_SOURCE"

@@ -17,13 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalrunner.event_rules import SUITE_PREFIX
+from evalrunner.event_rules import MONITOR_FOLDER, MONITOR_SUITE_PREFIX, SUITE_PREFIX
 from evalrunner.reports.summary import RunSummary
-
-#: The folder a deployed monitor writes each run's suite into (``evalrunner.monitor``'s
-#: ``MONITOR_SUITE_PREFIX``); a run of a suite there is a monitor run.
-MONITOR_FOLDER = "_monitor/"
-MONITOR_SUITE_PREFIX = f"{SUITE_PREFIX}{MONITOR_FOLDER}"
 
 SeriesName = Literal["Average", "PassRate"]
 SERIES: tuple[SeriesName, ...] = ("Average", "PassRate")
