@@ -28,7 +28,7 @@ from evalrunner.cli.common import (
     judge_arg,
     out,
 )
-from evalrunner.errors import ConfigError, EvalRunnerError
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError, SuiteError
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -157,7 +157,8 @@ def workflow(
         )
     except PreflightFailed as exc:
         raise _fail(exc, EXIT_PREFLIGHT) from None
-    except ConfigError as exc:
+    except (ConfigError, SuiteError, EventError) as exc:
+        err.print(f"the workflow stopped; fix this and rerun to resume (folder {out_dir})")
         raise _fail(exc, EXIT_INPUT) from None
     except EvalRunnerError as exc:
         err.print(f"the workflow stopped; rerun the command to resume (folder {out_dir})")

@@ -190,6 +190,15 @@ def test_the_whole_chain_writes_reports_and_artifacts_then_repeats_nothing(
     assert manifest(out) == steps
     assert len(judge_stub.requests) == judged
 
+    # artifacts deleted are written again, the same, from the judge's cache alone
+    written = {p.name: p.read_bytes() for p in (out / "artifacts").iterdir()}
+    for path in (out / "artifacts").iterdir():
+        path.unlink()
+    third = invoke(config, out, "--steps", "artifacts")
+    assert third.exit_code == 1, third.output
+    assert {p.name: p.read_bytes() for p in (out / "artifacts").iterdir()} == written
+    assert len(judge_stub.requests) == judged
+
 
 def labelled_suite(tmp_path: Path) -> tuple[Path, Path]:
     """A suite of four questions and a reviewer's verdicts on them."""
@@ -337,3 +346,41 @@ def test_a_bad_workflow_file_names_the_field(tmp_path: Path) -> None:
     )
     result = invoke(config, tmp_path / "wf")
     assert result.exit_code == 2 and "redteam.num_tests" in result.output
+
+
+def test_a_changed_setting_reruns_its_step_and_those_that_read_it(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    from evalrunner import run_workflow
+
+    judge_stub.responder = WorkflowJudge()
+    suite, labels = labelled_suite(tmp_path)
+    out = tmp_path / "wf"
+    with Loopback(responder=hr_model) as model:
+        settings: dict[str, Any] = {
+            "judge": judge_config(judge_stub, tmp_path / "cache"),
+            "suite": suite,
+            "out": out,
+            "metrics": ["Rouge Metric"],
+            "preflight": False,
+            "steps": "evaluate,calibrate,weak-spots",
+        }
+        bad = tmp_path / "bad-labels.csv"
+        bad.write_text("case_id,human_verdict\nleave,maybe\n")
+        from evalrunner.errors import SuiteError
+
+        with pytest.raises(SuiteError, match="maybe"):
+            run_workflow(target(model.url), labels=str(bad), **settings)
+        failed = manifest(out)
+        assert failed["calibrate"]["status"] == "failed" and "maybe" in failed["calibrate"]["error"]
+        # fixed labels: the evaluate run is kept, calibrate and what follows run
+        fixed = run_workflow(target(model.url), labels=str(labels), **settings)
+        assert [s.value for s in fixed.reused] == ["evaluate"]
+        assert [s.value for s in fixed.ran] == ["calibrate", "weak-spots"]
+        # another metric is another evaluate run, and the weak spots are found again
+        other = run_workflow(
+            target(model.url), labels=str(labels), **{**settings, "metrics": ["Refusal"]}
+        )
+    assert [s.value for s in other.ran] == ["evaluate", "calibrate", "weak-spots"]
+    assert len(list((out / "evaluate").rglob("*-summary.json"))) == 2
+    assert len(model.requests) == 8
