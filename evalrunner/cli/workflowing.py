@@ -58,6 +58,10 @@ def workflow(
             "calibrate, weak-spots, artifacts. Default: all. Finished steps are not repeated."
         ),
     ] = None,
+    count: Annotated[
+        list[str] | None,
+        typer.Option(help="Generated cases KIND=N, as for generate --count (repeatable)."),
+    ] = None,
     metric: Annotated[
         list[str] | None, typer.Option(help="A metric by name (repeatable), as for run.")
     ] = None,
@@ -97,6 +101,7 @@ def workflow(
 ) -> None:
     """Chain generate, evaluate, robustness, red team, calibrate and weak spots; write a
     workflow report, a corpus patch, a system-prompt extension and a Bedrock guardrail."""
+    from evalrunner.cli.generating import _counts
     from evalrunner.cli.running import perturbation_arg
     from evalrunner.preflight import PreflightFailed
     from evalrunner.workflow.api import workflow_config
@@ -131,6 +136,7 @@ def workflow(
             judge=judge_arg(judge, judge_timeout),
             documents=documents,
             suite=suite,
+            counts=_counts(count) or None,
             metrics=metric or None,
             thresholds=_pairs(threshold, "--threshold") or None,
             perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,

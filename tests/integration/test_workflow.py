@@ -20,6 +20,7 @@ from botocore.validate import validate_parameters
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
+from evalrunner.workflow.guardrail import validate_guardrail
 from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub
 from tests.support.loopback_http import Loopback
@@ -384,3 +385,50 @@ def test_a_changed_setting_reruns_its_step_and_those_that_read_it(
     assert [s.value for s in other.ran] == ["evaluate", "calibrate", "weak-spots"]
     assert len(list((out / "evaluate").rglob("*-summary.json"))) == 2
     assert len(model.requests) == 8
+
+
+def readme_example() -> list[str]:
+    """The README's ``evalrunner workflow`` command (section "Workflow"), as arguments."""
+    import shlex
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("### Workflow\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    command = " ".join(
+        line.rstrip("\\").strip() for line in block.splitlines() if not line.startswith("#")
+    )
+    args = shlex.split(command)
+    assert args[0] == ".venv/bin/evalrunner"
+    return args[1:]
+
+
+def test_the_readme_example_runs(tmp_path: Path, judge_stub: JudgeStub, monkeypatch: Any) -> None:
+    monkeypatch.chdir(Path(__file__).parents[2])  # the example's documents are the repo's
+    judge_stub.responder = WorkflowJudge()
+    args = readme_example()
+    with Loopback(responder=hr_model) as model:
+        at = {name: args.index(name) + 1 for name in ("--target", "--judge", "--out")}
+        spec = json.loads(args[at["--target"]])
+        spec["openai"]["base_url"] = model.url + "/v1"
+        judge = json.loads(args[at["--judge"]])
+        judge["openai"]["base_url"] = judge_stub.url
+        judge["cache_dir"] = str(tmp_path / "cache")
+        args[at["--target"]], args[at["--judge"]] = json.dumps(spec), json.dumps(judge)
+        args[at["--out"]] = str(tmp_path / "hr-workflow")
+        result = runner.invoke(app, [*args, "--json", "--no-preflight"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output  # the demo model fails questions and leaks
+    report = json.loads(result.stdout)
+    steps = {s["step"]: s["status"] for s in report["steps"]}
+    assert steps == {
+        "generate": "done",
+        "evaluate": "done",
+        "robustness": "done",
+        "redteam": "done",
+        "calibrate": "skipped",
+        "weak-spots": "done",
+        "artifacts": "done",
+    }
+    guardrail = json.loads((tmp_path / "hr-workflow" / "artifacts" / "guardrail.json").read_text())
+    validate_guardrail(guardrail)
+    names = {t["name"] for t in guardrail["topicPolicyConfig"]["topicsConfig"]}
+    assert {"Assistant instructions", "Off-topic requests"} <= names

@@ -99,7 +99,7 @@ class WorkflowJudge(RedTeamJudge):
                     {"question": q, "answer": "", "sources": []} for q in (WEATHER, RECIPE)[:n]
                 ]
             }
-        raise AssertionError(f"unexpected generation ask: {prompt[:200]}")
+        return {"cases": []}  # other kinds: none
 
 
 #: The kinds the workflow tests generate: one fact per topic and two unrelated questions.
