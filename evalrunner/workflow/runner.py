@@ -143,8 +143,10 @@ def execute(
     function standing for ``config.target`` (default: ``config.target`` itself).
     ``on_step``: called with each step's record once it is saved. A step that fails is
     recorded as failed with its error and the error is raised: the next call resumes there."""
+    from evalrunner.cli.common import check_out_dir
     from evalrunner.workflow.report import write_report
 
+    check_out_dir(folder)
     chosen = list(steps or STEPS)
     manifest = mf.load(folder)
     ctx = Context(

@@ -67,9 +67,22 @@ StepFn = Callable[[Context], StepRecord]
 
 
 def judge_client(ctx: Context) -> Any:
-    from evalrunner.redteam.api import generation_judge, run_judge
+    """The judge that writes the suite and the artifacts (the workflow's, else the
+    configured default), with the judge cache, so a rerun asks nothing again."""
+    from evalrunner.redteam.api import generation_judge
+    from evalrunner.run_defaults import default_judge
 
-    return generation_judge(run_judge(ctx.judge))
+    raw = ctx.judge
+    if not raw:
+        found = default_judge()
+        if found is None:
+            raise ConfigError(
+                "the workflow needs an LLM judge (it writes the suite, the attacks and the "
+                'artifacts): give --judge \'{"openai": {"base_url": "http://localhost:8000/v1", '
+                '"model": "m"}}\', or set EVALRUNNER_JUDGE'
+            )
+        raw = dict(found[0])
+    return generation_judge(raw)
 
 
 def generate(ctx: Context) -> StepRecord:

@@ -432,3 +432,52 @@ def test_the_readme_example_runs(tmp_path: Path, judge_stub: JudgeStub, monkeypa
     validate_guardrail(guardrail)
     names = {t["name"] for t in guardrail["topicPolicyConfig"]["topicsConfig"]}
     assert {"Assistant instructions", "Off-topic requests"} <= names
+
+
+def test_a_python_function_is_a_target_for_every_run_step(tmp_path: Path) -> None:
+    from evalrunner import run_workflow
+
+    suite, _ = labelled_suite(tmp_path)
+    asked: list[str] = []
+
+    def hr_bot(question: str) -> str:
+        asked.append(question)
+        return LEAVE if "leave" in question.casefold() else "No idea."
+
+    result = run_workflow(
+        hr_bot,
+        suite=suite,
+        out=tmp_path / "wf",
+        steps=["evaluate", "robustness", "weak-spots"],
+        metrics=["Rouge Metric"],
+        perturbations=[{"kind": "typos", "intensity": 0.5, "seed": 1}],
+        preflight=False,
+    )
+    assert result.step("evaluate").verdict == "failed"
+    assert result.step("weak-spots").facts["failing"] == 2
+    # the four questions in evaluate, then the originals and their perturbed copies
+    assert len(asked) == 4 + 8
+    assert sum(q not in asked[:4] for q in asked[4:]) == 4
+    assert manifest(tmp_path / "wf")["evaluate"]["outputs"]["report"].startswith(
+        "evaluate/test-reports/hr_bot/"
+    )
+
+
+def test_no_judge_or_an_out_that_is_a_file_is_refused_before_anything_is_sent(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "wf.json"
+    with Loopback(responder=hr_model) as model:
+        config.write_text(
+            json.dumps(
+                {"target": target(model.url), "documents": str(write_documents(tmp_path / "d"))}
+            )
+        )
+        result = invoke(config, tmp_path / "wf")
+        assert result.exit_code == 2
+        assert "the workflow needs an LLM judge" in result.output
+        assert manifest(tmp_path / "wf")["generate"]["status"] == "failed"
+        (tmp_path / "file").write_text("x")
+        result = invoke(config, tmp_path / "file")
+        assert result.exit_code == 2 and "is a file" in result.output
+        assert not model.requests
