@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from evalrunner.errors import ConfigError
 from evalrunner.perturb.spec import PerturbationSpec
@@ -109,9 +110,17 @@ class WorkflowConfig(BaseModel):
     @field_validator("target")
     @classmethod
     def _target(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from evalrunner.targets.registry import parse_spec
+        """The event's own check of its target (one kind, its fields), worded as the
+        event's errors are."""
+        from evalrunner.errors import EventError
+        from evalrunner.event import parse_event
 
-        parse_spec(value)  # the event's own check: one kind, its fields
+        try:
+            parse_event({"key": "test-suites/workflow.json", "iterations": 1, "target": value})
+        except EventError as exc:
+            lines = [ln.strip(" -") for ln in exc.message.splitlines()[1:] if ln.strip()]
+            detail = "; ".join(lines) or exc.message
+            raise PydanticCustomError("event_target", "{detail}", {"detail": detail}) from None
         return value
 
     @field_validator("judge")
@@ -134,10 +143,14 @@ def parse_config(raw: Any, where: str = "workflow") -> WorkflowConfig:
     try:
         return WorkflowConfig.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
         raise ConfigError(f"{where}: {problems}") from None
+
+
+def _problem(loc: tuple[int | str, ...], msg: str) -> str:
+    where = ".".join(map(str, loc)) or "(top)"
+    # the target's messages are the event's, which name the field already
+    return msg if msg.startswith(where) else f"{where}: {msg}"
 
 
 def load_config(path: Path) -> dict[str, Any]:

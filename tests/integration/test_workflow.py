@@ -481,3 +481,11 @@ def test_no_judge_or_an_out_that_is_a_file_is_refused_before_anything_is_sent(
         result = invoke(config, tmp_path / "file")
         assert result.exit_code == 2 and "is a file" in result.output
         assert not model.requests
+
+
+def test_a_bad_target_is_refused_in_the_event_s_words(tmp_path: Path) -> None:
+    config = tmp_path / "wf.json"
+    config.write_text(json.dumps({"target": {"url": 5}, "suite": "s.json"}))
+    result = invoke(config, tmp_path / "wf")
+    assert result.exit_code == 2
+    assert "workflow: target.url: 5 is not of type 'string'" in result.output
