@@ -10,7 +10,6 @@ folder and returns what the manifest records."""
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,28 +196,20 @@ def robustness(ctx: Context) -> StepRecord:
         return StepRecord(step=Step.ROBUSTNESS, status="skipped", headline="no perturbations")
     spec, functions = target_spec(ctx.target)
     suite = ctx.suite()
-    with tempfile.TemporaryDirectory(prefix="evalrunner-workflow-") as tmp:
-        # the run's key names the suite file: a copy keeps the user's name out of the way
-        path = Path(tmp) / suite.name
-        path.write_bytes(suite.read_bytes())
-        event = local_event(
-            path.name,
-            spec,
-            iterations=c.iterations,
-            max_concurrency=c.max_concurrency,
-            metrics=c.metrics,
-            thresholds=c.thresholds,
-            judge=ctx.judge,
-            perturbations=[p.model_dump(exclude_none=True) for p in c.perturbations],
-            fail_on=c.fail_on,
-        )
-        result = run_local(
-            event,
-            path,
-            ctx.folder / "robustness",
-            functions=functions,
-            preflight=c.preflight,
-        )
+    event = local_event(
+        suite.name,
+        spec,
+        iterations=c.iterations,
+        max_concurrency=c.max_concurrency,
+        metrics=c.metrics,
+        thresholds=c.thresholds,
+        judge=ctx.judge,
+        perturbations=[p.model_dump(exclude_none=True) for p in c.perturbations],
+        fail_on=c.fail_on,
+    )
+    result = run_local(
+        event, suite, ctx.folder / "robustness", functions=functions, preflight=c.preflight
+    )
     run = EvalRun(result)
     record = _run_record(Step.ROBUSTNESS, run, ctx)
     scores = {r.name: r.score for r in run.summary.robustness if r.score is not None}
