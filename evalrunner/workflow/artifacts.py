@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalrunner.judge.base import Judge, Message
+from evalrunner.judge.base import Judge, JudgeError, Message
 from evalrunner.judge.prompts import build, tagged, wrapped
 from evalrunner.reports.model import ReportData
 from evalrunner.workflow.config import Step
@@ -59,6 +59,9 @@ class PatchTopic(BaseModel):
     #: so the gap is retrieval or wording, not a missing document.
     existing_documents: list[str] = Field(default_factory=list)
     document: DocumentOutline
+    #: Set when the judge could not outline the topic: the outline is then the expected
+    #: answers as they are, and this says why.
+    note: str | None = None
 
 
 class CorpusPatch(BaseModel):
@@ -159,11 +162,18 @@ def corpus_patch(judge: Judge, weak: WeakSpotsOutput, sources: dict[str, list[st
     kept, dropped = topics[:MAX_TOPICS], topics[MAX_TOPICS:]
     patched: list[PatchTopic] = []
     for name, kind, cases in kept:
-        outline = judge.ask(
-            _outline_messages(name, cases),
-            DocumentOutline,
-            purpose="workflow: corpus patch",
-        ).value
+        note = None
+        try:
+            outline = judge.ask(
+                _outline_messages(name, cases), DocumentOutline, purpose="workflow: corpus patch"
+            ).value
+        except JudgeError as exc:  # one topic the judge fails on keeps the others
+            note = f"the judge could not outline this topic ({exc.message[:200]})"
+            outline = DocumentOutline(
+                title=name,
+                summary="The facts the failing questions expected, as the suite states them.",
+                must_state=list(dict.fromkeys(c.expected_answer or "" for c in cases)),
+            )
         existing = list(dict.fromkeys(d for c in cases for d in sources.get(c.case_id, [])))
         patched.append(
             PatchTopic(
@@ -172,6 +182,7 @@ def corpus_patch(judge: Judge, weak: WeakSpotsOutput, sources: dict[str, list[st
                 failing=cases,
                 existing_documents=existing,
                 document=outline,
+                note=note,
             )
         )
     return CorpusPatch(topics=patched, left_out=sum(len(c) for _, _, c in dropped))
@@ -191,6 +202,8 @@ def corpus_markdown(patch: CorpusPatch) -> str:
             "",
         ]
         lines += ["It must state:", ""] + [f"- {_md(s)}" for s in doc.must_state] + [""]
+        if topic.note:
+            lines += [f"Note: {_md(topic.note)}", ""]
         if topic.existing_documents:
             lines += [
                 "The suite names "

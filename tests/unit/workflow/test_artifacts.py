@@ -102,3 +102,15 @@ def test_the_system_prompt_text_is_the_rules_only() -> None:
     rules = [Rule(rule="Decline  off-topic\nquestions.", because="weather")]
     assert system_prompt_text(rules) == "Additional rules:\n- Decline off-topic questions.\n"
     assert system_prompt_text([]) == ""
+
+
+def test_a_topic_the_judge_fails_on_keeps_the_others() -> None:
+    outline = {"title": "Expenses", "summary": "Refunds.", "must_state": ["It is so."]}
+    # the second topic's reply does not fit the schema: a parse failure for that topic only
+    judge = ScriptedJudge({"workflow: corpus patch": [outline, {"title": ""}, outline]})
+    patch = corpus_patch(judge, WEAK, {})
+    assert [t.note is None for t in patch.topics] == [True, False, True]
+    failed = patch.topics[1]
+    assert failed.document.title == "refund · train"
+    assert failed.document.must_state == ["It is so."]  # the expected answer, as the suite has it
+    assert "could not outline" in corpus_markdown(patch)
