@@ -174,5 +174,5 @@ def workflow(
     else:
         for step in result.reused:
             err.print(f"{step.value}: finished earlier with the same inputs; not run again")
-        out.print(f"workflow {result.verdict}: {result.report_html}", markup=False)
+        out.print(f"workflow {result.verdict}: {result.report_html}", markup=False, soft_wrap=True)
     raise typer.Exit(0 if result.passed else EXIT_GATE)

@@ -334,6 +334,15 @@ def test_steps_are_selected_and_a_step_without_its_input_is_refused(
     }
     assert len(model.requests) == 4  # no perturbed copy, no attack
     assert not (out / "redteam").exists()
+    # as a person reads it: what was not repeated, the verdict and the report's path
+    again = runner.invoke(
+        app,
+        ["workflow", "--config", str(config), "--out", str(out), "--steps", "evaluate,weak-spots"],
+        catch_exceptions=False,
+    )
+    assert again.exit_code == 1
+    assert "evaluate: finished earlier with the same inputs; not run again" in again.output
+    assert f"workflow failed: {out / 'workflow-report.html'}" in again.stdout
 
 
 def test_a_bad_workflow_file_names_the_field(tmp_path: Path) -> None:
