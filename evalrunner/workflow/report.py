@@ -4,6 +4,7 @@ and links each step's own reports and the artifacts, relative to the workflow fo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -31,6 +32,8 @@ class StepView(BaseModel):
     headline: str | None = None
     error: str | None = None
     links: dict[str, str] = Field(default_factory=dict)
+    #: Done, but a step it reads has run again since: its output is out of date.
+    stale: bool = False
 
 
 class WorkflowReport(BaseModel):
@@ -43,7 +46,7 @@ class WorkflowReport(BaseModel):
     denied_topics: list[str] = Field(default_factory=list)
 
 
-def build_report(manifest: Manifest, suite_from: str) -> WorkflowReport:
+def build_report(manifest: Manifest, suite_from: str, stale: Sequence[Step] = ()) -> WorkflowReport:
     steps = [
         StepView(
             step=r.step.value,
@@ -52,6 +55,7 @@ def build_report(manifest: Manifest, suite_from: str) -> WorkflowReport:
             headline=r.headline,
             error=r.error,
             links={k: v for k, v in r.outputs.items() if k in LINKED},
+            stale=r.step in stale,
         )
         for r in manifest.steps
     ]
@@ -71,11 +75,14 @@ def build_report(manifest: Manifest, suite_from: str) -> WorkflowReport:
     )
 
 
-def write_report(folder: Path, manifest: Manifest, suite_from: str) -> tuple[Path, Path]:
-    """Write the report's HTML and JSON into ``folder``."""
+def write_report(
+    folder: Path, manifest: Manifest, suite_from: str, stale: Sequence[Step] = ()
+) -> tuple[Path, Path]:
+    """Write the report's HTML and JSON into ``folder``; ``stale``: finished steps whose
+    inputs changed since they ran."""
     from evalrunner.reports.views.html import render_workflow
 
-    report = build_report(manifest, suite_from)
+    report = build_report(manifest, suite_from, stale)
     folder.mkdir(parents=True, exist_ok=True)
     js = folder / REPORT_JSON
     js.write_text(report.model_dump_json(indent=2) + "\n", "utf-8")

@@ -203,5 +203,14 @@ def execute(
             if on_step is not None:
                 on_step(record)
     finally:
-        html, js = write_report(folder, manifest, config.suite_source())
+        # a finished step not run this time whose inputs have changed since (a step before
+        # it ran again): the report says so, and the next run of it will not reuse it
+        stale = [
+            r.step
+            for r in manifest.steps
+            if r.step not in chosen
+            and r.status == "done"
+            and r.inputs_digest != inputs_digest(ctx, r.step)
+        ]
+        html, js = write_report(folder, manifest, config.suite_source(), stale)
     return WorkflowResult(folder, manifest, ran, reused, html, js)

@@ -498,3 +498,24 @@ def test_a_bad_target_is_refused_in_the_event_s_words(tmp_path: Path) -> None:
     result = invoke(config, tmp_path / "wf")
     assert result.exit_code == 2
     assert "workflow: target.url: 5 is not of type 'string'" in result.output
+
+
+def test_a_step_whose_input_ran_again_is_reported_out_of_date(tmp_path: Path) -> None:
+    from evalrunner import run_workflow
+
+    suite, _ = labelled_suite(tmp_path)
+    out = tmp_path / "wf"
+
+    def bot(question: str) -> str:
+        return LEAVE
+
+    common: dict[str, Any] = {"suite": suite, "out": out, "preflight": False}
+    run_workflow(bot, steps="evaluate,weak-spots", metrics=["Rouge Metric"], **common)
+    report = json.loads((out / "workflow-report.json").read_text("utf-8"))
+    assert not any(s["stale"] for s in report["steps"])
+    run_workflow(bot, steps="evaluate", metrics=["Refusal"], **common)
+    report = json.loads((out / "workflow-report.json").read_text("utf-8"))
+    assert [s["step"] for s in report["steps"] if s["stale"]] == ["weak-spots"]
+    assert "out of date" in (out / "workflow-report.html").read_text("utf-8")
+    again = run_workflow(bot, steps="weak-spots", metrics=["Refusal"], **common)
+    assert [s.value for s in again.ran] == ["weak-spots"]  # not reused: its input changed
