@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from evalrunner.evaluators.base import Evaluator, Sample, Scored
     from evalrunner.evaluators.plugins import metric
     from evalrunner.redteam.api import red_team
+    from evalrunner.workflow.api import run_workflow
 
 #: What ``import evalrunner`` offers, loaded on first use: the Lambda handlers import this
 #: package too, and must not pay for pandas or the engine.
@@ -42,6 +43,8 @@ _LAZY = dict.fromkeys(
 _LAZY.update(metric="evalrunner.evaluators.plugins")
 # A red-team run (``evalrunner redteam``): the package is ``evalrunner.redteam``.
 _LAZY.update(red_team="evalrunner.redteam.api")
+# ``evalrunner workflow``: the package is ``evalrunner.workflow``.
+_LAZY.update(run_workflow="evalrunner.workflow.api")
 _LAZY.update(dict.fromkeys(("Evaluator", "Sample", "Scored"), "evalrunner.evaluators.base"))
 
 __all__ = [
@@ -58,6 +61,7 @@ __all__ = [
     "red_team",
     "rescore",
     "run_project",
+    "run_workflow",
     "start_aws",
 ]
 

@@ -36,6 +36,7 @@ from evalrunner.cli.redteaming import redteam
 from evalrunner.cli.rescoring import rescore
 from evalrunner.cli.running import demo, run, start
 from evalrunner.cli.viewing import view
+from evalrunner.cli.workflowing import workflow
 from evalrunner.gc_freeze import held_until_exit
 from evalrunner.launch import judge_cache_dir
 
@@ -91,6 +92,7 @@ app.command("perturbations")(list_perturbations)
 app.command()(generate)
 app.command()(calibrate)
 app.command()(redteam)
+app.command()(workflow)
 app.command()(doctor)
 app.command()(view)
 

@@ -211,3 +211,9 @@ def render_calibration(result: Calibration) -> str:
     from evalrunner.reports.views.calibration_view import calibration_context
 
     return _environment().get_template("calibration.html.j2").render(calibration_context(result))
+
+
+def render_workflow(context: Mapping[str, Any]) -> str:
+    """workflow.html: each step of ``evalrunner workflow`` with its verdict and its reports,
+    and the artifacts, from the context :mod:`evalrunner.workflow.report` builds."""
+    return _environment().get_template("workflow.html.j2").render(context)

@@ -1,0 +1,178 @@
+"""``evalrunner workflow``: generate → evaluate → robustness → red team → calibrate → weak
+spots → artifacts in one folder, each step once (see :mod:`evalrunner.workflow`). Exit 0
+when every step passed, 1 when one found a failure, 2 for bad input, 3 when a step could not
+run (rerun the command to resume there), 5 when a pre-flight probe failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from evalrunner.cli.common import (
+    EXIT_GATE,
+    EXIT_INPUT,
+    EXIT_PREFLIGHT,
+    EXIT_RUN,
+    FailOnOption,
+    JudgeOption,
+    JudgeTimeoutOption,
+    NoPreflight,
+    ThresholdOption,
+    _fail,
+    _json_arg,
+    _pairs,
+    err,
+    judge_arg,
+    out,
+)
+from evalrunner.errors import ConfigError, EvalRunnerError, EventError, SuiteError
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def workflow(
+    target: Annotated[
+        str | None,
+        typer.Option(help="The target as JSON (or a file), as for evalrunner run --target."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="A workflow file (JSON): the same fields; options given here win."),
+    ] = None,
+    documents: Annotated[
+        str | None,
+        typer.Option(help="Documents to generate the suite from (folder or s3://bucket/prefix/)."),
+    ] = None,
+    suite: Annotated[
+        str | None, typer.Option(help="A suite file to evaluate instead of generating one.")
+    ] = None,
+    steps: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated steps to run: generate, evaluate, robustness, redteam, "
+            "calibrate, weak-spots, artifacts. Default: all. Finished steps are not repeated."
+        ),
+    ] = None,
+    count: Annotated[
+        list[str] | None,
+        typer.Option(help="Generated cases KIND=N, as for generate --count (repeatable)."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None, typer.Option(help="A metric by name (repeatable), as for run.")
+    ] = None,
+    threshold: ThresholdOption = None,
+    perturb: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="The robustness step's perturbations, KIND[:INTENSITY[:SEED]] (repeatable); "
+            "default typos:0.1 and synonym."
+        ),
+    ] = None,
+    purpose: Annotated[
+        str | None, typer.Option(help="What the target is for (red team); default: inferred.")
+    ] = None,
+    plugins: Annotated[str | None, typer.Option(help="Red-team plugins, comma-separated.")] = None,
+    strategies: Annotated[
+        str | None, typer.Option(help="Red-team strategies, comma-separated.")
+    ] = None,
+    num_tests: Annotated[int | None, typer.Option(help="Attacks per plugin.", min=1)] = None,
+    seed: Annotated[int | None, typer.Option(help="The red team's seed.", min=0)] = None,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            help="Human verdicts for the calibrate step (csv/xlsx: case_id, human_verdict)."
+        ),
+    ] = None,
+    judge: JudgeOption = None,
+    judge_timeout: JudgeTimeoutOption = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="The workflow folder (resumed when it holds one).")
+    ] = Path("evalrunner-workflow"),
+    fail_on: FailOnOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the workflow report as JSON.")
+    ] = False,
+    no_preflight: NoPreflight = False,
+) -> None:
+    """Chain generate, evaluate, robustness, red team, calibrate and weak spots; write a
+    workflow report, a corpus patch, a system-prompt extension and a Bedrock guardrail."""
+    from evalrunner.cli.generating import _counts
+    from evalrunner.cli.running import perturbation_arg
+    from evalrunner.preflight import PreflightFailed
+    from evalrunner.workflow.api import workflow_config
+    from evalrunner.workflow.config import load_config, parse_steps
+    from evalrunner.workflow.runner import execute
+
+    try:
+        settings: dict[str, Any] = load_config(config) if config is not None else {}
+        red: dict[str, Any] = dict(settings.get("redteam") or {})
+        red.update(
+            {
+                k: v
+                for k, v in {
+                    "purpose": purpose,
+                    "plugins": _csv(plugins),
+                    "strategies": _csv(strategies),
+                    "num_tests": num_tests,
+                    "seed": seed,
+                }.items()
+                if v is not None
+            }
+        )
+        spec = _json_arg(target, "--target") if target else None
+        if spec is None and "target" not in settings:
+            raise ConfigError(
+                '--target is required (or "target" in --config), e.g. '
+                '--target \'{"url": "http://localhost:8080/ask"}\''
+            )
+        cfg, runnable = workflow_config(
+            spec,
+            settings,
+            judge=judge_arg(judge, judge_timeout),
+            documents=documents,
+            suite=suite,
+            counts=_counts(count) or None,
+            metrics=metric or None,
+            thresholds=_pairs(threshold, "--threshold") or None,
+            perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+            labels=labels,
+            fail_on=fail_on.value if fail_on else None,
+            redteam=red or None,
+            preflight=False if no_preflight else None,
+        )
+        chosen = parse_steps(steps)
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    try:
+        result = execute(
+            cfg,
+            out_dir,
+            target=runnable,
+            steps=chosen,
+            on_step=None
+            if as_json
+            else lambda r: err.print(
+                f"{r.step.value}: {r.status} ({r.verdict or '-'}) {escape(r.headline or '')}",
+                highlight=False,
+            ),
+        )
+    except PreflightFailed as exc:
+        raise _fail(exc, EXIT_PREFLIGHT) from None
+    except (ConfigError, SuiteError, EventError) as exc:
+        err.print(f"the workflow stopped; fix this and rerun to resume (folder {out_dir})")
+        raise _fail(exc, EXIT_INPUT) from None
+    except EvalRunnerError as exc:
+        err.print(f"the workflow stopped; rerun the command to resume (folder {out_dir})")
+        raise _fail(exc, EXIT_RUN) from None
+    if as_json:
+        out.print_json(result.report_json.read_text("utf-8"))
+    else:
+        for step in result.reused:
+            err.print(f"{step.value}: finished earlier with the same inputs; not run again")
+        out.print(f"workflow {result.verdict}: {result.report_html}", markup=False, soft_wrap=True)
+    raise typer.Exit(0 if result.passed else EXIT_GATE)

@@ -1,0 +1,216 @@
+"""Runs the workflow's steps in order, each once: a step whose manifest record says done
+with the same inputs digest (its settings and the outputs of the steps it reads) is not run
+again, so rerunning a stopped workflow resumes at its first unfinished step, and changing a
+setting reruns the steps it reaches and those after them that read their outputs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalrunner.errors import ConfigError, EvalRunnerError
+from evalrunner.workflow import manifest as mf
+from evalrunner.workflow.config import NEEDS, STEPS, Step, WorkflowConfig
+from evalrunner.workflow.manifest import Manifest, StepRecord, verdict
+from evalrunner.workflow.steps import Context, StepFn
+
+_log = logging.getLogger(__name__)
+
+
+def _steps() -> dict[Step, StepFn]:
+    from evalrunner.workflow import artifacts, steps
+
+    return {
+        Step.GENERATE: steps.generate,
+        Step.EVALUATE: steps.evaluate,
+        Step.ROBUSTNESS: steps.robustness,
+        Step.REDTEAM: steps.redteam,
+        Step.CALIBRATE: steps.calibrate,
+        Step.WEAK_SPOTS: steps.weak_spots,
+        Step.ARTIFACTS: artifacts.write_artifacts,
+    }
+
+
+@dataclass
+class WorkflowResult:
+    """A workflow's manifest, report and verdict after a call of :func:`execute`."""
+
+    folder: Path
+    manifest: Manifest
+    #: Steps run by this call, and steps found finished and not repeated.
+    ran: list[Step]
+    reused: list[Step]
+    report_html: Path
+    report_json: Path
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.manifest)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    def step(self, step: Step | str) -> StepRecord:
+        return self.manifest.record(Step(step))
+
+    def path(self, step: Step | str, name: str) -> Path:
+        """A step's output file by name (e.g. ``("artifacts", "guardrail")``)."""
+        rel = self.step(step).outputs.get(name)
+        if rel is None:
+            have = ", ".join(self.step(step).outputs) or "none"
+            raise KeyError(f"step {Step(step).value} wrote no {name!r}; it wrote: {have}")
+        return self.folder / rel
+
+
+def _suite_digest(ctx: Context) -> str | None:
+    record = ctx.manifest.record(Step.GENERATE)
+    if record.status == "done":
+        return record.output_digests.get("suite")
+    if ctx.config.suite and Path(ctx.config.suite).is_file():
+        return mf.digest_file(Path(ctx.config.suite))
+    return None
+
+
+def _settings(ctx: Context, step: Step) -> dict[str, Any]:
+    """What a step reads from the configuration (and its files, by digest)."""
+    c = ctx.config
+    run = {
+        "target": c.target,
+        "judge": c.judge,
+        "metrics": c.metrics,
+        "thresholds": c.thresholds,
+        "iterations": c.iterations,
+        "fail_on": c.fail_on,
+    }
+    if step is Step.GENERATE:
+        docs = Path(c.documents) if c.documents else None
+        return {
+            "documents": c.documents,
+            "digest": mf.digest_tree(docs) if docs is not None and docs.exists() else None,
+            "counts": c.counts,
+            "max_words": c.max_words,
+            "judge": c.judge,
+        }
+    if step is Step.EVALUATE:
+        return {**run, "suite": _suite_digest(ctx)}
+    if step is Step.ROBUSTNESS:
+        return {
+            **run,
+            "suite": _suite_digest(ctx),
+            "perturbations": [p.model_dump() for p in c.perturbations],
+        }
+    if step is Step.REDTEAM:
+        return {
+            "target": c.target,
+            "judge": c.judge,
+            "fail_on": c.fail_on,
+            "redteam": c.redteam.model_dump(),
+            "suite": None if c.redteam.purpose else _suite_digest(ctx),
+        }
+    if step is Step.CALIBRATE:
+        labels = Path(c.labels) if c.labels else None
+        return {"labels": mf.digest_file(labels) if labels and labels.is_file() else c.labels}
+    if step is Step.ARTIFACTS:
+        return {
+            "judge": c.judge,
+            "guardrail_name": c.guardrail_name,
+            "purpose": c.redteam.purpose,
+            "suite": _suite_digest(ctx),
+            "redteam": ctx.manifest.record(Step.REDTEAM).output_digests,
+        }
+    return {}
+
+
+def inputs_digest(ctx: Context, step: Step) -> str:
+    upstream = {s.value: ctx.manifest.record(s).output_digests for s in NEEDS[step]}
+    return mf.digest_json({"step": step.value, "settings": _settings(ctx, step), "up": upstream})
+
+
+def execute(
+    config: WorkflowConfig,
+    folder: Path,
+    *,
+    target: Any = None,
+    steps: Sequence[Step] | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> WorkflowResult:
+    """Run the selected ``steps`` (default: all) of ``config`` in ``folder``, skipping those
+    finished with the same inputs, and write the workflow report. ``target``: a Python
+    function standing for ``config.target`` (default: ``config.target`` itself).
+    ``on_step``: called with each step's record once it is saved. A step that fails is
+    recorded as failed with its error and the error is raised: the next call resumes there."""
+    from evalrunner.cli.common import check_out_dir
+    from evalrunner.workflow.report import write_report
+
+    check_out_dir(folder)
+    chosen = list(steps or STEPS)
+    manifest = mf.load(folder)
+    ctx = Context(
+        config=config,
+        folder=folder,
+        target=config.target if target is None else target,
+        manifest=manifest,
+        judge=config.judge,
+    )
+    for step in chosen:
+        for need in NEEDS[step]:
+            if need not in chosen and manifest.record(need).status != "done":
+                raise ConfigError(
+                    f"--steps: {step.value} reads what {need.value} writes, and {need.value} "
+                    f"has not run in {folder}: add it, e.g. --steps {need.value},{step.value}"
+                )
+    functions = _steps()
+    ran: list[Step] = []
+    reused: list[Step] = []
+    try:
+        for step in chosen:
+            digest = inputs_digest(ctx, step)
+            if mf.finished(manifest.record(step), digest, folder):
+                reused.append(step)
+                _log.info("workflow: %s is finished with the same inputs; not run again", step)
+                continue
+            started = mf.now()
+            manifest.replace(StepRecord(step=step, started_at=started, inputs_digest=digest))
+            mf.save(folder, manifest)
+            try:
+                record = functions[step](ctx)
+            except EvalRunnerError as exc:
+                message = str(exc)
+                manifest.replace(
+                    StepRecord(
+                        step=step,
+                        status="failed",
+                        error=message,
+                        inputs_digest=digest,
+                        started_at=started,
+                        finished_at=mf.now(),
+                    )
+                )
+                mf.save(folder, manifest)
+                raise
+            record.inputs_digest = digest
+            record.started_at, record.finished_at = started, mf.now()
+            record.output_digests = {
+                k: mf.digest_tree(folder / v) for k, v in record.outputs.items()
+            }
+            manifest.replace(record)
+            mf.save(folder, manifest)
+            ran.append(step)
+            if on_step is not None:
+                on_step(record)
+    finally:
+        # a finished step not run this time whose inputs have changed since (a step before
+        # it ran again): the report says so, and the next run of it will not reuse it
+        stale = [
+            r.step
+            for r in manifest.steps
+            if r.step not in chosen
+            and r.status == "done"
+            and r.inputs_digest != inputs_digest(ctx, r.step)
+        ]
+        html, js = write_report(folder, manifest, config.suite_source(), stale)
+    return WorkflowResult(folder, manifest, ran, reused, html, js)
