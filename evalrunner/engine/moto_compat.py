@@ -62,6 +62,9 @@ What is patched, and why:
   (the parent execution's history never sees it, and it is dropped when the Map ends) but
   which grows until the Map ends. The list is swapped for one that forgets finished threads,
   and the Map's event manager for one that numbers events without storing them.
+- **The parser is imported without moto's Batch and EC2 models** (issue 31), in
+  :mod:`evalrunner.engine.asl_parser`: no moto code is changed, the Batch package's
+  ``__init__`` is kept from running while the parser imports its ``JobStatus``.
 - **Thread failures are collected**, not only printed: an interpreter thread that dies is the
   one failure the interpreter itself never reports, so the engine's watchdog reads them here.
 """
@@ -104,9 +107,9 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iter
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 
+from evalrunner.engine.asl_parser import AmazonStateLanguageParser
 from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.moto_s3 import InProcessS3Client
 from evalrunner.errors import ConfigError
