@@ -41,7 +41,14 @@ NOT_FOR_A_LEXICAL_RUN = (
     # openpyxl only to read or write an xlsx suite: its __init__ builds the workbook model and
     # imports numpy; the reports are written with XlsxWriter
     "openpyxl",
+    # moto's Batch and EC2 models: the Step Functions parser reaches them through its Batch
+    # task, and the engine imports the parser without them (evalrunner/engine/asl_parser.py)
+    "moto.batch",
+    "moto.ec2",
 )
+#: A ROUGE run imports nltk, but not the optional libraries nltk's top level would pull in
+#: (evalrunner/evaluators/nltk_import.py).
+NOT_FOR_A_ROUGE_RUN = tuple(n for n in NOT_FOR_A_LEXICAL_RUN if n != "nltk")
 
 PROBE = """
 import json, sys
@@ -128,6 +135,30 @@ except SystemExit as exc:
     assert "evalrunner.engine.local" in modules  # the run did go through the engine
     assert list((tmp_path / "out").rglob("*summary.json"))
     assert present(modules, NOT_FOR_A_LEXICAL_RUN) == []
+
+
+def test_a_rouge_run_imports_nltk_without_scipy_or_scikit_learn(tmp_path: Path) -> None:
+    """A whole local ROUGE run (logged answers), reports written: nltk's stemmer is there,
+    scipy, scikit-learn and moto's Batch and EC2 models are not."""
+    suite = tmp_path / "logged.csv"
+    suite.write_text(
+        "id,question,expected_answer,actual_answer\n"
+        "a,How many days?,25 days of leave,25 days of leave\n"
+        "b,Who approves?,the manager,HR approves\n",
+        encoding="utf-8",
+    )
+    body = f"""
+from evalrunner.cli import app
+try:
+    app(["run", "--suite", {str(suite)!r}, "--metric", "Rouge Metric", "--out",
+         {str(tmp_path / "out")!r}, "--quiet", "--fail-on", "errors"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    modules = loaded(body, cwd=tmp_path)
+    assert "evalrunner.engine.local" in modules and "nltk.stem.porter" in modules
+    assert list((tmp_path / "out").rglob("*summary.json"))
+    assert present(modules, NOT_FOR_A_ROUGE_RUN) == []
 
 
 def test_rouge_and_bleu_still_load_nltk_when_they_compute() -> None:
