@@ -54,12 +54,13 @@ from evalrunner.launch import (
     check_resumable,
     check_suite,
     local_event,
-    preflight_local,
     run_local,
+    start_preflight,
 )
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.run_types import RunResult
+    from evalrunner.preflight import InBackground
 
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
@@ -104,6 +105,7 @@ def _execute_local(
     resume: str | None = None,
     preflight: bool = True,
     function_timeout: float | None = None,
+    probe: InBackground | None = None,
 ) -> RunResult:
     """The CLI's local run. Its process is the run's alone, so its older objects (the
     imported libraries) are set aside from the cyclic collector while it
@@ -122,11 +124,16 @@ def _execute_local(
                 resume=resume,
                 preflight=preflight,
                 function_timeout=function_timeout,
+                probe=probe,
             )
         bar, task = _progress_bar()
-        with bar:
+        # Drawn from the first progress the run reports, which comes after the pre-flight's
+        # answer: a failed probe leaves no bar behind, as when the probe ran first.
+        try:
 
             def update(p: Any) -> None:
+                if not bar.live.is_started:
+                    bar.start()
                 bar.update(
                     task,
                     total=p.total or None,
@@ -144,7 +151,11 @@ def _execute_local(
                 resume=resume,
                 preflight=preflight,
                 function_timeout=function_timeout,
+                probe=probe,
             )
+        finally:
+            if bar.live.is_started:  # stopping a bar never drawn would print a blank line
+                bar.stop()
 
 
 def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
@@ -292,11 +303,12 @@ def run(
         from evalrunner.engine.moto_compat import speed_seams_from_env
 
         speed_seams_from_env()  # a bad EVALRUNNER_ENGINE_FAST is bad input: before any probe
-        for event, suite_path in events:
-            if resume:  # bad input before anything is called; the target answered before
+        probe: InBackground | None = None
+        if resume:  # bad input before anything is called; the target answered before
+            for event, suite_path in events:
                 check_resumable(event, suite_path, out_dir, resume)
-            elif not no_preflight:  # every target answers before the first run starts
-                preflight_local(event, suite_path)
+        elif not no_preflight:  # every target answers before the first run starts
+            probe = start_preflight(events)  # while the engine starts: its runs wait for it
         for ev, suite_path in events:
             results.append(
                 _execute_local(
@@ -308,6 +320,7 @@ def run(
                     resume=resume,
                     preflight=False,
                     function_timeout=function_timeout,
+                    probe=probe,
                 )
             )
     except PreflightFailed as exc:
