@@ -300,7 +300,7 @@ def run(
 
                 warn_about_defaults(parse_event(event, concurrency_cap=concurrency_cap()))
             events.append((event, suite_path))
-        from evalrunner.engine.moto_compat import speed_seams_from_env
+        from evalrunner.engine_switch import speed_seams_from_env  # moto is not imported yet
 
         speed_seams_from_env()  # a bad EVALRUNNER_ENGINE_FAST is bad input: before any probe
         probe: InBackground | None = None

@@ -171,3 +171,14 @@ for name in ("Rouge Metric", "BLEU"):
     resolve(name)().score(sample)
 """
     assert "nltk.stem.porter" in loaded(body)
+
+
+def test_the_engine_switch_is_read_without_the_engine() -> None:
+    """``run`` refuses a bad EVALRUNNER_ENGINE_FAST before the pre-flight probe, which starts
+    before the engine so that moto's imports run while the target answers it: reading the
+    switch imports neither moto nor the engine."""
+    body = """
+from evalrunner.engine_switch import speed_seams_from_env
+speed_seams_from_env()
+"""
+    assert present(loaded(body), ("moto", "boto3", "botocore", "evalrunner.engine")) == []
