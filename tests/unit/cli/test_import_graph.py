@@ -182,3 +182,41 @@ from evalrunner.engine_switch import speed_seams_from_env
 speed_seams_from_env()
 """
     assert present(loaded(body), ("moto", "boto3", "botocore", "evalrunner.engine")) == []
+
+
+def test_run_starts_the_preflight_before_it_imports_the_engine(tmp_path: Path) -> None:
+    """The pre-flight probe waits on the target while moto's Step Functions interpreter and
+    the engine import (issue 31 goal 3): when ``run`` starts it, neither is imported yet."""
+    suite = tmp_path / "logged.csv"
+    suite.write_text("id,question,expected_answer,actual_answer\na,q?,yes,yes\n", "utf-8")
+    body = f"""
+from evalrunner.cli import app, running
+original = running.start_preflight
+def spy(*args, **kwargs):
+    print("AT_PREFLIGHT " + json.dumps(sorted(sys.modules)))
+    return original(*args, **kwargs)
+running.start_preflight = spy
+try:
+    app(["run", "--suite", {str(suite)!r}, "--metric", "Exact match", "--out",
+         {str(tmp_path / "out")!r}, "--quiet", "--fail-on", "errors"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("AT_PREFLIGHT ")), None)
+    assert line is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    modules = set(json.loads(line[len("AT_PREFLIGHT ") :]))
+    assert present(modules, ("moto", "evalrunner.engine.local", "lambdas")) == []
+    assert "evalrunner.engine.local" in loaded_from(done.stdout)  # then the run imported it
+
+
+def loaded_from(stdout: str) -> set[str]:
+    line = next(x for x in stdout.splitlines() if x.startswith("MODULES "))
+    return set(json.loads(line[len("MODULES ") :]))
