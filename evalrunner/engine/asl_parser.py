@@ -21,6 +21,9 @@ still run. No moto code or object is changed; what this depends on is moto's fil
 the import is retried the ordinary way (slower, never wrong), and
 ``tests/unit/engine/test_asl_parser_import.py`` fails, in a fresh interpreter, when the Batch
 or EC2 models are imported again or the whole package no longer loads after it.
+It runs once, when this module is imported by the engine's import, before the engine starts
+any thread; in that moment (~0.1 s) another thread importing ``moto.batch`` itself would get
+the unexecuted package (the pre-flight's probe thread, the one running then, imports no moto).
 """
 
 from __future__ import annotations
