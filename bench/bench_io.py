@@ -3,7 +3,9 @@
 Runs ``evalrunner run`` in a child process against a loopback HTTP target that answers after a
 fixed (or uniformly drawn) latency, and prints one JSON line per run:
 
-- ``seconds``: the whole command; ``startup_s``: launch to the first request at the target;
+- ``seconds``: the whole command, and ``whole_ratio`` = seconds / ``ideal_s`` (issue 31 goal 3);
+- ``startup_s``: launch to the first request at the target (the pre-flight's probe, unless
+  ``--no-preflight``); ``first_case_s``: launch to the first case's request;
   ``target_phase_s``: first request to last response; ``tail_s``: last response to exit
   (Score, Aggregate, reports);
 - ``ideal_s``: cases x iterations x mean latency / concurrency, what a run bound only by the
@@ -25,6 +27,8 @@ Usage:
   python bench/bench_io.py --cases 500 --latency 2 --concurrency 10 50 \
       --code /tmp/i18io-base --code .
   python bench/bench_io.py --cases 200 --latency 0.05:0.2 --iterations 2 --concurrency 10 50 100
+  python bench/bench_io.py --cases 300 --latency 0.5:1.5 --concurrency 20 \
+      --code /tmp/base --code . --repeat 3     # the checkouts taking turns, order swapped
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class Target:
         self.requests = 0
         self.first: float | None = None
         self.last: float | None = None
+        self.starts: list[float] = []
         self.stopping = threading.Event()
 
     def enter(self) -> None:
@@ -63,6 +68,7 @@ class Target:
             self.in_flight += 1
             self.requests += 1
             self.peak = max(self.peak, self.in_flight)
+            self.starts.append(time.monotonic())
             if self.first is None:
                 self.first = time.monotonic()
 
@@ -129,7 +135,13 @@ def tree_rss_kib(root: int) -> int:
 
 
 def one_run(
-    code: Path, cases: int, iterations: int, concurrency: int, low: float, high: float
+    code: Path,
+    cases: int,
+    iterations: int,
+    concurrency: int,
+    low: float,
+    high: float,
+    preflight: bool = True,
 ) -> dict[str, Any]:
     target = Target(low, high)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(target))
@@ -163,6 +175,7 @@ def one_run(
             "--out",
             str(work / "out"),
             "--quiet",
+            *([] if preflight else ["--no-preflight"]),
         ]
         env = {**os.environ, "PYTHONPATH": str(code.resolve())}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -185,6 +198,8 @@ def one_run(
     items = cases * iterations
     ideal = items * (low + high) / 2 / concurrency
     phase = (target.last - target.first) if target.first and target.last else None
+    # the first case's call: the request after the pre-flight's, when the run made one
+    cases_start = target.starts[1 if target.requests > items else 0] if target.starts else None
     result = {
         "code": str(code),
         "cases": cases,
@@ -196,10 +211,13 @@ def one_run(
         "seconds": round(ended - started, 2),
         "startup_s": round(target.first - started, 2) if target.first else None,
         "target_phase_s": round(phase, 2) if phase else None,
+        "first_case_s": round(cases_start - started, 2) if cases_start else None,
         "tail_s": round(ended - target.last, 2) if target.last else None,
         "ideal_s": round(ideal, 2),
         # an instant target (--latency 0) has no ideal to compare with: no ratio, not a crash
         "ratio": round(phase / ideal, 2) if phase and ideal else None,
+        # the whole command, start-up and tail included (issue 31 goal 3)
+        "whole_ratio": round((ended - started) / ideal, 2) if ideal else None,
         "peak_in_flight": target.peak,
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mib": round(peak_kib / 1024),
@@ -218,15 +236,26 @@ def main() -> int:
     )
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--code", type=Path, action="append", help="checkout(s) to run")
+    parser.add_argument(
+        "--no-preflight", action="store_true", help="run with --no-preflight (no probe call)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per checkout, the checkouts taking turns"
+    )
     args = parser.parse_args()
     low, _, high = args.latency.partition(":")
     lo, hi = float(low), float(high or low)
     failed = 0
+    codes = args.code or [Path(".")]
     for concurrency in args.concurrency:
-        for code in args.code or [Path(".")]:
-            result = one_run(code, args.cases, args.iterations, concurrency, lo, hi)
-            print(json.dumps(result), flush=True)
-            failed += result["exit_code"] != 0
+        for rep in range(args.repeat):
+            # interleaved, the order swapped every repetition: both see the same load
+            for code in codes if rep % 2 == 0 else codes[::-1]:
+                result = one_run(
+                    code, args.cases, args.iterations, concurrency, lo, hi, not args.no_preflight
+                )
+                print(json.dumps(result), flush=True)
+                failed += result["exit_code"] != 0
     return 1 if failed else 0
 
 

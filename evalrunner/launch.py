@@ -5,7 +5,7 @@ CLI's run, with the same checks, judge cache and engine, and an engine is built 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the engine imports moto: only a run pays for it, not `impor
     from evalrunner.engine.dispatch import Handler
     from evalrunner.engine.run_types import Pipeline, Progress, RunResult
     from evalrunner.event import RunEvent
+    from evalrunner.preflight import InBackground
     from evalrunner.suite.model import Suite
 
 
@@ -52,17 +53,32 @@ def settled_suite(path: Path, event: dict[str, Any]) -> tuple[RunEvent, Suite]:
 def preflight_local(
     event: dict[str, Any], suite: Path, *, functions: Mapping[str, Handler] | None = None
 ) -> None:
-    """The pre-flight of a local run (:mod:`evalrunner.preflight`): the CLI calls it for
-    every target before the first run starts, :func:`run_local` unless told not to."""
-    from evalrunner.preflight import preflight
+    """The pre-flight of a local run (:mod:`evalrunner.preflight`), made here and now."""
+    start_preflight([(event, suite)], functions=functions).wait()
 
-    settled, cases = settled_suite(suite, event)
-    hosted = set(functions or {})
-    if settled.target_kind == "lambdaArn":  # only then: the engine's import (moto) is slow
-        from evalrunner.engine.local import local_target_functions
 
-        hosted |= set(local_target_functions())
-    preflight(settled, cases, hosted=hosted)
+def start_preflight(
+    runs: Iterable[tuple[dict[str, Any], Path]],
+    *,
+    functions: Mapping[str, Handler] | None = None,
+) -> InBackground:
+    """The pre-flight of local runs (each ``(event, suite)``, in order), started in the
+    background: the CLI starts it for every target before the engine starts, :func:`run_local`
+    unless told not to, and the engine waits for it before it sends the first case, so a
+    failed probe still stops the run before anything is spent or written. Which calls are
+    needed is decided here, in the caller's thread (bad input raises here)."""
+    from evalrunner.preflight import InBackground, probes
+
+    calls = []
+    for event, suite in runs:
+        settled, cases = settled_suite(suite, event)
+        hosted = set(functions or {})
+        if settled.target_kind == "lambdaArn":  # only then: the engine's import (moto) is slow
+            from evalrunner.engine.local import local_target_functions
+
+            hosted |= set(local_target_functions())
+        calls += probes(settled, cases, hosted=hosted)
+    return InBackground(calls)
 
 
 def local_event(
@@ -170,6 +186,7 @@ def run_local(
     functions: Mapping[str, Handler] | None = None,
     preflight: bool = True,
     function_timeout: float | None = None,
+    probe: InBackground | None = None,
 ) -> RunResult:
     """Run ``event`` over ``suite`` in the embedded engine and copy its reports to ``out_dir``.
 
@@ -179,7 +196,8 @@ def run_local(
     endpoint, a refused key or an unmappable response stops the run before anything is
     spent (:class:`~evalrunner.preflight.PreflightFailed`). ``function_timeout``: seconds a
     pipeline function may run before the run stops (default: no limit locally; a deployed
-    one has Lambda's 900 s)."""
+    one has Lambda's 900 s). ``probe``: a pre-flight already started (:func:`start_preflight`,
+    the CLI's, for all its targets): waited for instead of starting one."""
     from evalrunner.engine.local import LocalEngine
 
     # first: a bad EVALRUNNER_ENGINE_FAST is bad input, refused before any probe is spent
@@ -193,9 +211,23 @@ def run_local(
     check_suite(suite, event)
     if resume:
         check_resumable(event, suite, out_dir, resume)
-    elif preflight:  # a resumed run's target answered before: no case is called twice
-        preflight_local(event, suite, functions=functions)
-    return engine.run(event, suite=suite, out_dir=out_dir, on_progress=on_progress, resume=resume)
+    elif preflight and probe is None:  # a resumed run's target answered before: not probed
+        probe = start_preflight([(event, suite)], functions=functions)
+    try:
+        return engine.run(
+            event,
+            suite=suite,
+            out_dir=out_dir,
+            on_progress=on_progress,
+            resume=resume,
+            before_start=probe.wait if probe else None,
+        )
+    except Exception:
+        # The probe's failure is what the user hears, as when the probe ran first: an error
+        # of the engine's start-up that raced it comes second.
+        if probe is not None:
+            probe.wait()
+        raise
 
 
 __all__ = [
@@ -207,5 +239,6 @@ __all__ = [
     "preflight_local",
     "run_local",
     "settled_suite",
+    "start_preflight",
     "with_judge_cache",
 ]

@@ -15,7 +15,9 @@ no selected metric or perturbation uses it. ``--no-preflight`` / ``preflight=Fal
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import functools
+import threading
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -60,10 +62,52 @@ def preflight(event: RunEvent, suite: Suite, *, hosted: Collection[str] = ()) ->
     judge with one tiny question. Raises :class:`PreflightFailed` naming the fix.
 
     ``hosted``: names of Lambda functions the local engine runs in-process (not probed)."""
+    for call in probes(event, suite, hosted=hosted):
+        call()
+
+
+def probes(
+    event: RunEvent, suite: Suite, *, hosted: Collection[str] = ()
+) -> list[Callable[[], None]]:
+    """The pre-flight's calls, in order (the target's, then the judge's), not yet made:
+    deciding which are needed resolves the metrics (imports), making them waits on the
+    network, so :class:`InBackground` can make them while the engine starts."""
+    calls: list[Callable[[], None]] = []
     if suite.cases and _calls_target(event, hosted):
-        probe_target(event.target, suite.cases[0])
+        calls.append(functools.partial(probe_target, event.target, suite.cases[0]))
     if event.judge is not None and uses_judge(event):
-        probe_judge(event.judge)
+        calls.append(functools.partial(probe_judge, event.judge))
+    return calls
+
+
+class InBackground:
+    """The pre-flight's calls made in a thread while the engine starts (its imports, the
+    state machine's definition, the run's runtime: ~1-2 s of CPU that the probe's wait on
+    the target used to add to every run, issue 31 goal 3), joined by :meth:`wait` before
+    the first case is sent. Made in the given order, the first failure ends them, as in
+    :func:`preflight`; :meth:`wait` raises it (a :class:`PreflightFailed`, or the error the
+    probe's set-up raised), and again if called again, so nothing starts after it."""
+
+    def __init__(self, calls: Sequence[Callable[[], None]]) -> None:
+        self._error: BaseException | None = None
+        # a daemon: a run stopped with Ctrl-C does not wait for a probe's timeout to exit
+        self._thread = threading.Thread(
+            target=self._make, args=(list(calls),), name="evalrunner-preflight", daemon=True
+        )
+        self._thread.start()
+
+    def _make(self, calls: list[Callable[[], None]]) -> None:
+        try:
+            for call in calls:
+                call()
+        except BaseException as exc:  # handed to the thread that waits, which raises it
+            self._error = exc
+
+    def wait(self) -> None:
+        """Return once every call succeeded; raise the first failure otherwise."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _calls_target(event: RunEvent, hosted: Collection[str]) -> bool:
@@ -135,4 +179,12 @@ def describe_exception(exc: BaseException) -> str:
     return text or "the call failed without a message"
 
 
-__all__ = ["PROBE_RETRIES", "PreflightFailed", "preflight", "probe_judge", "probe_target"]
+__all__ = [
+    "PROBE_RETRIES",
+    "InBackground",
+    "PreflightFailed",
+    "preflight",
+    "probe_judge",
+    "probe_target",
+    "probes",
+]

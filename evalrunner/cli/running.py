@@ -55,12 +55,13 @@ from evalrunner.launch import (
     check_resumable,
     check_suite,
     local_event,
-    preflight_local,
     run_local,
+    start_preflight,
 )
 
 if TYPE_CHECKING:  # the engine (moto) is imported by the commands that run, not at startup
     from evalrunner.engine.run_types import RunResult
+    from evalrunner.preflight import InBackground
 
 DEMO_TARGET = {"lambdaArn": "evalrunner-demo-hr"}
 
@@ -105,6 +106,7 @@ def _execute_local(
     resume: str | None = None,
     preflight: bool = True,
     function_timeout: float | None = None,
+    probe: InBackground | None = None,
 ) -> RunResult:
     """The CLI's local run. Its process is the run's alone, so its older objects (the
     imported libraries) are set aside from the cyclic collector while it
@@ -123,11 +125,16 @@ def _execute_local(
                 resume=resume,
                 preflight=preflight,
                 function_timeout=function_timeout,
+                probe=probe,
             )
         bar, task = _progress_bar()
-        with bar:
+        # Drawn from the first progress the run reports, which comes after the pre-flight's
+        # answer: a failed probe leaves no bar behind, as when the probe ran first.
+        try:
 
             def update(p: Any) -> None:
+                if not bar.live.is_started:
+                    bar.start()
                 bar.update(
                     task,
                     total=p.total or None,
@@ -145,7 +152,11 @@ def _execute_local(
                 resume=resume,
                 preflight=preflight,
                 function_timeout=function_timeout,
+                probe=probe,
             )
+        finally:
+            if bar.live.is_started:  # stopping a bar never drawn would print a blank line
+                bar.stop()
 
 
 def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
@@ -359,14 +370,15 @@ def run(
 
                 warn_about_defaults(parse_event(event, concurrency_cap=concurrency_cap()))
             events.append((event, suite_path))
-        from evalrunner.engine.moto_compat import speed_seams_from_env
+        from evalrunner.engine_switch import speed_seams_from_env  # moto is not imported yet
 
         speed_seams_from_env()  # a bad EVALRUNNER_ENGINE_FAST is bad input: before any probe
-        for event, suite_path in events:
-            if resume:  # bad input before anything is called; the target answered before
+        probe: InBackground | None = None
+        if resume:  # bad input before anything is called; the target answered before
+            for event, suite_path in events:
                 check_resumable(event, suite_path, out_dir, resume)
-            elif not no_preflight:  # every target answers before the first run starts
-                preflight_local(event, suite_path)
+        elif not no_preflight:  # every target answers before the first run starts
+            probe = start_preflight(events)  # while the engine starts: its runs wait for it
         if view:  # after every check: bad input opens no browser
             from evalrunner.cli.viewing import open_viewer
 
@@ -382,6 +394,7 @@ def run(
                     resume=resume,
                     preflight=False,
                     function_timeout=function_timeout,
+                    probe=probe,
                 )
             )
     except PreflightFailed as exc:

@@ -148,11 +148,16 @@ class LocalEngine:
         out_dir: Path,
         on_progress: Callable[[Progress], None] | None = None,
         resume: str | None = None,
+        before_start: Callable[[], None] | None = None,
     ) -> RunResult:
         """Upload the suite to the event's key, execute the state machine, copy the reports.
 
         ``resume``: the run id of a run that stopped part-way (its case records were saved
-        under ``out_dir/runs/<run_id>/``); the cases it finished are not run again."""
+        under ``out_dir/runs/<run_id>/``); the cases it finished are not run again.
+        ``before_start``: called once the run's handlers are built, before the embedded AWS
+        starts (its mock would catch a probe's calls to real AWS) and before anything is sent
+        or written to ``out_dir``; what it raises stops the run there (the pre-flight running
+        beside the engine's start-up, :func:`evalrunner.launch.start_preflight`)."""
         started = time.perf_counter()
         progress = Progress()
         lock = threading.Lock()
@@ -227,6 +232,8 @@ class LocalEngine:
         speedups: AbstractContextManager[None] = (
             interpreter_speedups() if self.fast else nullcontext()
         )
+        if before_start is not None:  # before the mock: a probe of real AWS must reach AWS
+            before_start()
         with (
             self.embedded_aws(),
             speedups,

@@ -62,6 +62,9 @@ What is patched, and why:
   (the parent execution's history never sees it, and it is dropped when the Map ends) but
   which grows until the Map ends. The list is swapped for one that forgets finished threads,
   and the Map's event manager for one that numbers events without storing them.
+- **The parser is imported without moto's Batch and EC2 models** (issue 31), in
+  :mod:`evalrunner.engine.asl_parser`: no moto code is changed, the Batch package's
+  ``__init__`` is kept from running while the parser imports its ``JobStatus``.
 - **Thread failures are collected**, not only printed: an interpreter thread that dies is the
   one failure the interpreter itself never reports, so the engine's watchdog reads them here.
 """
@@ -71,7 +74,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -80,7 +82,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import moto
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.models import DEFAULT_ACCOUNT_ID, botocore_stubber
@@ -104,14 +105,19 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iter
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils import json_path
 
+from evalrunner.engine.asl_parser import AmazonStateLanguageParser
 from evalrunner.engine.definition_cache import DefinitionCache
 from evalrunner.engine.moto_s3 import InProcessS3Client
-from evalrunner.errors import ConfigError
-
-MOTO_VERSION = "5.2.5"
+from evalrunner.engine_switch import (
+    FAST_ENV,
+    MOTO_OLDEST,
+    MOTO_VERSION,
+    check_speed_seams_fit,
+    installed_moto_version,
+    speed_seams_from_env,
+)
 
 #: The classes whose ``_eval_pool`` recurses once per Map item in moto 5.2.5.
 MAP_WORKER_CLASSES: tuple[type, ...] = (
@@ -481,58 +487,6 @@ class ThreadFailures:
             with _patch_lock:
                 if threading.excepthook is hook:
                     threading.excepthook = previous
-
-
-#: The switch for every speed seam above (a documented setting, README "The embedded
-#: engine's speed seams"): ``0`` runs the engine through moto's ordinary botocore path.
-FAST_ENV = "EVALRUNNER_ENGINE_FAST"
-_ON, _OFF = frozenset({"1", "true", "on", "yes"}), frozenset({"0", "false", "off", "no"})
-
-
-#: The oldest moto the engine is tested with, seams off (pyproject's ``local`` extra allows
-#: ``MOTO_OLDEST`` to ``MOTO_VERSION``; bench/RESULTS.md "The moto speed seams' switch").
-MOTO_OLDEST = "5.2.0"
-
-
-def speed_seams_from_env() -> bool:
-    """Whether the engine's speed seams are on: ``EVALRUNNER_ENGINE_FAST``; unset, on where
-    the installed moto is the one they are written for (``MOTO_VERSION``), else off.
-
-    On: the caches of :func:`interpreter_speedups`, the bounded retention, and the direct
-    paths to moto's backends (the in-process S3, Lambda and Step Functions clients, with
-    ``CompactKey`` objects). Off: only the Map-worker fix (a correctness fix) and the Lambda
-    backend seam (how the mock reaches the handlers) are patched, and every S3, Lambda and
-    Step Functions call goes through boto3, botocore and moto's HTTP layer, as the deployed
-    pipeline's calls go through botocore to AWS: slower, and the check that the seams change
-    nothing a run produces."""
-    raw = os.environ.get(FAST_ENV, "").strip().lower()
-    if not raw:
-        return installed_moto_version() == MOTO_VERSION
-    if raw in _ON:
-        check_speed_seams_fit()
-        return True
-    if raw in _OFF:
-        return False
-    raise ConfigError(
-        f"{FAST_ENV}={raw!r} is not a switch: set it to 1 (the default: the embedded "
-        "engine's speed seams on) or 0 (every call through moto's ordinary botocore path)"
-    )
-
-
-def check_speed_seams_fit() -> None:
-    """The speed seams asked for: refused, with what to do, on a moto they were not written
-    for (they reach into its private code; another release may have moved any of it)."""
-    installed = installed_moto_version()
-    if installed != MOTO_VERSION:
-        raise ConfigError(
-            f"the embedded engine's speed seams are written for moto {MOTO_VERSION}, and moto "
-            f"{installed} is installed: install moto=={MOTO_VERSION} for them, or leave "
-            f"{FAST_ENV} unset (or 0) to run through moto's ordinary botocore path"
-        )
-
-
-def installed_moto_version() -> str:
-    return str(getattr(moto, "__version__", "unknown"))
 
 
 __all__ = [

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evalrunner.evaluators.ngrams import clipped_matches_by_order, ngram_total
+from evalrunner.evaluators.nltk_import import import_nltk
 
 Smoothing = Callable[..., list[Any]]
 
@@ -41,6 +42,7 @@ def sentence_bleus(
         return [0.0] * len(weights)
     # closest_ref_length of a single reference is its length.
     # nltk on first use, not at import: any nltk module runs nltk/__init__ (evaluators.rouge)
+    import_nltk()
     from nltk.translate.bleu_score import brevity_penalty
 
     bp = brevity_penalty(len(reference), len(hypothesis))
@@ -75,6 +77,7 @@ def _log_precisions(
     of the evaluator's time (issue 18). Any other smoothing gets nltk's Fractions."""
     epsilon = _method1_epsilon(smoothing)
     if epsilon is None:
+        import_nltk()
         from nltk.translate.bleu_score import Fraction
 
         p_n = [Fraction(c, t, _normalize=False) for c, t in zip(clipped, totals, strict=True)]
@@ -87,6 +90,7 @@ def _log_precisions(
 def _method1_epsilon(smoothing: Smoothing) -> Any | None:
     """The epsilon of ``smoothing`` when it is nltk's ``SmoothingFunction(...).method1``
     (as given: method 1 adds it to the count unconverted)."""
+    import_nltk()
     from nltk.translate.bleu_score import SmoothingFunction
 
     if getattr(smoothing, "__func__", None) is SmoothingFunction.method1:

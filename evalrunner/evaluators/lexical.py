@@ -12,6 +12,7 @@ from typing import ClassVar
 from evalrunner.evaluators.base import Evaluator, Input, MetricSpec, Sample, Scored
 from evalrunner.evaluators.bleu import Smoothing, sentence_bleus
 from evalrunner.evaluators.ngrams import clipped_matches
+from evalrunner.evaluators.nltk_import import import_nltk
 from evalrunner.evaluators.registry import register
 from evalrunner.evaluators.rouge import StemmingTokenizer, lcs_score, ngram_scores
 
@@ -132,6 +133,7 @@ def _smoothing() -> Smoothing:
     """Chen & Cherry's method 1: a small epsilon for zero n-gram counts, so a short answer
     with no 4-gram match is not flattened to 0 across the board. nltk is imported on first
     use: the registry imports this module for every run (evaluators.rouge says why)."""
+    import_nltk()
     from nltk.translate.bleu_score import SmoothingFunction
 
     method: Smoothing = SmoothingFunction().method1  # nltk ships no types

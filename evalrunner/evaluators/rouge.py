@@ -28,6 +28,7 @@ from rouge_score import scoring
 from rouge_score.tokenize import NON_ALPHANUM_RE, VALID_TOKEN_RE
 
 from evalrunner.evaluators.ngrams import clipped_matches_by_order, ngram_total
+from evalrunner.evaluators.nltk_import import import_nltk
 
 if TYPE_CHECKING:
     from nltk.stem.porter import PorterStemmer
@@ -48,9 +49,10 @@ def porter_stemmer() -> PorterStemmer:
     so one serves every thread.
 
     Imported here, not at the top: importing any nltk module runs ``nltk/__init__``, which
-    imports nearly all of nltk and, through it, scipy.stats and scikit-learn (~2 s of a
-    5-case run's start-up, issue 31); the registry imports every evaluator module, so a run
-    that selects no stemming metric should not pay it (docs/upstream/nltk-lazy-init.md)."""
+    imports nearly all of nltk; the registry imports every evaluator module, so a run that
+    selects no stemming metric should not pay it (docs/upstream/nltk-eager-init.md), and one
+    that does imports it without scipy and scikit-learn (:mod:`evaluators.nltk_import`)."""
+    import_nltk()
     from nltk.stem.porter import PorterStemmer
 
     return PorterStemmer()

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from moto.core.botocore_stubber import BotocoreStubber
 
-from evalrunner.engine import LocalEngine, moto_compat
+from evalrunner import engine_switch
+from evalrunner.engine import LocalEngine
 from evalrunner.engine.moto_compat import FAST_ENV, MOTO_VERSION, speed_seams_from_env
 from evalrunner.errors import ConfigError
 from lambdas.local import local_pipeline
@@ -126,7 +127,7 @@ def test_the_switch_is_read_from_the_environment(monkeypatch):
 def test_on_another_moto_the_seams_are_off_unless_asked_for(monkeypatch):
     """The local extra allows a range of moto; the seams reach into 5.2.5's private code, so
     on another release they are off by default, and asking for them is refused, saying why."""
-    monkeypatch.setattr(moto_compat, "installed_moto_version", lambda: "5.2.0")
+    monkeypatch.setattr(engine_switch, "installed_moto_version", lambda: "5.2.0")
     monkeypatch.delenv(FAST_ENV, raising=False)
     assert speed_seams_from_env() is False
     assert LocalEngine(pipeline=local_pipeline).fast is False

@@ -41,7 +41,14 @@ NOT_FOR_A_LEXICAL_RUN = (
     # openpyxl only to read or write an xlsx suite: its __init__ builds the workbook model and
     # imports numpy; the reports are written with XlsxWriter
     "openpyxl",
+    # moto's Batch and EC2 models: the Step Functions parser reaches them through its Batch
+    # task, and the engine imports the parser without them (evalrunner/engine/asl_parser.py)
+    "moto.batch",
+    "moto.ec2",
 )
+#: A ROUGE run imports nltk, but not the optional libraries nltk's top level would pull in
+#: (evalrunner/evaluators/nltk_import.py).
+NOT_FOR_A_ROUGE_RUN = tuple(n for n in NOT_FOR_A_LEXICAL_RUN if n != "nltk")
 
 PROBE = """
 import json, sys
@@ -130,6 +137,30 @@ except SystemExit as exc:
     assert present(modules, NOT_FOR_A_LEXICAL_RUN) == []
 
 
+def test_a_rouge_run_imports_nltk_without_scipy_or_scikit_learn(tmp_path: Path) -> None:
+    """A whole local ROUGE run (logged answers), reports written: nltk's stemmer is there,
+    scipy, scikit-learn and moto's Batch and EC2 models are not."""
+    suite = tmp_path / "logged.csv"
+    suite.write_text(
+        "id,question,expected_answer,actual_answer\n"
+        "a,How many days?,25 days of leave,25 days of leave\n"
+        "b,Who approves?,the manager,HR approves\n",
+        encoding="utf-8",
+    )
+    body = f"""
+from evalrunner.cli import app
+try:
+    app(["run", "--suite", {str(suite)!r}, "--metric", "Rouge Metric", "--out",
+         {str(tmp_path / "out")!r}, "--quiet", "--fail-on", "errors"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    modules = loaded(body, cwd=tmp_path)
+    assert "evalrunner.engine.local" in modules and "nltk.stem.porter" in modules
+    assert list((tmp_path / "out").rglob("*summary.json"))
+    assert present(modules, NOT_FOR_A_ROUGE_RUN) == []
+
+
 def test_rouge_and_bleu_still_load_nltk_when_they_compute() -> None:
     """The other side of the laziness: selecting the stemming metrics does reach nltk."""
     body = """
@@ -140,3 +171,52 @@ for name in ("Rouge Metric", "BLEU"):
     resolve(name)().score(sample)
 """
     assert "nltk.stem.porter" in loaded(body)
+
+
+def test_the_engine_switch_is_read_without_the_engine() -> None:
+    """``run`` refuses a bad EVALRUNNER_ENGINE_FAST before the pre-flight probe, which starts
+    before the engine so that moto's imports run while the target answers it: reading the
+    switch imports neither moto nor the engine."""
+    body = """
+from evalrunner.engine_switch import speed_seams_from_env
+speed_seams_from_env()
+"""
+    assert present(loaded(body), ("moto", "boto3", "botocore", "evalrunner.engine")) == []
+
+
+def test_run_starts_the_preflight_before_it_imports_the_engine(tmp_path: Path) -> None:
+    """The pre-flight probe waits on the target while moto's Step Functions interpreter and
+    the engine import (issue 31 goal 3): when ``run`` starts it, neither is imported yet."""
+    suite = tmp_path / "logged.csv"
+    suite.write_text("id,question,expected_answer,actual_answer\na,q?,yes,yes\n", "utf-8")
+    body = f"""
+from evalrunner.cli import app, running
+original = running.start_preflight
+def spy(*args, **kwargs):
+    print("AT_PREFLIGHT " + json.dumps(sorted(sys.modules)))
+    return original(*args, **kwargs)
+running.start_preflight = spy
+try:
+    app(["run", "--suite", {str(suite)!r}, "--metric", "Exact match", "--out",
+         {str(tmp_path / "out")!r}, "--quiet", "--fail-on", "errors"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("AT_PREFLIGHT ")), None)
+    assert line is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    modules = set(json.loads(line[len("AT_PREFLIGHT ") :]))
+    assert present(modules, ("moto", "evalrunner.engine.local", "lambdas")) == []
+    assert "evalrunner.engine.local" in loaded_from(done.stdout)  # then the run imported it
+
+
+def loaded_from(stdout: str) -> set[str]:
+    line = next(x for x in stdout.splitlines() if x.startswith("MODULES "))
+    return set(json.loads(line[len("MODULES ") :]))

@@ -147,7 +147,8 @@ def test_thread_failures_keep_interpreter_threads_only():
 
 def test_only_this_module_imports_moto():
     """One place to re-read on a moto upgrade (moto_compat, its S3 half moto_s3, which it
-    re-exports and this file pins): the rest of the package goes through them."""
+    re-exports and this file pins, and asl_parser, which imports the parser without Batch,
+    pinned by test_asl_parser_import): the rest of the package goes through them."""
     package = ROOT / "evalrunner"
     importers = [
         path.relative_to(ROOT).as_posix()
@@ -155,6 +156,7 @@ def test_only_this_module_imports_moto():
         if re.search(r"^\s*(from moto[ .]|import moto\b)", path.read_text("utf-8"), re.M)
     ]
     assert sorted(importers) == [
+        "evalrunner/engine/asl_parser.py",
         "evalrunner/engine/moto_compat.py",
         "evalrunner/engine/moto_s3.py",
         "evalrunner/engine/moto_services.py",
