@@ -239,3 +239,34 @@ FailOnRegression = Annotated[
         "the same target and suite, or --baseline), whatever --fail-on says.",
     ),
 ]
+
+
+PerturbOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Robustness: also run every case perturbed, KIND[:INTENSITY[:SEED]], e.g. "
+        "typos:0.1 or synonym (repeatable); 'evalrunner perturbations' lists the kinds."
+    ),
+]
+
+
+def perturbation_arg(text: str) -> dict[str, Any]:
+    """``--perturb KIND[:INTENSITY[:SEED]]`` as an entry of the event's perturbations (the
+    event's validation checks the kind and the ranges)."""
+    parts = text.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise EventError(
+            f"--perturb: {text!r} is not KIND[:INTENSITY[:SEED]], e.g. typos:0.1 or typos:0.1:7"
+        )
+    entry: dict[str, Any] = {"kind": parts[0]}
+    try:
+        if len(parts) > 1 and parts[1]:
+            entry["intensity"] = float(parts[1])
+        if len(parts) > 2 and parts[2]:
+            entry["seed"] = int(parts[2])
+    except ValueError:
+        raise EventError(
+            f"--perturb: {text!r}: the intensity must be a number between 0 and 1 and the "
+            "seed a whole number, e.g. typos:0.1:7"
+        ) from None
+    return entry

@@ -14,12 +14,13 @@ from evalrunner.cli.common import (
     EXIT_INPUT,
     JudgeMetricOption,
     JudgeOption,
+    PerturbOption,
     _fail,
     _json_arg,
     judge_metrics_arg,
     out,
+    perturbation_arg,
 )
-from evalrunner.cli.running import PerturbOption, perturbation_arg
 from evalrunner.errors import EvalRunnerError, EventError
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import local_event

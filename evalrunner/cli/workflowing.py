@@ -101,8 +101,8 @@ def workflow(
 ) -> None:
     """Chain generate, evaluate, robustness, red team, calibrate and weak spots; write a
     workflow report, a corpus patch, a system-prompt extension and a Bedrock guardrail."""
+    from evalrunner.cli.common import perturbation_arg
     from evalrunner.cli.generating import _counts
-    from evalrunner.cli.running import perturbation_arg
     from evalrunner.preflight import PreflightFailed
     from evalrunner.workflow.api import workflow_config
     from evalrunner.workflow.config import load_config, parse_steps

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from evalrunner.cli.running import perturbation_arg
+from evalrunner.cli.common import perturbation_arg
 from evalrunner.errors import EventError, SuiteError
 from evalrunner.event import parse_event, read_event
 from evalrunner.judge.config import JudgeConfig
