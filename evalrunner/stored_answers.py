@@ -16,9 +16,11 @@ out (they are the robustness part of the original run, not its cases). The repor
 everything the suite gave each case (expected answer, contexts, documents, intent, tool,
 data, tools, steps, condition, categories, its extra columns) and what the target reported
 besides its answer (contexts, documents, intent, tool, data), so a metric scores the stored
-answer against the very expectations of the original run. A suite cannot carry agent
-steps, latency or token counts, so metrics over those skip with their usual reason (the
-command says so when the original run had steps or latencies)."""
+answer against the very expectations of the original run. The agent steps the target
+reported (or a monitor read from the logs) go back as the suite's ``actual_steps``, which
+the ``logged`` target returns, so the agent metrics score the very steps again. A suite
+cannot carry latency or token counts, so metrics over those skip with their usual reason
+(the command says so when the original run had latencies)."""
 
 from __future__ import annotations
 
@@ -130,11 +132,6 @@ def stored_run(run: str | Path, out: Path) -> StoredRun:
             "by the target)"
         )
     notes = []
-    if any(r.steps for r in answered):
-        notes.append(
-            "the agent steps of the original run are not rescored (a suite cannot carry them): "
-            "metrics over steps skip"
-        )
     if any(r.latency_ms is not None for r in answered):
         notes.append(
             "latency and token counts stay in the original run's reports (stored answers "
@@ -170,6 +167,9 @@ def _suite_row(row: CaseRow) -> dict[str, Any]:
         "actual_intent": row.intent,
         "actual_tool": row.tool,
         "retrieved_data": row.data,
+        "actual_steps": (
+            [s.model_dump(mode="json", exclude_none=True) for s in row.steps] if row.steps else None
+        ),
         "categories": row.categories or None,
         "expected_tools": row.expected_tools,
         "expected_steps": (

@@ -24,6 +24,11 @@ keeps ListBucket for that. Grants no call here can exercise are listed with the 
 topic's key; there is no local Bedrock, so neither the Bedrock judge nor Bedrock targets, nor
 the Marketplace subscription Bedrock makes), ``OUTSIDE_THE_STACK`` by statement id (the
 targets, the secrets); ``MAY_SKIP`` says which role may hold which of them.
+
+The production monitor's role is proved the same way: its handler reads the log source (a
+bucket outside the stack, listed under an ``s3:prefix`` condition that moto's server does
+not evaluate, so this file checks each listing's prefix against it), its watermark, writes
+its suite and starts the test runner.
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,11 +55,11 @@ from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.pipeline.context import Runtime
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.registry import available as target_kinds
-from lambdas import aggregate, prepare, run_case, score, start_from_upload
+from lambdas import aggregate, monitor, prepare, run_case, score, start_from_upload
 from tests.support.judge_stub import JudgeStub
 from tests.support.local_model import LocalModel
 
-from .conftest import as_list
+from .conftest import MONITOR, as_list
 
 MAIN = "Evalrunner"
 REGION = "us-east-1"
@@ -69,7 +76,10 @@ RUN_ID = "iam-proof"
 NOT_HANDLER_CALLS = {
     "logs:": "the Lambda service writes the function's log group, not the handler",
     "xray:": "the Lambda service sends the active-tracing segments, not the handler",
-    "kms:": "SNS uses the topic's key on the publisher's behalf (moto's SNS does not)",
+    "kms:": (
+        "a service uses a key on the caller's behalf (SNS the topic's, S3 the monitor's log "
+        "source's); moto's SNS and S3 do not"
+    ),
     # the judge (default, or a Bedrock model an event names) and Bedrock targets: moto's
     # server has no Bedrock runtime; the judge here is an OpenAI-compatible loopback stub,
     # which caches in judge-cache/ as the Bedrock judge does
@@ -98,7 +108,11 @@ MAY_SKIP = {
     ),
     "PrepareRole": ("logs:", "xray:", "bedrock:", "aws-marketplace:"),
     "AggregateRole": ("logs:", "xray:", "kms:", "cloudwatch:"),
+    "MonitorRole": ("logs:", "xray:", "kms:"),
 }
+#: Conditions this file checks itself against each call (moto's server evaluates none of
+#: them on S3): condition operator -> the condition keys it reads from the call.
+CHECKED_CONDITIONS = {("StringLike", "s3:prefix")}
 
 
 def exempt(statement: dict[str, Any], action: str) -> str | None:
@@ -182,9 +196,20 @@ class RolePolicy:
         for n, statement in enumerate(self.statements):
             assert statement["Effect"] == "Allow", statement
             # a condition narrows a grant the server cannot check (the Marketplace product
-            # ids): only on the grants no handler here exercises
-            assert "Condition" not in statement or all(
-                str(a).startswith(tuple(NOT_HANDLER_CALLS)) for a in as_list(statement["Action"])
+            # ids): only on the grants no handler here exercises, or one this file checks
+            # against the calls itself (the monitor's listing of its source prefix)
+            assert (
+                "Condition" not in statement
+                or all(
+                    str(a).startswith(tuple(NOT_HANDLER_CALLS))
+                    for a in as_list(statement["Action"])
+                )
+                or {
+                    (operator, key)
+                    for operator, keys in statement["Condition"].items()
+                    for key in keys
+                }
+                <= CHECKED_CONDITIONS
             ), statement
             for action in as_list(statement["Action"]):
                 for resource in as_list(statement["Resource"]):
@@ -204,6 +229,32 @@ class RolePolicy:
                 if resources:
                     statements.append({"Effect": "Allow", "Action": action, "Resource": resources})
         return {"Version": "2012-10-17", "Statement": statements}
+
+    def may_list(self, local: Local, without: Grant | None, bucket: str, prefix: str) -> bool:
+        """Whether the policy (``without`` one grant) lets a caller list ``prefix`` of
+        ``bucket``, its ``s3:prefix`` conditions included (moto's server ignores them)."""
+        arn = f"arn:aws:s3:::{bucket}"
+        for n, statement in enumerate(self.statements):
+            if "s3:ListBucket" not in as_list(statement["Action"]):
+                continue
+            for resource in as_list(statement["Resource"]):
+                if without == Grant(n, "s3:ListBucket", json.dumps(resource, sort_keys=True)):
+                    continue
+                if local.resolve(resource, self.logical_types) != arn:
+                    continue
+                condition = statement.get("Condition")
+                if condition is None:
+                    return True
+                patterns = as_list(condition["StringLike"]["s3:prefix"])
+                if any(string_like(str(p), prefix) for p in patterns):
+                    return True
+        return False
+
+
+def string_like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: ``*`` any run of characters, ``?`` any one, the rest literal."""
+    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(regex, value) is not None
 
 
 def role_policies(template: dict[str, Any]) -> dict[str, RolePolicy]:
@@ -462,12 +513,27 @@ def do_upload(bucket: str, stub: JudgeStub) -> Any:
     return [good, bad]
 
 
+#: The production monitor's schedule input (cdk.json ``monitor``: ``{"name", **event}``),
+#: every interaction sampled so that a run starts on the few log records here.
+MONITOR_EVENT = {"name": MONITOR["name"], **MONITOR["event"], "sample": "100%"}
+#: Bedrock invocation logs under the monitor's source prefix.
+MONITOR_LOGS = Path(__file__).parents[2] / "test_suites" / "monitor" / "bedrock-invocations.json.gz"
+LOG_KEY = "2026/11/27/00/invocations.json.gz"
+
+
+def do_monitor(bucket: str, stub: JudgeStub) -> Any:
+    """The scheduled monitor: reads the source prefix, its watermark (none yet), writes its
+    suite, starts the test runner, moves the watermark."""
+    return monitor.build(runtime())(dict(MONITOR_EVENT), lambda_context("Monitor"))
+
+
 PIPELINE: list[tuple[str, Step]] = [
     ("PrepareRole", do_prepare),
     ("RunCaseRole", do_run_case),
     ("ScoreRole", do_score),
     ("AggregateRole", do_aggregate),
     ("StartFromUploadRole", do_upload),
+    ("MonitorRole", do_monitor),
 ]
 
 
@@ -517,6 +583,10 @@ class Proof:
             except Exception as exc:  # a denied call the handler does not survive
                 result = exc
         for call in calls:  # the ARN a non-S3 call named, against the template's statement
+            if (call.service, call.operation, call.error) == ("s3", "ListObjectsV2", None):
+                bucket, prefix = call.params["Bucket"], call.params.get("Prefix", "")
+                if not policies[logical_id].may_list(local, without, bucket, prefix):
+                    call.error = f"AccessDenied listing {bucket}/{prefix} (checked here)"
             if call.service != "s3" and call.error is None:
                 arn = resource_of(call)
                 action = f"{ACTION_PREFIX.get(call.service, call.service)}:{call.operation}"
@@ -591,6 +661,24 @@ def proof(server: Server, synth) -> Iterator[Proof]:
         definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
         roleArn=f"arn:aws:iam::{ACCOUNT}:role/evalrunner-state-machine",
     )["stateMachineArn"]
+    # the monitor's log source: another bucket, which the monitor only reads (the schedule
+    # passes the cdk.json monitor's name and event)
+    (monitor_role,) = [r for r in role_policies(template) if r.startswith("MonitorRole")]
+    monitor_env = function_env(template, monitor_role, Local(server.endpoint))
+    assert monitor_env["EVALRUNNER_STATE_MACHINE_ARN"] == machine, monitor_env
+    (schedule,) = [
+        r
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::Scheduler::Schedule" and k.startswith("MonitorSchedule")
+    ]
+    assert json.loads(schedule["Properties"]["Target"]["Input"]) == {
+        **MONITOR_EVENT,
+        "sample": MONITOR["event"]["sample"],
+    }
+    source_bucket, prefix = monitor_env["EVALRUNNER_MONITOR_SOURCE"][5:].split("/", 1)
+    s3 = server.client("s3")
+    s3.create_bucket(Bucket=source_bucket)
+    s3.put_object(Bucket=source_bucket, Key=prefix + LOG_KEY, Body=MONITOR_LOGS.read_bytes())
     with JudgeStub() as stub:
         stub.responder = LocalModel()
         yield Proof(server, template, stub, topic, machine)
@@ -628,6 +716,12 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
         assert result == {"done": 1, "errors": 0, "remaining": None}
     elif role == "ScoreRole":
         assert result["evaluators"] == ["BERT Score"]
+    elif role == "MonitorRole":
+        assert result["status"] == "started" and result["scored"] == result["new"] > 0, result
+        done = {(c.service, c.operation, c.error) for c in calls}
+        assert ("stepfunctions", "StartExecution", None) in done
+        written = {c.params["Key"] for c in calls if c.operation == "PutObject" and not c.error}
+        assert written == {result["key"], f"monitor/{MONITOR['name']}/watermark.json"}, written
     elif role == "AggregateRole":
         assert result["cases"] == 2 and ("sns", "Publish") in {
             (c.service, c.operation) for c in calls

@@ -320,3 +320,28 @@ def test_a_metric_of_your_own_reads_the_same_extra_columns_when_rescored(tmp_pat
     assert [r["metadata"] for r in after] == [{"team": "HR"}, {"team": "Finance"}]
     scores = [[res["score"] for res in r["results"]] for r in after]
     assert scores == [[res["score"] for res in r["results"]] for r in before] == [[1.0], [0.0]]
+
+
+def test_a_logged_agents_steps_are_rescored_as_the_original_scored_them(tmp_path):
+    """A monitor run of OpenTelemetry traces scores the agent's logged steps; its rescore
+    carries them (the suite's ``actual_steps``), so "Agent sanity check" gives the same
+    scores, a failed step included, and the steps reach the new report unchanged."""
+    out = tmp_path / "out"
+    traces = Path(__file__).parents[2] / "test_suites" / "monitor" / "otel-genai-traces.json"
+    args = ["--out", str(out), "--metric", "Agent sanity check", "--fail-on", "never", "--json"]
+    first = runner.invoke(app, ["monitor", str(traces), *args], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    (report,) = (out / "test-reports" / "monitor-otel-genai-traces.json").glob("*-report.json")
+    original = json.loads(report.read_text("utf-8"))
+    assert any(row["steps"] for row in original["rows"])
+    again = runner.invoke(app, ["rescore", original["run_id"], *args], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert "agent steps" not in again.output  # no note that steps were dropped
+    rescored = json.loads(again.stdout)
+    before = scores(out, {"reports": {"report": report.relative_to(out).as_posix()}})
+    after = scores(out, rescored)
+    assert after == before
+    assert {status for _, status, _ in after.values()} == {"scored"}
+    assert 0.0 in {score for score, _, _ in after.values()}  # the failed step still fails
+    steps = {r["case_id"]: r["steps"] for r in original["rows"]}
+    assert {r["case_id"]: r["steps"] for r in rows_of(out, rescored["reports"]["report"])} == steps
