@@ -20,6 +20,10 @@ from typing import Any, Protocol
 from evalrunner.errors import ConfigError
 
 PROJECT_FILES = ("evalrunner.toml", "evalrunner.yaml", "evalrunner.yml")
+#: The most values a YAML project file may mean once its aliases (``*name``) are expanded:
+#: far above any real project, far below what a "billion laughs" file would make every walk
+#: of the data (the key checks, the model, masking) spend.
+MAX_YAML_VALUES = 100_000
 KeyPath = Sequence[str | int]
 
 
@@ -82,14 +86,20 @@ def read_project(path: Path) -> ProjectSource:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: cannot be read ({exc})") from None
-    if path.suffix.lower() == ".toml":
-        try:
-            data: Any = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ProjectError(f"{path.name}: not valid TOML: {exc}") from None
-        return ProjectSource(path, data, TomlLines(text))
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return _read_yaml(path, text)
+    try:
+        if path.suffix.lower() == ".toml":
+            try:
+                data: Any = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise ProjectError(f"{path.name}: not valid TOML: {exc}") from None
+            return ProjectSource(path, data, TomlLines(text))
+        if path.suffix.lower() in (".yaml", ".yml"):
+            return _read_yaml(path, text)
+    except RecursionError:  # both parsers recurse per level of nesting
+        raise ProjectError(
+            f"{path.name}: nested too deeply (arrays or tables inside each other hundreds of "
+            "levels deep); a project file needs a few levels"
+        ) from None
     raise ProjectError(f"{path}: a project file is .toml, .yaml or .yml (e.g. evalrunner.toml)")
 
 
@@ -105,10 +115,51 @@ def _read_yaml(path: Path, text: str) -> ProjectSource:
         raise ProjectError(f"{path.name}{line}: not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ProjectError(f"{path.name}: not valid YAML: {exc}") from None
+    _check_aliases(node, path.name)
     repeated = _repeated_keys(node, path.name)
     if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
         raise ProjectError("\n".join(repeated))
     return ProjectSource(path, data, YamlLines(node))
+
+
+def _check_aliases(root: Any, name: str) -> None:
+    """Refuse a node graph that aliases make cyclic (``&r {x: *r}``: every walk of it would
+    never end) or that expands to more than :data:`MAX_YAML_VALUES` values. Aliases stay
+    allowed (``headers: *shared``); the walk visits each distinct node once, without
+    recursion, so the check costs the file's size, not its expansion."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[Any] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                raise ProjectError(
+                    f"{name}: its aliases (*name) expand to more than {MAX_YAML_VALUES} values; "
+                    f"a project file holds at most {MAX_YAML_VALUES}: write the values out or "
+                    "alias fewer times"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise ProjectError(
+                f"{name}:{node.start_mark.line + 1}: this value refers to itself through an "
+                "alias (*name inside the &name it names); give it the values it should hold"
+            )
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
 
 
 def _repeated_keys(node: Any, name: str, where: tuple[str, ...] = ()) -> list[str]:
