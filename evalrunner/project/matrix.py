@@ -18,6 +18,8 @@ from evalrunner.jsonout import dump_json
 from evalrunner.reports.model import Gate
 from evalrunner.reports.summary import RunSummary
 
+#: The matrix summary's files in the output folder, beside one folder per target.
+MATRIX_FILES = ("matrix.json", "matrix.html")
 #: The exit code of a cell whose run failed without a verdict (README exit-code table).
 EXIT_RUN_FAILED = 3
 
@@ -144,7 +146,7 @@ def _percent(value: float | None) -> str:
 def write_matrix(matrix: MatrixSummary, folder: Path) -> list[Path]:
     """``matrix.json`` and ``matrix.html`` in ``folder``; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    json_path, html_path = folder / "matrix.json", folder / "matrix.html"
+    json_path, html_path = (folder / name for name in MATRIX_FILES)
     json_path.write_text(dump_json(matrix.model_dump(mode="json"), indent=2) + "\n", "utf-8")
     html_path.write_text(render_html(matrix), "utf-8")
     return [html_path, json_path]

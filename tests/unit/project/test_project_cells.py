@@ -290,3 +290,26 @@ def test_a_credential_in_the_file_never_reaches_a_message(tmp_path):
     (line,) = errors(project(tmp_path, text))
     assert line.startswith("evalrunner.toml:11: targets.staging.timeout_seconds: ")
     assert "s3cr3t" not in line
+
+
+def test_a_target_named_as_a_matrix_file_is_refused(tmp_path):
+    """Its report folder would be <output>/matrix.json, and the matrix summary could not be
+    written after every cell had run."""
+    text = FILE.replace("[targets.staging]", '[targets."Matrix.JSON"]')
+    (line,) = errors(project(tmp_path, text))
+    assert line.startswith('evalrunner.toml:8: targets."Matrix.JSON": ')
+    assert "matrix.json" in line and "rename" in line
+
+
+def test_names_that_differ_only_in_case_are_refused(tmp_path):
+    """On macOS and Windows they are one report folder: one cell's reports and baseline
+    would overwrite the other's."""
+    text = FILE.replace("[targets.staging]", "[targets.PROD]").replace(
+        'it = "it.csv"', 'HR = "it.csv"'
+    )
+    lines = errors(project(tmp_path, text))
+    assert [line.split(": ")[0:2] for line in lines] == [
+        ["evalrunner.toml:8", "targets.PROD"],
+        ["evalrunner.toml:14", "suites.HR"],
+    ]
+    assert "same report folder as targets.prod" in lines[0]
