@@ -39,7 +39,8 @@ def rescore(
     scored by the logged target, so the target is not called; the new report set goes under
     the same target in ``out`` (default: the reports folder holding the run), compared with
     the original run (its baseline) and linked to it (``summary.rescored_from``). A run that
-    cannot be rescored (not found, no stored answers, iterations, conversations) raises :class:`evalrunner.errors.ConfigError`."""
+    cannot be rescored (not found, no stored answers, iterations, conversations) raises
+    :class:`evalrunner.errors.ConfigError`."""
     stored = stored_run(run, Path(out or DEFAULT_OUT))
     out_dir = Path(out) if out else stored.home  # beside the original: its baseline is there
     chosen = selection(list(metrics or []))
