@@ -65,6 +65,8 @@ class Overrides:
     #: ``--judge-timeout`` without ``--judge``: the timeout of the file's judge (else of the
     #: operator's default judge, as in a run of one suite)
     judge_timeout: float | None = None
+    #: ``--resume RUN_ID``: continue that stopped run of the one cell picked
+    resume: str | None = None
 
 
 @dataclass

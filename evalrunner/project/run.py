@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from evalrunner.errors import ExecutionFailed, PartialRun, RunStopped
 from evalrunner.project.cells import Cell, Overrides, Project, fetch_s3_suites, load_project
 from evalrunner.project.matrix import CellSummary, MatrixSummary, write_matrix
+from evalrunner.project.source import ProjectError
 
 if TYPE_CHECKING:
     from evalrunner.engine.run_types import RunResult
@@ -26,7 +27,9 @@ class Execute(Protocol):
     """Runs one cell's event locally (``launch.run_local``, or the CLI's wrapper of it with
     its progress bar) and returns the finished run."""
 
-    def __call__(self, event: dict[str, object], suite: Path, out_dir: Path) -> RunResult: ...
+    def __call__(
+        self, event: dict[str, object], suite: Path, out_dir: Path, resume: str | None
+    ) -> RunResult: ...
 
 
 @dataclass
@@ -66,13 +69,20 @@ def run_cells(
     :class:`~evalrunner.preflight.PreflightFailed`, before any cell runs. A cell whose run
     fails is recorded (exit 3) and the matrix goes on; a stopped run (SIGTERM, Ctrl-C) stops
     the matrix, its other cells listed as not run. ``before_run``: more checks of the
-    loaded project before anything is called (the CLI's --junit-xml paths)."""
+    loaded project before anything is called (the CLI's --junit-xml paths).
+    ``overrides.resume``: continue that stopped run of the one cell picked (no pre-flight:
+    the target answered before)."""
     from evalrunner.cli.common import check_out_dir
-    from evalrunner.launch import check_suite, preflight_local
+    from evalrunner.launch import check_resumable, check_suite, preflight_local
 
     hooks = hooks or Hooks()
     with tempfile.TemporaryDirectory(prefix="evalrunner-project-") as scratch:
         project = load_project(path, overrides)
+        if overrides.resume and len(project.cells) != 1:
+            raise ProjectError(
+                "--resume continues one cell's run: pick it with --target NAME --suite NAME "
+                f"(this would run {len(project.cells)} cells)"
+            )
         check_out_dir(project.output)
         if before_run is not None:
             before_run(project)
@@ -81,20 +91,23 @@ def run_cells(
             check_suite(cell.suite_path, cell.event)
         if hooks.checked is not None:
             hooks.checked(project)
-        if preflight:  # each target answers once before the first cell runs
+        if overrides.resume:  # bad input before anything is called
+            (cell,) = project.cells
+            check_resumable(cell.event, cell.suite_path, cell.out_dir, overrides.resume)
+        elif preflight:  # each target answers once before the first cell runs
             probed: set[str] = set()
             for cell in project.cells:
                 if cell.target not in probed:
                     probed.add(cell.target)
                     preflight_local(cell.event, cell.suite_path)
-        cells, results, not_run = _each_cell(project, execute, hooks)
+        cells, results, not_run = _each_cell(project, execute, hooks, overrides.resume)
     matrix = MatrixSummary.of_cells(project.path, cells, not_run)
     files = write_matrix(matrix, project.output)
     return ProjectRun(project=project, matrix=matrix, results=results, files=files)
 
 
 def _each_cell(
-    project: Project, execute: Execute, hooks: Hooks
+    project: Project, execute: Execute, hooks: Hooks, resume: str | None
 ) -> tuple[list[CellSummary], dict[str, RunResult], list[str]]:
     cells: list[CellSummary] = []
     results: dict[str, RunResult] = {}
@@ -103,7 +116,7 @@ def _each_cell(
         if hooks.starting is not None:
             hooks.starting(cell)
         try:
-            result = execute(cell.event, cell.suite_path, cell.out_dir)
+            result = execute(cell.event, cell.suite_path, cell.out_dir, resume)
         except ExecutionFailed as exc:
             if hooks.failed is not None:
                 hooks.failed(cell, exc)
