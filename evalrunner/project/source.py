@@ -223,7 +223,8 @@ class TomlLines:
     multi-line strings). So the standard parser is asked instead: a key is on the first line
     after which the file's first lines, parsed, hold it; a value spanning several lines (a
     multi-line array or string) starts on the line after the last prefix that still parses.
-    Only run for errors, on files of a few hundred lines: each prefix is parsed once."""
+    Only run for errors; the first such prefix is found by halving (a prefix holds the key
+    from the key's line on), so a key costs a few dozen parses of the file."""
 
     text: str
     _prefixes: dict[int, dict[str, Any] | None] = field(default_factory=dict)
@@ -239,15 +240,31 @@ class TomlLines:
                 self._prefixes[count] = None
         return self._prefixes[count]
 
+    def _holds_by(self, count: int, path: KeyPath) -> bool:
+        """Whether the longest prefix of at most ``count`` lines that parses holds ``path``:
+        false, then true from the key's line on (TOML only adds keys as lines are added)."""
+        while count > 0:
+            parsed = self._parsed(count)
+            if parsed is not None:
+                return _holds(parsed, path)
+            count -= 1
+        return False
+
     def line_of(self, path: KeyPath) -> int | None:
-        for end in range(1, len(self._lines) + 1):
-            parsed = self._parsed(end)
-            if parsed is not None and _holds(parsed, path):
-                start = end
-                while start > 1 and self._parsed(start - 1) is None:
-                    start -= 1
-                return start
-        return None
+        # halving, not prefix by prefix: a few dozen parses, not one per line of the file
+        low, high = 1, len(self._lines)
+        if high == 0 or not self._holds_by(high, path):
+            return None
+        while low < high:
+            middle = (low + high) // 2
+            if self._holds_by(middle, path):
+                high = middle
+            else:
+                low = middle + 1
+        start = low
+        while start > 1 and self._parsed(start - 1) is None:
+            start -= 1
+        return start
 
 
 def _holds(data: Any, path: KeyPath) -> bool:
