@@ -166,6 +166,8 @@ def _print_matrix(matrix: MatrixSummary, files: list[Path]) -> None:
         )
         table.add_row(cell.target, cell.suite, cell.headline, str(cell.exit_code), rates)
     out.print(table)
+    if matrix.stopped_reason:
+        out.print(f"stopped: {matrix.stopped_reason}", markup=False, highlight=False)
     for label in matrix.not_run:
         out.print(f"not run: {label}", markup=False, highlight=False)
     for path in files:

@@ -107,18 +107,27 @@ class MatrixSummary(BaseModel):
     exit_code: int
     #: cells the run did not reach (it was stopped), as "target × suite"
     not_run: list[str] = Field(default_factory=list)
+    #: why the matrix stopped before its last cell (Ctrl-C, SIGTERM); None when it did not
+    stopped_reason: str | None = None
 
     @classmethod
     def of_cells(
-        cls, project: Path, cells: list[CellSummary], not_run: list[str] | None = None
+        cls,
+        project: Path,
+        cells: list[CellSummary],
+        not_run: list[str] | None = None,
+        stopped_reason: str | None = None,
     ) -> MatrixSummary:
-        codes = [c.exit_code for c in cells] or [EXIT_RUN_FAILED]
+        """The exit code is the worst cell's, and at least 3 when some cells did not run: a
+        matrix stopped part-way never passes."""
+        codes = [c.exit_code for c in cells] + ([EXIT_RUN_FAILED] if not_run else [])
         return cls(
             project=str(project),
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             cells=cells,
-            exit_code=max(codes),
+            exit_code=max(codes or [EXIT_RUN_FAILED]),
             not_run=not_run or [],
+            stopped_reason=stopped_reason,
         )
 
 

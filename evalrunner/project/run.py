@@ -100,39 +100,67 @@ def run_cells(
                 if cell.target not in probed:
                     probed.add(cell.target)
                     preflight_local(cell.event, cell.suite_path)
-        cells, results, not_run = _each_cell(project, execute, hooks, overrides.resume)
-    matrix = MatrixSummary.of_cells(project.path, cells, not_run)
+        cells, results, not_run, reason = _each_cell(project, execute, hooks, overrides.resume)
+    matrix = MatrixSummary.of_cells(project.path, cells, not_run, reason)
     files = write_matrix(matrix, project.output)
     return ProjectRun(project=project, matrix=matrix, results=results, files=files)
 
 
 def _each_cell(
     project: Project, execute: Execute, hooks: Hooks, resume: str | None
-) -> tuple[list[CellSummary], dict[str, RunResult], list[str]]:
+) -> tuple[list[CellSummary], dict[str, RunResult], list[str], str | None]:
+    """Each cell in turn; the cells run, their runs, the cells not reached and why. Ctrl-C
+    or SIGTERM between two cells' runs (a run takes the signals over while it goes, and
+    stops with its reports) stops the matrix the same way: what ran is summarised."""
+    from evalrunner.engine.stopping import StopRequested, stop_on_signals
+
     cells: list[CellSummary] = []
     results: dict[str, RunResult] = {}
-    for index, cell in enumerate(project.cells):
-        folder = cell.out_dir.relative_to(project.output).as_posix()
-        if hooks.starting is not None:
-            hooks.starting(cell)
-        try:
-            result = execute(cell.event, cell.suite_path, cell.out_dir, resume)
-        except ExecutionFailed as exc:
-            if hooks.failed is not None:
-                hooks.failed(cell, exc)
-            from evalrunner.engine.run_types import RunResult  # loaded: the engine raised exc
+    with stop_on_signals():
+        for index, cell in enumerate(project.cells):
+            try:
+                stopped = _one_cell(project, cell, execute, hooks, resume, cells, results)
+            except StopRequested as stop:  # a cell whose summary was added still counts
+                return cells, results, [c.label for c in project.cells[len(cells) :]], stop.reason
+            if stopped is not None:
+                later = [c.label for c in project.cells[index + 1 :]]
+                return cells, results, later, stopped if later else None
+    return cells, results, [], None
 
-            partial = exc.result if isinstance(exc, PartialRun) else None
-            if isinstance(partial, RunResult):
-                results[cell.label] = partial
-                cells.append(CellSummary.of_run(cell.target, cell.suite, folder, partial.summary))
-            else:
-                cells.append(CellSummary.failed(cell.target, cell.suite, folder, exc.message))
-            if isinstance(exc, RunStopped):
-                return cells, results, [c.label for c in project.cells[index + 1 :]]
-            continue
-        results[cell.label] = result
-        cells.append(CellSummary.of_run(cell.target, cell.suite, folder, result.summary))
-        if hooks.finished is not None:
-            hooks.finished(cell, result)
-    return cells, results, []
+
+def _one_cell(
+    project: Project,
+    cell: Cell,
+    execute: Execute,
+    hooks: Hooks,
+    resume: str | None,
+    cells: list[CellSummary],
+    results: dict[str, RunResult],
+) -> str | None:
+    """Run one cell and add its summary (and run) to ``cells`` (and ``results``); why its
+    run was stopped (SIGTERM, Ctrl-C), or None."""
+    folder = cell.out_dir.relative_to(project.output).as_posix()
+    if hooks.starting is not None:
+        hooks.starting(cell)
+    try:
+        result = execute(cell.event, cell.suite_path, cell.out_dir, resume)
+    except ExecutionFailed as exc:
+        if hooks.failed is not None:
+            hooks.failed(cell, exc)
+        from evalrunner.engine.run_types import RunResult  # loaded: the engine raised exc
+
+        partial = exc.result if isinstance(exc, PartialRun) else None
+        if isinstance(partial, RunResult):
+            results[cell.label] = partial
+            cells.append(CellSummary.of_run(cell.target, cell.suite, folder, partial.summary))
+        else:
+            cells.append(CellSummary.failed(cell.target, cell.suite, folder, exc.message))
+        if not isinstance(exc, RunStopped):
+            return None
+        reason = partial.summary.stopped_reason if isinstance(partial, RunResult) else None
+        return reason or "stopped"
+    results[cell.label] = result
+    cells.append(CellSummary.of_run(cell.target, cell.suite, folder, result.summary))
+    if hooks.finished is not None:
+        hooks.finished(cell, result)
+    return None
