@@ -108,18 +108,42 @@ def _read_yaml(path: Path, text: str) -> ProjectSource:
 
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _check_aliases(node, path.name)  # before anything walks or builds the data
+        repeated = _repeated_keys(node, path.name)
+        if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
+            raise ProjectError("\n".join(repeated))
+        data = yaml.load(text, Loader=_names_loader())  # a SafeLoader: no Python tags
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ProjectError(f"{path.name}{line}: not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ProjectError(f"{path.name}: not valid YAML: {exc}") from None
-    _check_aliases(node, path.name)
-    repeated = _repeated_keys(node, path.name)
-    if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
-        raise ProjectError("\n".join(repeated))
     return ProjectSource(path, data, YamlLines(node))
+
+
+def _names_loader() -> type[Any]:
+    """PyYAML's safe loader, but a mapping's keys are the text written: a project's keys are
+    names, as TOML's always are, so ``on`` is not true, ``2024-01-01`` not a date and ``1``
+    not a number (each would be refused as a name, or crash the messages that quote it)."""
+    import yaml
+
+    class NamesLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[str, Any]:
+        loader.flatten_mapping(node)  # merge keys (<<: *defaults) as the safe loader does
+        data: dict[str, Any] = {}
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a name (text), not a list or table", key.start_mark
+                )
+            data[key.value] = loader.construct_object(value, deep=True)
+        return data
+
+    NamesLoader.add_constructor("tag:yaml.org,2002:map", mapping)
+    return NamesLoader
 
 
 def _check_aliases(root: Any, name: str) -> None:

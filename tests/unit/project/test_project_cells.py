@@ -313,3 +313,25 @@ def test_names_that_differ_only_in_case_are_refused(tmp_path):
         ["evalrunner.toml:14", "suites.HR"],
     ]
     assert "same report folder as targets.prod" in lines[0]
+
+
+def test_yaml_keys_are_names_as_written_never_dates_numbers_or_booleans(tmp_path):
+    """YAML reads the key `on` as true, `2024-01-01` as a date and `1` as a number; a
+    project's keys are names, as in TOML. Before, a date key crashed with a TypeError
+    traceback and `on` was refused as "True is not a valid name"."""
+    text = """\
+        targets: {1: {url: "http://127.0.0.1:9/ask"}, on: {url: "http://127.0.0.1:9/ask"}}
+        suites: {2024-01-01: hr.csv, no: it.csv}
+        """
+    loaded = load_project(project(tmp_path, text, "evalrunner.yaml"), defaults=NONE)
+    assert [c.label for c in loaded.cells][:2] == ["1 × 2024-01-01", "1 × no"]
+    assert loaded.cells[-1].out_dir == tmp_path / "evalrunner-out" / "on" / "no"
+
+
+def test_a_yaml_key_that_is_a_list_is_refused_at_its_line(tmp_path):
+    text = (
+        'targets: {a: {url: "http://127.0.0.1:9/ask"}}\nsuites: {hr: hr.csv}\n'
+        "metrics: {? [a, b] : {}}\n"
+    )
+    with pytest.raises(ProjectError, match=r"evalrunner\.yaml:3: .*a key must be a name"):
+        load_project(project(tmp_path, text, "evalrunner.yaml"), defaults=NONE)
