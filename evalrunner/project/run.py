@@ -83,7 +83,11 @@ def run_cells(
                 "--resume continues one cell's run: pick it with --target NAME --suite NAME "
                 f"(this would run {len(project.cells)} cells)"
             )
-        check_out_dir(project.output)
+        if overrides.output is None:  # the file's output key gave the folder
+            where = f"{project.source.where(('output',))}: output"
+            check_out_dir(project.output, where, 'output = "reports"')
+        else:
+            check_out_dir(project.output)
         if before_run is not None:
             before_run(project)
         fetch_s3_suites(project, Path(scratch))

@@ -320,3 +320,18 @@ def test_ctrl_c_between_two_cells_still_writes_the_matrix(tmp_path, monkeypatch)
     assert summary["not_run"] == ["staging × hr"] and summary["exit_code"] == 3
     assert "interrupted (Ctrl-C)" in (tmp_path / "reports" / "matrix.html").read_text("utf-8")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_an_output_that_is_a_file_is_named_at_its_key_not_as_a_flag(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        path = write_project(tmp_path, server.url)  # output = "reports" on its line 2
+        (tmp_path / "reports").write_text("not a folder")
+        result = runner.invoke(app, ["run", "--quiet"])
+        flag = runner.invoke(app, ["run", "--quiet", "--out", str(path)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert message.startswith("error: evalrunner.toml:2: output: ")
+    assert "is a file; give a folder" in message and "--out" not in message
+    assert server.requests == []
+    assert flag.exit_code == 2 and "--out: " in " ".join(flag.stderr.split())
