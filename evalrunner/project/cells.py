@@ -427,6 +427,14 @@ def _placed(
     sub = str(path[1]) if len(path) > 1 else ""
     place = places.get((field_name, sub))
     rest: KeyPath = path[2:]
+    if place is None and "." in sub:  # "judge.openai.model": a place for a part of it?
+        parts = sub.split(".")
+        for n in range(len(parts) - 1, 0, -1):
+            if (field_name, ".".join(parts[:n])) in places:
+                place, rest = places[(field_name, ".".join(parts[:n]))], [*parts[n:], *path[2:]]
+                break
+        else:  # the keys below the field, as the file nests them
+            place, rest = places.get((field_name, "")), [*parts, *path[2:]]
     if place is None:
         place = places.get((field_name, ""))
         rest = path[1:]

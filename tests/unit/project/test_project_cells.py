@@ -335,3 +335,13 @@ def test_a_yaml_key_that_is_a_list_is_refused_at_its_line(tmp_path):
     )
     with pytest.raises(ProjectError, match=r"evalrunner\.yaml:3: .*a key must be a name"):
         load_project(project(tmp_path, text, "evalrunner.yaml"), defaults=NONE)
+
+
+def test_a_judge_error_names_the_key_path_as_written(tmp_path):
+    """The judge's own check names `judge.openai.headers`; it was shown as the one quoted
+    key judge."openai.headers", which is not what the file says."""
+    text = FILE + '\n    [judge.openai]\n    base_url = "http://127.0.0.1:9/v1"\n    model = "m"\n'
+    text += "    bogus = 1\n"
+    (line,) = errors(project(tmp_path, text))
+    bogus = textwrap.dedent(text).splitlines().index("bogus = 1") + 1
+    assert line.startswith(f"evalrunner.toml:{bogus}: judge.openai.bogus: "), line
