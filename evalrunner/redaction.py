@@ -329,17 +329,27 @@ def register_event(event: Any) -> None:
     event is seen, so the logs of its own start (the execution input) are masked too."""
     if not isinstance(event, dict):
         return
-    raw_target, raw_judge = event.get("target"), event.get("judge")
-    target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
-    judge: dict[str, Any] = raw_judge if isinstance(raw_judge, dict) else {}
-    for owner in (target, target.get("openai"), judge.get("openai")):
-        if not isinstance(owner, dict):
-            continue
-        for field in ("url", "base_url"):
-            if isinstance(owner.get(field), str):
-                register_url(owner[field])
-        if isinstance(owner.get("headers"), dict):
-            register_headers(owner["headers"])
+    for spec in (event.get("target"), event.get("judge")):
+        _register_spec(spec, depth=0)
+
+
+def _register_spec(value: Any, depth: int) -> None:
+    """Every URL (an ``url``, a ``base_url``, an Azure ``endpoint``, ...) and every
+    ``headers`` table at any depth of a target's or judge's spec: the walk names no kind, so
+    a kind added later (azure_openai, openai_responses, a judge's own) is covered too."""
+    if depth > 8:  # specs are a few levels deep; a hostile event must not recurse for ever
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "headers" and isinstance(item, dict):
+                register_headers(item)
+            else:
+                _register_spec(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _register_spec(item, depth + 1)
+    elif isinstance(value, str) and "://" in value:
+        register_url(value)
 
 
 def mask_config(value: Any) -> Any:

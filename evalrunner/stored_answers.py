@@ -46,6 +46,9 @@ class StoredRun(BaseModel):
     run_id: str
     target: str
     report: Path
+    #: The reports folder that holds the run (``<home>/test-reports/<target>/``): where its
+    #: rescore writes by default, so the original is found as the new run's baseline.
+    home: Path
     #: One suite row per answered case (``id``, ``question``, ``actual_answer``, ...).
     rows: list[dict[str, Any]]
     #: ``case-id (status)`` of each case left out because the target gave no answer.
@@ -86,7 +89,8 @@ def find_report(run: str | Path, out: Path) -> Path:
             return candidate
     raise ConfigError(
         f"RUN {run_id!r}: no finished run with that id under {root} (nor a file or folder of "
-        "that name); give the run id from its summary, or its report folder"
+        "that name); give the run id from its summary, or its report folder (a project "
+        "file's cell keeps its runs in <output>/<target>/<suite>/test-reports/<target>)"
     )
 
 
@@ -137,10 +141,12 @@ def stored_run(run: str | Path, out: Path) -> StoredRun:
             "latency and token counts stay in the original run's reports (stored answers "
             "carry none)"
         )
+    folder = report.parent.parent
     return StoredRun(
         run_id=run_id,
         target=target,
         report=report,
+        home=folder.parent if folder.name == REPORTS_PREFIX.strip("/") else out,
         rows=[_suite_row(r) for r in answered],
         unanswered=unanswered,
         notes=notes,

@@ -52,12 +52,14 @@ def run_project(
     max_concurrency: int | None = None,
     preflight: bool = True,
     function_timeout: float | None = None,
+    resume: str | None = None,
 ) -> ProjectResult:
     """Run the project file at ``path`` (default: evalrunner.toml / .yaml found from the
     current folder up to the repository root) and return its matrix. ``targets`` / ``suite``
     pick cells by name; ``out`` replaces the file's ``output``; every other keyword replaces
     the file's value as its flag does (``thresholds`` and ``fail_under`` are merged name by
-    name, README "Project file"). Bad input raises an
+    name, README "Project file"); ``resume`` continues a stopped run of the one cell that
+    ``targets`` and ``suite`` pick. Bad input raises an
     :class:`~evalrunner.errors.EvalRunnerError` naming file, line and key, and a failed
     pre-flight :class:`~evalrunner.preflight.PreflightFailed`, before any cell runs."""
     from evalrunner.launch import run_local
@@ -90,12 +92,18 @@ def run_project(
         targets=list(targets or []),
         suite=suite,
         output=Path(out) if out is not None else None,
+        resume=resume,
     )
     done = run_cells(
         found,
         overrides,
-        lambda event, suite_path, out_dir: run_local(
-            event, suite_path, out_dir, preflight=False, function_timeout=function_timeout
+        lambda event, suite_path, out_dir, resume: run_local(
+            event,
+            suite_path,
+            out_dir,
+            preflight=False,
+            function_timeout=function_timeout,
+            resume=resume,
         ),
         preflight=preflight,
     )

@@ -28,7 +28,7 @@ def rescore(
     profile: str | None = None,
     plugins: Sequence[str] | None = None,
     judge: Mapping[str, Any] | str | None = None,
-    out: str | Path = DEFAULT_OUT,
+    out: str | Path | None = None,
     thresholds: Mapping[str, float] | None = None,
     fail_under: Mapping[str, float] | None = None,
     fail_on: FailOn | str | None = None,
@@ -37,11 +37,12 @@ def rescore(
     """Score ``run`` (a run id under ``out``, its report file, or its report folder, whose
     newest run is taken) again with these metrics, thresholds or judge. Its stored answers are
     scored by the logged target, so the target is not called; the new report set goes under
-    the same target in ``out``, compared with the original run (its baseline) and linked to
-    it (``summary.rescored_from``). A run that cannot be rescored (not found, no stored
-    answers, iterations, conversations) raises :class:`evalrunner.errors.ConfigError`."""
-    out_dir = Path(out)
-    stored = stored_run(run, out_dir)
+    the same target in ``out`` (default: the reports folder holding the run), compared with
+    the original run (its baseline) and linked to it (``summary.rescored_from``). A run that
+    cannot be rescored (not found, no stored answers, iterations, conversations) raises
+    :class:`evalrunner.errors.ConfigError`."""
+    stored = stored_run(run, Path(out or DEFAULT_OUT))
+    out_dir = Path(out) if out else stored.home  # beside the original: its baseline is there
     chosen = selection(list(metrics or []))
     with tempfile.TemporaryDirectory(prefix="evalrunner-rescore-") as folder:
         path = suite_file(stored.rows, Path(folder), f"rescore-{stored.run_id}")

@@ -88,21 +88,22 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, float]:
     return pairs
 
 
-def check_out_dir(out_dir: Path) -> None:
+def check_out_dir(out_dir: Path, where: str = "--out", example: str = "--out reports/") -> None:
     """Refuse an ``--out`` that cannot hold the reports before anything runs (a file, a
     folder inside a file, a folder this user cannot write), instead of calling every target
-    and failing at the last step. Creates nothing: bad input leaves nothing behind."""
+    and failing at the last step. Creates nothing: bad input leaves nothing behind.
+    ``where`` / ``example``: what gave the folder (a project file's ``output`` key)."""
     path = out_dir
     while not path.exists():
         if path.parent == path:
             break
         path = path.parent
     if path.exists() and not path.is_dir():
-        where = "is a file" if path == out_dir else f"is inside {path}, which is a file"
-        raise ConfigError(f"--out: {out_dir} {where}; give a folder, e.g. --out reports/")
+        what = "is a file" if path == out_dir else f"is inside {path}, which is a file"
+        raise ConfigError(f"{where}: {out_dir} {what}; give a folder, e.g. {example}")
     if path.exists() and not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(
-            f"--out: {path} is not writable by this user; give a folder you can write to"
+            f"{where}: {path} is not writable by this user; give a folder you can write to"
         )
 
 

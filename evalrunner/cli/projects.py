@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from evalrunner.cli.common import EXIT_INPUT, EXIT_PREFLIGHT, _fail, err, out
-from evalrunner.errors import EvalRunnerError, ExecutionFailed
+from evalrunner.errors import EvalRunnerError, ExecutionFailed, PartialRun
 from evalrunner.jsonout import dump_json
 
 #: How the command runs one event locally: (event, suite, out_dir, quiet, stall_timeout=,
@@ -32,7 +32,7 @@ def given_options(**options: Any) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
-def project_file(config: Path | None, suite: Path | None, resume: str | None) -> Path | None:
+def project_file(config: Path | None, suite: Path | None) -> Path | None:
     """The project file ``run`` runs, or None for a run of one suite file: ``--config``, else
     evalrunner.toml / .yaml found from this folder up, unless ``--suite`` names a file."""
     from evalrunner.project.source import PROJECT_FILES, ProjectError, find_project
@@ -49,11 +49,6 @@ def project_file(config: Path | None, suite: Path | None, resume: str | None) ->
             "nothing to run: give --suite FILE (and --target), or write a project file ("
             f"{', '.join(PROJECT_FILES)}) in this folder or the repository root, or name one "
             "with --config; README 'Project file'"
-        )
-    if resume:
-        raise ProjectError(
-            "--resume continues one run of one suite: give it with --suite FILE and --target, "
-            "not with a project file"
         )
     return found
 
@@ -83,13 +78,14 @@ def run_project(
     from evalrunner.preflight import PreflightFailed
     from evalrunner.project.run import Hooks, run_cells
 
-    def one(event: dict[str, Any], suite: Path, out_dir: Path) -> RunResult:
+    def one(event: dict[str, Any], suite: Path, out_dir: Path, resume: str | None) -> RunResult:
         return execute(
             event,
             suite,
             out_dir,
             quiet or as_json,
             stall_timeout=stall_timeout,
+            resume=resume,
             preflight=False,
             function_timeout=function_timeout,
         )
@@ -102,7 +98,7 @@ def run_project(
     def starting(cell: Cell) -> None:
         if not as_json:
             out.rule(cell.label, style="bold")
-        _notes(stopped_run_notices(cell.out_dir, resuming=None))
+        _notes(stopped_run_notices(cell.out_dir, resuming=overrides.resume))
 
     def finished(cell: Cell, result: RunResult) -> None:
         if not as_json:
@@ -111,6 +107,13 @@ def run_project(
 
     def failed(cell: Cell, exc: ExecutionFailed) -> None:
         err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+        if isinstance(exc, PartialRun) and exc.run_id:  # the cell's own command, not the matrix's
+            _notes(
+                [
+                    f"to run the rest of {cell.label}: evalrunner run --target {cell.target} "
+                    f"--suite {cell.suite} --resume {exc.run_id}"
+                ]
+            )
 
     try:
         done = run_cells(
@@ -163,6 +166,8 @@ def _print_matrix(matrix: MatrixSummary, files: list[Path]) -> None:
         )
         table.add_row(cell.target, cell.suite, cell.headline, str(cell.exit_code), rates)
     out.print(table)
+    if matrix.stopped_reason:
+        out.print(f"stopped: {matrix.stopped_reason}", markup=False, highlight=False)
     for label in matrix.not_run:
         out.print(f"not run: {label}", markup=False, highlight=False)
     for path in files:

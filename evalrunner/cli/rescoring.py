@@ -46,9 +46,14 @@ def rescore(
         typer.Option(help="Module (name or .py file) of your own metrics (repeatable)."),
     ] = None,
     out_dir: Annotated[
-        Path,
-        typer.Option("--out", help="Reports folder holding the run; the new reports go there."),
-    ] = DEFAULT_OUT,
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Reports folder holding the run; the new reports go there. Default: the "
+            "folder that holds a run given by its path (a project cell's "
+            "<output>/<target>/<suite>), else evalrunner-out.",
+        ),
+    ] = None,
     fail_under: FailUnderOption = None,
     threshold: ThresholdOption = None,
     fail_on: FailOnOption = None,
@@ -70,8 +75,11 @@ def rescore(
     from evalrunner.stored_answers import stored_run
 
     try:
+        if out_dir is not None:
+            check_out_dir(out_dir)
+        stored = stored_run(run, out_dir or DEFAULT_OUT)
+        out_dir = out_dir or stored.home  # beside the original: its baseline is found there
         check_out_dir(out_dir)
-        stored = stored_run(run, out_dir)
         with tempfile.TemporaryDirectory(prefix="evalrunner-rescore-") as folder:
             suite = suite_file(stored.rows, Path(folder), f"rescore-{stored.run_id}")
             event = local_event(

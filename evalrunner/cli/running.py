@@ -242,7 +242,8 @@ def run(
             help="Run id of a run that stopped part-way: killed, stopped (SIGTERM, Ctrl-C) "
             "or stalled (its error message, or the next run in that --out, names it): the "
             "cases it finished are kept and only the rest are run. Same --suite, --target, "
-            "options and --out as the stopped run.",
+            "options and --out as the stopped run; with a project file, --target and --suite "
+            "picking the stopped cell.",
         ),
     ] = None,
     junit_xml: JunitOption = None,
@@ -262,7 +263,7 @@ def run(
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     try:
-        project = project_file(config, suite, resume)
+        project = project_file(config, suite)
         # with a project file and no --judge, --judge-timeout sets the file's judge's timeout
         file_judge_timeout = judge_timeout if project and not judge else None
         given = given_options(
@@ -299,6 +300,7 @@ def run(
                 suite=str(suite) if suite else None,
                 output=out_dir,
                 judge_timeout=file_judge_timeout,
+                resume=resume,
             ),
             as_json=as_json,
             quiet=quiet,

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from evalrunner import redaction
 from evalrunner.event_schema import EventSpec
+from evalrunner.project.matrix import MATRIX_FILES
 from evalrunner.project.model import ProjectFile, ProjectOwn, gate_settings, shared_settings
 from evalrunner.project.problems import file_problems, key_path, located
 from evalrunner.project.source import KeyPath, ProjectError, ProjectSource, read_project
@@ -64,6 +65,8 @@ class Overrides:
     #: ``--judge-timeout`` without ``--judge``: the timeout of the file's judge (else of the
     #: operator's default judge, as in a run of one suite)
     judge_timeout: float | None = None
+    #: ``--resume RUN_ID``: continue that stopped run of the one cell picked
+    resume: str | None = None
 
 
 @dataclass
@@ -128,7 +131,7 @@ def load_project(
         ]
         problems = file_problems(exc, source) + [m for m in missing if m]
         raise ProjectError("\n".join(problems)) from None
-    problems = _conflicts(source, raw)
+    problems = _conflicts(source, raw) + _folder_clashes(source, model)
     targets = _picked(list(model.targets), overrides.targets, "--target", "targets", source)
     suites = _picked(
         list(model.suites),
@@ -219,6 +222,38 @@ def _conflicts(source: ProjectSource, raw: dict[str, Any]) -> list[str]:
         for name, settings in metrics.items()
         if name in gates and isinstance(settings, dict) and "threshold" in settings
     ]
+
+
+def _folder_clashes(source: ProjectSource, model: ProjectOwn) -> list[str]:
+    """Names whose report folders would collide: two targets (or two suites) that differ only
+    in case are one folder on macOS and Windows, so one cell's reports and baseline would
+    overwrite the other's; a target named as a matrix file would leave the matrix summary
+    unwritable after every cell ran."""
+    problems = []
+    for table, names in (("targets", list(model.targets)), ("suites", list(model.suites))):
+        seen: dict[str, str] = {}
+        for name in names:
+            folded = name.casefold()
+            if table == "targets" and folded in MATRIX_FILES:
+                problems.append(
+                    located(
+                        source,
+                        (table, name),
+                        f"{folded} is the matrix summary's file in the output folder, so it "
+                        "cannot be a target's report folder; rename the target",
+                    )
+                )
+            elif folded in seen:
+                problems.append(
+                    located(
+                        source,
+                        (table, name),
+                        f"the same report folder as {key_path((table, seen[folded]))} on a "
+                        "file system that ignores case (macOS, Windows); rename one of the two",
+                    )
+                )
+            seen.setdefault(folded, name)
+    return problems
 
 
 def _missing_suite(source: ProjectSource, name: str, written: str) -> str | None:
@@ -392,6 +427,14 @@ def _placed(
     sub = str(path[1]) if len(path) > 1 else ""
     place = places.get((field_name, sub))
     rest: KeyPath = path[2:]
+    if place is None and "." in sub:  # "judge.openai.model": a place for a part of it?
+        parts = sub.split(".")
+        for n in range(len(parts) - 1, 0, -1):
+            if (field_name, ".".join(parts[:n])) in places:
+                place, rest = places[(field_name, ".".join(parts[:n]))], [*parts[n:], *path[2:]]
+                break
+        else:  # the keys below the field, as the file nests them
+            place, rest = places.get((field_name, "")), [*parts, *path[2:]]
     if place is None:
         place = places.get((field_name, ""))
         rest = path[1:]

@@ -18,6 +18,8 @@ from evalrunner.jsonout import dump_json
 from evalrunner.reports.model import Gate
 from evalrunner.reports.summary import RunSummary
 
+#: The matrix summary's files in the output folder, beside one folder per target.
+MATRIX_FILES = ("matrix.json", "matrix.html")
 #: The exit code of a cell whose run failed without a verdict (README exit-code table).
 EXIT_RUN_FAILED = 3
 
@@ -105,18 +107,27 @@ class MatrixSummary(BaseModel):
     exit_code: int
     #: cells the run did not reach (it was stopped), as "target × suite"
     not_run: list[str] = Field(default_factory=list)
+    #: why the matrix stopped before its last cell (Ctrl-C, SIGTERM); None when it did not
+    stopped_reason: str | None = None
 
     @classmethod
     def of_cells(
-        cls, project: Path, cells: list[CellSummary], not_run: list[str] | None = None
+        cls,
+        project: Path,
+        cells: list[CellSummary],
+        not_run: list[str] | None = None,
+        stopped_reason: str | None = None,
     ) -> MatrixSummary:
-        codes = [c.exit_code for c in cells] or [EXIT_RUN_FAILED]
+        """The exit code is the worst cell's, and at least 3 when some cells did not run: a
+        matrix stopped part-way never passes."""
+        codes = [c.exit_code for c in cells] + ([EXIT_RUN_FAILED] if not_run else [])
         return cls(
             project=str(project),
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             cells=cells,
-            exit_code=max(codes),
+            exit_code=max(codes or [EXIT_RUN_FAILED]),
             not_run=not_run or [],
+            stopped_reason=stopped_reason,
         )
 
 
@@ -144,7 +155,7 @@ def _percent(value: float | None) -> str:
 def write_matrix(matrix: MatrixSummary, folder: Path) -> list[Path]:
     """``matrix.json`` and ``matrix.html`` in ``folder``; their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    json_path, html_path = folder / "matrix.json", folder / "matrix.html"
+    json_path, html_path = (folder / name for name in MATRIX_FILES)
     json_path.write_text(dump_json(matrix.model_dump(mode="json"), indent=2) + "\n", "utf-8")
     html_path.write_text(render_html(matrix), "utf-8")
     return [html_path, json_path]

@@ -20,6 +20,10 @@ from typing import Any, Protocol
 from evalrunner.errors import ConfigError
 
 PROJECT_FILES = ("evalrunner.toml", "evalrunner.yaml", "evalrunner.yml")
+#: The most values a YAML project file may mean once its aliases (``*name``) are expanded:
+#: far above any real project, far below what a "billion laughs" file would make every walk
+#: of the data (the key checks, the model, masking) spend.
+MAX_YAML_VALUES = 100_000
 KeyPath = Sequence[str | int]
 
 
@@ -82,14 +86,20 @@ def read_project(path: Path) -> ProjectSource:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(f"{path}: cannot be read ({exc})") from None
-    if path.suffix.lower() == ".toml":
-        try:
-            data: Any = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ProjectError(f"{path.name}: not valid TOML: {exc}") from None
-        return ProjectSource(path, data, TomlLines(text))
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return _read_yaml(path, text)
+    try:
+        if path.suffix.lower() == ".toml":
+            try:
+                data: Any = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise ProjectError(f"{path.name}: not valid TOML: {exc}") from None
+            return ProjectSource(path, data, TomlLines(text))
+        if path.suffix.lower() in (".yaml", ".yml"):
+            return _read_yaml(path, text)
+    except RecursionError:  # both parsers recurse per level of nesting
+        raise ProjectError(
+            f"{path.name}: nested too deeply (arrays or tables inside each other hundreds of "
+            "levels deep); a project file needs a few levels"
+        ) from None
     raise ProjectError(f"{path}: a project file is .toml, .yaml or .yml (e.g. evalrunner.toml)")
 
 
@@ -98,17 +108,82 @@ def _read_yaml(path: Path, text: str) -> ProjectSource:
 
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _check_aliases(node, path.name)  # before anything walks or builds the data
+        repeated = _repeated_keys(node, path.name)
+        if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
+            raise ProjectError("\n".join(repeated))
+        data = yaml.load(text, Loader=_names_loader())  # a SafeLoader: no Python tags
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ProjectError(f"{path.name}{line}: not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ProjectError(f"{path.name}: not valid YAML: {exc}") from None
-    repeated = _repeated_keys(node, path.name)
-    if repeated:  # YAML's loader keeps the last silently; TOML refuses them, and so do we
-        raise ProjectError("\n".join(repeated))
     return ProjectSource(path, data, YamlLines(node))
+
+
+def _names_loader() -> type[Any]:
+    """PyYAML's safe loader, but a mapping's keys are the text written: a project's keys are
+    names, as TOML's always are, so ``on`` is not true, ``2024-01-01`` not a date and ``1``
+    not a number (each would be refused as a name, or crash the messages that quote it)."""
+    import yaml
+
+    class NamesLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[str, Any]:
+        loader.flatten_mapping(node)  # merge keys (<<: *defaults) as the safe loader does
+        data: dict[str, Any] = {}
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a name (text), not a list or table", key.start_mark
+                )
+            data[key.value] = loader.construct_object(value, deep=True)
+        return data
+
+    NamesLoader.add_constructor("tag:yaml.org,2002:map", mapping)
+    return NamesLoader
+
+
+def _check_aliases(root: Any, name: str) -> None:
+    """Refuse a node graph that aliases make cyclic (``&r {x: *r}``: every walk of it would
+    never end) or that expands to more than :data:`MAX_YAML_VALUES` values. Aliases stay
+    allowed (``headers: *shared``); the walk visits each distinct node once, without
+    recursion, so the check costs the file's size, not its expansion."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[Any] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                raise ProjectError(
+                    f"{name}: its aliases (*name) expand to more than {MAX_YAML_VALUES} values; "
+                    f"a project file holds at most {MAX_YAML_VALUES}: write the values out or "
+                    "alias fewer times"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise ProjectError(
+                f"{name}:{node.start_mark.line + 1}: this value refers to itself through an "
+                "alias (*name inside the &name it names); give it the values it should hold"
+            )
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
 
 
 def _repeated_keys(node: Any, name: str, where: tuple[str, ...] = ()) -> list[str]:
@@ -172,7 +247,8 @@ class TomlLines:
     multi-line strings). So the standard parser is asked instead: a key is on the first line
     after which the file's first lines, parsed, hold it; a value spanning several lines (a
     multi-line array or string) starts on the line after the last prefix that still parses.
-    Only run for errors, on files of a few hundred lines: each prefix is parsed once."""
+    Only run for errors; the first such prefix is found by halving (a prefix holds the key
+    from the key's line on), so a key costs a few dozen parses of the file."""
 
     text: str
     _prefixes: dict[int, dict[str, Any] | None] = field(default_factory=dict)
@@ -188,15 +264,31 @@ class TomlLines:
                 self._prefixes[count] = None
         return self._prefixes[count]
 
+    def _holds_by(self, count: int, path: KeyPath) -> bool:
+        """Whether the longest prefix of at most ``count`` lines that parses holds ``path``:
+        false, then true from the key's line on (TOML only adds keys as lines are added)."""
+        while count > 0:
+            parsed = self._parsed(count)
+            if parsed is not None:
+                return _holds(parsed, path)
+            count -= 1
+        return False
+
     def line_of(self, path: KeyPath) -> int | None:
-        for end in range(1, len(self._lines) + 1):
-            parsed = self._parsed(end)
-            if parsed is not None and _holds(parsed, path):
-                start = end
-                while start > 1 and self._parsed(start - 1) is None:
-                    start -= 1
-                return start
-        return None
+        # halving, not prefix by prefix: a few dozen parses, not one per line of the file
+        low, high = 1, len(self._lines)
+        if high == 0 or not self._holds_by(high, path):
+            return None
+        while low < high:
+            middle = (low + high) // 2
+            if self._holds_by(middle, path):
+                high = middle
+            else:
+                low = middle + 1
+        start = low
+        while start > 1 and self._parsed(start - 1) is None:
+            start -= 1
+        return start
 
 
 def _holds(data: Any, path: KeyPath) -> bool:

@@ -291,3 +291,47 @@ def test_the_python_api_runs_the_project_as_the_cli_does(tmp_path, monkeypatch):
         assert (tmp_path / "api" / "matrix.json").is_file()
         with pytest.raises(ProjectError, match=r"not one of the targets of evalrunner\.toml"):
             evalrunner.run_project(targets=["nope"])
+
+
+def test_ctrl_c_between_two_cells_still_writes_the_matrix(tmp_path, monkeypatch):
+    """Ctrl-C after one cell finished and before the next cell's run took over the signals
+    ended the process with exit 130 and no matrix: the finished cell was in no summary."""
+    import os
+    import signal
+
+    from evalrunner.launch import run_local
+    from evalrunner.project.cells import Overrides
+    from evalrunner.project.run import run_cells
+
+    def execute(event, suite, out_dir, resume):
+        if "staging" in str(out_dir):  # Ctrl-C as the second cell starts
+            os.kill(os.getpid(), signal.SIGINT)
+        return run_local(event, suite, out_dir, preflight=False)
+
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        path = write_project(tmp_path, server.url)
+        done = run_cells(path, Overrides(suite="hr"), execute, preflight=False)
+    assert [c.target for c in done.matrix.cells] == ["prod"]
+    assert done.matrix.not_run == ["staging × hr"]
+    assert done.matrix.stopped_reason == "interrupted (Ctrl-C)"
+    assert done.matrix.exit_code == 3  # not every cell ran: never a pass
+    summary = matrix(tmp_path)
+    assert summary["not_run"] == ["staging × hr"] and summary["exit_code"] == 3
+    assert "interrupted (Ctrl-C)" in (tmp_path / "reports" / "matrix.html").read_text("utf-8")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_an_output_that_is_a_file_is_named_at_its_key_not_as_a_flag(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        path = write_project(tmp_path, server.url)  # output = "reports" on its line 2
+        (tmp_path / "reports").write_text("not a folder")
+        result = runner.invoke(app, ["run", "--quiet"])
+        flag = runner.invoke(app, ["run", "--quiet", "--out", str(path)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert message.startswith("error: evalrunner.toml:2: output: ")
+    assert "is a file; give a folder" in message and "--out" not in message
+    assert server.requests == []
+    assert flag.exit_code == 2 and "--out: " in " ".join(flag.stderr.split())

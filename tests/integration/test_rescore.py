@@ -345,3 +345,27 @@ def test_a_logged_agents_steps_are_rescored_as_the_original_scored_them(tmp_path
     assert 0.0 in {score for score, _, _ in after.values()}  # the failed step still fails
     steps = {r["case_id"]: r["steps"] for r in original["rows"]}
     assert {r["case_id"]: r["steps"] for r in rows_of(out, rescored["reports"]["report"])} == steps
+
+
+def test_a_run_given_by_its_folder_is_rescored_beside_it_and_compared_with_it(
+    tmp_path, monkeypatch
+):
+    """Without --out, the new reports go to the reports folder that holds the run (a
+    project cell's <output>/<target>/<suite>/, or any --out of the first run), so the
+    original run is found as the baseline; before, they went to ./evalrunner-out, where it
+    is not, and the comparison was silently lost."""
+    out, original, _ = first_run(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    args = ["rescore", str(out / "test-reports" / "hr"), "--metric", "Token F1", "--json"]
+    result = runner.invoke(app, [*args, "--fail-on", "never"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.stdout)
+    assert again["regression"]["baseline_run_id"] == original["run_id"]
+    assert (out / again["reports"]["summary"]).is_file()
+    assert not (elsewhere / "evalrunner-out").exists()
+    run = evalrunner.rescore(out / again["reports"]["report"], metrics=["Token F1"])
+    assert run.summary.regression is not None
+    assert run.summary.regression.baseline_run_id == again["run_id"]
+    assert not (elsewhere / "evalrunner-out").exists()

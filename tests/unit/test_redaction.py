@@ -185,3 +185,21 @@ def test_what_the_http_client_sends_is_masked_whatever_it_is_called() -> None:
 def test_a_conversation_session_id_in_a_body_is_no_credential() -> None:
     redaction.register_body({"question": "hi", "sessionId": "conv-0001-abcdef", "max_tokens": 9})
     assert redaction.registered() == frozenset()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"target": {"azure_openai": {"endpoint": "https://me:AzPass4567@res.openai.azure.com"}}},
+        {"target": {"openai_responses": {"base_url": "https://me:AzPass4567@api.example/v1"}}},
+        {"judge": {"azure_openai": {"endpoint": "https://r.example/?api-key=AzPass4567"}}},
+        {"target": {"url": "https://h.example/ask", "headers": {"X-Token": "AzPass4567"}}},
+        {"target": {"future_kind": {"gateway": {"headers": {"X-Token": "AzPass4567"}}}}},
+    ],
+)
+def test_every_target_and_judge_kind_has_its_credentials_registered(event) -> None:
+    """Not only the url and openai kinds: an Azure endpoint's user info, an OpenAI Responses
+    base_url's, headers at any depth (a kind added later too) are masked in any message,
+    such as a validation error quoting the endpoint."""
+    redaction.register_event(event)
+    assert "AzPass4567" not in redaction.redact("endpoint 'https://me:AzPass4567@x' refused")

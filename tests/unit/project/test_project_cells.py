@@ -290,3 +290,58 @@ def test_a_credential_in_the_file_never_reaches_a_message(tmp_path):
     (line,) = errors(project(tmp_path, text))
     assert line.startswith("evalrunner.toml:11: targets.staging.timeout_seconds: ")
     assert "s3cr3t" not in line
+
+
+def test_a_target_named_as_a_matrix_file_is_refused(tmp_path):
+    """Its report folder would be <output>/matrix.json, and the matrix summary could not be
+    written after every cell had run."""
+    text = FILE.replace("[targets.staging]", '[targets."Matrix.JSON"]')
+    (line,) = errors(project(tmp_path, text))
+    assert line.startswith('evalrunner.toml:8: targets."Matrix.JSON": ')
+    assert "matrix.json" in line and "rename" in line
+
+
+def test_names_that_differ_only_in_case_are_refused(tmp_path):
+    """On macOS and Windows they are one report folder: one cell's reports and baseline
+    would overwrite the other's."""
+    text = FILE.replace("[targets.staging]", "[targets.PROD]").replace(
+        'it = "it.csv"', 'HR = "it.csv"'
+    )
+    lines = errors(project(tmp_path, text))
+    assert [line.split(": ")[0:2] for line in lines] == [
+        ["evalrunner.toml:8", "targets.PROD"],
+        ["evalrunner.toml:14", "suites.HR"],
+    ]
+    assert "same report folder as targets.prod" in lines[0]
+
+
+def test_yaml_keys_are_names_as_written_never_dates_numbers_or_booleans(tmp_path):
+    """YAML reads the key `on` as true, `2024-01-01` as a date and `1` as a number; a
+    project's keys are names, as in TOML. Before, a date key crashed with a TypeError
+    traceback and `on` was refused as "True is not a valid name"."""
+    text = """\
+        targets: {1: {url: "http://127.0.0.1:9/ask"}, on: {url: "http://127.0.0.1:9/ask"}}
+        suites: {2024-01-01: hr.csv, no: it.csv}
+        """
+    loaded = load_project(project(tmp_path, text, "evalrunner.yaml"), defaults=NONE)
+    assert [c.label for c in loaded.cells][:2] == ["1 × 2024-01-01", "1 × no"]
+    assert loaded.cells[-1].out_dir == tmp_path / "evalrunner-out" / "on" / "no"
+
+
+def test_a_yaml_key_that_is_a_list_is_refused_at_its_line(tmp_path):
+    text = (
+        'targets: {a: {url: "http://127.0.0.1:9/ask"}}\nsuites: {hr: hr.csv}\n'
+        "metrics: {? [a, b] : {}}\n"
+    )
+    with pytest.raises(ProjectError, match=r"evalrunner\.yaml:3: .*a key must be a name"):
+        load_project(project(tmp_path, text, "evalrunner.yaml"), defaults=NONE)
+
+
+def test_a_judge_error_names_the_key_path_as_written(tmp_path):
+    """The judge's own check names `judge.openai.headers`; it was shown as the one quoted
+    key judge."openai.headers", which is not what the file says."""
+    text = FILE + '\n    [judge.openai]\n    base_url = "http://127.0.0.1:9/v1"\n    model = "m"\n'
+    text += "    bogus = 1\n"
+    (line,) = errors(project(tmp_path, text))
+    bogus = textwrap.dedent(text).splitlines().index("bogus = 1") + 1
+    assert line.startswith(f"evalrunner.toml:{bogus}: judge.openai.bogus: "), line
