@@ -20,8 +20,9 @@ response_format / tools sent beside it), the most calls in flight, start-up (pro
 the first judge request), the call phase (first request to last answer) and the tail (last
 answer to exit). The **ideal** of a run is what the judge alone allows: calls × delay /
 allowed in flight, where allowed = the most calls the tool's own settings let be in flight at
-once (evalrunner: min(cases at once, judge cap 32); the peers: what was seen at the judge,
-``max_in_flight``, since their knobs bound tasks, not calls).
+once (see ``allowed_in_flight``), and never below the dependency chain: each case's
+statements are answered before their verdicts are asked (2 rounds), and cases run in waves of
+N: ideal = max(calls × delay / allowed, ceil(cases / N) × 2 × delay).
 
 Usage: .venv/bin/python bench/bench_judge_wall.py [--cases 100] [--reps 3] [--delay 0.3]
        [--jitter 0.05] [--concurrency 20] [--capacity K] [--only evalrunner,deepeval,ragas]
@@ -57,6 +58,8 @@ FIVE = [
     "Contextual Relevancy",
 ]
 TOOLS = ("evalrunner", "deepeval", "ragas")
+#: Dependent judge rounds of one case: statements, then their verdicts.
+ROUNDS = 2
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 
 
@@ -112,6 +115,20 @@ def scored(tool: str, stdout: str) -> tuple[int | None, int | None]:
     return got["scored"], got["errored"]
 
 
+def allowed_in_flight(tool: str, args: argparse.Namespace, seen: int) -> int:
+    """Judge calls the tool's settings let be in flight at once. evalrunner: N cases at once,
+    each with one call per judge metric in flight (one call at a time in a tree from before
+    the metrics ran together: ``evalrunner-before``), under the judge cap (32). The peers'
+    knobs bound tasks, not calls: the most the judge saw in flight."""
+    if tool == "evalrunner":
+        allowed = min(args.concurrency * len(FIVE), 32)
+    elif tool == "evalrunner-before":
+        allowed = min(args.concurrency, 32)
+    else:
+        allowed = seen or 1
+    return min(allowed, args.capacity) if args.capacity else allowed
+
+
 def run_one(
     tool: str, exes: dict[str, Path], judge: LoopbackJudge, args: argparse.Namespace, cases: Path
 ) -> dict[str, Any]:
@@ -134,14 +151,10 @@ def run_one(
     started, ended = got.pop("started"), got.pop("ended")
     row: dict[str, Any] = {"tool": tool, **got, **stats}
     answered = stats["judge_calls"] - stats["refused_429"]
-    if tool.startswith("evalrunner"):
-        allowed = min(args.concurrency, 32)
-    else:
-        allowed = stats["max_in_flight"] or 1
-    if args.capacity:
-        allowed = min(allowed, args.capacity)
-    row["allowed"] = allowed
-    ideal = answered * args.delay / allowed
+    row["allowed"] = allowed = allowed_in_flight(tool, args, stats["max_in_flight"])
+    # the dependency chain: statements before their verdicts, cases in waves of N
+    waves = -(-args.cases // args.concurrency)
+    ideal = max(answered * args.delay / allowed, waves * ROUNDS * args.delay)
     row["ideal_s"] = round(ideal, 2)
     if judge.first and judge.last:
         row["startup_s"] = round(judge.first - started, 2)
