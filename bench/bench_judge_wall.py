@@ -133,6 +133,11 @@ def run_one(
     tool: str, exes: dict[str, Path], judge: LoopbackJudge, args: argparse.Namespace, cases: Path
 ) -> dict[str, Any]:
     env = {**os.environ, **ISOLATION_ENV}
+    if args.inside:  # the namespace isolates: no proxy variables, which cost DeepEval dearly
+        # (it builds an OpenAI client per call, and httpx an SSL context per proxy mount:
+        # ~4× its CPU), and a user of any of these tools would not have them set
+        for key in [k for k in env if k.lower().endswith("_proxy")]:
+            del env[key]
     with tempfile.TemporaryDirectory(prefix=f"judge-wall-{tool}-") as tmp:
         work = Path(tmp)
         code = args.before if tool == "evalrunner-before" else ROOT
