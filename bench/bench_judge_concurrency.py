@@ -7,8 +7,16 @@ through the CLI (``evalrunner run``, in this process, after a warm-up run that p
 imports) at ``--max-concurrency 20``. Each configuration gets its own stub (its own endpoint,
 so its own adaptive limiter) and no judge cache.
 
-The ideal is what the judge alone allows: judge requests × delay / the calls that may be in
-flight, min(cases at once, judge cap, the endpoint's own limit). Ratio = wall / ideal.
+The ideal is what the judge alone allows, given the run's settings and the calls' dependency
+chain: max(judge requests × delay / allowed, waves × ROUNDS × delay), where allowed = the
+calls that may be in flight = min(cases at once × calls a case may have in flight, judge cap,
+the endpoint's own limit) — a case's judge metrics run together, so a case may have one call
+per metric in flight (``--sequential-metrics``: one, for a tree from before that change) —
+and the second term is the dependency chain: a case's statements must be answered before
+their verdicts are asked (ROUNDS = 2), and the cases run in waves of ``cases at once``.
+Ratio = wall / ideal. The breakdown says where the rest goes (start-up before the first
+judge request, the ramp to ``allowed`` in flight, slots left idle in between, the drain
+after the last moment ``allowed`` were in flight, the tail after the last answer).
 
 Configurations:
 - ``fixed 8``: ``judge.max_concurrency`` 8, the old default (the limiter starts at and is
@@ -55,6 +63,10 @@ LEAVES = Leaves(
     number=lambda node: float(node.get("maximum", 1)),
 )
 CONCURRENCY = 20
+#: Dependent judge rounds of one case: statements, then their verdicts.
+ROUNDS = 2
+#: Calls one case may have in flight (one per judge metric; 1 with --sequential-metrics).
+PER_CASE = len(FIVE)
 
 
 def suite(path: Path, cases: int) -> Path:
@@ -75,32 +87,74 @@ def suite(path: Path, cases: int) -> Path:
     return path
 
 
-def responder(delay: float) -> Any:
+def responder(delay: float, arrivals: list[float]) -> Any:
     def answer(messages: list[dict[str, Any]], request: dict[str, Any]) -> StubReply:
+        arrivals.append(time.monotonic())  # list.append is atomic: server threads share it
         schema = request["response_format"]["json_schema"]["schema"]
         return StubReply(schema_instance(schema, "value", LEAVES), delay=delay)
 
     return answer
 
 
-def run(suite_path: Path, out: Path, judge: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def breakdown(
+    arrivals: list[float], delay: float, allowed: int, started: float, ended: float
+) -> dict[str, float]:
+    """Where the wall time goes, from the judge's side (each answered request is in flight
+    from its arrival for ``delay``): start-up before the first request, the ramp (first
+    request until ``allowed`` are in flight), the steady phase's lost slot-seconds (÷
+    allowed: seconds of the whole judge idle), the drain (the last time ``allowed`` were in
+    flight until the last answer) and the tail after it."""
+    if not arrivals or not delay:
+        return {}
+    events = sorted([(t, 1) for t in arrivals] + [(t + delay, -1) for t in arrivals])
+    level, full_first, full_last = 0, None, None
+    for t, step in events:
+        level += step
+        if level >= allowed:
+            full_first = t if full_first is None else full_first
+            full_last = t
+    first, last = min(arrivals), max(arrivals) + delay
+    ramp_end = full_first if full_first is not None else first
+    drain_start = full_last if full_last is not None else last
+    # slot-seconds unused between the ramp and the drain
+    level, prev, idle = 0, first, 0.0
+    for t, step in events:
+        lo, hi = max(prev, ramp_end), min(t, drain_start)
+        if hi > lo:
+            idle += (allowed - min(level, allowed)) * (hi - lo)
+        level += step
+        prev = t
+    return {
+        "start-up s": round(first - started, 2),
+        "ramp s": round(ramp_end - first, 2),
+        "steady loss s": round(idle / allowed, 2),
+        "drain s": round(last - drain_start, 2),
+        "tail s": round(ended - last, 2),
+        "mean in flight": round(len(arrivals) * delay / (last - first), 1),
+    }
+
+
+def run(
+    suite_path: Path, out: Path, judge: dict[str, Any]
+) -> tuple[float, float, float, dict[str, Any]]:
     args = ["run", "--suite", str(suite_path), "--target", '{"lambdaArn": "evalrunner-demo-hr"}']
     for metric in FIVE:
         args += ["--metric", metric]
     args += ["--judge", json.dumps(judge), "--max-concurrency", str(CONCURRENCY)]
     args += ["--out", str(out), "--json", "--quiet", "--no-preflight", "--fail-on", "errors"]
-    start = time.perf_counter()
+    start = time.monotonic()
     result = CliRunner().invoke(app, args, catch_exceptions=False)
-    wall = time.perf_counter() - start
+    ended = time.monotonic()
     if result.exit_code != 0:
         raise SystemExit(f"run failed ({result.exit_code}): {result.output[-2000:]}")
-    return wall, json.loads(result.stdout)
+    return ended - start, start, ended, json.loads(result.stdout)
 
 
 def measure(
     name: str, suite_path: Path, tmp: Path, delay: float, cap: int | None, limit: int | None
 ) -> dict[str, Any]:
-    with JudgeStub(responder(delay)) as stub:
+    arrivals: list[float] = []
+    with JudgeStub(responder(delay, arrivals)) as stub:
         stub.capacity = limit
         judge: dict[str, Any] = {
             "openai": {"base_url": stub.url, "model": "bench-judge"},
@@ -108,11 +162,13 @@ def measure(
         }
         if cap is not None:
             judge["max_concurrency"] = cap
-        wall, summary = run(suite_path, tmp / name.replace(" ", "-"), judge)
+        wall, started, ended, summary = run(suite_path, tmp / name.replace(" ", "-"), judge)
         answered = len(stub.requests) - stub.refused
-        allowed = min(CONCURRENCY, cap or 32, limit or 10**9)
+        allowed = min(CONCURRENCY * PER_CASE, cap or 32, limit or 10**9)
         errored = sum(m["errored"] for m in summary["metrics"])
-        ideal = answered * delay / allowed
+        cases = len(json.loads(suite_path.read_text())["cases"])
+        waves = -(-cases // CONCURRENCY)
+        ideal = max(answered * delay / allowed, waves * ROUNDS * delay)
         return {
             "configuration": name,
             "judge requests answered": answered,
@@ -123,6 +179,7 @@ def measure(
             "wall s": round(wall, 2),
             "ratio": round(wall / ideal, 2) if ideal else None,
             "errored": errored,
+            **breakdown(arrivals, delay, allowed, started, ended),
         }
 
 
@@ -130,7 +187,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--delay", type=float, default=0.3)
+    parser.add_argument(
+        "--sequential-metrics",
+        action="store_true",
+        help="a tree whose cases ask one judge call at a time: allowed = min(cases, cap)",
+    )
     args = parser.parse_args()
+    global PER_CASE
+    PER_CASE = 1 if args.sequential_metrics else PER_CASE
+
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-judge-concurrency-") as folder:
         tmp = Path(folder)
@@ -145,11 +210,11 @@ def main() -> None:
         ):
             rows.append(measure(name, path, tmp, delay, cap, limit))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    keys = list(rows[0])
+    keys = list(dict.fromkeys(k for row in rows for k in row))
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for row in rows:
-        print("| " + " | ".join(str(row[k]) for k in keys) + " |")
+        print("| " + " | ".join(str(row.get(k, "—")) for k in keys) + " |")
 
 
 if __name__ == "__main__":

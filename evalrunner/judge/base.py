@@ -106,17 +106,21 @@ class Judge(ABC):
 
 @dataclass
 class CaseUsage:
-    """Per-case accounting, filled by the metrics of one case (see ``judge_usage``)."""
+    """Per-case accounting, filled by the metrics of one case (see ``judge_usage``). Thread-
+    safe: a case's judge metrics run together (:func:`evalrunner.pipeline.scoring.evaluate_all`)."""
 
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     by_purpose: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, purpose: str, reply_usage: JudgeUsage) -> None:
-        self.usage.add(reply_usage)
-        self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + reply_usage.calls
+        with self._lock:
+            self.usage.add(reply_usage)
+            self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) + reply_usage.calls
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.usage.as_dict(), "by_purpose": dict(self.by_purpose)}
+        with self._lock:
+            return {**self.usage.as_dict(), "by_purpose": dict(self.by_purpose)}
 
 
 #: The case being judged in this thread/task; judges record each call into it.

@@ -18,7 +18,12 @@ from collections.abc import Callable, Sequence
 from evalrunner.evaluators import Evaluator, Sample
 from evalrunner.judge.base import CURRENT_CASE, CaseUsage
 from evalrunner.pipeline.context import RunContext
-from evalrunner.pipeline.scoring import answer_and_score, capped_sample, not_scored
+from evalrunner.pipeline.scoring import (
+    answer_and_score,
+    capped_sample,
+    evaluate_all,
+    not_scored,
+)
 from evalrunner.run import CaseRecord, ManifestItem
 from evalrunner.sanitize import cap_text
 from evalrunner.suite.model import TestCase, Turn
@@ -121,7 +126,7 @@ def run_conversation(
         record.truncated = bool(notes)
         token = CURRENT_CASE.set(usage)
         try:
-            record.results = [r for e in whole for r in e.evaluate(sample)]
+            record.results = evaluate_all(whole, sample)
         finally:
             CURRENT_CASE.reset(token)
     else:

@@ -10,8 +10,10 @@ below both, so neither of the two steps imports the other.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from evalrunner.errors import TargetError
 from evalrunner.evaluators import Evaluator, MetricResult, Sample
@@ -159,6 +161,32 @@ def call_target(
     return response, response.latency_ms if response.latency_ms is not None else elapsed_ms
 
 
+def evaluate_all(evaluators: list[Evaluator], sample: Sample) -> list[MetricResult]:
+    """Every evaluator's results for ``sample``, in evaluator order.
+
+    The evaluators that ask the judge run together, each in its own thread (with this
+    thread's context: the case's judge accounting): their first asks do not depend on one
+    another (the answer's statements, the expected answer's, each chunk's verdicts), so a case
+    waits for its longest chain of dependent calls (statements, then their verdicts: two
+    rounds) instead of the sum of all its calls one after another (five to seven rounds for
+    the five RAG metrics). The judge's limiter still bounds the calls in flight, and
+    identical asks of the case (Faithfulness's and Answer Relevancy's statements) still share
+    one call. The other evaluators run here, meanwhile, as before."""
+    judged = [e for e in evaluators if e.asks_judge]
+    if len(judged) < 2:
+        return [r for e in evaluators for r in e.evaluate(sample)]
+    with ThreadPoolExecutor(len(judged), thread_name_prefix="case-judge") as pool:
+        pending: dict[int, Future[list[MetricResult]]] = {
+            id(e): pool.submit(contextvars.copy_context().run, e.evaluate, sample) for e in judged
+        }
+        here = {id(e): e.evaluate(sample) for e in evaluators if id(e) not in pending}
+        return [
+            r
+            for e in evaluators
+            for r in (pending[id(e)].result() if id(e) in pending else here[id(e)])
+        ]
+
+
 def answer_and_score(
     context: RunContext,
     case: TestCase,
@@ -193,7 +221,7 @@ def answer_and_score(
         record.truncated = bool(truncated or cut)
         token = CURRENT_CASE.set(usage)
         try:
-            record.results = [r for e in evaluators for r in e.evaluate(sample)]
+            record.results = evaluate_all(evaluators, sample)
         finally:
             CURRENT_CASE.reset(token)
 
