@@ -18,6 +18,7 @@ import pytest
 
 from evalrunner.errors import ConfigError
 from infra.config import load_config
+from tests.support.catalog import restored_catalog
 
 from .conftest import config_for
 
@@ -255,6 +256,13 @@ def test_the_deployed_prepare_handler_refuses_a_module_its_code_does_not_list(
 
 
 def test_cdk_json_plugins_are_validated(tmp_path):
+    """cdk.json plugins are checked at synth; the schedule check imports the plugin, so its
+    metric is registered in this process: the catalog is put back after (restored_catalog)."""
+    with restored_catalog("ok"):
+        _check_cdk_json_plugins(tmp_path)
+
+
+def _check_cdk_json_plugins(tmp_path):
     (tmp_path / "json.py").write_text("", encoding="utf-8")
     (tmp_path / "no_init").mkdir()
     (tmp_path / "ok.py").write_text(
