@@ -157,8 +157,17 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
 
 
 def case_id(interaction: Interaction) -> str:
-    """A case id for the reports: the interaction's id as a suite id cell can hold it."""
-    return _NAME_CHARS.sub("-", interaction.id)[:120] or "interaction"
+    """A case id for the reports: the interaction's id as a suite id cell can hold it. An id
+    that had to be changed (characters replaced, or cut to 120) gets a short hash of the real
+    id, so two ids that read alike (``c/1``, ``c:1``) never become one case id: the suite
+    would refuse the duplicate and the whole run would be lost."""
+    cleaned = _NAME_CHARS.sub("-", interaction.id)
+    if cleaned == interaction.id and 0 < len(cleaned) <= 120:
+        return cleaned
+    import hashlib
+
+    digest = hashlib.sha256(interaction.id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{cleaned[:109].strip('-') or 'interaction'}-{digest}"
 
 
 def suite_rows(

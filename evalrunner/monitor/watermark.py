@@ -100,7 +100,9 @@ class Watermark(BaseModel):
     ) -> Watermark:
         """The watermark after ``decided`` were taken (scored or sampled out). ``hold``: the
         time of the oldest interaction a stopped run left unscored; the watermark moves no
-        further, so that one is still new next time, however long the batch."""
+        further, so that one is still new next time, however long the batch. It never moves
+        past ``now``; a future-stamped id stays in the set (its time is after the floor) so it
+        is still taken once."""
         ids = dict(self.decided)
         latest = self.event_time
         for item in decided:
@@ -108,6 +110,11 @@ class Watermark(BaseModel):
             latest = item.timestamp if latest is None else max(latest, item.timestamp)
         if hold is not None and latest is not None and latest > hold:
             latest = max(hold, self.event_time) if self.event_time else hold
+        if latest is not None and latest > now:
+            # A record stamped ahead of the clock (skew, or a hostile log) is taken, but the
+            # watermark stops at ``now``: else every honest record after it would be too late
+            # (a watermark already pushed ahead by such a record is brought back the same way).
+            latest = now
         moved = self.model_copy(update={"event_time": latest})
         floor = moved.floor()
         kept = {k: t for k, t in ids.items() if floor is None or t >= floor}

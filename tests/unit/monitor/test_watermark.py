@@ -143,3 +143,36 @@ def test_a_hold_keeps_an_unscored_interaction_new_however_long_the_batch() -> No
     mark = mark.advanced([batch[1]], "stopped", NOW, hold=batch[0].timestamp)
     assert mark.event_time == batch[0].timestamp
     assert [i.id for i in mark.select(batch, None).new] == ["early"]
+
+
+def test_a_record_from_the_future_does_not_push_the_watermark_past_now() -> None:
+    """A clock-skewed (or hostile) record stamped years ahead must not make every later
+    honest record 'too late': the watermark moves no further than the run's clock."""
+    mark = fresh("m", "logs", 3600)
+    future = Interaction(
+        id="future",
+        id_kind="record",
+        question="q",
+        answer="a",
+        timestamp=datetime(2099, 1, 1, tzinfo=UTC),
+        origin="log",
+        source="jsonl",
+    )
+    mark = mark.advanced([item("a", 0), future], "run-1", NOW)
+    assert mark.event_time == NOW
+    honest = item("next", 24 * 60 - 1)  # a minute before NOW, logged after the future one
+    second = mark.select([future, honest], None)
+    assert [i.id for i in second.new] == ["next"] and second.duplicates == 1
+    assert "future" in mark.decided  # still taken once, though after the floor for years
+
+
+def test_ids_that_read_alike_as_case_ids_stay_distinct() -> None:
+    """'c/1' and 'c:1' (and two long ids sharing a 120-character prefix) must not become one
+    case id: the suite would refuse the duplicate and the whole run would be lost."""
+    from evalrunner.monitor.runner import case_id
+
+    ids = ["c/1", "c:1", "c-1", "x" * 130 + "1", "x" * 130 + "2"]
+    cases = [case_id(item(i, 0)) for i in ids]
+    assert len(set(cases)) == len(ids)
+    assert cases[2] == "c-1"  # an id that is already a good case id is kept as it is
+    assert all(len(c) <= 120 for c in cases)
