@@ -176,3 +176,16 @@ def test_ids_that_read_alike_as_case_ids_stay_distinct() -> None:
     assert len(set(cases)) == len(ids)
     assert cases[2] == "c-1"  # an id that is already a good case id is kept as it is
     assert all(len(c) <= 120 for c in cases)
+
+
+def test_python_rows_with_a_lone_surrogate_make_a_readable_suite(tmp_path: Path) -> None:
+    """A monitor run (and evalrunner.run(suite=[...])) writes Python rows as a suite file; a
+    lone surrogate from a JSON log crashed that write and lost the whole run."""
+    from evalrunner.api.inputs import suite_file
+    from evalrunner.monitor.runner import suite_rows
+    from evalrunner.suite.readers import read_suite_file
+
+    odd = item("s1", 0).model_copy(update={"question": "q \ud800", "answer": "a \x07"})
+    path = suite_file(suite_rows([odd], mask_pii=True), tmp_path, "monitor")
+    (case,) = read_suite_file(path).cases
+    assert case.question == "q \ufffd"
