@@ -211,3 +211,23 @@ def test_a_gzip_bomb_is_refused_as_a_problem(
     read = read_location(str(tmp_path))
     assert len(read.interactions) == 1
     assert "unpacks to over 1,000 bytes" in read.problems[0].message
+
+
+def test_a_folder_is_read_one_file_at_a_time(tmp_path: Path) -> None:
+    """A folder (or prefix) of many large logs must not be held in memory all at once: each
+    file's bytes are read, parsed and let go before the next (else 100 files near the
+    256 MiB limit need 25 GiB)."""
+    import tracemalloc
+
+    pad = "x" * 1_000_000
+    for n in range(20):
+        record = {"id": f"r{n}", "question": "Q", "answer": "A", "timestamp": 1769853600}
+        (tmp_path / f"part-{n:02}.jsonl").write_text(json.dumps({**record, "pad": pad}), "utf-8")
+    tracemalloc.start()
+    try:
+        read = read_location(str(tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(read.interactions) == 20
+    assert peak < 8_000_000  # a few copies of one file, not twenty files
