@@ -231,3 +231,19 @@ def test_a_folder_is_read_one_file_at_a_time(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(read.interactions) == 20
     assert peak < 8_000_000  # a few copies of one file, not twenty files
+
+
+def test_a_problem_line_never_echoes_personal_data_or_a_whole_huge_value(tmp_path: Path) -> None:
+    """Problem lines go to the terminal, --json, the deployed function's reply and its
+    CloudWatch log: a bad field's value quoted in them is masked like the texts scored, and
+    cut, so a megabyte-long bad value does not fill the log."""
+    log = tmp_path / "app.jsonl"
+    records = [
+        {"id": "p1", "question": "q", "answer": "a", "timestamp": "mail jo@ex.com 4155550132"},
+        {"id": "p2", "question": "q", "answer": "a", "timestamp": "y" * 100_000},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    first, second = (p.text() for p in read_location(str(log)).problems)
+    assert "jo@ex.com" not in first and "4155550132" not in first
+    assert "<EMAIL_1>" in first and "field 'timestamp'" in first and "line 1" in first
+    assert len(second) < 1000 and "ISO 8601" in second
