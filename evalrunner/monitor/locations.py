@@ -25,6 +25,8 @@ from evalrunner.monitor.model import MonitorError, RecordProblem
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: File names read from a folder or prefix (anything else, e.g. a README, is passed over).
 LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".log", ".txt")
+#: What a run writes under ``--out``: never read back as logs when --out lies in the source.
+OUT_FOLDERS = ("test-reports", "runs", "monitor")
 
 
 @dataclass(frozen=True)
@@ -75,19 +77,30 @@ def unpack(name: str, data: bytes) -> bytes:
     return body
 
 
-def list_files(location: str, older_than: datetime | None, s3: Any = None) -> Listing:
+def list_files(
+    location: str, older_than: datetime | None, s3: Any = None, out_dir: Path | None = None
+) -> Listing:
     """The log files at ``location`` (unpacked), passing over those modified before
-    ``older_than``; ``s3``: a boto3 S3 client for an ``s3://`` location."""
+    ``older_than``; ``s3``: a boto3 S3 client for an ``s3://`` location; ``out_dir``: a
+    local run's ``--out``, whose reports (:data:`OUT_FOLDERS`) are not logs even when it
+    lies inside the source folder (``evalrunner monitor . --out .``)."""
     if is_s3(location):
         return _s3_files(location, older_than, s3)
-    return _local_files(Path(location), older_than)
+    return _local_files(Path(location), older_than, out_dir)
 
 
-def _local_files(root: Path, older_than: datetime | None) -> Listing:
+def _local_files(root: Path, older_than: datetime | None, out_dir: Path | None = None) -> Listing:
+    written = [(out_dir / f).resolve() for f in OUT_FOLDERS] if out_dir is not None else []
     if root.is_file():
         paths = [root]
     elif root.is_dir():
-        paths = sorted(p for p in root.rglob("*") if p.is_file() and is_log_name(p.name))
+        paths = sorted(
+            p
+            for p in root.rglob("*")
+            if p.is_file()
+            and is_log_name(p.name)
+            and not any(p.resolve().is_relative_to(w) for w in written)
+        )
     else:
         raise MonitorError(f"SOURCE {root}: no such file or folder")
     files: list[LogFile] = []

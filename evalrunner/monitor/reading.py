@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from evalrunner.monitor.locations import LogFile, list_files
@@ -50,6 +51,7 @@ def read_location(
     *,
     older_than: datetime | None = None,
     s3: Any = None,
+    out_dir: Path | None = None,
 ) -> SourceRead:
     """Every interaction at ``location`` and a problem for each record (or file) that could
     not be read; one bad record or file never loses the others."""
@@ -58,7 +60,7 @@ def read_location(
     elif mapping:
         for kind in ("jsonl", "csv"):
             source_named(kind)(mapping)
-    listing = list_files(location, older_than, s3)
+    listing = list_files(location, older_than, s3, out_dir)
     read = SourceRead(files_skipped=listing.skipped, problems=list(listing.problems))
     if not listing.files and not listing.skipped and not listing.problems:
         raise MonitorError(

@@ -23,7 +23,7 @@ from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
 from evalrunner.monitor.sources import source_named
-from evalrunner.monitor.watermark import Watermark, WatermarkStore, fresh
+from evalrunner.monitor.watermark import LocalWatermarks, Watermark, WatermarkStore, fresh
 
 if TYPE_CHECKING:
     from evalrunner.privacy import PiiMasker
@@ -139,7 +139,10 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
     else:
         watermark = watermark.model_copy(update={"lateness_seconds": options.lateness_seconds})
     floor = watermark.floor()
-    read = read_location(options.source, options.format, options.mapping, older_than=floor, s3=s3)
+    out_dir = store.out_dir if isinstance(store, LocalWatermarks) else None
+    read = read_location(
+        options.source, options.format, options.mapping, older_than=floor, s3=s3, out_dir=out_dir
+    )
     selection = watermark.select(read.interactions, options.since)
     return Plan(
         name=name,

@@ -189,3 +189,24 @@ def test_python_rows_with_a_lone_surrogate_make_a_readable_suite(tmp_path: Path)
     path = suite_file(suite_rows([odd], mask_pii=True), tmp_path, "monitor")
     (case,) = read_suite_file(path).cases
     assert case.question == "q \ufffd"
+
+
+def test_a_source_folder_holding_out_does_not_read_the_monitors_own_reports(
+    tmp_path: Path,
+) -> None:
+    """`evalrunner monitor . --out .` (or --out inside the log folder): the reports a run
+    writes (details.csv has question and answer columns) must not be read back as logs."""
+    import json
+
+    (tmp_path / "app.jsonl").write_text(
+        json.dumps(
+            {"id": "r1", "question": "Q", "answer": "A", "timestamp": "2026-01-31T12:00:00Z"}
+        )
+        + "\n",
+        "utf-8",
+    )
+    for folder in ("test-reports/monitor-x", "runs/1", "monitor/monitor-x"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "261127-details.csv").write_text("question,answer\nQ2,A2\n", "utf-8")
+    found = plan(MonitorOptions(source=str(tmp_path)), LocalWatermarks(tmp_path))
+    assert found.files == 1 and found.problems == [] and [i.id for i in found.new] == ["r1"]
