@@ -210,3 +210,14 @@ def test_a_source_folder_holding_out_does_not_read_the_monitors_own_reports(
         (tmp_path / folder / "261127-details.csv").write_text("question,answer\nQ2,A2\n", "utf-8")
     found = plan(MonitorOptions(source=str(tmp_path)), LocalWatermarks(tmp_path))
     assert found.files == 1 and found.problems == [] and [i.id for i in found.new] == ["r1"]
+
+
+def test_an_id_reused_for_another_record_is_not_passed_over_silently() -> None:
+    """A log whose 'id' is a per-session counter reuses ids: the later record (another time)
+    is no re-delivery. It is still passed over (the id is the key), but a problem line names
+    both and how to fix it, rather than counting it a duplicate without a word."""
+    mark = fresh("m", "logs", 3600).advanced([item("1", 0)], "run-1", NOW)
+    second = mark.select([item("1", 0), item("1", 20), item("2", 21), item("2", 22)], None)
+    assert second.duplicates == 3 and [i.id for i in second.new] == ["2"]
+    assert len(second.reused) == 2
+    assert "'1'" in second.reused[0].message and "--map id=" in second.reused[0].message
