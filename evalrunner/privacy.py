@@ -75,7 +75,7 @@ _PRIORITY = (PiiKind.EMAIL, PiiKind.IBAN, PiiKind.CARD, PiiKind.SSN, PiiKind.IP,
 _AT = re.compile(r"@|&#(?:64|[xX]40);|%40|&commat;")
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+?(?:@|&#(?:64|[xX]40);|%40|&commat;)[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9\-])"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9])"
 )
 #: 13 to 19 digits, optionally grouped by single spaces or hyphens (how cards are written).
 _CARD = re.compile(r"(?<![\d\-.])\d(?:[ \-.]?\d){12,18}(?![\d\-])")

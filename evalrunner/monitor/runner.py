@@ -163,8 +163,12 @@ def case_id(interaction: Interaction) -> str:
     """A case id for the reports: the interaction's id as a suite id cell can hold it. An id
     that had to be changed (characters replaced, or cut to 120) gets a short hash of the real
     id, so two ids that read alike (``c/1``, ``c:1``) never become one case id: the suite
-    would refuse the duplicate and the whole run would be lost."""
-    cleaned = _NAME_CHARS.sub("-", interaction.id)
+    would refuse the duplicate and the whole run would be lost. Personal data in the id (a
+    user's e-mail as the key) is masked first, whatever ``--no-mask-pii`` says: the case id
+    is a label that reaches every report and the notification."""
+    from evalrunner.privacy import mask_pii
+
+    cleaned = _NAME_CHARS.sub("-", mask_pii(interaction.id))
     if cleaned == interaction.id and 0 < len(cleaned) <= 120:
         return cleaned
     import hashlib
@@ -200,7 +204,7 @@ def suite_rows(
             "id": case_id(item),
             "question": clean(item.question),
             "actual_answer": clean(item.answer),
-            "interaction_id": item.id,
+            "interaction_id": clean(item.id),
             "logged_at": item.timestamp.isoformat(),
             "logged_in": item.origin,
         }
@@ -212,7 +216,7 @@ def suite_rows(
                 for step in item.steps
             ]
         if item.session:
-            row["session"] = item.session
+            row["session"] = clean(item.session)
         if table.counts:
             row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())
         rows.append(row)

@@ -192,6 +192,8 @@ def test_the_monitor_function_reads_its_masking_from_the_environment() -> None:
             '<a href="mailto:<EMAIL_1>"><EMAIL_1></a>',
         ),
         ("jo&#x40;ex.com or jo&commat;ex.com", "<EMAIL_1> or <EMAIL_1>"),
+        # an address run into a key ("jo@ex.com-7") was not taken for one at all
+        ("key jo@ex.com-7", "key <EMAIL_1>-7"),
     ],
 )
 def test_common_written_forms_do_not_slip_past(text: str, masked: str) -> None:

@@ -4,6 +4,7 @@ not, and a duplicated record is taken once."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -221,3 +222,21 @@ def test_an_id_reused_for_another_record_is_not_passed_over_silently() -> None:
     assert second.duplicates == 3 and [i.id for i in second.new] == ["2"]
     assert len(second.reused) == 2
     assert "'1'" in second.reused[0].message and "--map id=" in second.reused[0].message
+
+
+def test_personal_data_in_an_id_or_a_session_is_masked_in_the_suite() -> None:
+    """Logs often key interactions by the user (``"session_id": "jo@ex.com"``, an id made of
+    a phone number): the case id, the interaction_id and session cells reach every report
+    and the notification's worst list, so they are masked like the texts."""
+    from evalrunner.monitor.runner import case_id, suite_rows
+
+    logged = item("jo@ex.com-7", 0).model_copy(update={"session": "call +1 415-555-0132"})
+    (row,) = suite_rows([logged], mask_pii=True)
+    flat = json.dumps(row)
+    assert "jo@ex.com" not in flat and "555-0132" not in flat
+    assert row["interaction_id"] == "<EMAIL_1>-7" and row["session"] == "call <PHONE_1>"
+    assert row["id"] == case_id(logged) and row["id"].startswith("EMAIL_1-")
+    other = item("ann@ex.com-7", 0)
+    assert case_id(other) != case_id(logged)  # two people's ids stay two cases
+    (plain,) = suite_rows([logged], mask_pii=False)
+    assert plain["interaction_id"] == "jo@ex.com-7"  # --no-mask-pii keeps it as logged
