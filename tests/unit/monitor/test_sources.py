@@ -247,3 +247,27 @@ def test_a_problem_line_never_echoes_personal_data_or_a_whole_huge_value(tmp_pat
     assert "jo@ex.com" not in first and "4155550132" not in first
     assert "<EMAIL_1>" in first and "field 'timestamp'" in first and "line 1" in first
     assert len(second) < 1000 and "ISO 8601" in second
+
+
+def test_an_s3_log_gone_between_listing_and_reading_is_that_files_problem(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Log delivery and lifecycle rules delete objects while a monitor runs: an object listed
+    and then gone (or denied) is a problem naming it; the other files are read."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor.locations import list_files
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    record = {"id": "r1", "question": "Q", "answer": "A", "timestamp": 1769853600}
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="model-logs")
+        for key in ("p/a.jsonl", "p/b.jsonl"):
+            s3.put_object(Bucket="model-logs", Key=key, Body=json.dumps(record).encode())
+        gone, kept = list_files("s3://model-logs/p/", None, s3).files
+        s3.delete_object(Bucket="model-logs", Key="p/a.jsonl")
+        with pytest.raises(MonitorError, match=r"s3://model-logs/p/a.jsonl: cannot be read"):
+            gone.read()
+        assert json.loads(kept.read())["id"] == "r1"
