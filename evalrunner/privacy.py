@@ -35,6 +35,7 @@ import functools
 import ipaddress
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -69,12 +70,15 @@ DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN")
 #: also read as a phone number; an SSN never as a phone).
 _PRIORITY = (PiiKind.EMAIL, PiiKind.IBAN, PiiKind.CARD, PiiKind.SSN, PiiKind.IP, PiiKind.PHONE)
 
+#: The at sign as text carries it: itself, or as HTML (``&#64;``, ``&#x40;``, ``&commat;``) and
+#: URLs (``%40``) encode it (``mailto:jo%40ex.com``, ``jo&#64;ex.com`` in logged markup).
+_AT = re.compile(r"@|&#(?:64|[xX]40);|%40|&commat;")
 _EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9\-])"
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+?(?:@|&#(?:64|[xX]40);|%40|&commat;)[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9])"
 )
 #: 13 to 19 digits, optionally grouped by single spaces or hyphens (how cards are written).
-_CARD = re.compile(r"(?<![\d\-])\d(?:[ \-]?\d){12,18}(?![\d\-])")
+_CARD = re.compile(r"(?<![\d\-.])\d(?:[ \-.]?\d){12,18}(?![\d\-])")
 #: Two letters, two check digits, then up to 30 letters/digits in groups of any size.
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])")
 #: Where a phone number can be: six or more digits with the separators numbers are written
@@ -85,13 +89,38 @@ _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
 #: Hex groups and colons with at least two colons (``::1``, ``2001:db8::1``, full form), not
 #: inside a word (``std::vector``, ``Note::``); ``ipaddress`` decides what is an address
 #: (``12:30:45`` is not) and one without a digit (``a::b``, ``dead::beef``) is taken for code.
-_IPV6 = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
+_IPV6 = re.compile(
+    r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?:\.\d{1,3}){3})?(?![\w:])"
+)
 
 
 #: Three digits anywhere: fewer, and no phone, card, IBAN or SSN can be in the text (e-mail
 #: and IP addresses, whose finders are one cheap pattern each, are always looked for).
 _DIGITS = re.compile(r"\d(?:\D*\d){2}")
 _NEEDS_NO_DIGITS = frozenset({PiiKind.EMAIL, PiiKind.IP})
+
+
+#: Typeset dashes and spaces written in numbers, and the full-width at sign and full stop.
+_FOLD = {
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d", "-"),
+    **dict.fromkeys("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "),
+    "\uff20": "@",
+    "\uff0e": ".",
+}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _fold_char(match: re.Match[str]) -> str:
+    char = match.group()
+    digit = unicodedata.decimal(char, None)
+    return str(digit) if digit is not None else _FOLD.get(char, char)
+
+
+def _folded(text: str) -> str:
+    """``text`` with every decimal digit as its ASCII digit and the characters of
+    :data:`_FOLD` as theirs, one character for one (so a span of it is the same span of
+    ``text``); an ASCII text as it is."""
+    return text if text.isascii() else _NON_ASCII.sub(_fold_char, text)
 
 
 class PiiOptions(BaseModel):
@@ -163,6 +192,10 @@ class PiiMasker:
         then the longer span, wins an overlap)."""
         # Phones, cards, IBANs and SSNs need digits; most answers have few, and the phone
         # matcher is the costly finder.
+        # The finders read a folded copy: other scripts' digits, typeset dashes and spaces
+        # and the full-width at sign as their ASCII forms, one character for one, so each
+        # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card).
+        text = _folded(text)
         kinds = self._kinds if _DIGITS.search(text) else self._kinds & _NEEDS_NO_DIGITS
         candidates = [f for kind in _PRIORITY if kind in kinds for f in _FINDERS[kind](self, text)]
         rank = {kind: i for i, kind in enumerate(_PRIORITY)}
@@ -192,14 +225,17 @@ class PiiMasker:
     # -- finders, one per kind: candidates by pattern, kept only when the validator agrees --
 
     def _emails(self, text: str) -> Iterator[Finding]:
-        if "@" not in text:
+        if not _AT.search(text):
             return
         for m in _EMAIL.finditer(text):
-            yield Finding(m.start(), m.end(), PiiKind.EMAIL, m.group().lower())
+            yield Finding(m.start(), m.end(), PiiKind.EMAIL, _AT.sub("@", m.group()).lower())
 
     def _cards(self, text: str) -> Iterator[Finding]:
         for m in _CARD.finditer(text):
-            digits = re.sub(r"[ \-]", "", m.group())
+            separators = set(re.sub(r"\d", "", m.group()))
+            if "." in separators and (separators != {"."} or m.group().count(".") < 2):
+                continue  # dots group a card only alone and more than once (not 12.3456...)
+            digits = re.sub(r"[ \-.]", "", m.group())
             if 13 <= len(digits) <= 19 and luhn.is_valid(digits):
                 yield Finding(m.start(), m.end(), PiiKind.CARD, digits)
 

@@ -46,7 +46,9 @@ def suite_file(suite: Any, folder: Path, name: str) -> Path:
         raise SuiteError("suite: no cases; give at least one row with a question")
     path = folder / f"{name}.json"
     try:
-        text = json.dumps(rows, ensure_ascii=False, allow_nan=False, default=_cell)
+        # ASCII with escapes: a lone surrogate (legal in a JSON log's escapes, never in UTF-8)
+        # travels as "\\ud800" for the suite reader to replace and note, not crash the write.
+        text = json.dumps(rows, ensure_ascii=True, allow_nan=False, default=_cell)
     except ValueError as exc:  # NaN / inf left in a numeric column
         raise SuiteError(f"suite: a cell holds a number JSON cannot carry ({exc})") from None
     path.write_text(text, encoding="utf-8")

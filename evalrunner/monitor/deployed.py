@@ -136,7 +136,8 @@ def start_monitor(
     run_id = new_run_id(now)
     key = f"{MONITOR_SUITE_PREFIX}{found.name}/{run_id}.json"
     rows = suite_rows(found.chosen, mask_pii=chosen_masker if chosen_masker is not None else False)
-    store.put_bytes(key, json.dumps(rows, ensure_ascii=False).encode("utf-8"), "application/json")
+    # escaped: a lone surrogate from a log reaches the suite reader (which replaces it)
+    store.put_bytes(key, json.dumps(rows).encode("ascii"), "application/json")
     metrics = (
         check_metrics(event.metrics) if event.metrics else default_metrics(with_judge=with_judge)
     )

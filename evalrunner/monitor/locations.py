@@ -1,7 +1,9 @@
 """Where logs are: a local file or folder, or an S3 prefix (``s3://bucket/prefix``).
 
 Files are read whole (gzip unpacked, by its magic bytes, up to :data:`MAX_FILE_BYTES`), in
-name order. A file last modified before ``older_than`` is passed over unread: every record in
+name order, one at a time: a listing names them and each is read when its turn comes, so a
+folder or prefix of many large logs holds one file's bytes at once, not all of them.
+A file last modified before ``older_than`` is passed over unread: every record in
 it happened before it was written, so none can be newer than the watermark's lateness window
 (this keeps a daily run over a growing log bucket from re-reading every day before).
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,13 +25,17 @@ from evalrunner.monitor.model import MonitorError, RecordProblem
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: File names read from a folder or prefix (anything else, e.g. a README, is passed over).
 LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".log", ".txt")
+#: What a run writes under ``--out``: never read back as logs when --out lies in the source.
+OUT_FOLDERS = ("test-reports", "runs", "monitor")
 
 
 @dataclass(frozen=True)
 class LogFile:
     name: str
     modified: datetime
-    data: bytes
+    #: The file's bytes, unpacked, read when called (a :class:`MonitorError` names what is
+    #: wrong with this file alone).
+    read: Callable[[], bytes]
 
 
 @dataclass(frozen=True)
@@ -71,32 +77,66 @@ def unpack(name: str, data: bytes) -> bytes:
     return body
 
 
-def list_files(location: str, older_than: datetime | None, s3: Any = None) -> Listing:
+def list_files(
+    location: str, older_than: datetime | None, s3: Any = None, out_dir: Path | None = None
+) -> Listing:
     """The log files at ``location`` (unpacked), passing over those modified before
-    ``older_than``; ``s3``: a boto3 S3 client for an ``s3://`` location."""
+    ``older_than``; ``s3``: a boto3 S3 client for an ``s3://`` location; ``out_dir``: a
+    local run's ``--out``, whose reports (:data:`OUT_FOLDERS`) are not logs even when it
+    lies inside the source folder (``evalrunner monitor . --out .``)."""
     if is_s3(location):
         return _s3_files(location, older_than, s3)
-    return _local_files(Path(location), older_than)
+    return _local_files(Path(location), older_than, out_dir)
 
 
-def _local_files(root: Path, older_than: datetime | None) -> Listing:
+def _local_files(root: Path, older_than: datetime | None, out_dir: Path | None = None) -> Listing:
+    written = [(out_dir / f).resolve() for f in OUT_FOLDERS] if out_dir is not None else []
     if root.is_file():
         paths = [root]
     elif root.is_dir():
-        paths = sorted(p for p in root.rglob("*") if p.is_file() and is_log_name(p.name))
+        paths = sorted(
+            p
+            for p in root.rglob("*")
+            if p.is_file()
+            and is_log_name(p.name)
+            and not any(p.resolve().is_relative_to(w) for w in written)
+        )
     else:
         raise MonitorError(f"SOURCE {root}: no such file or folder")
-    files, problems, skipped = [], [], 0
+    files: list[LogFile] = []
+    problems: list[RecordProblem] = []
+    skipped = 0
     for path in paths:
         modified = datetime.fromtimestamp(path.stat().st_mtime, UTC)
         if older_than is not None and modified < older_than and path != root:
             skipped += 1
             continue
-        try:
-            files.append(LogFile(str(path), modified, unpack(str(path), path.read_bytes())))
-        except (OSError, MonitorError) as exc:
-            problems.append(RecordProblem(file=str(path), message=str(exc)))
+        files.append(LogFile(str(path), modified, _local_reader(path)))
     return Listing(files, skipped, problems)
+
+
+def _local_reader(path: Path) -> Callable[[], bytes]:
+    def read() -> bytes:
+        try:
+            return unpack(str(path), path.read_bytes())
+        except OSError as exc:
+            raise MonitorError(f"{path}: cannot be read ({exc})") from None
+
+    return read
+
+
+def _s3_reader(s3: Any, bucket: str, key: str) -> Callable[[], bytes]:
+    def read() -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        name = f"s3://{bucket}/{key}"
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_FILE_BYTES * 4 + 1)
+        except (ClientError, BotoCoreError) as exc:  # deleted since listed, access denied
+            raise MonitorError(f"{name}: cannot be read ({exc})") from None
+        return unpack(name, body)
+
+    return read
 
 
 def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
@@ -105,7 +145,9 @@ def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
 
         s3 = boto3.client("s3")
     bucket, prefix = split_s3(location)
-    files, problems, skipped = [], [], 0
+    files: list[LogFile] = []
+    problems: list[RecordProblem] = []
+    skipped = 0
     for item in _s3_objects(s3, bucket, prefix):
         key = item["Key"]
         if not is_log_name(key):
@@ -114,12 +156,7 @@ def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
         if older_than is not None and modified < older_than:
             skipped += 1
             continue
-        name = f"s3://{bucket}/{key}"
-        try:
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_FILE_BYTES * 4 + 1)
-            files.append(LogFile(name, modified, unpack(name, body)))
-        except MonitorError as exc:
-            problems.append(RecordProblem(file=name, message=str(exc)))
+        files.append(LogFile(f"s3://{bucket}/{key}", modified, _s3_reader(s3, bucket, key)))
     return Listing(files, skipped, problems)
 
 

@@ -65,6 +65,10 @@ def content_id(
     return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
 
 
+#: The longest problem message kept whole (a bad value can be megabytes long).
+_PROBLEM_CHARS = 400
+
+
 class RecordProblem(BaseModel):
     """A record a source could not read; the others are read all the same."""
 
@@ -74,6 +78,22 @@ class RecordProblem(BaseModel):
     line: int | None = None
     field: str | None = None
     message: str
+
+    @field_validator("message")
+    @classmethod
+    def _safe_to_print(cls, message: str) -> str:
+        """A problem quotes the bad value, and problem lines reach the terminal, ``--json``,
+        the deployed function's reply and its log: the value is PII-masked (as the texts
+        scored are) and a long one is cut in the middle, keeping the how-to-fix at the end."""
+        from evalrunner.privacy import mask_pii
+
+        masked = mask_pii(message)
+        if len(masked) <= _PROBLEM_CHARS:
+            return masked
+        half = _PROBLEM_CHARS // 2
+        return (
+            f"{masked[:half]} … ({len(masked) - 2 * half:,} characters left out) … {masked[-half:]}"
+        )
 
     def text(self) -> str:
         where = self.file

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from evalrunner.monitor.locations import list_files
+from evalrunner.monitor.locations import LogFile, list_files
 from evalrunner.monitor.model import MonitorError, RecordProblem, SourceRead
 from evalrunner.monitor.sources import source_kinds, source_named
 
@@ -50,6 +51,7 @@ def read_location(
     *,
     older_than: datetime | None = None,
     s3: Any = None,
+    out_dir: Path | None = None,
 ) -> SourceRead:
     """Every interaction at ``location`` and a problem for each record (or file) that could
     not be read; one bad record or file never loses the others."""
@@ -58,19 +60,24 @@ def read_location(
     elif mapping:
         for kind in ("jsonl", "csv"):
             source_named(kind)(mapping)
-    listing = list_files(location, older_than, s3)
+    listing = list_files(location, older_than, s3, out_dir)
     read = SourceRead(files_skipped=listing.skipped, problems=list(listing.problems))
     if not listing.files and not listing.skipped and not listing.problems:
         raise MonitorError(
             f"SOURCE {location}: no log files there (looked for "
             ".jsonl, .json, .ndjson, .csv, .log, .txt, optionally .gz)"
         )
-    for file in listing.files:
-        text = file.data.decode("utf-8-sig", errors="replace")
-        kind = fmt if fmt != AUTO else detect(file.name, text)
-        source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
+    for file in listing.files:  # one at a time: only this file's bytes and text are held
         try:
-            read.extend(source.read(file.name, text))
+            read.extend(_read_file(file, fmt, mapping))
         except MonitorError as exc:
             read.problems.append(RecordProblem(file=file.name, message=exc.message))
     return read
+
+
+def _read_file(file: LogFile, fmt: str, mapping: Mapping[str, str] | None) -> SourceRead:
+    """One file's interactions (its bytes and text are let go on return)."""
+    text = file.read().decode("utf-8-sig", errors="replace")
+    kind = fmt if fmt != AUTO else detect(file.name, text)
+    source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
+    return source.read(file.name, text)

@@ -23,7 +23,7 @@ from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
 from evalrunner.monitor.sources import source_named
-from evalrunner.monitor.watermark import Watermark, WatermarkStore, fresh
+from evalrunner.monitor.watermark import LocalWatermarks, Watermark, WatermarkStore, fresh
 
 if TYPE_CHECKING:
     from evalrunner.privacy import PiiMasker
@@ -139,14 +139,17 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
     else:
         watermark = watermark.model_copy(update={"lateness_seconds": options.lateness_seconds})
     floor = watermark.floor()
-    read = read_location(options.source, options.format, options.mapping, older_than=floor, s3=s3)
+    out_dir = store.out_dir if isinstance(store, LocalWatermarks) else None
+    read = read_location(
+        options.source, options.format, options.mapping, older_than=floor, s3=s3, out_dir=out_dir
+    )
     selection = watermark.select(read.interactions, options.since)
     return Plan(
         name=name,
         watermark=watermark,
         files=read.files,
         files_skipped=read.files_skipped,
-        problems=read.problems,
+        problems=[*read.problems, *selection.reused],
         found=len(read.interactions),
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),
@@ -157,8 +160,21 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
 
 
 def case_id(interaction: Interaction) -> str:
-    """A case id for the reports: the interaction's id as a suite id cell can hold it."""
-    return _NAME_CHARS.sub("-", interaction.id)[:120] or "interaction"
+    """A case id for the reports: the interaction's id as a suite id cell can hold it. An id
+    that had to be changed (characters replaced, or cut to 120) gets a short hash of the real
+    id, so two ids that read alike (``c/1``, ``c:1``) never become one case id: the suite
+    would refuse the duplicate and the whole run would be lost. Personal data in the id (a
+    user's e-mail as the key) is masked first, whatever ``--no-mask-pii`` says: the case id
+    is a label that reaches every report and the notification."""
+    from evalrunner.privacy import mask_pii
+
+    cleaned = _NAME_CHARS.sub("-", mask_pii(interaction.id))
+    if cleaned == interaction.id and 0 < len(cleaned) <= 120:
+        return cleaned
+    import hashlib
+
+    digest = hashlib.sha256(interaction.id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{cleaned[:109].strip('-') or 'interaction'}-{digest}"
 
 
 def suite_rows(
@@ -188,7 +204,7 @@ def suite_rows(
             "id": case_id(item),
             "question": clean(item.question),
             "actual_answer": clean(item.answer),
-            "interaction_id": item.id,
+            "interaction_id": clean(item.id),
             "logged_at": item.timestamp.isoformat(),
             "logged_in": item.origin,
         }
@@ -200,7 +216,7 @@ def suite_rows(
                 for step in item.steps
             ]
         if item.session:
-            row["session"] = item.session
+            row["session"] = clean(item.session)
         if table.counts:
             row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())
         rows.append(row)

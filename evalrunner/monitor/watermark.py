@@ -32,7 +32,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner.monitor.model import Interaction, MonitorError
+from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.storage import RunStore
 
 MONITOR_PREFIX = "monitor/"
@@ -53,6 +53,9 @@ class Selection(BaseModel):
     duplicates: int = 0
     too_late: int = 0
     before_since: int = 0
+    #: duplicates whose id was taken for a record of another time: an id reused, not a
+    #: re-delivery (passed over all the same, but said)
+    reused: list[RecordProblem] = Field(default_factory=list)
 
 
 class Watermark(BaseModel):
@@ -78,17 +81,22 @@ class Watermark(BaseModel):
     def select(self, interactions: Iterable[Interaction], since: datetime | None) -> Selection:
         floor = self.floor()
         selection = Selection()
-        seen: set[str] = set()
+        seen: dict[str, datetime] = {}
         for item in interactions:
             if item.id in seen or item.id in self.decided:
                 selection.duplicates += 1
+                taken = seen.get(item.id, self.decided.get(item.id))
+                if taken is not None and taken != item.timestamp:
+                    selection.reused.append(_reused(item, taken))
+                seen.setdefault(item.id, item.timestamp)
+                continue
             elif floor is not None and item.timestamp < floor:
                 selection.too_late += 1
             elif since is not None and item.timestamp < since:
                 selection.before_since += 1
             else:
                 selection.new.append(item)
-            seen.add(item.id)
+            seen[item.id] = item.timestamp
         return selection
 
     def advanced(
@@ -100,7 +108,9 @@ class Watermark(BaseModel):
     ) -> Watermark:
         """The watermark after ``decided`` were taken (scored or sampled out). ``hold``: the
         time of the oldest interaction a stopped run left unscored; the watermark moves no
-        further, so that one is still new next time, however long the batch."""
+        further, so that one is still new next time, however long the batch. It never moves
+        past ``now``; a future-stamped id stays in the set (its time is after the floor) so it
+        is still taken once."""
         ids = dict(self.decided)
         latest = self.event_time
         for item in decided:
@@ -108,11 +118,31 @@ class Watermark(BaseModel):
             latest = item.timestamp if latest is None else max(latest, item.timestamp)
         if hold is not None and latest is not None and latest > hold:
             latest = max(hold, self.event_time) if self.event_time else hold
+        if latest is not None and latest > now:
+            # A record stamped ahead of the clock (skew, or a hostile log) is taken, but the
+            # watermark stops at ``now``: else every honest record after it would be too late
+            # (a watermark already pushed ahead by such a record is brought back the same way).
+            latest = now
         moved = self.model_copy(update={"event_time": latest})
         floor = moved.floor()
         kept = {k: t for k, t in ids.items() if floor is None or t >= floor}
         runs = [*self.runs, run_id][-KEEP_RUNS:] if run_id else self.runs
         return moved.model_copy(update={"decided": kept, "updated_at": now, "runs": runs})
+
+
+def _reused(item: Interaction, taken: datetime) -> RecordProblem:
+    file, _, line = item.origin.rpartition(":")
+    return RecordProblem(
+        file=file or item.origin,
+        line=int(line) if line.isdigit() else None,
+        field="id",
+        message=(
+            f"id {item.id!r} was already taken for a record of {taken.isoformat()}; this one "
+            f"({item.timestamp.isoformat()}) is another interaction but is passed over as a "
+            "duplicate: give each interaction its own id (--map id= a unique field, or an "
+            "empty id for a content hash)"
+        ),
+    )
 
 
 class WatermarkStore(Protocol):

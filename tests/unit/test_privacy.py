@@ -171,3 +171,30 @@ def test_the_monitor_function_reads_its_masking_from_the_environment() -> None:
     assert only_mail is not None and only_mail.options.kinds == (PiiKind.EMAIL,)
     with pytest.raises(ConfigError, match="not JSON"):
         masker_from_env({ENV_PII: "{kinds"})
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        # an IPv4 address written as IPv6 used to leave its last three octets behind
+        ("from ::ffff:10.0.0.1 today", "from <IP_1> today"),
+        ("from 64:ff9b::192.0.2.33", "from <IP_1>"),
+        # cards grouped with dots or the no-break spaces word processors put in
+        ("card 4111.1111.1111.1111", "card <CARD_1>"),
+        ("card 4111\u00a01111\u00a01111\u00a01111", "card <CARD_1>"),
+        ("card ４１１１１１１１１１１１１１１１", "card <CARD_1>"),
+        # phones with the dashes and spaces of typeset text
+        ("call 415\u2011555\u20110132", "call <PHONE_1>"),
+        ("call 415\u00a0555\u00a00132", "call <PHONE_1>"),
+        # e-mail addresses as HTML and URLs encode them
+        (
+            '<a href="mailto:jo%40ex.com">jo&#64;ex.com</a>',
+            '<a href="mailto:<EMAIL_1>"><EMAIL_1></a>',
+        ),
+        ("jo&#x40;ex.com or jo&commat;ex.com", "<EMAIL_1> or <EMAIL_1>"),
+        # an address run into a key ("jo@ex.com-7") was not taken for one at all
+        ("key jo@ex.com-7", "key <EMAIL_1>-7"),
+    ],
+)
+def test_common_written_forms_do_not_slip_past(text: str, masked: str) -> None:
+    assert mask_pii(text) == masked

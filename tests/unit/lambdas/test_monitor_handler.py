@@ -145,3 +145,19 @@ def test_masking_follows_the_deployment_not_the_event(
     reply = aws.handler({**event, "name": "strict", "mask_pii": True}, context())
     (row,) = json.loads(aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read())
     assert row["question"] == "I am <EMAIL_1>, call <PHONE_1>"
+
+
+def test_a_lone_surrogate_in_a_log_does_not_fail_the_invocation(aws: SimpleNamespace) -> None:
+    """A JSON log may carry "\\ud800" (legal as an escape, not encodable as UTF-8): the suite
+    must still be written (escaped) for the suite reader to replace it, not crash the run."""
+    line = json.dumps(
+        {"id": "s1", "question": "q \ud800", "answer": "a", "timestamp": "2026-01-31T12:00:00Z"}
+    )
+    aws.s3.put_object(Bucket="model-logs", Key="odd/app.jsonl", Body=line.encode())
+    reply = aws.handler({"source": "s3://model-logs/odd/", "name": "odd"}, context())
+    assert reply["status"] == "started"
+    from evalrunner.suite.readers import read_suite
+
+    body = aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read()
+    (case,) = read_suite(body, "odd.json").cases
+    assert case.question == "q \ufffd"

@@ -211,3 +211,63 @@ def test_a_gzip_bomb_is_refused_as_a_problem(
     read = read_location(str(tmp_path))
     assert len(read.interactions) == 1
     assert "unpacks to over 1,000 bytes" in read.problems[0].message
+
+
+def test_a_folder_is_read_one_file_at_a_time(tmp_path: Path) -> None:
+    """A folder (or prefix) of many large logs must not be held in memory all at once: each
+    file's bytes are read, parsed and let go before the next (else 100 files near the
+    256 MiB limit need 25 GiB)."""
+    import tracemalloc
+
+    pad = "x" * 1_000_000
+    for n in range(20):
+        record = {"id": f"r{n}", "question": "Q", "answer": "A", "timestamp": 1769853600}
+        (tmp_path / f"part-{n:02}.jsonl").write_text(json.dumps({**record, "pad": pad}), "utf-8")
+    tracemalloc.start()
+    try:
+        read = read_location(str(tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(read.interactions) == 20
+    assert peak < 8_000_000  # a few copies of one file, not twenty files
+
+
+def test_a_problem_line_never_echoes_personal_data_or_a_whole_huge_value(tmp_path: Path) -> None:
+    """Problem lines go to the terminal, --json, the deployed function's reply and its
+    CloudWatch log: a bad field's value quoted in them is masked like the texts scored, and
+    cut, so a megabyte-long bad value does not fill the log."""
+    log = tmp_path / "app.jsonl"
+    records = [
+        {"id": "p1", "question": "q", "answer": "a", "timestamp": "mail jo@ex.com 4155550132"},
+        {"id": "p2", "question": "q", "answer": "a", "timestamp": "y" * 100_000},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records), "utf-8")
+    first, second = (p.text() for p in read_location(str(log)).problems)
+    assert "jo@ex.com" not in first and "4155550132" not in first
+    assert "<EMAIL_1>" in first and "field 'timestamp'" in first and "line 1" in first
+    assert len(second) < 1000 and "ISO 8601" in second
+
+
+def test_an_s3_log_gone_between_listing_and_reading_is_that_files_problem(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Log delivery and lifecycle rules delete objects while a monitor runs: an object listed
+    and then gone (or denied) is a problem naming it; the other files are read."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor.locations import list_files
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    record = {"id": "r1", "question": "Q", "answer": "A", "timestamp": 1769853600}
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="model-logs")
+        for key in ("p/a.jsonl", "p/b.jsonl"):
+            s3.put_object(Bucket="model-logs", Key=key, Body=json.dumps(record).encode())
+        gone, kept = list_files("s3://model-logs/p/", None, s3).files
+        s3.delete_object(Bucket="model-logs", Key="p/a.jsonl")
+        with pytest.raises(MonitorError, match=r"s3://model-logs/p/a.jsonl: cannot be read"):
+            gone.read()
+        assert json.loads(kept.read())["id"] == "r1"

@@ -4,6 +4,7 @@ not, and a duplicated record is taken once."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -143,3 +144,99 @@ def test_a_hold_keeps_an_unscored_interaction_new_however_long_the_batch() -> No
     mark = mark.advanced([batch[1]], "stopped", NOW, hold=batch[0].timestamp)
     assert mark.event_time == batch[0].timestamp
     assert [i.id for i in mark.select(batch, None).new] == ["early"]
+
+
+def test_a_record_from_the_future_does_not_push_the_watermark_past_now() -> None:
+    """A clock-skewed (or hostile) record stamped years ahead must not make every later
+    honest record 'too late': the watermark moves no further than the run's clock."""
+    mark = fresh("m", "logs", 3600)
+    future = Interaction(
+        id="future",
+        id_kind="record",
+        question="q",
+        answer="a",
+        timestamp=datetime(2099, 1, 1, tzinfo=UTC),
+        origin="log",
+        source="jsonl",
+    )
+    mark = mark.advanced([item("a", 0), future], "run-1", NOW)
+    assert mark.event_time == NOW
+    honest = item("next", 24 * 60 - 1)  # a minute before NOW, logged after the future one
+    second = mark.select([future, honest], None)
+    assert [i.id for i in second.new] == ["next"] and second.duplicates == 1
+    assert "future" in mark.decided  # still taken once, though after the floor for years
+
+
+def test_ids_that_read_alike_as_case_ids_stay_distinct() -> None:
+    """'c/1' and 'c:1' (and two long ids sharing a 120-character prefix) must not become one
+    case id: the suite would refuse the duplicate and the whole run would be lost."""
+    from evalrunner.monitor.runner import case_id
+
+    ids = ["c/1", "c:1", "c-1", "x" * 130 + "1", "x" * 130 + "2"]
+    cases = [case_id(item(i, 0)) for i in ids]
+    assert len(set(cases)) == len(ids)
+    assert cases[2] == "c-1"  # an id that is already a good case id is kept as it is
+    assert all(len(c) <= 120 for c in cases)
+
+
+def test_python_rows_with_a_lone_surrogate_make_a_readable_suite(tmp_path: Path) -> None:
+    """A monitor run (and evalrunner.run(suite=[...])) writes Python rows as a suite file; a
+    lone surrogate from a JSON log crashed that write and lost the whole run."""
+    from evalrunner.api.inputs import suite_file
+    from evalrunner.monitor.runner import suite_rows
+    from evalrunner.suite.readers import read_suite_file
+
+    odd = item("s1", 0).model_copy(update={"question": "q \ud800", "answer": "a \x07"})
+    path = suite_file(suite_rows([odd], mask_pii=True), tmp_path, "monitor")
+    (case,) = read_suite_file(path).cases
+    assert case.question == "q \ufffd"
+
+
+def test_a_source_folder_holding_out_does_not_read_the_monitors_own_reports(
+    tmp_path: Path,
+) -> None:
+    """`evalrunner monitor . --out .` (or --out inside the log folder): the reports a run
+    writes (details.csv has question and answer columns) must not be read back as logs."""
+    import json
+
+    (tmp_path / "app.jsonl").write_text(
+        json.dumps(
+            {"id": "r1", "question": "Q", "answer": "A", "timestamp": "2026-01-31T12:00:00Z"}
+        )
+        + "\n",
+        "utf-8",
+    )
+    for folder in ("test-reports/monitor-x", "runs/1", "monitor/monitor-x"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "261127-details.csv").write_text("question,answer\nQ2,A2\n", "utf-8")
+    found = plan(MonitorOptions(source=str(tmp_path)), LocalWatermarks(tmp_path))
+    assert found.files == 1 and found.problems == [] and [i.id for i in found.new] == ["r1"]
+
+
+def test_an_id_reused_for_another_record_is_not_passed_over_silently() -> None:
+    """A log whose 'id' is a per-session counter reuses ids: the later record (another time)
+    is no re-delivery. It is still passed over (the id is the key), but a problem line names
+    both and how to fix it, rather than counting it a duplicate without a word."""
+    mark = fresh("m", "logs", 3600).advanced([item("1", 0)], "run-1", NOW)
+    second = mark.select([item("1", 0), item("1", 20), item("2", 21), item("2", 22)], None)
+    assert second.duplicates == 3 and [i.id for i in second.new] == ["2"]
+    assert len(second.reused) == 2
+    assert "'1'" in second.reused[0].message and "--map id=" in second.reused[0].message
+
+
+def test_personal_data_in_an_id_or_a_session_is_masked_in_the_suite() -> None:
+    """Logs often key interactions by the user (``"session_id": "jo@ex.com"``, an id made of
+    a phone number): the case id, the interaction_id and session cells reach every report
+    and the notification's worst list, so they are masked like the texts."""
+    from evalrunner.monitor.runner import case_id, suite_rows
+
+    logged = item("jo@ex.com-7", 0).model_copy(update={"session": "call +1 415-555-0132"})
+    (row,) = suite_rows([logged], mask_pii=True)
+    flat = json.dumps(row)
+    assert "jo@ex.com" not in flat and "555-0132" not in flat
+    assert row["interaction_id"] == "<EMAIL_1>-7" and row["session"] == "call <PHONE_1>"
+    assert row["id"] == case_id(logged) and row["id"].startswith("EMAIL_1-")
+    other = item("ann@ex.com-7", 0)
+    assert case_id(other) != case_id(logged)  # two people's ids stay two cases
+    (plain,) = suite_rows([logged], mask_pii=False)
+    assert plain["interaction_id"] == "jo@ex.com-7"  # --no-mask-pii keeps it as logged
