@@ -262,7 +262,7 @@ def run(
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     try:
-        project = project_file(config, suite, resume)
+        project = project_file(config, [suite] if suite else [], resume)
         # with a project file and no --judge, --judge-timeout sets the file's judge's timeout
         file_judge_timeout = judge_timeout if project and not judge else None
         given = given_options(
@@ -296,7 +296,7 @@ def run(
             Overrides(
                 event=given,
                 targets=target or [],
-                suite=str(suite) if suite else None,
+                suites=[str(suite)] if suite else [],
                 output=out_dir,
                 judge_timeout=file_judge_timeout,
             ),
