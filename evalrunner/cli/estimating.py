@@ -290,12 +290,15 @@ def _project_estimate(
 def _print_project(matrix: ProjectEstimate) -> None:
     total = matrix.total
     cur = total.currency
-    table = Table(title=f"Estimate: {total.cells} cells of {escape(matrix.project)}")
+    table = Table(title=f"Estimate: {total.cells} cells of {escape(Path(matrix.project).name)}")
     gpu = total.gpu_minutes > 0  # a column only where a model metric needs a GPU
     columns = ["Target", "Suite", "Runs", "Judge calls", "Tokens in", "Tokens out"]
     columns += ["GPU min"] * gpu + [f"Judge {cur}", f"AWS {cur}"]
     for column in columns:
-        table.add_column(column, justify="left" if column in ("Target", "Suite") else "right")
+        names = column in ("Target", "Suite")  # shown whole, folded when too long
+        table.add_column(
+            column, justify="left" if names else "right", overflow="fold" if names else "ellipsis"
+        )
 
     def row(target: str, suite: str, run: RunEstimate | None) -> list[str]:
         judge = run.judge if run else None
