@@ -13,6 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from evalrunner.cli import app
+from evalrunner.cli.common import out
 
 runner = CliRunner()
 DEMO = Path(__file__).resolve().parents[3] / "test_suites"
@@ -110,7 +111,7 @@ def test_targets_and_suites_are_picked_and_flags_win_over_the_file(tmp_path, mon
 def test_the_table_shows_each_cell_and_the_total(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     project(tmp_path)
-    result = runner.invoke(app, ["estimate"], terminal_width=200)
+    result = runner.invoke(app, ["estimate"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert [line.split()[1:3] for line in lines if line.startswith("│ ")][:4] == [
@@ -133,7 +134,7 @@ def test_a_judge_model_without_a_price_is_named_not_counted(tmp_path, monkeypatc
     matrix = as_json(["--suite", "full"])
     assert matrix["total"]["unpriced"] == ["prod × full", "staging × full"]
     assert matrix["total"]["judge_cost"] == 0
-    result = runner.invoke(app, ["estimate", "--suite", "full"], terminal_width=200)
+    result = runner.invoke(app, ["estimate", "--suite", "full"])
     assert "No price listed for the judge model of: prod × full, staging × full" in result.output
 
 
@@ -169,3 +170,19 @@ def test_what_a_project_estimate_cannot_take_is_refused(tmp_path, monkeypatch):
     unknown = runner.invoke(app, ["estimate", "--suite", "nightly"])
     assert unknown.exit_code == 2
     assert "--suite 'nightly': not one of the suites of evalrunner.toml" in unknown.output
+
+
+def test_the_readme_estimate_of_the_example_is_what_it_prints(tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
+    section = readme.split("## Project file", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    shown = section.split("$ evalrunner estimate --target hr-assistant\n", 1)[1].split("```")[0]
+    (tmp_path / "test_suites").mkdir()
+    project(tmp_path / "test_suites", "")
+    (tmp_path / "evalrunner.toml").write_text(example, "utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(out, "width", 100)  # the README's terminal
+    result = runner.invoke(app, ["estimate", "--target", "hr-assistant"])
+    assert result.exit_code == 0, result.output
+    printed = [line.strip() for line in result.output.splitlines()]
+    assert [line.strip() for line in shown.splitlines()] == printed[: len(shown.splitlines())]
