@@ -409,7 +409,7 @@ def demo(
     os.environ[DEGRADED_ENV] = "1" if degraded else "0"
     try:
         run(
-            suite=demo_suite_path(),
+            suites=[demo_suite_path()],
             target=[json.dumps(DEMO_TARGET)],
             iterations=iterations,
             metric=metric,

@@ -331,5 +331,7 @@ def test_the_python_api_runs_the_project_as_the_cli_does(tmp_path, monkeypatch):
         )
         assert lenient.passed and list(lenient.runs) == ["staging × hr"]
         assert (tmp_path / "api" / "matrix.json").is_file()
+        both = evalrunner.run_project(suite=["it", "hr"], targets=["prod"], preflight=False)
+        assert list(both.runs) == ["prod × hr", "prod × it"]  # several names, the file's order
         with pytest.raises(ProjectError, match=r"not one of the targets of evalrunner\.toml"):
             evalrunner.run_project(targets=["nope"])
