@@ -186,3 +186,21 @@ def test_the_readme_estimate_of_the_example_is_what_it_prints(tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     printed = [line.strip() for line in result.output.splitlines()]
     assert [line.strip() for line in shown.splitlines()] == printed[: len(shown.splitlines())]
+
+
+def test_an_s3_suite_is_downloaded_to_be_estimated(tmp_path, monkeypatch):
+    import boto3
+    from moto import mock_aws
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.chdir(tmp_path)
+    project(tmp_path, FILE.replace('"demo-hr-smoke.csv"', '"s3://team-suites/nightly/smoke.csv"'))
+    with mock_aws():
+        boto3.client("s3").create_bucket(Bucket="team-suites")
+        body = (tmp_path / "demo-hr-smoke.csv").read_bytes()
+        boto3.client("s3").put_object(Bucket="team-suites", Key="nightly/smoke.csv", Body=body)
+        matrix = as_json(["--target", "prod", "--suite", "smoke"])
+    (cell,) = matrix["cells"]
+    assert (cell["suite"], cell["estimate"]["cases"]) == ("smoke", 3)
