@@ -36,7 +36,7 @@ def run_project(
     path: str | Path | None = None,
     *,
     targets: Sequence[str] | None = None,
-    suite: str | None = None,
+    suite: str | Sequence[str] | None = None,
     out: str | Path | None = None,
     iterations: int | None = None,
     metrics: Sequence[str] | None = None,
@@ -56,12 +56,13 @@ def run_project(
 ) -> ProjectResult:
     """Run the project file at ``path`` (default: evalrunner.toml / .yaml found from the
     current folder up to the repository root) and return its matrix. ``targets`` / ``suite``
-    pick cells by name; ``out`` replaces the file's ``output``; every other keyword replaces
-    the file's value as its flag does (``thresholds`` and ``fail_under`` are merged name by
-    name, README "Project file"); ``resume`` continues a stopped run of the one cell that
-    ``targets`` and ``suite`` pick. Bad input raises an
-    :class:`~evalrunner.errors.EvalRunnerError` naming file, line and key, and a failed
-    pre-flight :class:`~evalrunner.preflight.PreflightFailed`, before any cell runs."""
+    pick cells by name (``suite``: one name or several); ``out`` replaces the file's
+    ``output``; every other keyword replaces the file's value as its flag does
+    (``thresholds`` and ``fail_under`` are merged name by name, README "Project file");
+    ``resume`` continues a stopped run of the one cell that ``targets`` and ``suite`` pick.
+    Bad input raises an :class:`~evalrunner.errors.EvalRunnerError` naming file, line and
+    key, and a failed pre-flight :class:`~evalrunner.preflight.PreflightFailed`, before any
+    cell runs."""
     from evalrunner.launch import run_local
     from evalrunner.project.cells import Overrides
     from evalrunner.project.run import run_cells
@@ -90,7 +91,7 @@ def run_project(
     overrides = Overrides(
         event={k: v for k, v in given.items() if v is not None},
         targets=list(targets or []),
-        suite=suite,
+        suites=[suite] if isinstance(suite, str) else list(suite or []),
         output=Path(out) if out is not None else None,
         resume=resume,
     )

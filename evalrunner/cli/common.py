@@ -242,6 +242,28 @@ FailOnRegression = Annotated[
 ]
 
 
+#: ``--suite`` of ``run`` and ``estimate``: a suite file, or project suites' names.
+SuitesOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--suite",
+        help="Suite file: .xlsx, .csv or .json. Without it, the project file "
+        "(evalrunner.toml / .yaml here or in a parent folder, or --config) is used. With a "
+        "project file, the name of one of its suites (repeatable), to pick those cells. A "
+        "value naming an existing file is a suite file and no project file is read (unless "
+        "--config is given: then every value is a suite's name).",
+    ),
+]
+#: ``--config`` of ``run`` and ``estimate``.
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="The project file (default: evalrunner.toml, .yaml or .yml in this folder or "
+        "the nearest parent up to the repository root).",
+    ),
+]
+
 PerturbOption = Annotated[
     list[str] | None,
     typer.Option(

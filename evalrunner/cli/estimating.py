@@ -1,5 +1,7 @@
 """``evalrunner estimate``: what a run of a suite would cost, before it runs (judge calls and
-tokens, GPU minutes, the AWS cost of the run deployed). Nothing is called or started."""
+tokens, GPU minutes, the AWS cost of the run deployed), or with no ``--suite`` file, what
+each cell of the project file's matrix and the whole matrix would cost (the cells exactly as
+``evalrunner run`` builds them). Nothing is called or started."""
 
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ from rich.table import Table
 
 from evalrunner.cli.common import (
     EXIT_INPUT,
+    ConfigOption,
     JudgeMetricOption,
     JudgeOption,
     PerturbOption,
+    SuitesOption,
     _fail,
     _json_arg,
     judge_metrics_arg,
     out,
     perturbation_arg,
 )
+from evalrunner.cli.projects import given_options, project_file
 from evalrunner.errors import EvalRunnerError, EventError
 from evalrunner.jsonout import dump_json
 from evalrunner.launch import local_event
@@ -28,6 +33,7 @@ from evalrunner.launch import local_event
 if TYPE_CHECKING:  # pydantic models: imported when the command runs, not for --help
     from evalrunner.estimate.model import RunEstimate
     from evalrunner.estimate.monitor import MonitorEstimate
+    from evalrunner.project.estimate import ProjectEstimate
 
 #: The target of an estimate that names none and whose suite has no logged answers: the
 #: estimate calls no target, so only its name would show.
@@ -36,14 +42,9 @@ PLACEHOLDER_TARGET: dict[str, Any] = {"lambdaArn": "target-to-estimate"}
 
 def estimate_for(event: dict[str, Any], suite: Path) -> RunEstimate:
     """The estimate of ``event`` over the suite file, validated as a run would be."""
-    from evalrunner.estimate.compute import estimate_run
-    from evalrunner.event import parse_event
-    from evalrunner.pipeline.prepare import expand, settle
-    from evalrunner.suite.readers import read_suite_file
+    from evalrunner.project.estimate import estimate_event
 
-    cases = read_suite_file(suite)
-    settled = settle(parse_event(event), cases)
-    return estimate_run(settled, cases, expand(cases, settled.iterations, settled.perturbations))
+    return estimate_event(event, suite)
 
 
 def monitor_estimate_for(
@@ -96,6 +97,10 @@ def sample_share(sample: str, per_day: int, runs_per_day: float) -> float:
 
 def _money(value: float | None, currency: str) -> str:
     return "no price listed" if value is None else f"{value:,.4f} {currency}"
+
+
+def _amount(value: float | None) -> str:
+    return "no price" if value is None else f"{value:,.4f}"
 
 
 def _print(estimate: RunEstimate) -> None:
@@ -161,19 +166,23 @@ def _print_monitor(estimate: MonitorEstimate) -> None:
 
 
 def estimate(
-    suite: Annotated[Path, typer.Option(help="Suite file: .xlsx, .csv or .json.")],
+    suite: SuitesOption = None,
     metric: Annotated[list[str] | None, typer.Option(help="Evaluator to run (repeatable).")] = None,
     judge: JudgeOption = None,
     judge_metric: JudgeMetricOption = None,
-    iterations: Annotated[int, typer.Option(help="Times every case is run.")] = 1,
+    iterations: Annotated[
+        int | None, typer.Option(help="Times every case is run (default 1).")
+    ] = None,
     perturb: PerturbOption = None,
     target: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             help="The run's target as JSON (only its name and kind matter: nothing is "
-            "called). Default: the suite's logged answers when every case has one."
+            "called). Default: the suite's logged answers when every case has one. With a "
+            "project file: a target's name (repeatable), to estimate only those cells."
         ),
     ] = None,
+    config: ConfigOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
     monitor_per_day: Annotated[
         int | None,
@@ -194,33 +203,53 @@ def estimate(
     ] = 0,
 ) -> None:
     """Estimate a run before it runs: case runs, judge calls and tokens (the metrics' own
-    prompts, built for a sample of the suite), GPU minutes and the deployed run's AWS cost."""
+    prompts, built for a sample of the suite), GPU minutes and the deployed run's AWS cost;
+    with no --suite file, each cell of the project file (evalrunner.toml / .yaml) and the
+    total."""
     try:
-        if not suite.is_file():
-            raise EventError(f"--suite: {suite} does not exist or is not a file")
-        spec = _json_arg(target, "--target") if target else _default_target(suite)
-        event = local_event(
-            suite.name,
-            spec,
-            iterations=iterations,
-            metrics=metric or None,
-            judge=_json_arg(judge, "--judge") if judge else None,
-            judge_metrics=judge_metrics_arg(judge_metric) or None,
-            perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
-        )
-        if monitor_per_day is not None:
-            day = monitor_estimate_for(
-                event,
-                suite,
-                per_day=monitor_per_day,
-                sample=sample,
-                runs_per_day=runs_per_day,
-                alarms=alarms,
+        project = project_file(config, suite or [])
+        if project is not None:
+            if monitor_per_day is not None:
+                raise EventError(
+                    "--monitor-per-day prices monitoring one suite of interactions: give it "
+                    "with --suite FILE, not with a project file"
+                )
+            matrix = _project_estimate(
+                project, suite or [], target or [], metric, judge, judge_metric, iterations, perturb
             )
         else:
-            result = estimate_for(event, suite)
+            suite_file = (suite or [])[0]
+            if target and len(target) > 1:
+                raise EventError("--target: an estimate of one suite file takes one target")
+            spec = _json_arg(target[0], "--target") if target else _default_target(suite_file)
+            event = local_event(
+                suite_file.name,
+                spec,
+                iterations=iterations or 1,
+                metrics=metric or None,
+                judge=_json_arg(judge, "--judge") if judge else None,
+                judge_metrics=judge_metrics_arg(judge_metric) or None,
+                perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+            )
+            if monitor_per_day is not None:
+                day = monitor_estimate_for(
+                    event,
+                    suite_file,
+                    per_day=monitor_per_day,
+                    sample=sample,
+                    runs_per_day=runs_per_day,
+                    alarms=alarms,
+                )
+            else:
+                result = estimate_for(event, suite_file)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+    if project is not None:
+        if as_json:
+            out.print_json(dump_json(matrix.model_dump(mode="json")))
+        else:
+            _print_project(matrix)
+        return
     if monitor_per_day is not None:
         if as_json:
             out.print_json(dump_json({**day.model_dump(mode="json"), "fits": day.fits}))
@@ -231,6 +260,81 @@ def estimate(
         out.print_json(dump_json(result.model_dump(mode="json")))
     else:
         _print(result)
+
+
+def _project_estimate(
+    path: Path,
+    suites: list[Path],
+    targets: list[str],
+    metric: list[str] | None,
+    judge: str | None,
+    judge_metric: list[str] | None,
+    iterations: int | None,
+    perturb: list[str] | None,
+) -> ProjectEstimate:
+    """The project's cells, the flags winning over the file as in ``evalrunner run``."""
+    from evalrunner.project.cells import Overrides
+    from evalrunner.project.estimate import estimate_project
+
+    given = given_options(
+        iterations=iterations,
+        metrics=metric or None,
+        judge=_json_arg(judge, "--judge") if judge else None,
+        judge_metrics=judge_metrics_arg(judge_metric) or None,
+        perturbations=[perturbation_arg(p) for p in perturb] if perturb else None,
+    )
+    picks = Overrides(event=given, targets=targets, suites=[str(s) for s in suites])
+    return estimate_project(path, picks)
+
+
+def _print_project(matrix: ProjectEstimate) -> None:
+    total = matrix.total
+    cur = total.currency
+    table = Table(title=f"Estimate: {total.cells} cells of {escape(Path(matrix.project).name)}")
+    gpu = total.gpu_minutes > 0  # a column only where a model metric needs a GPU
+    columns = ["Target", "Suite", "Runs", "Judge calls", "Tokens in", "Tokens out"]
+    columns += ["GPU min"] * gpu + [f"Judge {cur}", f"AWS {cur}"]
+    for column in columns:
+        names = column in ("Target", "Suite")  # shown whole, folded when too long
+        table.add_column(
+            column, justify="left" if names else "right", overflow="fold" if names else "ellipsis"
+        )
+
+    def row(target: str, suite: str, run: RunEstimate | None) -> list[str]:
+        judge = run.judge if run else None
+        figures = [
+            f"{run.items if run else total.items:,}",
+            f"{judge.calls if judge else (0 if run else total.judge_calls):,}",
+            f"{judge.input_tokens if judge else (0 if run else total.judge_input_tokens):,}",
+            f"{judge.output_tokens if judge else (0 if run else total.judge_output_tokens):,}",
+        ]
+        figures += [f"{run.gpu_minutes if run else total.gpu_minutes:g}"] * gpu
+        judge_cost = (judge.cost if judge else 0.0) if run else total.judge_cost
+        return [
+            target,
+            suite,
+            *figures,
+            _amount(judge_cost),
+            _amount(run.aws.total if run else total.aws_cost),
+        ]
+
+    for cell in matrix.cells:
+        table.add_row(*row(escape(cell.target), escape(cell.suite), cell.estimate))
+    table.add_section()
+    table.add_row(*row("[bold]total[/bold]", "", None))
+    out.print(table)
+    out.print(f"Total: {_money(total.cost, cur)} (judge + AWS).", highlight=False)
+    if total.unpriced:
+        out.print(
+            "No price listed for the judge model of: "
+            f"{', '.join(total.unpriced)} (its cost is not in the total).",
+            markup=False,
+        )
+    first = matrix.cells[0].estimate
+    out.print(f"Prices as of {first.prices_as_of} (evalrunner/estimate/prices.json).")
+    notes = dict.fromkeys(n for c in matrix.cells for n in c.estimate.notes)
+    for note in notes:
+        out.print(f"- {note}", markup=False)
 
 
 def _default_target(suite: Path) -> dict[str, Any]:

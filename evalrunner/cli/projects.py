@@ -32,19 +32,27 @@ def given_options(**options: Any) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
-def project_file(config: Path | None, suite: Path | None) -> Path | None:
-    """The project file ``run`` runs, or None for a run of one suite file: ``--config``, else
-    evalrunner.toml / .yaml found from this folder up, unless ``--suite`` names a file."""
+def project_file(config: Path | None, suites: list[Path]) -> Path | None:
+    """The project file ``run`` / ``estimate`` reads, or None for one suite file (then
+    ``suites`` holds exactly it): ``--config``, else evalrunner.toml / .yaml found from this
+    folder up. Without ``--config``, a ``--suite`` value naming an existing file is that
+    suite file (no project file is read); any other value is the name of a project suite."""
     from evalrunner.project.source import PROJECT_FILES, ProjectError, find_project
 
-    if config is None and suite is not None and suite.is_file():
+    files = [s for s in suites if s.is_file()]
+    if config is None and files:
+        if len(suites) > 1:
+            raise ProjectError(
+                f"--suite {files[0]}: a suite file is run on its own; give one --suite FILE, "
+                "or (repeatable) the names of a project file's suites"
+            )
         return None
     if config is not None and not config.is_file():
         raise ProjectError(f"--config: {config} does not exist or is not a file")
     found = config or find_project(Path.cwd())
     if found is None:
-        if suite is not None:
-            raise ProjectError(f"--suite: {suite} does not exist or is not a file")
+        if suites:
+            raise ProjectError(f"--suite: {suites[0]} does not exist or is not a file")
         raise ProjectError(
             "nothing to run: give --suite FILE (and --target), or write a project file ("
             f"{', '.join(PROJECT_FILES)}) in this folder or the repository root, or name one "

@@ -25,6 +25,7 @@ from evalrunner.cli.common import (
     EXIT_INPUT,
     EXIT_PREFLIGHT,
     EXIT_RUN,
+    ConfigOption,
     FailOnOption,
     FailOnRegression,
     FailUnderOption,
@@ -36,6 +37,7 @@ from evalrunner.cli.common import (
     NoPreflight,
     PerturbOption,
     ProfileOption,
+    SuitesOption,
     ThresholdOption,
     _fail,
     _json_arg,
@@ -154,14 +156,7 @@ def logged_plans(suite: Path, scratch: Path) -> list[tuple[str, Path]]:
 
 
 def run(
-    suite: Annotated[
-        Path | None,
-        typer.Option(
-            help="Suite file: .xlsx, .csv or .json. Without it, the project file "
-            "(evalrunner.toml / .yaml here or in a parent folder, or --config) is run; "
-            "with a project file, the name of one of its suites."
-        ),
-    ] = None,
+    suites: SuitesOption = None,
     target: Annotated[
         list[str] | None,
         typer.Option(
@@ -172,14 +167,7 @@ def run(
             "(repeatable), to run only those."
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            help="The project file to run (default: evalrunner.toml, .yaml or .yml in this "
-            "folder or the nearest parent up to the repository root).",
-        ),
-    ] = None,
+    config: ConfigOption = None,
     iterations: Annotated[
         int | None, typer.Option(help="Times every case is run (default 1).")
     ] = None,
@@ -263,7 +251,7 @@ def run(
     from evalrunner.preflight import PreflightFailed  # pydantic: not for --help (issue 31)
 
     try:
-        project = project_file(config, suite)
+        project = project_file(config, suites or [])
         # with a project file and no --judge, --judge-timeout sets the file's judge's timeout
         file_judge_timeout = judge_timeout if project and not judge else None
         given = given_options(
@@ -297,7 +285,7 @@ def run(
             Overrides(
                 event=given,
                 targets=target or [],
-                suite=str(suite) if suite else None,
+                suites=[str(s) for s in suites or []],
                 output=out_dir,
                 judge_timeout=file_judge_timeout,
                 resume=resume,
@@ -311,7 +299,7 @@ def run(
             no_preflight=no_preflight,
             execute=_execute_local,
         )
-    assert suite is not None  # project_file: no project file means a suite file was given
+    (suite,) = suites or []  # project_file: no project file means one suite file was given
     out_dir = out_dir or DEFAULT_OUT
     stack = ExitStack()
     viewer = None
@@ -423,7 +411,7 @@ def demo(
     os.environ[DEGRADED_ENV] = "1" if degraded else "0"
     try:
         run(
-            suite=demo_suite_path(),
+            suites=[demo_suite_path()],
             target=[json.dumps(DEMO_TARGET)],
             iterations=iterations,
             metric=metric,

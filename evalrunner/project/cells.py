@@ -56,11 +56,12 @@ Place = tuple[str | int, ...] | str
 @dataclass
 class Overrides:
     """The command line's values: ``event`` holds each event field a flag gave (absent: not
-    given); ``targets`` / ``suite`` pick cells by name; ``output`` replaces the file's."""
+    given); ``targets`` / ``suites`` pick cells by name (empty: all); ``output`` replaces
+    the file's."""
 
     event: dict[str, Any] = field(default_factory=dict)
     targets: list[str] = field(default_factory=list)
-    suite: str | None = None
+    suites: list[str] = field(default_factory=list)
     output: Path | None = None
     #: ``--judge-timeout`` without ``--judge``: the timeout of the file's judge (else of the
     #: operator's default judge, as in a run of one suite)
@@ -133,13 +134,7 @@ def load_project(
         raise ProjectError("\n".join(problems)) from None
     problems = _conflicts(source, raw) + _folder_clashes(source, model)
     targets = _picked(list(model.targets), overrides.targets, "--target", "targets", source)
-    suites = _picked(
-        list(model.suites),
-        [overrides.suite] if overrides.suite else [],
-        "--suite",
-        "suites",
-        source,
-    )
+    suites = _picked(list(model.suites), overrides.suites, "--suite", "suites", source)
     output = overrides.output or folder / model.output
     suite_paths = {}
     for name in suites:

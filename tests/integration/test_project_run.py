@@ -124,6 +124,48 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
     assert json.loads(run_summary.read_text())["iterations"] == 2
 
 
+def test_several_suites_are_picked_by_name_and_a_suite_file_still_runs_alone(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with Loopback(responder=answers) as server:
+        path = write_project(tmp_path, server.url)
+        text = path.read_text("utf-8")
+        path.write_text(
+            text.replace('it = "suites/it.csv"', 'it = "suites/it.csv"\nagain = "suites/hr.csv"')
+        )
+        picked = ["run", "--quiet", "--no-preflight", "--fail-on", "never", "--target", "prod"]
+        result = runner.invoke(app, [*picked, "--suite", "again", "--suite", "it"])
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == 2  # two cells of the six, one case each
+        cells = [(c["target"], c["suite"]) for c in matrix(tmp_path)["cells"]]
+        assert cells == [("prod", "it"), ("prod", "again")]  # in the file's order
+        mixed = runner.invoke(app, [*picked, "--suite", "suites/hr.csv", "--suite", "it"])
+        assert mixed.exit_code == 2
+        assert "--suite suites/hr.csv: a suite file is run on its own" in mixed.stderr
+        alone = runner.invoke(
+            app,
+            [
+                "run",
+                "--quiet",
+                "--no-preflight",
+                "--fail-on",
+                "never",
+                "--suite",
+                "suites/hr.csv",
+                "--target",
+                json.dumps({"url": f"{server.url}/prod"}),
+                "--out",
+                "alone",
+            ],
+        )
+        assert alone.exit_code == 0, alone.output
+        assert len(server.requests) == 3  # the suite file's one case: no project file read
+    assert list((tmp_path / "alone").rglob("*-summary.json"))
+    assert not (tmp_path / "alone" / "matrix.json").exists()
+    helped = runner.invoke(app, ["run", "--help"])
+    words = " ".join(w for w in helped.output.split() if w != "│")  # the help box's edges
+    assert "A value naming an existing file is a suite file and no project file is read" in words
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -289,6 +331,8 @@ def test_the_python_api_runs_the_project_as_the_cli_does(tmp_path, monkeypatch):
         )
         assert lenient.passed and list(lenient.runs) == ["staging × hr"]
         assert (tmp_path / "api" / "matrix.json").is_file()
+        both = evalrunner.run_project(suite=["it", "hr"], targets=["prod"], preflight=False)
+        assert list(both.runs) == ["prod × hr", "prod × it"]  # several names, the file's order
         with pytest.raises(ProjectError, match=r"not one of the targets of evalrunner\.toml"):
             evalrunner.run_project(targets=["nope"])
 

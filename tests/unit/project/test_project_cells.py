@@ -89,7 +89,7 @@ def test_flags_win_over_the_file(tmp_path):
             "metrics": ["Token F1", "Rouge Metric"],
         },
         targets=["staging"],
-        suite="it",
+        suites=["it"],
         output=tmp_path / "elsewhere",
     )
     loaded = load_project(project(tmp_path, FILE), flags, NONE)
