@@ -283,9 +283,8 @@ class Viewer:
             human_pass=verdict == "pass",
             note=str(form.get("note") or "")[:2000],
         )
-        stored = labelling.upsert(self._labels(entry), label)
-        self.store.source.write(
-            f"{entry.prefix}{labelling.LABELS}", labelling.dump_labels(stored), "text/csv"
+        self.store.source.update(
+            f"{entry.prefix}{labelling.LABELS}", labelling.adding(label), "text/csv"
         )
         return RedirectResponse(f"/runs/{entry.run_id}/cases/{number}#labels", status_code=303)
 
