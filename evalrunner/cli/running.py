@@ -344,7 +344,7 @@ def run(
         if view:  # after every check: bad input opens no browser
             from evalrunner.cli.viewing import open_viewer
 
-            viewer = open_viewer(out_dir)
+            viewer = open_viewer(out_dir, [suite_path for _, suite_path in events])
         for ev, suite_path in events:
             results.append(
                 _execute_local(

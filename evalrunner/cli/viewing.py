@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,16 +18,18 @@ if TYPE_CHECKING:
 VIEW_EXTRA = "the viewer needs its extra: pip install 'evalrunner[view]'"
 
 
-def open_viewer(out_dir: Path) -> BackgroundViewer:
+def open_viewer(out_dir: Path, suites: Sequence[Path] = ()) -> BackgroundViewer:
     """``evalrunner run --view``: the viewer on ``out_dir`` from a thread of this process,
-    the browser opened on it (the run is listed under "In progress" as it goes)."""
+    the browser opened on it (the run is listed under "In progress" as it goes, each finished
+    case with its question from ``suites``, the suite files being run)."""
     try:
+        from evalrunner.viewer.live import SuiteQuestions
         from evalrunner.viewer.server import BackgroundViewer
         from evalrunner.viewer.source import LocalSource
     except ImportError as exc:
         raise ConfigError(f"--view: {VIEW_EXTRA} ({exc})") from None
     out_dir.mkdir(parents=True, exist_ok=True)
-    viewer = BackgroundViewer(LocalSource(out_dir))
+    viewer = BackgroundViewer(LocalSource(out_dir), questions=SuiteQuestions(suites))
     out.print(f"evalrunner viewer: {viewer.url} (the run appears as its cases finish)")
     return viewer
 

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from pydantic import ValidationError
@@ -37,6 +37,9 @@ from evalrunner.viewer.loaded import LoadedRun
 from evalrunner.viewer.runs import RunsQuery, filter_runs, trends
 from evalrunner.viewer.source import Source, UnsafeKey
 from evalrunner.viewer.store import NotFound, RunEntry, RunStore
+
+if TYPE_CHECKING:  # the live pages' module (the run's record model) is imported when used
+    from evalrunner.viewer.live import SuiteQuestions
 
 #: Nothing remote, no inline script or style: only this server's own files.
 CSP = (
@@ -105,12 +108,18 @@ class Viewer:
 
     The pages are plain functions, which Starlette runs in its thread pool: the first open of
     a large run (parsing its report.json) does not hold up another tab or a live page's poll.
-    The one write (a label) reads the form asynchronously, then reads, changes and writes the
-    labels file on the event loop's thread, so two labels saved at once cannot lose one."""
+    The one write (a label) reads the form asynchronously, then adds the label to the labels
+    file through :meth:`Source.update`: in a bucket a conditional write that re-reads and
+    re-applies when another reviewer saved in between, so two labels saved at once cannot
+    lose one."""
 
-    def __init__(self, store: RunStore, token: str) -> None:
+    def __init__(
+        self, store: RunStore, token: str, questions: SuiteQuestions | None = None
+    ) -> None:
         self.store = store
         self.token = token
+        #: the suites of a ``run --view`` (its live page shows each finished case's question)
+        self.questions = questions
 
     def render(self, template: str, request: Request, **context: Any) -> str:
         context.setdefault("standalone", None)
@@ -170,7 +179,17 @@ class Viewer:
                 raise
             return RedirectResponse(f"/runs/{finished.run_id}", status_code=303)
         template = "live_cases.html.j2" if request.url.path.endswith("/cases") else "live.html.j2"
-        return self.page(template, request, run=run, records=records, finished=finished)
+        known = self.questions
+        questions = [known.question(r) if known else None for r in records]
+        return self.page(
+            template,
+            request,
+            run=run,
+            records=records,
+            questions=questions,
+            asked=any(q is not None for q in questions),
+            finished=finished,
+        )
 
     # --- one run ----------------------------------------------------------------------
     def _case_query(self, request: Request) -> CaseQuery:
@@ -283,9 +302,8 @@ class Viewer:
             human_pass=verdict == "pass",
             note=str(form.get("note") or "")[:2000],
         )
-        stored = labelling.upsert(self._labels(entry), label)
-        self.store.source.write(
-            f"{entry.prefix}{labelling.LABELS}", labelling.dump_labels(stored), "text/csv"
+        self.store.source.update(
+            f"{entry.prefix}{labelling.LABELS}", labelling.adding(label), "text/csv"
         )
         return RedirectResponse(f"/runs/{entry.run_id}/cases/{number}#labels", status_code=303)
 
@@ -448,10 +466,15 @@ def _report_csp() -> str:
 
 
 def create_app(
-    source: Source, *, token: str | None = None, allowed_hosts: list[str] | None = None
+    source: Source,
+    *,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+    questions: SuiteQuestions | None = None,
 ) -> Starlette:
-    """The viewer over ``source``. ``token`` (random when not given) guards every write."""
-    viewer = Viewer(RunStore(source), token or secrets.token_urlsafe(32))
+    """The viewer over ``source``. ``token`` (random when not given) guards every write;
+    ``questions`` (``run --view``) gives the live pages the suites' questions."""
+    viewer = Viewer(RunStore(source), token or secrets.token_urlsafe(32), questions)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return viewer.page("error.html.j2", request, status=404, message=str(exc))

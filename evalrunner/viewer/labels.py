@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
@@ -87,6 +88,16 @@ def upsert(labels: list[Label], new: Label) -> list[Label]:
     """``labels`` with ``new`` replacing any label of the same case × iteration × metric."""
     key = (new.case_id, new.iteration, new.metric)
     return [x for x in labels if (x.case_id, x.iteration, x.metric) != key] + [new]
+
+
+def adding(new: Label) -> Callable[[bytes | None], bytes]:
+    """The change that adds ``new`` to a labels file's bytes (None: no file yet): what a save
+    applies, and applies again to the file as it is now when another reviewer saved first."""
+
+    def change(current: bytes | None) -> bytes:
+        return dump_labels(upsert(parse_labels(current) if current else [], new))
+
+    return change
 
 
 def metric_labels(run: LoadedRun, labels: list[Label]) -> list[MetricLabels]:

@@ -5,13 +5,22 @@ A local run writes ``resume.json`` when it starts and each case's record
 (:mod:`evalrunner.engine.saved_runs`); it removes the folder once its reports are written. So
 the viewer lists a run here while it goes (and a stopped run's saved cases), and the run's
 own pages once it has finished.
+
+A record holds no question (only the case's id and its position in the suite), so a live page
+shows questions only where the viewer was given the suite files (``run --view``:
+:class:`SuiteQuestions`), read by the suite reader the run itself uses.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrunner.engine.saved_runs import MARKER_NAME, RUNS_FOLDER
+from evalrunner.errors import EvalRunnerError
 from evalrunner.run import CaseRecord
 from evalrunner.viewer.source import Source
 from evalrunner.viewer.store import NotFound
@@ -35,6 +44,44 @@ class LiveRun(BaseModel):
     suite: str | None
     started: str
     finished_cases: int
+
+
+class SuiteQuestions:
+    """The questions of the suites a ``run --view`` runs, for the cases its records name.
+
+    A record names its case by id and by position in the suite (``index``); a question is
+    shown only when the suite's case at that position has that id, so a record is never shown
+    with another case's question (a perturbed copy, whose id differs, shows none). The suites
+    are read once, on the first live page, by :func:`evalrunner.suite.readers.read_suite_file`
+    (the reader the run used on the same files: no second parser).
+    """
+
+    def __init__(self, suites: Sequence[Path]) -> None:
+        self._paths = list(dict.fromkeys(suites))
+        self._cases: list[dict[int, tuple[str, str]]] | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> list[dict[int, tuple[str, str]]]:
+        from evalrunner.suite.readers import read_suite_file
+
+        with self._lock:
+            if self._cases is None:
+                self._cases = []
+                for path in self._paths:
+                    try:
+                        suite = read_suite_file(path)
+                    except (EvalRunnerError, OSError, ValueError):
+                        continue  # changed since the run read it: its cases show no question
+                    self._cases.append({c.index: (c.case_id, c.question) for c in suite.cases})
+            return self._cases
+
+    def question(self, record: CaseRecord) -> str | None:
+        """The record's question, or None when no suite given has its case at its position."""
+        for cases in self._loaded():
+            found = cases.get(record.index)
+            if found is not None and found[0] == record.case_id:
+                return found[1]
+        return None
 
 
 def live_runs(source: Source) -> list[LiveRun]:

@@ -8,12 +8,21 @@ Why not ``ReportData.model_validate_json`` on the whole file: a 10,000-case run 
 metrics is 300,000 MetricResult objects, about 7 s and 700 MB (bench/RESULTS.md, issue 33);
 the JSON parse alone (pydantic-core's parser) is a fraction of that, and a page shows 50 rows.
 The full model is still built when a reader needs all of it (compare, leaderboard), once.
+
+The parse and the index run with Python's cyclic garbage collector paused
+(:func:`collection_paused`): they allocate about a million dicts and lists, each allocation
+counts towards the collector's thresholds, and every full collection it triggers on the way
+walks everything allocated so far, so a 10,000-case run's first open spent about as long in
+the collector as in the parse (bench/RESULTS.md, issue 33). Parsed JSON holds no reference
+cycles, so nothing the pause could have freed is kept.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +52,31 @@ class CaseIndex:
 
     def failed(self, n: int) -> bool:
         return self.status[n] != "ok" or any(s[n] is False for s in self.success.values())
+
+
+_paused = 0
+_was_enabled = True
+_paused_lock = threading.Lock()
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (reference counting still frees), and
+    back to how it was when the last overlapping block ends (the server loads reports from
+    several threads at once)."""
+    global _paused, _was_enabled
+    with _paused_lock:
+        if _paused == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused -= 1
+            if _paused == 0 and _was_enabled:
+                gc.enable()
 
 
 def _index(raw: Sequence[dict[str, Any]], metrics: Sequence[str]) -> CaseIndex:
@@ -79,17 +113,18 @@ class LoadedRun:
     def __init__(self, data: bytes) -> None:
         # "all": the short strings every row repeats (metric and evaluator names, statuses,
         # categories) are held once, not once per row: about half the memory of the rows
-        parsed = from_json(data, cache_strings="all")
-        if not isinstance(parsed, dict):
-            raise ValueError("not a JSON object")
-        rows = parsed.pop("rows", None) or []
-        perturbed = parsed.pop("perturbed_rows", None) or []
-        #: the report without its rows (verdict, problems, stats, gates, …), fully typed
-        self.head = ReportData.model_validate({**parsed, "rows": [], "perturbed_rows": []})
-        #: rows before this position are the run's own; after it, its perturbed copies
-        self.originals = len(rows)
-        self._raw: list[dict[str, Any]] = [*rows, *perturbed]
-        self.index = _index(self._raw, [m.metric for m in self.head.metrics])
+        with collection_paused():
+            parsed = from_json(data, cache_strings="all")
+            if not isinstance(parsed, dict):
+                raise ValueError("not a JSON object")
+            rows = parsed.pop("rows", None) or []
+            perturbed = parsed.pop("perturbed_rows", None) or []
+            #: the report without its rows (verdict, problems, stats, gates, …), fully typed
+            self.head = ReportData.model_validate({**parsed, "rows": [], "perturbed_rows": []})
+            #: rows before this position are the run's own; after it, its perturbed copies
+            self.originals = len(rows)
+            self._raw: list[dict[str, Any]] = [*rows, *perturbed]
+            self.index = _index(self._raw, [m.metric for m in self.head.metrics])
         self._rows: dict[int, CaseRow] = {}
         self._full: ReportData | None = None
         self._lock = threading.Lock()

@@ -11,9 +11,13 @@ import socket
 import threading
 import webbrowser
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from evalrunner.errors import ConfigError
 from evalrunner.viewer.source import Source
+
+if TYPE_CHECKING:
+    from evalrunner.viewer.live import SuiteQuestions
 
 HOST = "127.0.0.1"
 
@@ -62,7 +66,14 @@ class BackgroundViewer:
     """The viewer served from a thread of this process (``evalrunner run --view``): it shows
     the run while it goes, and keeps serving after it until :meth:`wait` is interrupted."""
 
-    def __init__(self, source: Source, *, port: int = 0, open_browser: bool = True) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        port: int = 0,
+        open_browser: bool = True,
+        questions: SuiteQuestions | None = None,
+    ) -> None:
         import time
 
         import uvicorn
@@ -72,7 +83,9 @@ class BackgroundViewer:
         sock = bind(port)
         self.url = f"http://{HOST}:{sock.getsockname()[1]}/"
         self._server = uvicorn.Server(
-            uvicorn.Config(create_app(source), log_level="warning", lifespan="off")
+            uvicorn.Config(
+                create_app(source, questions=questions), log_level="warning", lifespan="off"
+            )
         )
         # uvicorn installs its signal handlers only on the main thread; from this one it
         # leaves Ctrl-C to the run, whose own stop handling stays in charge

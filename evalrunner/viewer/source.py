@@ -4,11 +4,18 @@ Both speak keys relative to the root they were given (``test-reports/<target>/<s
 A key is checked before any read or write: no ``..`` part, no absolute path, no backslash,
 and (locally) the resolved path must stay inside the folder, so nothing a URL carries can
 reach a file outside what the user chose to serve.
+
+A read–modify–write (a reviewer's label added to the run's labels file) goes through
+:meth:`Source.update`, which never loses a write made by someone else in between: in a bucket
+the write is conditional (``If-Match`` the ETag read, or ``If-None-Match: *`` when there was
+no object) and, when another reviewer's write got there first, the object is read again and
+the change applied to what is there now.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -57,6 +64,18 @@ class Source(Protocol):
 
     def write(self, key: str, data: bytes, content_type: str) -> None: ...
 
+    def update(
+        self, key: str, change: Callable[[bytes | None], bytes], content_type: str
+    ) -> None: ...
+
+
+#: How many times an update re-reads and re-applies its change after losing a race.
+UPDATE_TRIES = 8
+
+
+class UpdateConflict(StorageError):
+    """An update lost the race to other writers every time it tried."""
+
 
 class LocalSource:
     """A local folder (an ``--out`` folder, or any folder holding ``test-reports/``)."""
@@ -68,6 +87,7 @@ class LocalSource:
                 "test-reports/), or s3://bucket/prefix"
             )
         self.root = root.resolve()
+        self._update_lock = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -109,6 +129,13 @@ class LocalSource:
         temporary = path.with_name(path.name + ".tmp")
         temporary.write_bytes(data)
         temporary.replace(path)
+
+    def update(self, key: str, change: Callable[[bytes | None], bytes], content_type: str) -> None:
+        """``change`` applied to the file's bytes (None: no file yet), the result written; the
+        read and the write cannot interleave with another update of this server."""
+        with self._update_lock:
+            path = self._path(key)
+            self.write(key, change(path.read_bytes() if path.is_file() else None), content_type)
 
 
 class S3Source:
@@ -169,6 +196,43 @@ class S3Source:
     def write(self, key: str, data: bytes, content_type: str) -> None:
         self.client.put_object(
             Bucket=self.bucket, Key=self.prefix + safe_key(key), Body=data, ContentType=content_type
+        )
+
+    def update(self, key: str, change: Callable[[bytes | None], bytes], content_type: str) -> None:
+        """``change`` applied to the object's bytes (None: no object yet), written only if the
+        object is still the one read (S3 conditional writes); when another writer changed it
+        in between (412 Precondition Failed, or 409 while a conditional write is in flight),
+        read it again and re-apply the change, up to :data:`UPDATE_TRIES` times."""
+        from botocore.exceptions import ClientError
+
+        full = self.prefix + safe_key(key)
+        for _ in range(UPDATE_TRIES):
+            condition: dict[str, str]
+            try:
+                got = self.client.get_object(Bucket=self.bucket, Key=full)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                    raise
+                current, condition = None, {"IfNoneMatch": "*"}
+            else:
+                current, condition = got["Body"].read(), {"IfMatch": str(got["ETag"])}
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=full,
+                    Body=change(current),
+                    ContentType=content_type,
+                    **condition,
+                )
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"):
+                    continue  # someone else wrote (or removed) it since the read: read again
+                raise
+            return
+        raise UpdateConflict(
+            f"{self.label}{key}: other writers changed it {UPDATE_TRIES} times while this "
+            "change was being saved; nothing was overwritten, save it again"
         )
 
 

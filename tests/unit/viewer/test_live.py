@@ -15,6 +15,7 @@ from evalrunner.evaluators.base import MetricResult
 from evalrunner.run import CaseRecord
 from evalrunner.targets.base import TargetResponse
 from evalrunner.viewer.app import create_app
+from evalrunner.viewer.live import SuiteQuestions
 from evalrunner.viewer.source import LocalSource
 from tests.support.viewer_runs import HOSTILE
 
@@ -87,3 +88,39 @@ def test_a_finished_run_links_to_its_pages(runs_folder: Path, tmp_path: Path) ->
     shutil.rmtree(folder / "runs")  # the run removes its folder once its reports are written
     gone = client.get(f"/live/{run_id}", follow_redirects=False)
     assert gone.status_code == 303 and gone.headers["location"] == f"/runs/{run_id}"
+
+
+def test_run_view_shows_each_finished_case_question_from_the_suite_it_runs(
+    tmp_path: Path,
+) -> None:
+    """``run --view`` gives the viewer its suite files: a record (case id and position only)
+    is shown with the question of the suite's case at its position when the ids agree; a
+    record whose id differs (a perturbed copy) shows none rather than another case's."""
+    suite = tmp_path / "suite.csv"
+    suite.write_text(
+        "question,expected_answer\n"
+        "How many leave days?,25\n"
+        f'"Hostile {HOSTILE.replace(chr(34), chr(34) * 2)}",x\n'
+        "Third question?,y\n",
+        "utf-8",
+    )
+    folder = tmp_path / "out"
+    cases = folder / "runs" / "260101-000000-abcdef" / "cases"
+    cases.mkdir(parents=True)
+    (cases.parent / "resume.json").write_text(json.dumps({"run_id": "260101-000000-abcdef"}))
+    for n, case_id in enumerate(["case-0001", "case-0002", "case-0003~typo"]):
+        finished = record(n, f"answer {n}").model_copy(update={"case_id": case_id})
+        (cases / f"item-{n}.json").write_text(finished.model_dump_json())
+    app = create_app(LocalSource(folder), questions=SuiteQuestions([suite]))
+    page = TestClient(app, base_url="http://127.0.0.1").get("/live/260101-000000-abcdef")
+    assert "<script>alert" not in page.text
+    parsed = BeautifulSoup(page.text, "html.parser")
+    assert [th.get_text() for th in parsed.select("#live-cases th")][:2] == ["Case", "Question"]
+    shown = [td.get_text() for td in parsed.select("#live-cases td.live-question")]
+    assert shown[0] == "How many leave days?"
+    assert shown[1].startswith("Hostile ") and "<script>" in shown[1]  # as text, escaped
+    assert shown[2] == ""
+
+    without = TestClient(create_app(LocalSource(folder)), base_url="http://127.0.0.1")
+    plain = BeautifulSoup(without.get("/live/260101-000000-abcdef").text, "html.parser")
+    assert "Question" not in [th.get_text() for th in plain.select("#live-cases th")]

@@ -14,10 +14,12 @@ from moto import mock_aws
 from starlette.testclient import TestClient
 
 from evalrunner.viewer.app import create_app
-from evalrunner.viewer.source import S3Source, UnsafeKey, open_source
+from evalrunner.viewer.labels import Label, adding, parse_labels
+from evalrunner.viewer.source import UPDATE_TRIES, S3Source, UnsafeKey, UpdateConflict, open_source
 
 BUCKET = "runner-bucket"
 TOKEN = "s3-token"
+HOST = "http://127.0.0.1"
 
 
 @pytest.fixture
@@ -77,3 +79,72 @@ def test_a_url_without_a_bucket_is_refused() -> None:
 
     with pytest.raises(StorageError, match="s3://bucket"):
         open_source("s3://")
+
+
+LABELS_KEY = "test-reports/evalrunner-demo-hr/shared-labels.csv"
+
+
+def _label(case_id: str, metric: str = "ROUGE-L") -> Label:
+    return Label(case_id=case_id, iteration=1, metric=metric, human_pass=False, note=case_id)
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["first-save", "file-exists"])
+def test_two_reviewers_saving_at_once_keep_both_labels(s3: Any, existing: bool) -> None:
+    """Reviewer B saves between reviewer A's read and A's write (each on their own viewer):
+    A's conditional write is refused (If-None-Match: * with no file yet, If-Match on the
+    ETag read otherwise), A reads B's file and adds its label to it: neither label is lost."""
+    mine = S3Source.of(f"s3://{BUCKET}/team-a", client=s3)
+    theirs = S3Source.of(f"s3://{BUCKET}/team-a", client=s3)
+    if existing:
+        theirs.update(LABELS_KEY, adding(_label("earlier")), "text/csv")
+    seen: list[bytes | None] = []
+
+    def a_saves(current: bytes | None) -> bytes:
+        seen.append(current)
+        if len(seen) == 1:  # B's save lands after A's read, before A's write
+            theirs.update(LABELS_KEY, adding(_label("from-b")), "text/csv")
+        return adding(_label("from-a"))(current)
+
+    mine.update(LABELS_KEY, a_saves, "text/csv")
+    stored = {x.case_id for x in parse_labels(mine.read(LABELS_KEY))}
+    assert stored == {"from-a", "from-b"} | ({"earlier"} if existing else set())
+    assert len(seen) == 2  # refused once, then applied to B's file
+    assert seen[1] is not None and b"from-b" in seen[1]
+
+
+def test_a_save_that_loses_every_race_says_so_and_overwrites_nothing(s3: Any) -> None:
+    mine = S3Source.of(f"s3://{BUCKET}/team-a", client=s3)
+    theirs = S3Source.of(f"s3://{BUCKET}/team-a", client=s3)
+    tries: list[int] = []
+
+    def always_beaten(current: bytes | None) -> bytes:
+        tries.append(1)
+        theirs.update(LABELS_KEY, adding(_label(f"b-{len(tries)}")), "text/csv")
+        return adding(_label("from-a"))(current)
+
+    with pytest.raises(UpdateConflict, match="save it again"):
+        mine.update(LABELS_KEY, always_beaten, "text/csv")
+    stored = {x.case_id for x in parse_labels(mine.read(LABELS_KEY))}
+    assert len(tries) == UPDATE_TRIES
+    assert stored == {f"b-{n}" for n in range(1, UPDATE_TRIES + 1)}
+
+
+def test_two_viewers_label_the_same_run_in_the_bucket(s3: Any) -> None:
+    """Two reviewers' servers on one bucket prefix: each one's label ends up in the file."""
+    apps = [
+        TestClient(create_app(open_source(f"s3://{BUCKET}/team-a"), token=t), base_url=HOST)
+        for t in ("token-a", "token-b")
+    ]
+    page = apps[0].get("/")
+    run_id = page.text.split('class="run-link" href="/runs/')[1].split('"')[0]
+    for n, (app, token) in enumerate(zip(apps, ("token-a", "token-b"), strict=True)):
+        answer = app.post(
+            f"/runs/{run_id}/labels",
+            data={"token": token, "n": str(n), "metric": "ROUGE-L", "verdict": "fail"},
+            follow_redirects=False,
+        )
+        assert answer.status_code == 303
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    (key,) = [k for k in keys if k.endswith("labels.csv")]
+    labels = parse_labels(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert len(labels) == 2
