@@ -355,7 +355,7 @@ def test_ctrl_c_between_two_cells_still_writes_the_matrix(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     with Loopback(responder=answers) as server:
         path = write_project(tmp_path, server.url)
-        done = run_cells(path, Overrides(suite="hr"), execute, preflight=False)
+        done = run_cells(path, Overrides(suites=["hr"]), execute, preflight=False)
     assert [c.target for c in done.matrix.cells] == ["prod"]
     assert done.matrix.not_run == ["staging × hr"]
     assert done.matrix.stopped_reason == "interrupted (Ctrl-C)"
