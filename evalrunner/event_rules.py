@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import posixpath
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from evalrunner import network, run_defaults, secrets
 from evalrunner.errors import ConfigError, EventError
@@ -213,7 +214,7 @@ def _options(
         try:
             cls.options_model.model_validate(value)
         except ValidationError as exc:
-            problems.extend(pydantic_problems(exc, f"evaluator_options.{name}"))
+            problems.extend(pydantic_problems(exc, f"evaluator_options.{name}", cls.options_model))
             continue
         resolved[cls.name] = value
     return resolved
@@ -226,7 +227,7 @@ def _judge_config(judge: dict[str, Any], judge_from: str, problems: list[str]) -
     try:
         JudgeConfig.model_validate(judge)
     except ValidationError as exc:
-        found = pydantic_problems(exc, "judge")
+        found = pydantic_problems(exc, "judge", JudgeConfig)
         # the event's own judge is named by the path; a default one by where it is set
         problems.extend(
             found if judge_from == "the event" else (f"{p} (from {judge_from})" for p in found)
@@ -251,11 +252,15 @@ def _perturbations(value: Any, problems: list[str]) -> list[PerturbationSpec]:
         return []
 
 
-def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
+def pydantic_problems(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> list[str]:
     """pydantic's errors in the project's style, one line each: ``field.path: what is
     wrong``. A target's kind tag (the union's branch, first in the location after
     ``target``) is dropped: users wrote ``target.timeout_seconds``, not
-    ``target.agentId.timeout_seconds``."""
+    ``target.agentId.timeout_seconds``. Given the ``model`` that raised them, an unknown key
+    is answered with the valid keys at its level (as a target's is), not pydantic's bare
+    "Extra inputs are not permitted"."""
     kinds = target_registry.available()
     lines = []
     for err in exc.errors():
@@ -263,8 +268,37 @@ def pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
         if prefix == "" and loc[:1] == ["target"] and len(loc) > 1 and loc[1] in kinds:
             del loc[1]
         where = ".".join(p for p in (prefix, *loc) if p) or "event"
-        lines.append(f"{where}: {err['msg']}")
+        valid = keys_at(model, err["loc"][:-1]) if model is not None else []
+        if err["type"] == "extra_forbidden" and valid:
+            lines.append(f"{where}: unknown key; valid keys here: {', '.join(valid)}")
+        else:
+            lines.append(f"{where}: {err['msg']}")
     return lines
+
+
+def keys_at(root: type[BaseModel], path: typing.Sequence[Any]) -> list[str]:
+    """The keys (as written: aliases) that the model at ``path`` below ``root`` accepts,
+    through optional fields and lists of models; [] where no model is found there."""
+    model: type[BaseModel] | None = root
+    for part in path:
+        if isinstance(part, int):
+            continue  # an item of a list of models
+        field = model.model_fields.get(part) if model is not None else None
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    return [f.alias or n for n, f in model.model_fields.items()] if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``Options | None``, ``list[Options]`` -> Options), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def non_finite_numbers(value: Any, where: str = "event") -> list[str]:

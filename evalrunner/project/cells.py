@@ -401,7 +401,8 @@ def _event_problems(
 
 
 def _event_path(head: str) -> list[str | int]:
-    """``thresholds.Token F1`` -> [thresholds, Token F1]; ``plugins[0]`` -> [plugins, 0]."""
+    """``thresholds.Token F1`` -> [thresholds, Token F1]; ``plugins[0]`` -> [plugins, 0];
+    ``judge.openai.model`` -> [judge, openai, model]."""
     match = re.match(r"^([a-z_]+)(?:\[(\d+)\]|\.(.+))?(.*)$", head)
     if match is None:
         return [head]
@@ -409,8 +410,8 @@ def _event_path(head: str) -> list[str | int]:
     out: list[str | int] = [name]
     if index is not None:
         out.append(int(index))
-    if sub is not None:
-        out.append(sub)
+    if sub is not None:  # a metric's name may hold dots; the judge's keys never do
+        out.extend(sub.split(".") if name == "judge" else [sub])
     return [*out, tail] if tail else out
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import quote, urlsplit
 
-from pydantic import Field, WithJsonSchema, field_validator
+from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from evalrunner import redaction
 from evalrunner.errors import ConfigError
@@ -38,7 +38,7 @@ from evalrunner.suite.model import TestCase
 from evalrunner.targets._common import retry_policy, sanitise_name
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.http import display_url
-from evalrunner.targets.openai_chat import chat_messages, chat_reply
+from evalrunner.targets.openai_chat import chat_messages, chat_reply, check_reasoning, sampling
 from evalrunner.targets.registry import register
 from evalrunner.targets.spec import SpecModel, TargetSpec, integral
 
@@ -91,6 +91,11 @@ class AzureOpenAIOptions(SpecModel):
     system_prompt: str | None = None
     temperature: float = Field(default=0, ge=0, le=2)
     max_tokens: Annotated[int, Field(ge=1), integral] | None = None
+    reasoning: bool = Field(
+        default=False,
+        description="A reasoning deployment (o-series, gpt-5): send no temperature and send "
+        "max_tokens as max_completion_tokens, as the openai kind does.",
+    )
     send_contexts: (
         Annotated[Literal["system", "user"], WithJsonSchema({"enum": ["system", "user"]})] | None
     ) = Field(
@@ -113,6 +118,11 @@ class AzureOpenAIOptions(SpecModel):
                 "/openai/deployments/<name>/... path is built from deployment and api_version"
             )
         return value
+
+    @model_validator(mode="after")
+    def _reasoning_takes_no_temperature(self) -> AzureOpenAIOptions:
+        check_reasoning(self)
+        return self
 
 
 class AzureOpenAIFields(SpecModel):
@@ -157,8 +167,6 @@ class AzureOpenAITarget(Target):
         self.api_version = options.api_version
         self.url = chat_url(options)
         self.system_prompt = options.system_prompt
-        self.temperature = float(options.temperature)
-        self.max_tokens = options.max_tokens
         self.send_contexts = options.send_contexts
         self.headers, self.signed_with = _credentials(spec["azure_openai"], options)
         redaction.register_url(self.url)
@@ -188,9 +196,7 @@ class AzureOpenAITarget(Target):
         if self.api_version == "v1":
             body["model"] = self.deployment
         body["messages"] = chat_messages(case, self.system_prompt, self.send_contexts)
-        body["temperature"] = self.temperature
-        if self.max_tokens:
-            body["max_tokens"] = self.max_tokens
+        body.update(sampling(self.options.azure_openai))
         return body
 
     def invoke(self, case: TestCase) -> TargetResponse:

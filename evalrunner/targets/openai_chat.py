@@ -7,9 +7,10 @@ an error, the request simply goes without an Authorization header.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import Field, WithJsonSchema
+from pydantic import Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from evalrunner import redaction
 from evalrunner.errors import TargetError
@@ -61,6 +62,12 @@ class OpenAIOptions(SpecModel):
     system_prompt: str | None = None
     temperature: float = Field(default=0, ge=0, le=2)
     max_tokens: Annotated[int, Field(ge=1), integral] | None = None
+    reasoning: bool = Field(
+        default=False,
+        description="A reasoning model (o-series, gpt-5): send no temperature (they refuse "
+        "one) and send max_tokens as max_completion_tokens (which also counts the hidden "
+        "reasoning tokens, so leave room).",
+    )
     send_contexts: (
         Annotated[Literal["system", "user"], WithJsonSchema({"enum": ["system", "user"]})] | None
     ) = Field(
@@ -71,6 +78,11 @@ class OpenAIOptions(SpecModel):
         "step of a RAG system; they are also recorded as the case's retrieved contexts. "
         "Needed by the misinformation perturbation. Default: not sent.",
     )
+
+    @model_validator(mode="after")
+    def _reasoning_takes_no_temperature(self) -> OpenAIOptions:
+        check_reasoning(self)
+        return self
 
 
 class OpenAIFields(SpecModel):
@@ -103,8 +115,6 @@ class OpenAIChatTarget(Target):
         self.model = options.model
         self.url = options.base_url.rstrip("/") + "/chat/completions"
         self.system_prompt = options.system_prompt
-        self.temperature = float(options.temperature)
-        self.max_tokens = options.max_tokens
         self.send_contexts = options.send_contexts
         self.api_key_env = options.api_key_env or "OPENAI_API_KEY"
         api_key = read_api_key(spec["openai"], "target.openai")
@@ -133,10 +143,8 @@ class OpenAIChatTarget(Target):
         body: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(case, self.system_prompt, self.send_contexts),
-            "temperature": self.temperature,
         }
-        if self.max_tokens:
-            body["max_tokens"] = self.max_tokens
+        body.update(sampling(self.options.openai))
         return body
 
     def invoke(self, case: TestCase) -> TargetResponse:
@@ -148,6 +156,42 @@ class OpenAIChatTarget(Target):
             "or name an allowed secret in target.openai.api_key_secret."
         )
         return chat_reply(result, what, case, self.send_contexts, auth_hint)
+
+
+class ChatSampling(Protocol):
+    """The sampling options the chat kinds share (``openai``, ``azure_openai``)."""
+
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def max_tokens(self) -> int | None: ...
+    @property
+    def reasoning(self) -> bool: ...
+    @property
+    def model_fields_set(self) -> set[str]: ...
+
+
+def check_reasoning(options: ChatSampling) -> None:
+    """Refuse a temperature given for a reasoning model: it would not be sent (o-series and
+    gpt-5 reject any but their own), and silently dropping what the user wrote would hide
+    that the run is not at the temperature they asked for."""
+    if options.reasoning and "temperature" in options.model_fields_set:
+        raise PydanticCustomError(
+            "reasoning_temperature",
+            "a reasoning model (reasoning: true) takes no temperature: remove temperature, "
+            "or set reasoning to false for a model that accepts one",
+        )
+
+
+def sampling(options: ChatSampling) -> dict[str, Any]:
+    """The request's sampling fields: ``temperature`` and ``max_tokens``, or for a reasoning
+    model no temperature and ``max_completion_tokens`` (the only names it accepts)."""
+    if options.reasoning:
+        return {"max_completion_tokens": options.max_tokens} if options.max_tokens else {}
+    fields: dict[str, Any] = {"temperature": float(options.temperature)}
+    if options.max_tokens:
+        fields["max_tokens"] = options.max_tokens
+    return fields
 
 
 def chat_messages(

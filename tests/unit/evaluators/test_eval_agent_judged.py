@@ -246,5 +246,5 @@ def test_bad_agent_and_conversation_options_are_refused_naming_the_field() -> No
         "unable to interpret input",
         "evaluator_options.Conversation relevancy.window: Input should be greater than or "
         "equal to 1",
-        "evaluator_options.Role adherence.persona: Extra inputs are not permitted",
+        "evaluator_options.Role adherence.persona: unknown key; valid keys here: role",
     ]

@@ -345,3 +345,21 @@ def test_a_judge_error_names_the_key_path_as_written(tmp_path):
     (line,) = errors(project(tmp_path, text))
     bogus = textwrap.dedent(text).splitlines().index("bogus = 1") + 1
     assert line.startswith(f"evalrunner.toml:{bogus}: judge.openai.bogus: "), line
+
+
+def test_an_unknown_judge_key_is_refused_with_the_valid_ones(tmp_path):
+    """As a target's unknown key is: the judge's valid keys at its level, not pydantic's
+    bare "Extra inputs are not permitted"."""
+    base = textwrap.dedent(FILE)
+    at = len(base.splitlines()) + 2  # the line after [judge] and its openai
+    (line,) = errors(project(tmp_path, base + JUDGE + "timeout = 30\n"))
+    assert line.startswith(
+        f"evalrunner.toml:{at + 1}: judge.timeout: unknown key; valid keys here: "
+    )
+    assert "openai, bedrock" in line and "timeout_seconds" in line and "max_tokens" in line
+    nested = JUDGE.replace('model = "judge"', 'model = "judge", modle = "x"')
+    (line,) = errors(project(tmp_path, base + nested))
+    assert line.startswith(
+        f"evalrunner.toml:{at}: judge.openai.modle: unknown key; valid keys here: "
+    )
+    assert "base_url, model" in line

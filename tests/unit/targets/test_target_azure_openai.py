@@ -165,3 +165,28 @@ def test_secret_names_are_checked_like_the_openai_kind_s() -> None:
     problems = event_problems(event)
     assert any(p.startswith("target.azure_openai.api_key_env: AWS_SECRET") for p in problems)
     assert any(p.startswith("target.azure_openai.bearer_token_env: HOME") for p in problems)
+
+
+def test_a_reasoning_deployment_gets_no_temperature_and_max_completion_tokens(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    """o-series and gpt-5 deployments refuse ``temperature`` and ``max_tokens``: with
+    ``reasoning: true`` the body has neither, and the limit goes as ``max_completion_tokens``."""
+    loopback.always(200, completion("ok"))
+    build_target(azure(loopback, reasoning=True, max_tokens=2048)).invoke(make_case("Hi"))
+    build_target(azure(loopback, reasoning=True)).invoke(make_case("Hi"))
+    limited, unlimited = loopback.requests
+    assert limited.json() == {
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_completion_tokens": 2048,
+    }
+    assert unlimited.json() == {"messages": [{"role": "user", "content": "Hi"}]}
+
+
+def test_a_temperature_for_a_reasoning_deployment_is_refused(loopback: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        build_target(azure(loopback, reasoning=True, temperature=0))
+    message = str(caught.value)
+    assert "temperature" in message
+    assert "reasoning" in message
+    assert "Value error" not in message  # worded for the user, not by pydantic

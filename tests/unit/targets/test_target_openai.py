@@ -170,3 +170,18 @@ def test_contexts_are_not_sent_unless_asked(loopback: Any, make_case: Callable[.
 def test_send_contexts_must_name_where(loopback: Any) -> None:
     with pytest.raises(ConfigError, match=r"target\.openai\.send_contexts"):
         target_for(loopback, send_contexts="assistant")
+
+
+def test_a_reasoning_model_gets_no_temperature_and_max_completion_tokens(
+    loopback: Any, make_case: Callable[..., Any]
+) -> None:
+    """The openai kind shares the request with azure_openai: ``reasoning: true`` drops the
+    temperature that o-series / gpt-5 refuse and sends the limit as ``max_completion_tokens``."""
+    loopback.always(200, completion("ok"))
+    target_for(loopback, reasoning=True, max_tokens=512).invoke(make_case("Hi"))
+    (request,) = loopback.requests
+    assert request.json() == {
+        "model": "llama3.1:8b",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_completion_tokens": 512,
+    }
