@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from evalrunner.monitor.locations import list_files
-from evalrunner.monitor.model import MonitorError, RecordProblem, SourceRead
+from evalrunner.monitor.model import MonitorError, SourceRead
 from evalrunner.monitor.sources import source_kinds, source_named
 
 AUTO = "auto"
@@ -65,12 +65,14 @@ def read_location(
             f"SOURCE {location}: no log files there (looked for "
             ".jsonl, .json, .ndjson, .csv, .log, .txt, optionally .gz)"
         )
+    # every file of a kind goes to its source at once, so a trace cut across files (or
+    # export batches) is joined into one interaction whatever the split
+    by_kind: dict[str, list[tuple[str, str]]] = {}
     for file in listing.files:
         text = file.data.decode("utf-8-sig", errors="replace")
         kind = fmt if fmt != AUTO else detect(file.name, text)
+        by_kind.setdefault(kind, []).append((file.name, text))
+    for kind, files in by_kind.items():
         source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
-        try:
-            read.extend(source.read(file.name, text))
-        except MonitorError as exc:
-            read.problems.append(RecordProblem(file=file.name, message=exc.message))
+        read.extend(source.read_all(files))
     return read

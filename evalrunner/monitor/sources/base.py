@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -42,6 +42,19 @@ class Source(ABC):
     @abstractmethod
     def read(self, file: str, text: str) -> SourceRead:
         """The interactions of one file's text (``file`` names it in problems)."""
+
+    def read_all(self, files: Sequence[tuple[str, str]]) -> SourceRead:
+        """The interactions of every file of this kind one run reads, as (name, text). Each
+        file is read alone here; a source whose interaction may be cut across files (an
+        OpenTelemetry trace) overrides this to join the pieces. A file refused whole is a
+        problem naming it; the other files are still read."""
+        read = SourceRead()
+        for file, text in files:
+            try:
+                read.extend(self.read(file, text))
+            except MonitorError as exc:
+                read.problems.append(RecordProblem(file=file, message=exc.message))
+        return read
 
 
 S = TypeVar("S", bound=type[Source])

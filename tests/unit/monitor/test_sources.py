@@ -211,3 +211,38 @@ def test_a_gzip_bomb_is_refused_as_a_problem(
     read = read_location(str(tmp_path))
     assert len(read.interactions) == 1
     assert "unpacks to over 1,000 bytes" in read.problems[0].message
+
+
+@pytest.mark.parametrize("first", ["head", "tail"])
+def test_an_otel_trace_split_across_files_is_one_interaction(tmp_path: Path, first: str) -> None:
+    """Each trace's spans cut in two, the halves in two files read in either order: the same
+    interactions (ids, questions, answers, contexts, steps) as the whole file gives."""
+    whole = read_location(str(SAMPLES / "otel-genai-traces.json"), "otel")
+    export = json.loads((SAMPLES / "otel-genai-traces.json").read_text("utf-8"))
+    head: list[object] = []
+    tail: list[object] = []
+    for resource in export["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            seen: dict[str, int] = {}
+            for span in scope["spans"]:
+                n = seen[span["traceId"]] = seen.get(span["traceId"], 0) + 1
+                (head if n == 1 else tail).append(span)
+    assert head and tail
+    names = (
+        {"head": "a.json", "tail": "b.json"}
+        if first == "head"
+        else {
+            "head": "b.json",
+            "tail": "a.json",
+        }
+    )
+    for part, spans in (("head", head), ("tail", tail)):
+        batch = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+        (tmp_path / names[part]).write_text(json.dumps(batch), "utf-8")
+    split = read_location(str(tmp_path), "otel")
+    assert split.problems == [] and split.files == 2
+    assert [i.model_dump(exclude={"origin"}) for i in split.interactions] == [
+        i.model_dump(exclude={"origin"}) for i in whole.interactions
+    ]
+    # the origin names where the trace starts: the file holding its first span
+    assert {i.origin for i in split.interactions} == {str(tmp_path / names["head"])}
