@@ -74,5 +74,6 @@ def read_location(
         by_kind.setdefault(kind, []).append((file.name, text))
     for kind, files in by_kind.items():
         source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
+        source.s3 = s3  # a record's body stored apart is read with the same credentials
         read.extend(source.read_all(files))
     return read

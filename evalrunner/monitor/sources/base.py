@@ -23,6 +23,9 @@ class Source(ABC):
     summary: ClassVar[str]
     #: Whether ``--map`` applies (the tabular sources); the others read a fixed format.
     mappable: ClassVar[bool] = False
+    #: The boto3 S3 client the location is read with (:func:`..reading.read_location` sets
+    #: it; None: the default credentials), for a source whose records point into S3.
+    s3: Any = None
 
     def __init__(self, mapping: Mapping[str, str] | None = None) -> None:
         mapping = dict(mapping or {})
