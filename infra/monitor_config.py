@@ -116,6 +116,11 @@ class MonitorConfig(_Model):
     source: str = Field(description="s3://bucket/prefix where production logs are written")
     #: The KMS key the source bucket encrypts with (SSE-KMS); null: S3-managed keys.
     source_kms_key_arn: str | None = None
+    #: s3://bucket/prefix where Bedrock stores invocation bodies over 100 KB apart (the
+    #: logging configuration's largeDataDeliveryS3Config); the role may read them there.
+    #: null: no grant beyond ``source``'s (keep the bodies outside it: its listing reads
+    #: every log-named file there).
+    large_bodies: str | None = None
     schedule: str = "rate(1 hour)"
     timezone: str = "UTC"
     enabled: bool = True
@@ -130,10 +135,10 @@ class MonitorConfig(_Model):
     memory_mb: int = Field(default=3008, ge=512, le=10240)
     timeout_minutes: int = Field(default=15, ge=1, le=15)
 
-    @field_validator("source")
+    @field_validator("source", "large_bodies")
     @classmethod
-    def _source(cls, value: str) -> str:
-        if not SOURCE.match(value):
+    def _source(cls, value: str | None) -> str | None:
+        if value is not None and not SOURCE.match(value):
             raise ValueError(
                 f"{value!r} is not an S3 location like s3://my-logs/AWSLogs/ (no wildcards)"
             )
@@ -190,6 +195,11 @@ class MonitorConfig(_Model):
         match = SOURCE.match(self.source)
         assert match is not None
         return (match.group(2) or "/")[1:]
+
+    def large_bodies_location(self) -> tuple[str, str] | None:
+        """(bucket, prefix) of ``large_bodies``; None when not set."""
+        match = SOURCE.match(self.large_bodies or "")
+        return None if match is None else (match.group(1), (match.group(2) or "/")[1:])
 
     def run_input(self) -> dict[str, Any]:
         """What the schedule passes the monitor function each time (``mask_pii: false`` only

@@ -11,6 +11,7 @@ from typing import Any
 from evalrunner.monitor.locations import LogFile, list_files
 from evalrunner.monitor.model import MonitorError, RecordProblem, SourceRead
 from evalrunner.monitor.sources import source_kinds, source_named
+from evalrunner.monitor.sources.base import Source
 
 AUTO = "auto"
 
@@ -67,17 +68,31 @@ def read_location(
             f"SOURCE {location}: no log files there (looked for "
             ".jsonl, .json, .ndjson, .csv, .log, .txt, optionally .gz)"
         )
-    for file in listing.files:  # one at a time: only this file's bytes and text are held
+    # one file at a time, so only its bytes and text are held, except for a kind whose
+    # interaction may be cut across files (an OpenTelemetry trace, ``joins_files``): its
+    # files go to its source together, so the pieces are joined whatever the split
+    joined: dict[str, list[tuple[str, str]]] = {}
+    for file in listing.files:
         try:
-            read.extend(_read_file(file, fmt, mapping))
+            kind, text = _kind_and_text(file, fmt)
+            if source_kinds()[kind].joins_files:
+                joined.setdefault(kind, []).append((file.name, text))
+            else:
+                read.extend(_source(kind, mapping, s3).read_all([(file.name, text)]))
         except MonitorError as exc:
             read.problems.append(RecordProblem(file=file.name, message=exc.message))
+    for kind, files in joined.items():
+        read.extend(_source(kind, mapping, s3).read_all(files))
     return read
 
 
-def _read_file(file: LogFile, fmt: str, mapping: Mapping[str, str] | None) -> SourceRead:
-    """One file's interactions (its bytes and text are let go on return)."""
+def _kind_and_text(file: LogFile, fmt: str) -> tuple[str, str]:
+    """A file's source kind and text (a :class:`MonitorError` names what is wrong with it)."""
     text = file.read().decode("utf-8-sig", errors="replace")
-    kind = fmt if fmt != AUTO else detect(file.name, text)
+    return (fmt if fmt != AUTO else detect(file.name, text)), text
+
+
+def _source(kind: str, mapping: Mapping[str, str] | None, s3: Any) -> Source:
     source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
-    return source.read(file.name, text)
+    source.s3 = s3  # a record's body stored apart is read with the same credentials
+    return source

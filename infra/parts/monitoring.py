@@ -93,6 +93,23 @@ class ProductionMonitor:
             "The monitor reads the log files written under the configured source prefix; their "
             "names are the logging service's, so the grant is the prefix.",
         )
+        large = config.large_bodies_location()
+        if large is not None:
+            # Bedrock's bodies over 100 KB, stored apart; the handler reads each one a log
+            # record names (inputBodyS3Path / outputBodyS3Path) and nothing else there
+            bodies = f"arn:{Aws.PARTITION}:s3:::{large[0]}/{large[1]}*"
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ReadLargeBodies", actions=["s3:GetObject"], resources=[bodies]
+                )
+            )
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{large[0]}/{large[1]}*]",
+                "The monitor reads the invocation bodies Bedrock stores apart under the "
+                "configured large_bodies prefix; their names are Bedrock's, so the grant is "
+                "the prefix.",
+            )
         if config.source_kms_key_arn:
             role.add_to_principal_policy(
                 iam.PolicyStatement(

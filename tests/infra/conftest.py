@@ -71,6 +71,7 @@ MONITOR = {
     "name": "prod-hr",
     "source": "s3://hr-assistant-logs/AWSLogs/bedrock/",
     "source_kms_key_arn": f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/{KEY_ID}",
+    "large_bodies": "s3://hr-assistant-logs/bedrock-large/",
     "schedule": "rate(1 hour)",
     "event": {"sample": "5%", "metrics": ["Faithfulness", "Answer Relevancy"]},
     "pii": {"phone_regions": ["US", "GB"]},

@@ -27,13 +27,15 @@ targets, the secrets); ``MAY_SKIP`` says which role may hold which of them.
 
 The production monitor's role is proved the same way: its handler reads the log source (a
 bucket outside the stack, listed under an ``s3:prefix`` condition that moto's server does
-not evaluate, so this file checks each listing's prefix against it), its watermark, writes
-its suite and starts the test runner.
+not evaluate, so this file checks each listing's prefix against it), the answer body one
+record names in cdk.json ``monitor.large_bodies`` (Bedrock stores bodies over 100 KB apart),
+its watermark, writes its suite and starts the test runner.
 """
 
 from __future__ import annotations
 
 import copy
+import gzip
 import itertools
 import json
 import re
@@ -519,6 +521,22 @@ MONITOR_EVENT = {"name": MONITOR["name"], **MONITOR["event"], "sample": "100%"}
 #: Bedrock invocation logs under the monitor's source prefix.
 MONITOR_LOGS = Path(__file__).parents[2] / "test_suites" / "monitor" / "bedrock-invocations.json.gz"
 LOG_KEY = "2026/11/27/00/invocations.json.gz"
+#: A body Bedrock stored apart (over 100 KB) under cdk.json ``monitor.large_bodies``.
+LARGE_BODY = MONITOR["large_bodies"] + "2026/11/27/00/big-request_output.json.gz"
+
+
+def monitor_logs() -> bytes:
+    """The sample invocation logs and one more record whose answer Bedrock stored apart."""
+    lines = gzip.decompress(MONITOR_LOGS.read_bytes()).decode("utf-8").splitlines()
+    big = json.loads(lines[0])
+    big["requestId"] = "big-request"
+    big["output"] = {"outputBodyS3Path": LARGE_BODY}
+    return gzip.compress("\n".join([*lines, json.dumps(big)]).encode("utf-8"))
+
+
+def large_body() -> bytes:
+    answer = json.loads(gzip.decompress(MONITOR_LOGS.read_bytes()).splitlines()[0])["output"]
+    return gzip.compress(json.dumps(answer["outputBodyJson"]).encode("utf-8"))
 
 
 def do_monitor(bucket: str, stub: JudgeStub) -> Any:
@@ -678,7 +696,10 @@ def proof(server: Server, synth) -> Iterator[Proof]:
     source_bucket, prefix = monitor_env["EVALRUNNER_MONITOR_SOURCE"][5:].split("/", 1)
     s3 = server.client("s3")
     s3.create_bucket(Bucket=source_bucket)
-    s3.put_object(Bucket=source_bucket, Key=prefix + LOG_KEY, Body=MONITOR_LOGS.read_bytes())
+    s3.put_object(Bucket=source_bucket, Key=prefix + LOG_KEY, Body=monitor_logs())
+    large_bucket, large_key = LARGE_BODY[5:].split("/", 1)
+    assert large_bucket == source_bucket and not large_key.startswith(prefix)
+    s3.put_object(Bucket=large_bucket, Key=large_key, Body=large_body())
     with JudgeStub() as stub:
         stub.responder = LocalModel()
         yield Proof(server, template, stub, topic, machine)
@@ -722,6 +743,12 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
         assert ("stepfunctions", "StartExecution", None) in done
         written = {c.params["Key"] for c in calls if c.operation == "PutObject" and not c.error}
         assert written == {result["key"], f"monitor/{MONITOR['name']}/watermark.json"}, written
+        # the answer Bedrock stored apart was read, and its record scored with the others
+        body = LARGE_BODY[5:].split("/", 1)[1]
+        assert ("GetObject", None) in {
+            (c.operation, c.error) for c in calls if c.params.get("Key") == body
+        }
+        assert result["problems"] == [] and result["scored"] == 5, result
     elif role == "AggregateRole":
         assert result["cases"] == 2 and ("sns", "Publish") in {
             (c.service, c.operation) for c in calls

@@ -84,6 +84,9 @@ def test_the_monitor_role_reads_the_source_keeps_its_watermark_and_starts_runs(s
         "StringLike": {"s3:prefix": ["AWSLogs/bedrock/*"]}
     }
     assert by_sid["DecryptLogSource"]["Resource"] == MONITOR["source_kms_key_arn"]
+    # the bodies Bedrock stores apart (cdk.json monitor.large_bodies): read only
+    assert as_list(by_sid["ReadLargeBodies"]["Action"]) == ["s3:GetObject"]
+    assert "s3:::hr-assistant-logs/bedrock-large/*" in dump(by_sid["ReadLargeBodies"]["Resource"])
     assert '"states:StartExecution"' in text
     for prefix in ("monitor/*", "test-suites/_monitor/prod-hr/*"):
         reads = [s for s in found if "s3:GetObject" in as_list(s["Action"]) and prefix in dump(s)]

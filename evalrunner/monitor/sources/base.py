@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -23,6 +23,13 @@ class Source(ABC):
     summary: ClassVar[str]
     #: Whether ``--map`` applies (the tabular sources); the others read a fixed format.
     mappable: ClassVar[bool] = False
+    #: Whether one interaction may be cut across files (an OpenTelemetry trace): the reader
+    #: then hands this source every file of its kind at once (:meth:`read_all`); the others
+    #: get one file at a time, so only that file's text is held.
+    joins_files: ClassVar[bool] = False
+    #: The boto3 S3 client the location is read with (:func:`..reading.read_location` sets
+    #: it; None: the default credentials), for a source whose records point into S3.
+    s3: Any = None
 
     def __init__(self, mapping: Mapping[str, str] | None = None) -> None:
         mapping = dict(mapping or {})
@@ -42,6 +49,19 @@ class Source(ABC):
     @abstractmethod
     def read(self, file: str, text: str) -> SourceRead:
         """The interactions of one file's text (``file`` names it in problems)."""
+
+    def read_all(self, files: Sequence[tuple[str, str]]) -> SourceRead:
+        """The interactions of every file of this kind one run reads, as (name, text). Each
+        file is read alone here; a source whose interaction may be cut across files (an
+        OpenTelemetry trace) overrides this to join the pieces. A file refused whole is a
+        problem naming it; the other files are still read."""
+        read = SourceRead()
+        for file, text in files:
+            try:
+                read.extend(self.read(file, text))
+            except MonitorError as exc:
+                read.problems.append(RecordProblem(file=file, message=exc.message))
+        return read
 
 
 S = TypeVar("S", bound=type[Source])

@@ -14,16 +14,24 @@ else ``prompt`` / ``inputText`` / ``message``); answer: Converse's ``output.mess
 the Messages API's ``content``, ``completion``, ``results[0].outputText`` (Titan),
 ``generation`` (Llama), ``outputs[0].text`` (Mistral), ``generations[0].text`` / ``text``
 (Cohere), or a ConverseStream's ``contentBlockDelta`` events joined. A body Bedrock wrote to
-S3 separately (``inputBodyS3Path``, over 100 KB) is named as a problem, not read. Embedding
+S3 separately (``inputBodyS3Path`` / ``outputBodyS3Path``, over 100 KB: the logging
+configuration's ``largeDataDeliveryS3Config``) is read from there with the same S3 client
+as the logs, gzip or not, up to :data:`MAX_BODY_BYTES`; a bigger one, or one that cannot be
+read, is a problem naming the record's ``requestId`` and the path. Embedding
 and image calls have no text answer and are passed over with no problem.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from evalrunner.http_client import ResponseTooLarge
+from evalrunner.monitor.locations import split_s3
 from evalrunner.monitor.model import Interaction, RecordProblem, SourceRead
 from evalrunner.monitor.sources.base import (
     BadField,
@@ -34,7 +42,11 @@ from evalrunner.monitor.sources.base import (
     required_text,
     timestamp,
 )
+from evalrunner.targets._common import read_capped
 
+#: The most bytes one body stored apart in S3 may be, as stored and unpacked (Bedrock stores
+#: bodies over 100 KB apart; a long-context prompt is a few MB).
+MAX_BODY_BYTES = 32 * 1024 * 1024
 #: Operations with no text answer to score (embeddings, images).
 _NO_TEXT = ("embed", "image")
 
@@ -64,17 +76,16 @@ class BedrockInvocationSource(Source):
             raise BadField("input", "missing: the record has no input object")
         if not isinstance(outputs, Mapping):
             raise BadField("output", "missing: the record has no output object")
+        bodies = []
         for side, key in ((inputs, "inputBodyS3Path"), (outputs, "outputBodyS3Path")):
-            if side.get(key) and not side.get(key.replace("S3Path", "Json")):
-                raise BadField(
-                    key,
-                    f"the body is stored separately at {str(side[key])[:200]} (over 100 KB) "
-                    "and is not read",
-                )
-        question = _question(inputs.get("inputBodyJson"))
+            body = side.get(key.replace("S3Path", "Json"))
+            if body is None and side.get(key):
+                body = self._stored_body(side[key], key, record.get("requestId"))
+            bodies.append(body)
+        question = _question(bodies[0])
         if question is None:
             raise BadField("input.inputBodyJson", "no user message or prompt text found")
-        answer = _answer(outputs.get("outputBodyJson"))
+        answer = _answer(bodies[1])
         if answer is None:
             raise BadField("output.outputBodyJson", "no answer text found")
         request = required_text(record.get("requestId"), "requestId")
@@ -87,6 +98,46 @@ class BedrockInvocationSource(Source):
             origin=origin,
             source=self.name,
         )
+
+    def _stored_body(self, path: Any, field: str, request: Any) -> Any:
+        """The JSON body Bedrock stored at ``path`` (``s3://bucket/key``), read no further
+        than :data:`MAX_BODY_BYTES` (packed or unpacked)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        record = f"record {str(request)[:100]!r}" if request else "the record"
+        where = str(path)[:300]
+        if not isinstance(path, str) or not path.startswith("s3://") or "/" not in path[5:]:
+            raise BadField(field, f"{record}: {where!r} is not an s3://bucket/key path")
+        bucket, key = split_s3(path)
+        too_big = (
+            f"{record}: the body at {where} is over {MAX_BODY_BYTES:,} bytes and is not read "
+            "(the monitor scores bodies up to that size)"
+        )
+        try:
+            if self.s3 is None:
+                import boto3
+
+                self.s3 = boto3.client("s3")
+            stream = self.s3.get_object(Bucket=bucket, Key=key)["Body"]
+            data = read_capped(stream, MAX_BODY_BYTES, where)
+        except ResponseTooLarge:
+            raise BadField(field, too_big) from None
+        except (ClientError, BotoCoreError) as exc:
+            raise BadField(field, f"{record}: cannot read the body at {where} ({exc})") from None
+        if data[:2] == b"\x1f\x8b":
+            try:
+                with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                    data = unzipped.read(MAX_BODY_BYTES + 1)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise BadField(
+                    field, f"{record}: the body at {where} is not readable gzip ({exc})"
+                ) from None
+            if len(data) > MAX_BODY_BYTES:
+                raise BadField(field, too_big)
+        try:
+            return json.loads(data.decode("utf-8-sig", errors="replace"))
+        except ValueError:
+            raise BadField(field, f"{record}: the body at {where} is not JSON") from None
 
 
 def _records(file: str, text: str) -> Iterator[tuple[int | None, Any] | RecordProblem]:

@@ -24,13 +24,15 @@ exporter work:
   span (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` / ``.result``; a span with
   error status is a failed step), in start order.
 
-A trace's spans must be in one file (a trace cut across files is read as two).
+A trace's spans may be cut across files or export batches: every file of a run is read
+before the spans are grouped by ``traceId``, so one trace is one interaction (its id the
+``traceId`` however it was split; its origin the file and line of its first span).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +83,7 @@ def attributes(items: Any) -> dict[str, Any]:
 
 @dataclass
 class _Span:
+    file: str
     line: int | None
     trace: str
     start: int
@@ -100,18 +103,23 @@ class OtelSource(Source):
     """OTLP JSON traces with OpenTelemetry GenAI spans."""
 
     name = "otel"
+    joins_files = True
     summary = "OpenTelemetry GenAI spans as OTLP JSON (resourceSpans), one interaction per trace"
 
     def read(self, file: str, text: str) -> SourceRead:
-        read = SourceRead(files=1)
+        return self.read_all([(file, text)])
+
+    def read_all(self, files: Sequence[tuple[str, str]]) -> SourceRead:
+        read = SourceRead(files=len(files))
         spans: list[_Span] = []
-        for line, payload in _payloads(file, text, read):
-            try:
-                spans.extend(_spans(payload, line))
-            except BadField as exc:
-                read.problems.append(
-                    RecordProblem(file=file, line=line, field=exc.field, message=exc.message)
-                )
+        for file, text in files:
+            for line, payload in _payloads(file, text, read):
+                try:
+                    spans.extend(_spans(payload, file, line))
+                except BadField as exc:
+                    read.problems.append(
+                        RecordProblem(file=file, line=line, field=exc.field, message=exc.message)
+                    )
         traces: dict[str, list[_Span]] = {}
         for span in spans:
             traces.setdefault(span.trace, []).append(span)
@@ -119,7 +127,10 @@ class OtelSource(Source):
             if not any(s.operation for s in members):
                 continue  # no GenAI span: application spans around the assistant
             members.sort(key=lambda s: s.start)
-            line = min((s.line for s in members if s.line is not None), default=None)
+            file, line = members[0].file, members[0].line
+            for span in members:  # the first line of that file with the trace's spans
+                if span.file == file and span.line is not None:
+                    line = span.line if line is None else min(line, span.line)
             try:
                 read.interactions.append(self._interaction(file, line, trace_id, members))
             except BadField as exc:
@@ -217,7 +228,7 @@ def _payloads(file: str, text: str, read: SourceRead) -> Iterable[tuple[int | No
     return found
 
 
-def _spans(payload: Any, line: int | None) -> list[_Span]:
+def _spans(payload: Any, file: str, line: int | None) -> list[_Span]:
     if not isinstance(payload, Mapping) or not isinstance(payload.get("resourceSpans"), list):
         raise BadField("resourceSpans", "not an OTLP JSON trace export (no resourceSpans list)")
     spans = []
@@ -243,7 +254,14 @@ def _spans(payload: Any, line: int | None) -> list[_Span]:
                 failed = status.get("code") in (2, "STATUS_CODE_ERROR")
                 spans.append(
                     _Span(
-                        line, trace, start, end, attributes(raw.get("attributes")), events, failed
+                        file,
+                        line,
+                        trace,
+                        start,
+                        end,
+                        attributes(raw.get("attributes")),
+                        events,
+                        failed,
                     )
                 )
     return spans

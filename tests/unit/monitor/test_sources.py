@@ -171,18 +171,60 @@ def test_bad_jsonl_records_name_file_line_and_field_and_keep_the_good(tmp_path: 
     assert again.id == read.interactions[0].id and again.id.startswith("sha256:")
 
 
-def test_bedrock_record_with_its_body_in_s3_is_a_problem(tmp_path: Path) -> None:
+def test_bedrock_bodies_stored_apart_in_s3_are_read_bounded_and_named_when_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bodies over 100 KB that Bedrock wrote apart (``inputBodyS3Path`` /
+    ``outputBodyS3Path``) are read with the logs' S3 client, gzip or not, and give the same
+    interaction as the body inline; one over the bound, or missing, is a problem naming the
+    record and the path while the others are kept."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor.sources import bedrock_logs
+
     body = gzip.decompress((SAMPLES / "bedrock-invocations.json.gz").read_bytes()).decode()
     records = [json.loads(line) for line in body.splitlines()]
-    records[1]["input"] = {"inputBodyS3Path": "s3://logs/big/input.json"}
-    records.append({"schemaType": "ModelInvocationLog", "modelId": "amazon.titan-embed-text-v2"})
-    path = tmp_path / "inv.json.gz"
-    path.write_bytes(gzip.compress("\n".join(json.dumps(r) for r in records).encode()))
-    read = read_location(str(path), "bedrock-invocations")
-    assert len(read.interactions) == 3  # the embedding call is no interaction
-    (problem,) = read.problems
-    assert problem.line == 2 and problem.field == "inputBodyS3Path"
-    assert "s3://logs/big/input.json" in problem.message
+    inline = read_location(str(SAMPLES / "bedrock-invocations.json.gz")).interactions
+    big = "s3://hr-logs/large/"
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="hr-logs")
+        stored = [dict(r, input=dict(r["input"]), output=dict(r["output"])) for r in records]
+        # 0: the input body gzip; 1: the output body plain JSON; 2: over the bound; 3: missing
+        s3.put_object(
+            Bucket="hr-logs",
+            Key="large/0_input.json.gz",
+            Body=gzip.compress(json.dumps(stored[0]["input"].pop("inputBodyJson")).encode()),
+        )
+        stored[0]["input"]["inputBodyS3Path"] = big + "0_input.json.gz"
+        s3.put_object(
+            Bucket="hr-logs",
+            Key="large/1_output.json",
+            Body=json.dumps(stored[1]["output"].pop("outputBodyJson")).encode(),
+        )
+        stored[1]["output"]["outputBodyS3Path"] = big + "1_output.json"
+        s3.put_object(Bucket="hr-logs", Key="large/2_output.json", Body=b"[" + b" " * 400 + b"]")
+        del stored[2]["output"]["outputBodyJson"]
+        stored[2]["output"]["outputBodyS3Path"] = big + "2_output.json"
+        del stored[3]["input"]["inputBodyJson"]
+        stored[3]["input"]["inputBodyS3Path"] = big + "3_input.json"
+        log = "\n".join(json.dumps(r) for r in stored).encode()
+        s3.put_object(Bucket="hr-logs", Key="AWSLogs/inv.json.gz", Body=gzip.compress(log))
+        monkeypatch.setattr(bedrock_logs, "MAX_BODY_BYTES", 300)
+        read = read_location("s3://hr-logs/AWSLogs/", "bedrock-invocations", s3=s3)
+    assert [(i.id, i.question, i.answer) for i in read.interactions] == [
+        (i.id, i.question, i.answer) for i in inline[:2]
+    ]
+    too_big, missing = read.problems
+    assert (too_big.line, too_big.field) == (3, "outputBodyS3Path")
+    assert too_big.message == (
+        f"record {records[2]['requestId']!r}: the body at {big}2_output.json is over 300 "
+        "bytes and is not read (the monitor scores bodies up to that size)"
+    )
+    assert (missing.line, missing.field) == (4, "inputBodyS3Path")
+    assert records[3]["requestId"] in missing.message and "NoSuchKey" in missing.message
+    assert f"{big}3_input.json" in missing.message
 
 
 def test_agent_trace_with_an_error_event_is_a_problem(tmp_path: Path) -> None:
@@ -271,3 +313,38 @@ def test_an_s3_log_gone_between_listing_and_reading_is_that_files_problem(
         with pytest.raises(MonitorError, match=r"s3://model-logs/p/a.jsonl: cannot be read"):
             gone.read()
         assert json.loads(kept.read())["id"] == "r1"
+
+
+@pytest.mark.parametrize("first", ["head", "tail"])
+def test_an_otel_trace_split_across_files_is_one_interaction(tmp_path: Path, first: str) -> None:
+    """Each trace's spans cut in two, the halves in two files read in either order: the same
+    interactions (ids, questions, answers, contexts, steps) as the whole file gives."""
+    whole = read_location(str(SAMPLES / "otel-genai-traces.json"), "otel")
+    export = json.loads((SAMPLES / "otel-genai-traces.json").read_text("utf-8"))
+    head: list[object] = []
+    tail: list[object] = []
+    for resource in export["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            seen: dict[str, int] = {}
+            for span in scope["spans"]:
+                n = seen[span["traceId"]] = seen.get(span["traceId"], 0) + 1
+                (head if n == 1 else tail).append(span)
+    assert head and tail
+    names = (
+        {"head": "a.json", "tail": "b.json"}
+        if first == "head"
+        else {
+            "head": "b.json",
+            "tail": "a.json",
+        }
+    )
+    for part, spans in (("head", head), ("tail", tail)):
+        batch = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+        (tmp_path / names[part]).write_text(json.dumps(batch), "utf-8")
+    split = read_location(str(tmp_path), "otel")
+    assert split.problems == [] and split.files == 2
+    assert [i.model_dump(exclude={"origin"}) for i in split.interactions] == [
+        i.model_dump(exclude={"origin"}) for i in whole.interactions
+    ]
+    # the origin names where the trace starts: the file holding its first span
+    assert {i.origin for i in split.interactions} == {str(tmp_path / names["head"])}
