@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import evalrunner
 from evalrunner.cli import app
+from tests.support.catalog import restored_catalog
 from tests.support.loopback_http import serve
 
 from .test_judge_cli import answer_like_a_judge, judge_arg
@@ -296,30 +297,34 @@ def test_a_rescore_scores_against_the_same_expectations_as_a_fresh_run(tmp_path)
 
 
 def test_a_metric_of_your_own_reads_the_same_extra_columns_when_rescored(tmp_path):
-    @evalrunner.metric(name="Right team", threshold=0.5)
-    def right_team(sample: evalrunner.Sample) -> float:
-        return 1.0 if sample.metadata.get("team") == "HR" else 0.0
+    """A metric of the user's own reads the suite's extra columns after a rescore too; it
+    registers in the process's catalog, which is put back after (restored_catalog)."""
+    with restored_catalog():
 
-    cases = [
-        {"id": "a", "question": "Leave?", "expected_answer": "25", "team": "HR"},
-        {"id": "b", "question": "Pay?", "expected_answer": "monthly", "team": "Finance"},
-    ]
-    first = evalrunner.evaluate(
-        cases,
-        lambda q: "ok",
-        metrics=[right_team],
-        out=tmp_path,
-        preflight=False,
-        fail_on="never",
-    )
-    again = evalrunner.rescore(
-        first.summary.run_id, metrics=[right_team], out=tmp_path, fail_on="never"
-    )
-    before = rows_of(tmp_path, first.summary.reports.report)
-    after = rows_of(tmp_path, again.summary.reports.report)
-    assert [r["metadata"] for r in after] == [{"team": "HR"}, {"team": "Finance"}]
-    scores = [[res["score"] for res in r["results"]] for r in after]
-    assert scores == [[res["score"] for res in r["results"]] for r in before] == [[1.0], [0.0]]
+        @evalrunner.metric(name="Right team", threshold=0.5)
+        def right_team(sample: evalrunner.Sample) -> float:
+            return 1.0 if sample.metadata.get("team") == "HR" else 0.0
+
+        cases = [
+            {"id": "a", "question": "Leave?", "expected_answer": "25", "team": "HR"},
+            {"id": "b", "question": "Pay?", "expected_answer": "monthly", "team": "Finance"},
+        ]
+        first = evalrunner.evaluate(
+            cases,
+            lambda q: "ok",
+            metrics=[right_team],
+            out=tmp_path,
+            preflight=False,
+            fail_on="never",
+        )
+        again = evalrunner.rescore(
+            first.summary.run_id, metrics=[right_team], out=tmp_path, fail_on="never"
+        )
+        before = rows_of(tmp_path, first.summary.reports.report)
+        after = rows_of(tmp_path, again.summary.reports.report)
+        assert [r["metadata"] for r in after] == [{"team": "HR"}, {"team": "Finance"}]
+        scores = [[res["score"] for res in r["results"]] for r in after]
+        assert scores == [[res["score"] for res in r["results"]] for r in before] == [[1.0], [0.0]]
 
 
 def test_a_logged_agents_steps_are_rescored_as_the_original_scored_them(tmp_path):
