@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalrunner.errors import ObjectMissing
 from evalrunner.reports.model import Gate
@@ -50,12 +50,21 @@ class RunEntry(BaseModel):
     items: int = 0
     target_errors: int = 0
     partial: bool = False
+    #: the primary metrics only (all the runs page shows; a run's page reads its report)
     metrics: list[MetricSummary] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)
     gates_passed: bool = True
     verdict: RunVerdict | None = None
     #: Where its files are: ``<folder>/<stamp>-`` relative to the served root.
     prefix: str = ""
+
+    @field_validator("metrics")
+    @classmethod
+    def _primary_only(cls, metrics: list[MetricSummary]) -> list[MetricSummary]:
+        """Kept for every run the source holds, so only what is shown is kept: a demo run's
+        31 metric summaries, 13 of them primary, were most of an entry's 58 KB, and 1,000
+        runs' entries were 58 MB of the server's memory (bench/RESULTS.md, issue 33)."""
+        return [m for m in metrics if m.primary]
 
     @property
     def outcome(self) -> str:

@@ -71,3 +71,14 @@ def test_an_unknown_id_is_not_found(folder: Path) -> None:
         store.run("240101-000000-ffffff")
     with pytest.raises(NotFound):
         store.run("../../etc/passwd")
+
+
+def test_a_listed_run_keeps_its_primary_metrics_only(folder: Path) -> None:
+    """Every run's entry stays in memory; the runs page shows primary metrics only."""
+    demo = sorted(folder.glob("test-reports/evalrunner-demo-hr/*-summary.json"))[-1]
+    summary, _ = load(demo)
+    entry = RunStore(LocalSource(folder)).run(summary.run_id)
+    primary = [m for m in summary.metrics if m.primary]
+    assert 0 < len(primary) < len(summary.metrics)
+    assert entry.metrics == primary
+    assert entry.primary() == primary
