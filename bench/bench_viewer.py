@@ -54,7 +54,9 @@ def make_runs(out: Path, runs: int, cases: int) -> tuple[str, str]:
         report.rows[n % len(report.rows)].model_copy(update={"case_id": f"case-{n:05d}"})
         for n in range(cases)
     ]
-    big = report.model_copy(update={"rows": rows, "run_id": "big-run", "target": "big"})
+    # an id of the form a run is given (its start stamp, then random hex: new_run_id)
+    big_id = "260101-000000-b19b19"
+    big = report.model_copy(update={"rows": rows, "run_id": big_id, "target": "big"})
     folder = out / "test-reports" / "big"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "260101-000000-report.json").write_bytes(
@@ -62,11 +64,11 @@ def make_runs(out: Path, runs: int, cases: int) -> tuple[str, str]:
     )
     (folder / "260101-000000-summary.json").write_text(
         summary.model_copy(
-            update={"run_id": "big-run", "target": "big", "cases": cases, "items": cases}
+            update={"run_id": big_id, "target": "big", "cases": cases, "items": cases}
         ).model_dump_json(),
         "utf-8",
     )
-    return "big-run", summary.run_id
+    return big_id, summary.run_id
 
 
 def get(url: str) -> tuple[float, int]:

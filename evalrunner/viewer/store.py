@@ -11,11 +11,12 @@ and a 10,000-case run is parsed once, not on every page of its case table.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalrunner.errors import ObjectMissing
 from evalrunner.reports.model import Gate
@@ -29,6 +30,9 @@ SUMMARY = "summary.json"
 REPORTS_KEPT = 3
 #: How long a listing of the summaries is reused: a run that finishes shows within this.
 LIST_SECONDS = 2.0
+#: The start stamp a run's id begins with (``pipeline.prepare.new_run_id``); its report
+#: prefix, claimed at the same moment, begins with the same stamp (``<target>/<stamp>-``).
+ID_STAMP = re.compile(r"\d{6}-\d{6}-")
 
 
 class RunEntry(BaseModel):
@@ -46,12 +50,21 @@ class RunEntry(BaseModel):
     items: int = 0
     target_errors: int = 0
     partial: bool = False
+    #: the primary metrics only (all the runs page shows; a run's page reads its report)
     metrics: list[MetricSummary] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)
     gates_passed: bool = True
     verdict: RunVerdict | None = None
     #: Where its files are: ``<folder>/<stamp>-`` relative to the served root.
     prefix: str = ""
+
+    @field_validator("metrics")
+    @classmethod
+    def _primary_only(cls, metrics: list[MetricSummary]) -> list[MetricSummary]:
+        """Kept for every run the source holds, so only what is shown is kept: a demo run's
+        31 metric summaries, 13 of them primary, were most of an entry's 58 KB, and 1,000
+        runs' entries were 58 MB of the server's memory (bench/RESULTS.md, issue 33)."""
+        return [m for m in metrics if m.primary]
 
     @property
     def outcome(self) -> str:
@@ -114,7 +127,25 @@ class RunStore:
 
     def run(self, run_id: str) -> RunEntry:
         """The run with this id, or :class:`NotFound` (the id is looked up, never used as a
-        path: a URL cannot name a file the listing did not find)."""
+        path: a URL cannot name a file the listing did not find).
+
+        A run's id starts with the stamp its report files are named by, so the summaries
+        listed under that stamp are read first (one, or a few): opening a run from a freshly
+        started server does not read every run's summary (about 0.4 s for 1,000 runs,
+        bench/RESULTS.md, issue 33). An id without that stamp, or one whose run was started
+        a moment before its prefix was claimed (a deployed run's id is made by the caller),
+        is found by reading them all, as the runs page does."""
+        stamp = ID_STAMP.match(run_id)
+        if stamp is not None:
+            with self._lock:
+                named = [
+                    self._entry(s)
+                    for s in self._summaries()
+                    if s.key.rsplit("/", 1)[-1].startswith(stamp.group(0))
+                ]
+            found = [e for e in named if e is not None and e.run_id == run_id]
+            if found:  # the newest, as below, if a copied folder repeats an id
+                return max(found, key=lambda e: (e.started_at, e.run_id))
         for entry in self.runs():
             if entry.run_id == run_id:
                 return entry
