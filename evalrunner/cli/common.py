@@ -293,3 +293,21 @@ def perturbation_arg(text: str) -> dict[str, Any]:
             "seed a whole number, e.g. typos:0.1:7"
         ) from None
     return entry
+
+
+# The red team's choices, declared once for `redteam` and the workflow's red-team step.
+RedteamPluginsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated red-team plugins: prompt-injection, indirect-prompt-injection, "
+        "jailbreak, system-prompt-extraction, pii-extraction, harmful-content, off-topic, "
+        "hallucination, excessive-agency. Default: every one that applies to the target."
+    ),
+]
+RedteamStrategiesOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated red-team strategies, each adding a transformed copy of every "
+        "attack: base64, leetspeak, rot13, language, multi-turn. Default: none."
+    ),
+]

@@ -22,6 +22,8 @@ from evalrunner.cli.common import (
     JudgeOption,
     JudgeTimeoutOption,
     NoPreflight,
+    RedteamPluginsOption,
+    RedteamStrategiesOption,
     _fail,
     _json_arg,
     check_out_dir,
@@ -44,21 +46,8 @@ def redteam(
         Path | None,
         typer.Option(help="A suite whose questions the judge infers the purpose from."),
     ] = None,
-    plugins: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated plugins: prompt-injection, indirect-prompt-injection, "
-            "jailbreak, system-prompt-extraction, pii-extraction, harmful-content, off-topic, "
-            "hallucination, excessive-agency. Default: every one that applies to the target."
-        ),
-    ] = None,
-    strategies: Annotated[
-        str | None,
-        typer.Option(
-            help="Comma-separated strategies, each adding a transformed copy of every attack: "
-            "base64, leetspeak, rot13, language, multi-turn. Default: none."
-        ),
-    ] = None,
+    plugins: RedteamPluginsOption = None,
+    strategies: RedteamStrategiesOption = None,
     num_tests: Annotated[int, typer.Option(help="Attacks per plugin.", min=1)] = 3,
     seed: Annotated[
         int, typer.Option(help="Same seed + judge cache: the same attacks and grades.")

@@ -20,6 +20,8 @@ from evalrunner.cli.common import (
     JudgeOption,
     JudgeTimeoutOption,
     NoPreflight,
+    RedteamPluginsOption,
+    RedteamStrategiesOption,
     ThresholdOption,
     _fail,
     _json_arg,
@@ -76,10 +78,8 @@ def workflow(
     purpose: Annotated[
         str | None, typer.Option(help="What the target is for (red team); default: inferred.")
     ] = None,
-    plugins: Annotated[str | None, typer.Option(help="Red-team plugins, comma-separated.")] = None,
-    strategies: Annotated[
-        str | None, typer.Option(help="Red-team strategies, comma-separated.")
-    ] = None,
+    plugins: RedteamPluginsOption = None,
+    strategies: RedteamStrategiesOption = None,
     num_tests: Annotated[int | None, typer.Option(help="Attacks per plugin.", min=1)] = None,
     seed: Annotated[int | None, typer.Option(help="The red team's seed.", min=0)] = None,
     labels: Annotated[
