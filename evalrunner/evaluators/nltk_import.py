@@ -15,7 +15,7 @@ hook) answering "not installed" for scipy and scikit-learn modules not yet impor
 importing thread only and only while nltk's top level runs; another thread importing scipy
 meanwhile is not affected. What that costs: in this process, the nltk features above behave
 as on a machine without scipy and scikit-learn (nltk's own fallbacks, e.g. ``fisher_exact``
-raising ``NotImplementedError``); scipy and scikit-learn themselves import normally. Where
+refusing to run for want of scipy); scipy and scikit-learn themselves import normally. Where
 nltk was already imported (by the caller's own code), nothing changes. The stemmer and BLEU
 do not touch either library, and the ROUGE and BLEU equivalence tests pin their scores to
 rouge-score's and nltk's.
