@@ -139,7 +139,10 @@ class Viewer:
 
     # --- runs -------------------------------------------------------------------------
     def runs(self, request: Request) -> Response:
-        query = RunsQuery.model_validate(dict(request.query_params))
+        try:
+            query = RunsQuery.model_validate(dict(request.query_params))
+        except ValidationError as exc:
+            return self.page("error.html.j2", request, status=400, message=_unreadable(exc))
         every = self.store.runs()
         shown = filter_runs(every, query)
         return self.page(
@@ -442,6 +445,13 @@ async def _form(request: Request) -> dict[str, str]:
         if len(body) > MAX_FORM_BYTES:
             return {}
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def _unreadable(exc: ValidationError) -> str:
+    """A query the page cannot read, said per parameter (a hand-edited or truncated address
+    is the user's own input: a 400 naming what to change, not a server error)."""
+    said = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+    return f"this address's query cannot be read ({said}); fix or remove it"
 
 
 def _filename(name: str) -> str:
