@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalrunner.engine.saved_runs import MARKER_NAME, RUNS_FOLDER
-from evalrunner.errors import EvalRunnerError
+from evalrunner.errors import EvalRunnerError, StorageError
 from evalrunner.run import CaseRecord
 from evalrunner.viewer.source import Source
 from evalrunner.viewer.store import NotFound
@@ -93,9 +93,9 @@ def live_runs(source: Source) -> list[LiveRun]:
             continue
         try:
             marker = Marker.model_validate_json(source.read(stat.key))
-        except (ValidationError, OSError):
-            continue
-        done = sum(1 for _ in source.list(".json", under=f"{RUNS_FOLDER}/{parts[1]}/cases"))
+            done = sum(1 for _ in source.list(".json", under=f"{RUNS_FOLDER}/{parts[1]}/cases"))
+        except (ValidationError, OSError, StorageError):
+            continue  # StorageError: a bucket key the source refuses (``runs/../resume.json``)
         out.append(
             LiveRun(
                 run_id=parts[1],
@@ -117,7 +117,7 @@ def live_records(source: Source, run_id: str) -> tuple[LiveRun, list[CaseRecord]
     for stat in source.list(".json", under=f"{RUNS_FOLDER}/{run.run_id}/cases"):
         try:
             records.append(CaseRecord.model_validate_json(source.read(stat.key)))
-        except (ValidationError, OSError):
+        except (ValidationError, OSError, StorageError):
             continue  # a record being replaced; the next refresh shows it
     records.sort(key=lambda r: (r.index, r.iteration))
     return run, records[-SHOWN:]

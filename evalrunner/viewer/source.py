@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from evalrunner.errors import StorageError
+from evalrunner.errors import ObjectMissing, StorageError
 
 
 class UnsafeKey(StorageError):
@@ -35,9 +35,12 @@ def safe_key(key: str) -> str:
     if not key or "\\" in key or "\x00" in key or key.startswith("/") or drive:
         raise UnsafeKey(f"{key[:80]!r} is not a key inside the served folder")
     parts = PurePosixPath(key).parts
-    if any(p in ("..", ".", "") for p in parts):
+    # a key that is not already in its clean form (``a//b``, ``a/./b``, ``a/``) is refused,
+    # not cleaned: in a bucket those are other objects than ``a/b``, so a clean-up would read
+    # or write an object the listing never named
+    if any(p in ("..", ".", "") for p in parts) or "/".join(parts) != key:
         raise UnsafeKey(f"{key[:80]!r} is not a key inside the served folder")
-    return "/".join(parts)
+    return key
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,18 @@ class S3Source:
                     yield Stat(key, str(item.get("ETag", "")))
 
     def read(self, key: str) -> bytes:
-        body = self.client.get_object(Bucket=self.bucket, Key=self.prefix + safe_key(key))
+        """The object's bytes; one gone since it was listed, or not readable with these
+        credentials, is a :class:`StorageError` (the error every source speaks), not
+        botocore's own."""
+        from botocore.exceptions import ClientError
+
+        full = self.prefix + safe_key(key)
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=full)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            kind = ObjectMissing if code in ("NoSuchKey", "404") else StorageError
+            raise kind(f"s3://{self.bucket}/{full}: {code or exc}") from None
         data: bytes = body["Body"].read()
         return data
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evalrunner.errors import ObjectMissing
+from evalrunner.errors import ObjectMissing, StorageError
 from evalrunner.reports.model import Gate
 from evalrunner.reports.summary import MetricSummary
 from evalrunner.reports.verdict import RunVerdict
@@ -100,7 +100,9 @@ class RunStore:
             entry = RunEntry.model_validate_json(self.source.read(stat.key))
             entry.prefix = stat.key[: -len(SUMMARY)]
             self.unreadable.pop(stat.key, None)
-        except (ValidationError, OSError, ValueError) as exc:
+        except (ValidationError, OSError, ValueError, StorageError) as exc:
+            # StorageError: a listed key the source will not read (``..`` in a bucket key),
+            # or an object gone since the listing: that run is named unreadable, not fatal
             entry = None
             self.unreadable[stat.key] = str(exc).splitlines()[0][:200]
         self._entries[stat.key] = (stat.version, entry)

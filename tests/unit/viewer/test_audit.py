@@ -38,3 +38,40 @@ def test_a_runs_query_it_cannot_read_is_a_clear_400(
     assert answer.status_code == 400
     assert named in answer.text
     assert "content-security-policy" in answer.headers
+
+
+def test_an_odd_key_in_a_bucket_is_listed_as_unreadable_not_a_dead_runs_page(
+    runs_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S3 takes any key, ``..`` and empty parts included; the viewer never reads such a key
+    (it could leave the prefix), and one of them must not hide every other run."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.viewer.source import S3Source
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="audit-bucket")
+        for path in runs_folder.glob("test-reports/evalrunner-demo-hr/*"):
+            key = f"team/{path.relative_to(runs_folder).as_posix()}"
+            s3.put_object(Bucket="audit-bucket", Key=key, Body=path.read_bytes())
+        body = next(runs_folder.glob("test-reports/evalrunner-demo-hr/*-summary.json"))
+        for odd in ("team/test-reports/x/../1-summary.json", "team/test-reports//2-summary.json"):
+            s3.put_object(Bucket="audit-bucket", Key=odd, Body=body.read_bytes())
+        for odd in ("team/runs/../resume.json", "team/runs//resume.json"):
+            s3.put_object(Bucket="audit-bucket", Key=odd, Body=b'{"run_id": "x"}')
+        client = TestClient(
+            create_app(S3Source("audit-bucket", "team", s3), token=TOKEN),
+            base_url="http://127.0.0.1",
+        )
+        page = client.get("/")
+        assert page.status_code == 200
+        assert page.text.count('class="run-link"') == 2
+        assert "x/../1-summary.json" in page.text  # named among the unreadable
+        live = client.get("/live")
+        assert live.status_code == 200
+        assert "live-link" not in live.text
