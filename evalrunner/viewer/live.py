@@ -23,7 +23,7 @@ from evalrunner.engine.saved_runs import MARKER_NAME, RUNS_FOLDER
 from evalrunner.errors import EvalRunnerError, StorageError
 from evalrunner.run import CaseRecord
 from evalrunner.viewer.source import Source
-from evalrunner.viewer.store import NotFound
+from evalrunner.viewer.store import RUN_ID, NotFound
 
 #: Records shown on a live page (the newest; a run's own pages show them all when it ends).
 SHOWN = 500
@@ -89,8 +89,8 @@ def live_runs(source: Source) -> list[LiveRun]:
     out: list[LiveRun] = []
     for stat in source.list(MARKER_NAME, under=RUNS_FOLDER):
         parts = stat.key.split("/")
-        if len(parts) != 3:
-            continue
+        if len(parts) != 3 or not RUN_ID.match(parts[1]):
+            continue  # not a run's folder: an id evalrunner never makes is never linked
         try:
             marker = Marker.model_validate_json(source.read(stat.key))
             done = sum(1 for _ in source.list(".json", under=f"{RUNS_FOLDER}/{parts[1]}/cases"))

@@ -33,6 +33,12 @@ LIST_SECONDS = 2.0
 #: The start stamp a run's id begins with (``pipeline.prepare.new_run_id``); its report
 #: prefix, claimed at the same moment, begins with the same stamp (``<target>/<stamp>-``).
 ID_STAMP = re.compile(r"\d{6}-\d{6}-")
+#: The ids evalrunner makes and accepts (``event_schema.RUN_ID_PATTERN``, repeated here so the
+#: viewer does not import the event model and the target registry behind it; a test holds
+#: them equal). An id goes into every link, redirect and htmx address of a run's pages
+#: unquoted, so a summary whose id holds ``/``, ``..``, ``?`` or ``#`` (copied or edited by
+#: hand) is named unreadable rather than linked to another run's page.
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class RunEntry(BaseModel):
@@ -40,7 +46,7 @@ class RunEntry(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    run_id: str
+    run_id: str = Field(pattern=RUN_ID.pattern)
     target: str
     suite: str
     started_at: str

@@ -75,3 +75,35 @@ def test_an_odd_key_in_a_bucket_is_listed_as_unreadable_not_a_dead_runs_page(
         live = client.get("/live")
         assert live.status_code == 200
         assert "live-link" not in live.text
+
+
+def test_a_summary_whose_run_id_evalrunner_never_makes_is_not_linked(folder: Path) -> None:
+    """A run's id goes into every link, redirect and htmx address of its pages; ids are
+    ``[A-Za-z0-9][A-Za-z0-9._-]*`` (the event's RUN_ID_PATTERN), so a copied or hand-edited
+    summary.json whose id holds ``/``, ``..``, ``?`` or ``#`` (a link to ``/runs/x/../y``
+    opens run ``y``; ``/runs/a?b#c`` opens run ``a``) is named unreadable instead."""
+    from evalrunner.event_schema import RUN_ID_PATTERN
+    from evalrunner.viewer.store import RUN_ID
+
+    assert RUN_ID.pattern == RUN_ID_PATTERN
+    summary = next(folder.glob("test-reports/evalrunner-demo-hr/*-summary.json"))
+    report = summary.with_name(summary.name.replace("summary", "report"))
+    text = summary.read_text("utf-8")
+    import json
+
+    run_id = json.loads(text)["run_id"]
+    bad_ids = ["x/../hostile-run", "hostile-run?a=1#b", "../compare", '"><b>x</b>']
+    for n, bad in enumerate(bad_ids):
+        copy = summary.parent / f"24030{n}-000000-summary.json"
+        copy.write_text(text.replace(f'"{run_id}"', json.dumps(bad)), "utf-8")
+        shutil.copy(report, copy.with_name(copy.name.replace("summary", "report")))
+    (folder / "runs" / "a?b").mkdir(parents=True)
+    (folder / "runs" / "a?b" / "resume.json").write_text('{"run_id": "a?b"}', "utf-8")
+    client = TestClient(create_app(LocalSource(folder), token=TOKEN), base_url="http://127.0.0.1")
+    page = client.get("/")
+    assert page.status_code == 200
+    links = [a.split('"')[0] for a in page.text.split('class="run-link" href="')[1:]]
+    assert links and all(link.startswith("/runs/") for link in links)
+    assert not [link for link in links if any(c in link for c in "?#&;") or ".." in link]
+    assert page.text.count("24030") >= len(bad_ids)  # each named among the unreadable
+    assert "live-link" not in client.get("/live").text
