@@ -26,8 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic_core import from_json
 
+from evalrunner.errors import StorageError
 from evalrunner.reports.model import CaseRow, ReportData
 
 
@@ -85,23 +87,32 @@ def _index(raw: Sequence[dict[str, Any]], metrics: Sequence[str]) -> CaseIndex:
         success={m: [None] * len(raw) for m in metrics},
     )
     for n, row in enumerate(raw):
-        index.case_id.append(str(row.get("case_id", "")))
-        index.iteration.append(int(row.get("iteration") or 1))
-        index.status.append(str(row.get("status", "")))
-        index.categories.append(list(row.get("categories") or []))
-        perturbation = row.get("perturbation") or {}
-        index.perturbation.append(perturbation.get("name"))
-        index.perturbation_of.append(perturbation.get("of"))
-        index.conversation_id.append(row.get("conversation_id"))
-        index.turn.append(row.get("turn"))
-        for result in row.get("results") or ():
-            metric = result.get("metric")
-            if metric not in index.scores:
-                index.scores[metric] = [None] * len(raw)
-                index.success[metric] = [None] * len(raw)
-            index.scores[metric][n] = result.get("score")
-            index.success[metric][n] = result.get("success")
+        try:
+            _index_row(index, n, row, len(raw))
+        except (AttributeError, TypeError, ValueError) as exc:
+            # a report.json whose row lies about its types (a list where an object goes, a
+            # word for an iteration): the store names the run unreadable, with the row
+            raise ValueError(f"row {n} is not a case row ({type(exc).__name__}: {exc})") from None
     return index
+
+
+def _index_row(index: CaseIndex, n: int, row: dict[str, Any], rows: int) -> None:
+    index.case_id.append(str(row.get("case_id", "")))
+    index.iteration.append(int(row.get("iteration") or 1))
+    index.status.append(str(row.get("status", "")))
+    index.categories.append(list(row.get("categories") or []))
+    perturbation = row.get("perturbation") or {}
+    index.perturbation.append(perturbation.get("name"))
+    index.perturbation_of.append(perturbation.get("of"))
+    index.conversation_id.append(row.get("conversation_id"))
+    index.turn.append(row.get("turn"))
+    for result in row.get("results") or ():
+        metric = result.get("metric")
+        if metric not in index.scores:
+            index.scores[metric] = [None] * rows
+            index.success[metric] = [None] * rows
+        index.scores[metric][n] = result.get("score")
+        index.success[metric][n] = result.get("success")
 
 
 class LoadedRun:
@@ -137,7 +148,7 @@ class LoadedRun:
         with self._lock:
             cached = self._rows.get(n)
             if cached is None:
-                cached = CaseRow.model_validate(self._raw[n])
+                cached = _case_row(self._raw, n)
                 if len(self._rows) >= self.KEPT_ROWS:
                     self._rows.pop(next(iter(self._rows)))
                 self._rows[n] = cached
@@ -161,7 +172,7 @@ class LoadedRun:
         """The whole report as one ReportData (compare and leaderboard read every row)."""
         with self._lock:
             if self._full is None:
-                rows = [CaseRow.model_validate(r) for r in self._raw]
+                rows = [_case_row(self._raw, n) for n in range(len(self._raw))]
                 self._full = self.head.model_copy(
                     update={
                         "rows": rows[: self.originals],
@@ -169,3 +180,18 @@ class LoadedRun:
                     }
                 )
             return self._full
+
+
+def _case_row(raw: Sequence[dict[str, Any]], n: int) -> CaseRow:
+    """Row ``n`` typed; a row that is not a case row (report.json edited, or written by
+    something else) is a :class:`StorageError` naming it (the page says so, a 400), not a
+    server error."""
+    try:
+        return CaseRow.model_validate(raw[n])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise StorageError(
+            f"row {n} of this run's report.json is not a case row ({where}: {first['msg']}); "
+            "the report was changed after evalrunner wrote it"
+        ) from None

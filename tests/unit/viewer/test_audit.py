@@ -107,3 +107,31 @@ def test_a_summary_whose_run_id_evalrunner_never_makes_is_not_linked(folder: Pat
     assert not [link for link in links if any(c in link for c in "?#&;") or ".." in link]
     assert page.text.count("24030") >= len(bad_ids)  # each named among the unreadable
     assert "live-link" not in client.get("/live").text
+
+
+def _report_of(folder: Path) -> tuple[str, Path]:
+    import json
+
+    summary = sorted(folder.glob("test-reports/evalrunner-demo-hr/*-summary.json"))[0]
+    report = summary.with_name(summary.name.replace("summary", "report"))
+    return json.loads(summary.read_text("utf-8"))["run_id"], report
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [({"question": 1}, "question"), ({"categories": 5}, "row 0"), ({"perturbation": "x"}, "row 0")],
+)
+def test_a_report_whose_rows_lie_about_their_types_is_a_clear_error(
+    client: TestClient, folder: Path, row: dict[str, object], field: str
+) -> None:
+    import json
+
+    run_id, report = _report_of(folder)
+    data = json.loads(report.read_text("utf-8"))
+    data["rows"][0].update(row)
+    report.write_text(json.dumps(data), "utf-8")
+    for url in (f"/runs/{run_id}", f"/runs/{run_id}/cases/0", f"/compare?a={run_id}&b={run_id}"):
+        answer = client.get(url)
+        assert answer.status_code in (400, 404), url
+        assert field in answer.text, url
+    assert client.get("/").status_code == 200
