@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from evalrunner.calibrate.agreement import Calibration, MetricAgreement, agreement, calibrate
 from evalrunner.calibrate.labels import HUMAN, LabelledRow, MetricLabels
+from evalrunner.errors import ConfigError
 from evalrunner.viewer.loaded import LoadedRun
 
 LABELS = "labels.csv"
@@ -26,6 +27,8 @@ NOTE = "note"
 #: Bootstrap rounds for the threshold interval shown while labelling (calibrate's default
 #: is 1000; the page is redrawn on every label, the CLI gives the final figure).
 ROUNDS = 200
+#: A note's longest (the form's maxlength; a longer one in a hand-edited file is cut).
+NOTE_CHARS = 2000
 
 
 class Label(BaseModel):
@@ -34,12 +37,20 @@ class Label(BaseModel):
     metric: str
     #: the reviewer says the metric's verdict should be pass (True) or fail (False)
     human_pass: bool
-    note: str = Field(default="", max_length=2000)
+    note: str = Field(default="", max_length=NOTE_CHARS)
 
 
 def parse_labels(data: bytes) -> list[Label]:
-    """The labels a viewer wrote (also a hand-edited file in the same layout)."""
-    reader = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
+    """The labels a viewer wrote (also a hand-edited file in the same layout). A file that
+    cannot be one (not UTF-8, an iteration that is no whole number) is a :class:`ConfigError`
+    naming the line, which the pages show, rather than a server error; a note longer than a
+    label's is cut, as the form cuts it."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        said = f"{exc.reason} at byte {exc.start}"
+        raise ConfigError(f"{LABELS} is not UTF-8 text ({said}); save it as UTF-8") from None
+    reader = csv.DictReader(io.StringIO(text))
     out: list[Label] = []
     prefix = f"{HUMAN} "
     for record in reader:
@@ -50,13 +61,21 @@ def parse_labels(data: bytes) -> list[Label]:
             verdict = value.strip().lower()
             if verdict not in ("pass", "fail"):
                 continue
+            try:
+                iteration = int(record.get("iteration") or 1)
+            except ValueError:
+                raise ConfigError(
+                    f"{LABELS} line {reader.line_num}: iteration "
+                    f"{str(record.get('iteration'))[:40]!r} is not a whole number; fix or "
+                    "remove that row"
+                ) from None
             out.append(
                 Label(
                     case_id=record.get("case_id") or "",
-                    iteration=int(record.get("iteration") or 1),
+                    iteration=iteration,
                     metric=metric,
                     human_pass=verdict == "pass",
-                    note=record.get(f"{NOTE} {metric}") or "",
+                    note=(record.get(f"{NOTE} {metric}") or "")[:NOTE_CHARS],
                 )
             )
     return out

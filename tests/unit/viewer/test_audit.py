@@ -135,3 +135,34 @@ def test_a_report_whose_rows_lie_about_their_types_is_a_clear_error(
         assert answer.status_code in (400, 404), url
         assert field in answer.text, url
     assert client.get("/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"case_id,iteration,human_verdict ROUGE-L\nx,abc,pass\n", "line 2"),
+        (b"case_id,iteration,human_verdict ROUGE-L\nx,1,pass\xff\n", "UTF-8"),
+    ],
+)
+def test_a_hand_edited_labels_file_it_cannot_read_is_named_not_a_500(
+    client: TestClient, folder: Path, body: bytes, said: str
+) -> None:
+    run_id, report = _report_of(folder)
+    report.with_name(report.name.replace("report.json", "labels.csv")).write_bytes(body)
+    for url in (f"/runs/{run_id}", f"/runs/{run_id}/cases/0", f"/runs/{run_id}/calibration"):
+        answer = client.get(url)
+        assert answer.status_code == 400, url
+        assert said in answer.text and "labels.csv" in answer.text, url
+
+
+def test_a_long_note_in_a_hand_edited_labels_file_is_cut_not_fatal(
+    client: TestClient, folder: Path
+) -> None:
+    run_id, report = _report_of(folder)
+    labels = report.with_name(report.name.replace("report.json", "labels.csv"))
+    labels.write_text(
+        "case_id,iteration,human_verdict ROUGE-L,note ROUGE-L\nleave-01,1,pass," + "n" * 3000,
+        "utf-8",
+    )
+    assert client.get(f"/runs/{run_id}").status_code == 200
+    assert client.get(f"/runs/{run_id}/cases/0").status_code == 200
