@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from evalrunner.calibrate.agreement import Calibration, MetricAgreement, agreement, calibrate
 from evalrunner.calibrate.labels import HUMAN, LabelledRow, MetricLabels
 from evalrunner.errors import ConfigError
+from evalrunner.reports.writers.formulas import is_formula_like, neutralise
 from evalrunner.viewer.loaded import LoadedRun
 
 LABELS = "labels.csv"
@@ -71,27 +72,36 @@ def parse_labels(data: bytes) -> list[Label]:
                 ) from None
             out.append(
                 Label(
-                    case_id=record.get("case_id") or "",
+                    case_id=_restored(record.get("case_id") or ""),
                     iteration=iteration,
                     metric=metric,
                     human_pass=verdict == "pass",
-                    note=(record.get(f"{NOTE} {metric}") or "")[:NOTE_CHARS],
+                    note=_restored(record.get(f"{NOTE} {metric}") or "")[:NOTE_CHARS],
                 )
             )
     return out
 
 
+def _restored(cell: str) -> str:
+    """A cell as it was before :func:`neutralise` defused it (the apostrophe taken off again
+    only where the rest could run as a formula: a label keeps matching its case's id)."""
+    return cell[1:] if cell.startswith("'") and is_formula_like(cell[1:]) else cell
+
+
 def dump_labels(labels: list[Label]) -> bytes:
-    """The labels as calibrate's csv: one row per case × iteration, two columns per metric."""
+    """The labels as calibrate's csv: one row per case × iteration, two columns per metric.
+    A case id or note that a spreadsheet could run as a formula (``=HYPERLINK(...)``: ids
+    come from the suite, notes from a reviewer) is defused as details.csv defuses it, so the
+    file opens safely and its ids match details.csv's for ``evalrunner calibrate``."""
     metrics = list(dict.fromkeys(label.metric for label in labels))
     rows: dict[tuple[str, int], dict[str, str]] = {}
     for label in labels:
         row = rows.setdefault(
             (label.case_id, label.iteration),
-            {"case_id": label.case_id, "iteration": str(label.iteration)},
+            {"case_id": neutralise(label.case_id), "iteration": str(label.iteration)},
         )
         row[f"{HUMAN} {label.metric}"] = "pass" if label.human_pass else "fail"
-        row[f"{NOTE} {label.metric}"] = label.note
+        row[f"{NOTE} {label.metric}"] = neutralise(label.note)
     header = ["case_id", "iteration"]
     for metric in metrics:
         header += [f"{HUMAN} {metric}", f"{NOTE} {metric}"]

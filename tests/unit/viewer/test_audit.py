@@ -166,3 +166,19 @@ def test_a_long_note_in_a_hand_edited_labels_file_is_cut_not_fatal(
     )
     assert client.get(f"/runs/{run_id}").status_code == 200
     assert client.get(f"/runs/{run_id}/cases/0").status_code == 200
+
+
+def test_labels_csv_defuses_formulas_as_details_csv_does_and_reads_them_back() -> None:
+    from evalrunner.viewer.labels import Label, dump_labels, parse_labels
+
+    label = Label(
+        case_id='=HYPERLINK("http://x","y")',
+        iteration=1,
+        metric="m",
+        human_pass=True,
+        note="@SUM(A1)",
+    )
+    text = dump_labels([label]).decode("utf-8")
+    row = text.splitlines()[1]
+    assert row.startswith("\"'=HYPERLINK(") and row.endswith(",'@SUM(A1)")
+    assert parse_labels(text.encode("utf-8")) == [label]
