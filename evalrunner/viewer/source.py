@@ -49,6 +49,8 @@ class Stat:
 
     key: str
     version: str
+    #: bytes (None: not known), so a listed object too large to be what it says is not read
+    size: int | None = None
 
 
 class Source(Protocol):
@@ -111,7 +113,7 @@ class LocalSource:
             if path.is_file() and not path.is_symlink():
                 info = path.stat()
                 key = path.relative_to(self.root).as_posix()
-                yield Stat(key, f"{info.st_mtime_ns}:{info.st_size}")
+                yield Stat(key, f"{info.st_mtime_ns}:{info.st_size}", info.st_size)
 
     def read(self, key: str) -> bytes:
         return self._path(key).read_bytes()
@@ -176,7 +178,7 @@ class S3Source:
             for item in page.get("Contents", []):
                 key = item["Key"][len(self.prefix) :]
                 if key.endswith(suffix):
-                    yield Stat(key, str(item.get("ETag", "")))
+                    yield Stat(key, str(item.get("ETag", "")), item.get("Size"))
 
     def read(self, key: str) -> bytes:
         """The object's bytes; one gone since it was listed, or not readable with these

@@ -28,6 +28,8 @@ from evalrunner.viewer.source import Source, Stat
 SUMMARY = "summary.json"
 #: Whole reports kept parsed at once (a 10,000-case report is the large part of the memory).
 REPORTS_KEPT = 3
+#: The largest summary.json read (a demo run's is ~60 KB, its 31 metric summaries the bulk).
+MAX_SUMMARY_BYTES = 4_000_000
 #: How long a listing of the summaries is reused: a run that finishes shows within this.
 LIST_SECONDS = 2.0
 #: The start stamp a run's id begins with (``pipeline.prepare.new_run_id``); its report
@@ -102,6 +104,14 @@ class RunStore:
         if cached is not None and cached[0] == stat.version:
             return cached[1]
         entry: RunEntry | None
+        if stat.size is not None and stat.size > MAX_SUMMARY_BYTES:
+            # every summary is read for the runs page: one huge object (a bucket others
+            # write to) would hold the whole page up, or the server's memory
+            self.unreadable[stat.key] = (
+                f"{stat.size:,} bytes; a run's summary is a few KB, so it is not read"
+            )
+            self._entries[stat.key] = (stat.version, None)
+            return None
         try:
             entry = RunEntry.model_validate_json(self.source.read(stat.key))
             entry.prefix = stat.key[: -len(SUMMARY)]

@@ -182,3 +182,26 @@ def test_labels_csv_defuses_formulas_as_details_csv_does_and_reads_them_back() -
     row = text.splitlines()[1]
     assert row.startswith("\"'=HYPERLINK(") and row.endswith(",'@SUM(A1)")
     assert parse_labels(text.encode("utf-8")) == [label]
+
+
+def test_a_huge_summary_is_named_unreadable_without_being_read(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalrunner.viewer import store
+
+    huge = folder / "test-reports" / "evalrunner-demo-hr" / "240401-000000-summary.json"
+    huge.write_bytes(b" " * (store.MAX_SUMMARY_BYTES + 1))
+    read = LocalSource.read
+    seen: list[str] = []
+
+    def reading(self: LocalSource, key: str) -> bytes:
+        seen.append(key)
+        return read(self, key)
+
+    monkeypatch.setattr(LocalSource, "read", reading)
+    client = TestClient(create_app(LocalSource(folder), token=TOKEN), base_url="http://127.0.0.1")
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "240401-000000-summary.json" in page.text
+    assert page.text.count('class="run-link"') >= 2
+    assert not [k for k in seen if k.endswith("240401-000000-summary.json")]
