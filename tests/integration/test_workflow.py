@@ -519,3 +519,40 @@ def test_a_step_whose_input_ran_again_is_reported_out_of_date(tmp_path: Path) ->
     assert "out of date" in (out / "workflow-report.html").read_text("utf-8")
     again = run_workflow(bot, steps="weak-spots", metrics=["Refusal"], **common)
     assert [s.value for s in again.ran] == ["weak-spots"]  # not reused: its input changed
+
+
+def test_ctrl_c_inside_a_judge_step_is_recorded_exits_3_and_resumes_there(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A real SIGINT while the generate step waits on the judge (not inside a pipeline run,
+    which has its own Ctrl-C handling): the step is recorded as stopped, the command exits 3
+    (the README's "rerun to resume") instead of dying with a bare interrupt, and the rerun
+    runs generate again and carries on."""
+    import os
+    import signal
+    import threading
+
+    judge = WorkflowJudge()
+    interrupted = threading.Event()
+
+    def interrupting(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if not interrupted.is_set():
+            interrupted.set()
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, delivered to the main thread
+        return judge(messages, request)
+
+    judge_stub.responder = interrupting
+    out = tmp_path / "wf"
+    with Loopback(responder=hr_model) as model:
+        config = workflow_file(tmp_path, model, judge_stub)
+        stopped = invoke(config, out, "--steps", "generate,evaluate")
+        assert stopped.exit_code == 3, stopped.output
+        assert "rerun the command to resume" in stopped.output
+        record = manifest(out)["generate"]
+        assert record["status"] == "failed"
+        assert "Ctrl-C" in record["error"] and "generate" in record["error"]
+        assert manifest(out)["evaluate"]["status"] == "pending"
+        assert not model.requests  # evaluate never started
+        resumed = invoke(config, out, "--steps", "generate,evaluate")
+    assert resumed.exit_code == 1, resumed.output  # the model fails cases, as in the chain
+    assert [manifest(out)[s]["status"] for s in ("generate", "evaluate")] == ["done", "done"]
