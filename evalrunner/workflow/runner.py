@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrunner.errors import ConfigError, EvalRunnerError, RunStopped
+from evalrunner.errors import ConfigError, EvalRunnerError, PartialRun, RunStopped
 from evalrunner.workflow import manifest as mf
 from evalrunner.workflow.config import NEEDS, STEPS, Step, WorkflowConfig
 from evalrunner.workflow.manifest import Manifest, StepRecord, verdict
@@ -195,6 +195,17 @@ def execute(
             mf.save(folder, manifest)
             try:
                 record = functions[step](ctx)
+            except PartialRun as exc:
+                # the run's own message ends with `--resume RUN_ID`, a flag the workflow does
+                # not have: a workflow reruns the whole step, so the message says that
+                how = "was stopped" if isinstance(exc, RunStopped) else "stalled"
+                message = (
+                    f"workflow: the {step.value} step's run {how} part-way; rerun the same "
+                    f"workflow command to run the step again (the partial run stays under "
+                    f"{folder / step.value})"
+                )
+                _failed(folder, manifest, step, digest, started, message)
+                raise type(exc)(message, files=exc.files) from exc
             except EvalRunnerError as exc:
                 _failed(folder, manifest, step, digest, started, str(exc))
                 raise

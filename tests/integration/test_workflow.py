@@ -556,3 +556,38 @@ def test_ctrl_c_inside_a_judge_step_is_recorded_exits_3_and_resumes_there(
         resumed = invoke(config, out, "--steps", "generate,evaluate")
     assert resumed.exit_code == 1, resumed.output  # the model fails cases, as in the chain
     assert [manifest(out)[s]["status"] for s in ("generate", "evaluate")] == ["done", "done"]
+
+
+def test_ctrl_c_inside_the_evaluate_run_tells_the_workflow_s_way_to_resume(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A real SIGINT while the evaluate run waits on the target: the run stops part-way as
+    any run does, but the workflow's message and manifest say to rerun the workflow command,
+    not ``--resume RUN_ID`` (a flag the workflow does not have)."""
+    import os
+    import signal
+    import threading
+
+    from tests.support.loopback_http import Seen
+
+    judge_stub.responder = WorkflowJudge()
+    interrupted = threading.Event()
+
+    def interrupting(seen: Seen) -> Any:
+        if not interrupted.is_set():
+            interrupted.set()
+            os.kill(os.getpid(), signal.SIGINT)
+        return hr_model(seen)
+
+    out = tmp_path / "wf"
+    with Loopback(responder=interrupting) as model:
+        config = workflow_file(tmp_path, model, judge_stub)
+        stopped = invoke(config, out, "--steps", "generate,evaluate")
+        assert stopped.exit_code == 3, stopped.output
+        assert "--resume" not in stopped.output
+        record = manifest(out)["evaluate"]
+        assert record["status"] == "failed" and "--resume" not in record["error"]
+        assert "rerun the same workflow command" in record["error"]
+        resumed = invoke(config, out, "--steps", "generate,evaluate")
+    assert resumed.exit_code == 1, resumed.output
+    assert manifest(out)["evaluate"]["status"] == "done"
