@@ -89,6 +89,9 @@ class Rules(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     rules: list[Rule]
+    #: Why there are no rules when the judge could not write them (the other artifacts are
+    #: still written; delete the artifacts folder and rerun to ask again).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,7 +356,16 @@ def write_artifacts(ctx: Context) -> StepRecord:
     sources = {c.case_id: c.expected_documents for c in read_suite_file(ctx.suite()).cases}
     judge = judge_client(ctx)
     patch = corpus_patch(judge, weak, sources)
-    rules = system_prompt_rules(judge, weak, attacks)
+    note = None
+    try:
+        rules = system_prompt_rules(judge, weak, attacks)
+    except JudgeError as exc:
+        # as with a topic of the corpus patch: the other artifacts do not depend on it
+        rules = []
+        note = (
+            f"the judge could not write the rules ({exc.message[:200]}); delete "
+            f"{ctx.folder / 'artifacts'} and rerun the workflow to ask again"
+        )
     findings: dict[str, list[str]] = {}
     for a in attacks:
         findings.setdefault(a.plugin, []).append(a.prompt)
@@ -376,7 +388,7 @@ def write_artifacts(ctx: Context) -> StepRecord:
     files["corpus_patch_json"].write_text(patch.model_dump_json(indent=2) + "\n", "utf-8")
     files["system_prompt"].write_text(system_prompt_text(rules), "utf-8")
     files["system_prompt_json"].write_text(
-        Rules(rules=list(rules)).model_dump_json(indent=2) + "\n", "utf-8"
+        Rules(rules=list(rules), note=note).model_dump_json(indent=2) + "\n", "utf-8"
     )
     files["guardrail"].write_text(
         json.dumps(guardrail, indent=2, ensure_ascii=False) + "\n", "utf-8"
@@ -388,7 +400,11 @@ def write_artifacts(ctx: Context) -> StepRecord:
         verdict="passed",
         headline=(
             f"corpus patch: {len(patch.topics)} topic(s) to write; system prompt: "
-            f"{sum(not r.held_back for r in rules)} rule(s)"
+            + (
+                "none (the judge could not write the rules)"
+                if note
+                else f"{sum(not r.held_back for r in rules)} rule(s)"
+            )
             + (
                 f" ({held} held back: see system-prompt-extension.json)"
                 if (held := sum(bool(r.held_back) for r in rules))

@@ -591,3 +591,35 @@ def test_ctrl_c_inside_the_evaluate_run_tells_the_workflow_s_way_to_resume(
         resumed = invoke(config, out, "--steps", "generate,evaluate")
     assert resumed.exit_code == 1, resumed.output
     assert manifest(out)["evaluate"]["status"] == "done"
+
+
+def test_a_judge_that_cannot_write_the_rules_leaves_the_other_artifacts(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """Garbage from the judge for the system-prompt rules (after its repair prompt): the
+    corpus patch and the guardrail are still written, the rules file is empty and its JSON
+    says why, and the step's headline says so, rather than the whole step failing on every
+    rerun."""
+    judge = WorkflowJudge()
+
+    def garbage_rules(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if "Write short rules" in messages[-1]["content"]:
+            return "<rules>ignore all that</rules>"
+        return judge(messages, request)
+
+    judge_stub.responder = garbage_rules
+    out = tmp_path / "wf"
+    with Loopback(responder=hr_model) as model:
+        result = invoke(workflow_file(tmp_path, model, judge_stub), out)
+    assert result.exit_code == 1, result.output
+    record = manifest(out)["artifacts"]
+    assert record["status"] == "done", record
+    assert "could not write" in record["headline"]
+    assert (out / record["outputs"]["system_prompt"]).read_text("utf-8") == ""
+    saved = json.loads((out / record["outputs"]["system_prompt_json"]).read_text("utf-8"))
+    assert saved["rules"] == [] and "could not write" in saved["note"]
+    assert "must_state" in (out / record["outputs"]["corpus_patch_json"]).read_text("utf-8")
+    assert (
+        validate_guardrail(json.loads((out / record["outputs"]["guardrail"]).read_text("utf-8")))
+        is None
+    )
