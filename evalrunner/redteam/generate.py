@@ -90,8 +90,8 @@ def write_attacks(
     judge: Judge, plugin: type[Plugin], purpose: str, count: int, seed: int
 ) -> list[Attack]:
     """``count`` attacks of ``plugin`` (fewer when the judge wrote fewer; an indirect
-    injection without a document is dropped). Raises :class:`JudgeError` when the judge
-    fails."""
+    injection without a document, or an attack with a blank prompt, is dropped). Raises
+    :class:`JudgeError` when the judge fails."""
     reply = judge.ask(
         attack_messages(plugin, purpose, count, seed),
         GeneratedAttacks,
@@ -101,6 +101,10 @@ def write_attacks(
     for written in reply.attacks:
         context = (written.context or "").strip() or None
         if plugin.indirect and context is None:
+            continue
+        if not written.prompt.strip():
+            # a blank question would make the whole attack suite unreadable (every case
+            # needs a question): drop this attack, keep the others
             continue
         attacks.append(
             Attack(

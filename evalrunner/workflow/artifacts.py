@@ -14,6 +14,7 @@ the same failures give the same artifacts without asking the judge again."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,6 +78,9 @@ class Rule(BaseModel):
 
     rule: str = Field(min_length=1)
     because: str = Field(min_length=1)
+    #: Why the rule is kept out of ``system-prompt-extension.txt`` (it repeats a case's text,
+    #: or is far longer than a rule); None for a rule that is written there.
+    held_back: str | None = None
 
 
 class Rules(BaseModel):
@@ -85,6 +89,9 @@ class Rules(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     rules: list[Rule]
+    #: Why there are no rules when the judge could not write them (the other artifacts are
+    #: still written; delete the artifacts folder and rerun to ask again).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -281,17 +288,53 @@ def system_prompt_rules(
         'Reply with one JSON object and nothing else: {"rules": [{"rule": "...", '
         '"because": "..."}]}.',
     )
-    return judge.ask(messages, Rules, purpose="workflow: system-prompt rules").value.rules
+    rules = judge.ask(messages, Rules, purpose="workflow: system-prompt rules").value.rules
+    cases = [f"{c.question} {c.expected_answer or ''} {c.answer or ''}" for c in failing]
+    cases += [a.prompt for a in shown]
+    return [_screen(r, cases) for r in rules]
+
+
+#: A rule longer than this is not a rule (a judge reply echoing a megabyte answer).
+MAX_RULE_CHARS = 500
+#: This many consecutive words of a case in a rule: the rule carries the case's text.
+QUOTED_WORDS = 8
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _screen(rule: Rule, cases: Sequence[str]) -> Rule:
+    """Hold back a rule that repeats a run of a case's words or is oversized. The rules go
+    into the user's system prompt and the judge wrote them from untrusted text (answers,
+    attacks that got through): an instruction injected there and echoed back by the judge
+    must not become the assistant's own."""
+    text = " ".join(rule.rule.split())
+    if len(text) > MAX_RULE_CHARS:
+        reason = f"{len(text)} characters, more than a rule ({MAX_RULE_CHARS})"
+        return rule.model_copy(update={"rule": text[:MAX_RULE_CHARS] + "…", "held_back": reason})
+    words = _words(text)
+    runs = {tuple(words[i : i + QUOTED_WORDS]) for i in range(len(words) - QUOTED_WORDS + 1)}
+    for n, case in enumerate(cases, start=1):
+        seen = _words(case)
+        if any(
+            tuple(seen[i : i + QUOTED_WORDS]) in runs for i in range(len(seen) - QUOTED_WORDS + 1)
+        ):
+            reason = (
+                f"repeats {QUOTED_WORDS} or more consecutive words of case {n} shown to the "
+                "judge (untrusted text); read it before adding it by hand"
+            )
+            return rule.model_copy(update={"held_back": reason})
+    return rule
 
 
 def system_prompt_text(rules: Sequence[Rule]) -> str:
     """``system-prompt-extension.txt``: the rules, ready to append to a system prompt (why
     each one is in ``system-prompt-extension.json``)."""
-    if not rules:
+    kept = [r for r in rules if not r.held_back]
+    if not kept:
         return ""
-    return (
-        "\n".join(["Additional rules:"] + [f"- {' '.join(r.rule.split())}" for r in rules]) + "\n"
-    )
+    return "\n".join(["Additional rules:"] + [f"- {' '.join(r.rule.split())}" for r in kept]) + "\n"
 
 
 def write_artifacts(ctx: Context) -> StepRecord:
@@ -313,7 +356,16 @@ def write_artifacts(ctx: Context) -> StepRecord:
     sources = {c.case_id: c.expected_documents for c in read_suite_file(ctx.suite()).cases}
     judge = judge_client(ctx)
     patch = corpus_patch(judge, weak, sources)
-    rules = system_prompt_rules(judge, weak, attacks)
+    note = None
+    try:
+        rules = system_prompt_rules(judge, weak, attacks)
+    except JudgeError as exc:
+        # as with a topic of the corpus patch: the other artifacts do not depend on it
+        rules = []
+        note = (
+            f"the judge could not write the rules ({exc.message[:200]}); delete "
+            f"{ctx.folder / 'artifacts'} and rerun the workflow to ask again"
+        )
     findings: dict[str, list[str]] = {}
     for a in attacks:
         findings.setdefault(a.plugin, []).append(a.prompt)
@@ -336,7 +388,7 @@ def write_artifacts(ctx: Context) -> StepRecord:
     files["corpus_patch_json"].write_text(patch.model_dump_json(indent=2) + "\n", "utf-8")
     files["system_prompt"].write_text(system_prompt_text(rules), "utf-8")
     files["system_prompt_json"].write_text(
-        Rules(rules=list(rules)).model_dump_json(indent=2) + "\n", "utf-8"
+        Rules(rules=list(rules), note=note).model_dump_json(indent=2) + "\n", "utf-8"
     )
     files["guardrail"].write_text(
         json.dumps(guardrail, indent=2, ensure_ascii=False) + "\n", "utf-8"
@@ -348,12 +400,23 @@ def write_artifacts(ctx: Context) -> StepRecord:
         verdict="passed",
         headline=(
             f"corpus patch: {len(patch.topics)} topic(s) to write; system prompt: "
-            f"{len(rules)} rule(s); guardrail: {len(topics)} denied topic(s)"
+            + (
+                "none (the judge could not write the rules)"
+                if note
+                else f"{sum(not r.held_back for r in rules)} rule(s)"
+            )
+            + (
+                f" ({held} held back: see system-prompt-extension.json)"
+                if (held := sum(bool(r.held_back) for r in rules))
+                else ""
+            )
+            + f"; guardrail: {len(topics)} denied topic(s)"
         ),
         outputs={k: ctx.rel(v) for k, v in files.items()},
         facts={
             "topics": len(patch.topics),
-            "rules": len(rules),
+            "rules": sum(not r.held_back for r in rules),
+            "rules_held_back": sum(bool(r.held_back) for r in rules),
             "denied_topics": [t["name"] for t in topics],
         },
     )

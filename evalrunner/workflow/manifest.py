@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalrunner.errors import ConfigError
 from evalrunner.workflow.config import STEPS, Step
@@ -56,6 +56,19 @@ class Manifest(BaseModel):
 
     version: Literal[1] = 1
     steps: list[StepRecord] = Field(default_factory=lambda: [StepRecord(step=s) for s in STEPS])
+
+    @model_validator(mode="after")
+    def _every_step_once(self) -> Manifest:
+        # a manifest edited by hand (a step removed or repeated) is refused here, by name,
+        # rather than failing later on a step it does not hold
+        have = [r.step for r in self.steps]
+        if have != list(STEPS):
+            missing = [s.value for s in STEPS if s not in have]
+            raise ValueError(
+                "its steps must be each workflow step once, in order"
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+            )
+        return self
 
     def record(self, step: Step) -> StepRecord:
         return next(r for r in self.steps if r.step == step)
@@ -126,9 +139,17 @@ def save(folder: Path, manifest: Manifest) -> None:
 
 
 def finished(record: StepRecord, digest: str, folder: Path) -> bool:
-    """A step that need not run again: done or skipped with the same inputs, outputs there."""
+    """A step that need not run again: done or skipped with the same inputs, and its outputs
+    there and as it wrote them."""
+    # each output is checked against the digest recorded when it was written: one edited or
+    # truncated by hand is not reused (nor, through their inputs digest, are its readers)
     return (
         record.status in ("done", "skipped")
         and record.inputs_digest == digest
         and all((folder / p).exists() for p in record.outputs.values())
+        and all(
+            digest_tree(folder / record.outputs[name]) == recorded
+            for name, recorded in record.output_digests.items()
+            if name in record.outputs
+        )
     )

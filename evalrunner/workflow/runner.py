@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrunner.errors import ConfigError, EvalRunnerError
+from evalrunner.errors import ConfigError, EvalRunnerError, PartialRun, RunStopped
 from evalrunner.workflow import manifest as mf
 from evalrunner.workflow.config import NEEDS, STEPS, Step, WorkflowConfig
 from evalrunner.workflow.manifest import Manifest, StepRecord, verdict
@@ -125,6 +125,23 @@ def _settings(ctx: Context, step: Step) -> dict[str, Any]:
     return {}
 
 
+def _failed(
+    folder: Path, manifest: Manifest, step: Step, digest: str, started: str, error: str
+) -> None:
+    """Record ``step`` as failed with ``error``, so the next call resumes there."""
+    manifest.replace(
+        StepRecord(
+            step=step,
+            status="failed",
+            error=error,
+            inputs_digest=digest,
+            started_at=started,
+            finished_at=mf.now(),
+        )
+    )
+    mf.save(folder, manifest)
+
+
 def inputs_digest(ctx: Context, step: Step) -> str:
     upstream = {s.value: ctx.manifest.record(s).output_digests for s in NEEDS[step]}
     return mf.digest_json({"step": step.value, "settings": _settings(ctx, step), "up": upstream})
@@ -178,20 +195,30 @@ def execute(
             mf.save(folder, manifest)
             try:
                 record = functions[step](ctx)
-            except EvalRunnerError as exc:
-                message = str(exc)
-                manifest.replace(
-                    StepRecord(
-                        step=step,
-                        status="failed",
-                        error=message,
-                        inputs_digest=digest,
-                        started_at=started,
-                        finished_at=mf.now(),
-                    )
+            except PartialRun as exc:
+                # the run's own message ends with `--resume RUN_ID`, a flag the workflow does
+                # not have: a workflow reruns the whole step, so the message says that
+                how = "was stopped" if isinstance(exc, RunStopped) else "stalled"
+                message = (
+                    f"workflow: the {step.value} step's run {how} part-way; rerun the same "
+                    f"workflow command to run the step again (the partial run stays under "
+                    f"{folder / step.value})"
                 )
-                mf.save(folder, manifest)
+                _failed(folder, manifest, step, digest, started, message)
+                raise type(exc)(message, files=exc.files) from exc
+            except EvalRunnerError as exc:
+                _failed(folder, manifest, step, digest, started, str(exc))
                 raise
+            except KeyboardInterrupt:
+                # Ctrl-C outside a pipeline run (the judge writing the suite, the attacks or
+                # the artifacts): the same as a stopped run, so the step is recorded as
+                # stopped and the caller is told to rerun, not left with a bare interrupt
+                message = (
+                    f"workflow: the {step.value} step was stopped (Ctrl-C); rerun the same "
+                    "command to resume at it"
+                )
+                _failed(folder, manifest, step, digest, started, message)
+                raise RunStopped(message) from None
             record.inputs_digest = digest
             record.started_at, record.finished_at = started, mf.now()
             record.output_digests = {

@@ -519,3 +519,107 @@ def test_a_step_whose_input_ran_again_is_reported_out_of_date(tmp_path: Path) ->
     assert "out of date" in (out / "workflow-report.html").read_text("utf-8")
     again = run_workflow(bot, steps="weak-spots", metrics=["Refusal"], **common)
     assert [s.value for s in again.ran] == ["weak-spots"]  # not reused: its input changed
+
+
+def test_ctrl_c_inside_a_judge_step_is_recorded_exits_3_and_resumes_there(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A real SIGINT while the generate step waits on the judge (not inside a pipeline run,
+    which has its own Ctrl-C handling): the step is recorded as stopped, the command exits 3
+    (the README's "rerun to resume") instead of dying with a bare interrupt, and the rerun
+    runs generate again and carries on."""
+    import os
+    import signal
+    import threading
+
+    judge = WorkflowJudge()
+    interrupted = threading.Event()
+
+    def interrupting(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if not interrupted.is_set():
+            interrupted.set()
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, delivered to the main thread
+        return judge(messages, request)
+
+    judge_stub.responder = interrupting
+    out = tmp_path / "wf"
+    with Loopback(responder=hr_model) as model:
+        config = workflow_file(tmp_path, model, judge_stub)
+        stopped = invoke(config, out, "--steps", "generate,evaluate")
+        assert stopped.exit_code == 3, stopped.output
+        assert "rerun the command to resume" in stopped.output
+        record = manifest(out)["generate"]
+        assert record["status"] == "failed"
+        assert "Ctrl-C" in record["error"] and "generate" in record["error"]
+        assert manifest(out)["evaluate"]["status"] == "pending"
+        assert not model.requests  # evaluate never started
+        resumed = invoke(config, out, "--steps", "generate,evaluate")
+    assert resumed.exit_code == 1, resumed.output  # the model fails cases, as in the chain
+    assert [manifest(out)[s]["status"] for s in ("generate", "evaluate")] == ["done", "done"]
+
+
+def test_ctrl_c_inside_the_evaluate_run_tells_the_workflow_s_way_to_resume(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A real SIGINT while the evaluate run waits on the target: the run stops part-way as
+    any run does, but the workflow's message and manifest say to rerun the workflow command,
+    not ``--resume RUN_ID`` (a flag the workflow does not have)."""
+    import os
+    import signal
+    import threading
+
+    from tests.support.loopback_http import Seen
+
+    judge_stub.responder = WorkflowJudge()
+    interrupted = threading.Event()
+
+    def interrupting(seen: Seen) -> Any:
+        if not interrupted.is_set():
+            interrupted.set()
+            os.kill(os.getpid(), signal.SIGINT)
+        return hr_model(seen)
+
+    out = tmp_path / "wf"
+    with Loopback(responder=interrupting) as model:
+        config = workflow_file(tmp_path, model, judge_stub)
+        stopped = invoke(config, out, "--steps", "generate,evaluate")
+        assert stopped.exit_code == 3, stopped.output
+        assert "--resume" not in stopped.output
+        record = manifest(out)["evaluate"]
+        assert record["status"] == "failed" and "--resume" not in record["error"]
+        assert "rerun the same workflow command" in record["error"]
+        resumed = invoke(config, out, "--steps", "generate,evaluate")
+    assert resumed.exit_code == 1, resumed.output
+    assert manifest(out)["evaluate"]["status"] == "done"
+
+
+def test_a_judge_that_cannot_write_the_rules_leaves_the_other_artifacts(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """Garbage from the judge for the system-prompt rules (after its repair prompt): the
+    corpus patch and the guardrail are still written, the rules file is empty and its JSON
+    says why, and the step's headline says so, rather than the whole step failing on every
+    rerun."""
+    judge = WorkflowJudge()
+
+    def garbage_rules(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if "Write short rules" in messages[-1]["content"]:
+            return "<rules>ignore all that</rules>"
+        return judge(messages, request)
+
+    judge_stub.responder = garbage_rules
+    out = tmp_path / "wf"
+    with Loopback(responder=hr_model) as model:
+        result = invoke(workflow_file(tmp_path, model, judge_stub), out)
+    assert result.exit_code == 1, result.output
+    record = manifest(out)["artifacts"]
+    assert record["status"] == "done", record
+    assert "could not write" in record["headline"]
+    assert (out / record["outputs"]["system_prompt"]).read_text("utf-8") == ""
+    saved = json.loads((out / record["outputs"]["system_prompt_json"]).read_text("utf-8"))
+    assert saved["rules"] == [] and "could not write" in saved["note"]
+    assert "must_state" in (out / record["outputs"]["corpus_patch_json"]).read_text("utf-8")
+    assert (
+        validate_guardrail(json.loads((out / record["outputs"]["guardrail"]).read_text("utf-8")))
+        is None
+    )

@@ -57,3 +57,39 @@ def test_the_report_escapes_step_text_and_links_relative_paths(tmp_path: Path) -
     report = json.loads(json_path.read_text("utf-8"))
     assert report["verdict"] == "incomplete"
     assert [s["status"] for s in report["steps"]][:4] == ["pending", "done", "pending", "failed"]
+
+
+def test_a_step_whose_output_was_edited_by_hand_is_not_finished(tmp_path: Path) -> None:
+    """The recorded digest of each output is checked, not only that the file is there: an
+    output edited (or truncated) by hand runs its step again instead of being reused, and
+    its readers with it (their inputs digest holds the recorded output digests)."""
+    out = tmp_path / "out.json"
+    out.write_text('{"weak_spots": []}')
+    from evalrunner.workflow.manifest import digest_tree
+
+    done = StepRecord(
+        step=Step.WEAK_SPOTS,
+        status="done",
+        inputs_digest="d1",
+        outputs={"x": "out.json"},
+        output_digests={"x": digest_tree(out)},
+    )
+    assert finished(done, "d1", tmp_path)
+    out.write_text('{"weak_spots": [], "edited": true}')
+    assert not finished(done, "d1", tmp_path)
+
+
+def test_a_hand_edited_manifest_missing_a_step_is_refused_by_name(tmp_path: Path) -> None:
+    import pytest
+
+    from evalrunner.errors import ConfigError
+
+    m = Manifest()
+    data = json.loads(m.model_dump_json())
+    data["steps"] = [s for s in data["steps"] if s["step"] != "evaluate"]
+    (tmp_path / "workflow.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="evaluate"):
+        load(tmp_path)
+    (tmp_path / "workflow.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not a workflow manifest"):
+        load(tmp_path)
