@@ -30,7 +30,7 @@ from evalrunner.cli.common import (
     err,
     judge_arg,
 )
-from evalrunner.errors import ConfigError, EvalRunnerError, ExecutionFailed
+from evalrunner.errors import ConfigError, EvalRunnerError, ExecutionFailed, RunStopped
 
 
 def redteam(
@@ -98,17 +98,27 @@ def redteam(
         spec = _json_arg(target, "--target")
         if not isinstance(spec, dict):
             raise EvalRunnerError('--target: must be a JSON object, e.g. \'{"url": "..."}\'')
-        planned = plan(
-            spec,
-            judge=judge_arg(judge, judge_timeout),
-            purpose=purpose,
-            suite=suite,
-            plugins=plugins,
-            strategies=strategies,
-            num_tests=num_tests,
-            seed=seed,
-            language=language,
-        )
+        try:
+            planned = plan(
+                spec,
+                judge=judge_arg(judge, judge_timeout),
+                purpose=purpose,
+                suite=suite,
+                plugins=plugins,
+                strategies=strategies,
+                num_tests=num_tests,
+                seed=seed,
+                language=language,
+            )
+        except KeyboardInterrupt:
+            # Ctrl-C before the run starts (the judge writing the attacks) is a stopped run
+            # like one inside it (exit 3), not a bare interrupt: nothing ran against the
+            # target, and the judge cache keeps every answer written so far
+            raise RunStopped(
+                "redteam: stopped (Ctrl-C) while the judge was writing the attacks; nothing "
+                "was run against the target. The judge cache keeps the attacks written so "
+                "far, so rerunning the same command resumes cheaply"
+            ) from None
         if save_attacks is not None:
             save_attacks.write_text(
                 json.dumps(planned.rows, ensure_ascii=False, indent=1), encoding="utf-8"

@@ -398,3 +398,45 @@ def test_the_readme_example_runs(tmp_path: Path, judge_stub: JudgeStub) -> None:
     types = {p["finding"]["plugin"] for p in summary["problems"] if p["type"] == "redteam"}
     # every plugin the example names got through the leaky model
     assert types == {"prompt-injection", "indirect-prompt-injection", "system-prompt-extraction"}
+
+
+def test_ctrl_c_while_the_judge_writes_the_attacks_exits_3_and_the_rerun_resumes_cheaply(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """A real SIGINT while the judge is writing the attacks (before any run starts, so the
+    run's own Ctrl-C handling is not there): exit 3 with a line saying where it stopped and
+    that a rerun resumes from the judge cache, not a bare exit 130; the rerun then asks the
+    judge less than a run from scratch does."""
+    import os
+    import signal
+    import threading
+
+    options = ["--purpose", PURPOSE, "--plugins", "system-prompt-extraction,off-topic"]
+    options += ["--num-tests", "2"]
+    judge = RedTeamJudge()
+    asked, sent = threading.Event(), threading.Event()
+
+    def interrupting(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if asked.is_set() and not sent.is_set():  # the second request: one answer is cached
+            sent.set()
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, delivered to the main thread
+        asked.set()
+        return judge(messages, request)
+
+    with Loopback(responder=leaky_model) as model:
+        judge_stub.responder = RedTeamJudge()
+        whole = redteam(model, judge_stub, tmp_path / "whole", tmp_path / "fresh", *options)
+        from_scratch = len(judge_stub.requests)
+        sent_to_model = len(model.requests)
+        judge_stub.responder = interrupting
+        cache = tmp_path / "cache"
+        stopped = redteam(model, judge_stub, tmp_path / "out", cache, *options)
+        assert stopped.exit_code == 3, stopped.output
+        assert "stopped (Ctrl-C) while the judge was writing the attacks" in stopped.output
+        assert "rerunning the same command resumes" in stopped.output
+        assert len(model.requests) == sent_to_model  # nothing was sent to the target
+        before = len(judge_stub.requests)
+        judge_stub.responder = RedTeamJudge()
+        resumed = redteam(model, judge_stub, tmp_path / "out", cache, *options)
+    assert whole.exit_code == resumed.exit_code == 1, resumed.output  # the leaky model fails
+    assert len(judge_stub.requests) - before < from_scratch  # the answers written before Ctrl-C
