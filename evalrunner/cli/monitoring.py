@@ -215,22 +215,49 @@ def promote(
         ),
     ],
     to: Annotated[Path, typer.Option("--to", help="The suite to write: .xlsx or .jsonl.")],
-    worst: Annotated[int, typer.Option(help="How many of the worst cases to promote.")] = 10,
+    worst: Annotated[
+        int, typer.Option(help="How many of the worst failing cases to promote.")
+    ] = 10,
+    include_passing: Annotated[
+        bool,
+        typer.Option(
+            "--include-passing",
+            help="When fewer than --worst cases failed, fill the rest with the passing cases "
+            "closest to a threshold (by default only failing cases are promoted).",
+        ),
+    ] = False,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Reports folder holding the run.")
     ] = DEFAULT_OUT,
 ) -> None:
-    """Write a run's worst interactions as regression cases: the question, and the answer as
-    a candidate expected answer flagged for review (never as the expected answer)."""
+    """Write a run's worst failing interactions as regression cases: the question, and the
+    answer as a candidate expected answer flagged for review (never as the expected answer)."""
     from evalrunner.monitor.promote import worst_cases, write_suite
 
     try:
-        cases = worst_cases(run, out_dir, worst)
-        write_suite(cases, to)
+        chosen = worst_cases(run, out_dir, worst, include_passing=include_passing)
+        if not chosen.cases and chosen.scored and not chosen.failing:
+            err.print(
+                f"no case failed in run {escape(chosen.run_id)} ({chosen.scored} scored): "
+                f"nothing promoted, {escape(str(to))} not written (--include-passing promotes "
+                "the passing cases closest to a threshold)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
+        write_suite(chosen.cases, to)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
+    if chosen.failing < worst and not include_passing:
+        err.print(
+            f"only {chosen.failing} of the {chosen.scored} scored case(s) failed, fewer than "
+            f"--worst {worst}: only those are promoted (--include-passing adds the passing "
+            "cases closest to a threshold)",
+            highlight=False,
+            soft_wrap=True,
+        )
     err.print(
-        f"{len(cases)} case(s) promoted to {escape(str(to))}: review each "
+        f"{len(chosen.cases)} case(s) promoted to {escape(str(to))}: review each "
         "candidate_expected_answer and move it to expected_answer before the suite gates a "
         "release",
         highlight=False,

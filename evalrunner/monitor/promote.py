@@ -1,11 +1,15 @@
 """``evalrunner promote RUN --worst N --to suite.xlsx|.jsonl``: a run's worst interactions as
 regression cases.
 
-Worst first: the most primary metrics failed, then the furthest below a threshold (each
-scored primary metric's margin, ``score - threshold`` or ``threshold - score`` for a metric
-where lower is better; the case's smallest margin counts). Each case keeps its question; the
-answer production gave is written as a **candidate** expected answer in its own column
-(``candidate_expected_answer``) with ``review`` saying it needs one, never as
+Only failing cases (a primary metric below its threshold) are promoted by default: a case
+that passed is no regression to pin, so ``--worst 10`` over a run where three failed writes
+those three and says so; ``--include-passing`` fills the rest with the passing cases closest
+to a threshold. Worst first: the most primary metrics failed, then the furthest below a
+threshold (each scored primary metric's margin, ``score - threshold`` or ``threshold -
+score`` for a metric where lower is better; the case's smallest margin counts). Each case
+keeps its question; the answer production gave is written as a **candidate** expected
+answer in its own column (``candidate_expected_answer``) with ``review`` saying it needs
+one, never as
 ``expected_answer``: the worst answers are the likeliest to be wrong, and a suite must not
 pin them as right until someone has read them. ``evalrunner run`` reads the file as it is
 (the two columns are kept as the case's metadata); a reviewer moves a corrected answer into
@@ -56,9 +60,26 @@ class Promoted(BaseModel):
     promoted_from: str
 
 
-def worst_cases(run: str | Path, out: Path, worst: int) -> list[Promoted]:
-    """The ``worst`` answered cases of ``run`` (a run id under ``out``, its report file or
-    folder), worst first."""
+class Promotion(BaseModel):
+    """What ``promote`` chose: the cases, worst first, and how many the run had to choose
+    from (so the output can say when fewer failed than were asked for)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    cases: list[Promoted]
+    #: answered cases with a scored primary metric
+    scored: int
+    #: of those, the ones with a primary metric failed
+    failing: int
+
+
+def worst_cases(
+    run: str | Path, out: Path, worst: int, *, include_passing: bool = False
+) -> Promotion:
+    """The ``worst`` failing answered cases of ``run`` (a run id under ``out``, its report
+    file or folder), worst first; ``include_passing``: passing cases fill the rest, those
+    closest to a threshold first."""
     if worst < 1:
         raise MonitorError("--worst: give how many cases to promote (at least 1)")
     try:
@@ -99,7 +120,9 @@ def worst_cases(run: str | Path, out: Path, worst: int) -> list[Promoted]:
             (-len(failed), worst_margin, row.case_id, row, failed, worst_metric, worst_score)
         )
     ranked.sort(key=lambda item: (item[0], item[1], item[2]))
-    return [
+    failing = sum(1 for item in ranked if item[0] < 0)
+    taken = ranked if include_passing else [item for item in ranked if item[0] < 0]
+    cases = [
         Promoted(
             id=f"promoted-{row.case_id}",
             question=row.question,
@@ -109,8 +132,9 @@ def worst_cases(run: str | Path, out: Path, worst: int) -> list[Promoted]:
             worst_score=score,
             promoted_from=f"run {run_id}, case {row.case_id}",
         )
-        for _, _, _, row, failed, metric, score in ranked[:worst]
+        for _, _, _, row, failed, metric, score in taken[:worst]
     ]
+    return Promotion(run_id=run_id, cases=cases, scored=len(ranked), failing=failing)
 
 
 def write_suite(cases: list[Promoted], path: Path) -> None:

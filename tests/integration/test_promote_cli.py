@@ -80,3 +80,45 @@ def test_promote_refuses_what_it_cannot_write(scored: Path, tmp_path: Path) -> N
     assert result.exit_code == 2 and "write an .xlsx or a .jsonl suite" in result.output
     result = runner.invoke(app, ["promote", "no-such-run", "--to", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 2 and "no finished run with that id" in result.output
+
+
+def test_fewer_failing_than_asked_promotes_only_the_failing_and_says_so(
+    scored: Path, tmp_path: Path
+) -> None:
+    folder = scored / "test-reports" / "monitor-prod.jsonl"
+    target = tmp_path / "regressions.jsonl"
+    args = ["promote", str(folder), "--worst", "4", "--to", str(target), "--out", str(scored)]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    ids = sorted(c.case_id for c in read_suite_file(target).cases)
+    assert ids == ["promoted-leaks", "promoted-loops"]  # the two passing ones are not promoted
+    assert "only 2 of the 4 scored case(s) failed" in " ".join(result.output.split())
+
+    # asked for explicitly, the closest passing ones fill the rest, worst first after the failing
+    args += ["--include-passing"]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    cases = read_suite_file(target).cases
+    assert [c.case_id for c in cases][:2] in (
+        ["promoted-leaks", "promoted-loops"],
+        ["promoted-loops", "promoted-leaks"],
+    )
+    assert len(cases) == 4 and not cases[3].metadata.get("failed_metrics")
+
+
+def test_a_run_where_nothing_failed_promotes_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "prod.jsonl"
+    fine = [r for r in records() if r["id"] in ("fine", "also-fine")]
+    log.write_text("".join(json.dumps(r) + "\n" for r in fine), "utf-8")
+    out = tmp_path / "out"
+    args = ["monitor", str(log), "--out", str(out), "--quiet", "--no-mask-pii"]
+    args += ["--metric", "PII leakage", "--metric", "Looping detection", "--fail-on", "never"]
+    assert runner.invoke(app, args, catch_exceptions=False).exit_code == 0
+    target = tmp_path / "regressions.jsonl"
+    folder = out / "test-reports" / "monitor-prod.jsonl"
+    result = runner.invoke(
+        app, ["promote", str(folder), "--worst", "3", "--to", str(target), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert not target.exists()
+    assert "no case failed" in " ".join(result.output.split())
