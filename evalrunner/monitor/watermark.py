@@ -17,20 +17,31 @@ however long the monitor runs. The id is the record's own (request id, trace id,
 column) or, where a log has none, a hash of its content and time
 (:func:`evalrunner.monitor.model.content_id`).
 
+**The ids are never stored**: a record's own id may be a production identifier (a user's
+e-mail as the key, a session token), and the watermark lives in a bucket many can read.
+``decided`` holds an HMAC-SHA256 of each id keyed with the watermark's own random ``salt``
+(:meth:`Watermark.key`), so the file names no interaction, the same id in two monitors'
+files does not match, and an id is still recognised when it comes again. A version-1 file
+(raw ids) is read and its ids hashed on load (:meth:`Watermark._migrate`); the next save
+writes version 2.
+
 Kept as JSON beside the reports: ``monitor/<name>/watermark.json`` in the run bucket
 (deployed) or under ``--out`` (local).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.storage import RunStore
@@ -63,15 +74,34 @@ class Watermark(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     name: str
     source: str
     lateness_seconds: float = Field(ge=0)
     event_time: datetime | None = None
-    #: id -> event time, for every interaction decided at or after the floor
+    #: the HMAC key of this watermark's ids (random, made with it)
+    salt: str = Field(default_factory=lambda: secrets.token_hex(16), min_length=32)
+    #: :meth:`key` of an id -> event time, for every interaction decided at or after the floor
     decided: dict[str, datetime] = Field(default_factory=dict)
     updated_at: datetime | None = None
     runs: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        """A version-1 watermark kept the raw ids: each is hashed with a new salt as it is
+        read, so the same interactions stay decided and the next save stores no id."""
+        if isinstance(data, dict) and data.get("version", 1) == 1 and "salt" not in data:
+            salt = secrets.token_hex(16)
+            decided = data.get("decided")
+            data = {**data, "version": 2, "salt": salt}
+            if isinstance(decided, dict):
+                data["decided"] = {_digest(salt, str(k)): t for k, t in decided.items()}
+        return data
+
+    def key(self, interaction_id: str) -> str:
+        """How ``decided`` holds an id: its HMAC-SHA256 under this watermark's salt."""
+        return _digest(self.salt, interaction_id)
 
     def floor(self) -> datetime | None:
         if self.event_time is None:
@@ -83,9 +113,10 @@ class Watermark(BaseModel):
         selection = Selection()
         seen: dict[str, datetime] = {}
         for item in interactions:
-            if item.id in seen or item.id in self.decided:
+            key = self.key(item.id)
+            if item.id in seen or key in self.decided:
                 selection.duplicates += 1
-                taken = seen.get(item.id, self.decided.get(item.id))
+                taken = seen.get(item.id, self.decided.get(key))
                 if taken is not None and taken != item.timestamp:
                     selection.reused.append(_reused(item, taken))
                 seen.setdefault(item.id, item.timestamp)
@@ -114,7 +145,7 @@ class Watermark(BaseModel):
         ids = dict(self.decided)
         latest = self.event_time
         for item in decided:
-            ids[item.id] = item.timestamp
+            ids[self.key(item.id)] = item.timestamp
             latest = item.timestamp if latest is None else max(latest, item.timestamp)
         if hold is not None and latest is not None and latest > hold:
             latest = max(hold, self.event_time) if self.event_time else hold
@@ -128,6 +159,11 @@ class Watermark(BaseModel):
         kept = {k: t for k, t in ids.items() if floor is None or t >= floor}
         runs = [*self.runs, run_id][-KEEP_RUNS:] if run_id else self.runs
         return moved.model_copy(update={"decided": kept, "updated_at": now, "runs": runs})
+
+
+def _digest(salt: str, interaction_id: str) -> str:
+    body = interaction_id.encode("utf-8", "surrogatepass")
+    return hmac.new(salt.encode("ascii"), body, hashlib.sha256).hexdigest()[:32]
 
 
 def _reused(item: Interaction, taken: datetime) -> RecordProblem:

@@ -61,9 +61,11 @@ def test_duplicates_in_one_batch_are_taken_once() -> None:
 
 def test_ids_older_than_the_window_are_dropped_from_the_set() -> None:
     mark = fresh("m", "logs", 600).advanced([item("a", 0), item("b", 8)], None, NOW)
-    assert set(mark.decided) == {"a", "b"}
+    assert set(mark.decided) == {mark.key("a"), mark.key("b")}
     mark = mark.advanced([item("c", 60)], None, NOW)
-    assert set(mark.decided) == {"c"}  # a and b are before the floor (50 min): too late anyway
+    assert set(mark.decided) == {
+        mark.key("c")
+    }  # a and b are before the floor (50 min): too late anyway
     assert mark.select([item("a", 0)], None).too_late == 1
 
 
@@ -85,7 +87,7 @@ def test_local_store_round_trip_and_plan(tmp_path: Path) -> None:
     assert [i.id for i in first.chosen] == ["x"]
     commit(first, store, "run-1", NOW)
     saved = store.load("prod")
-    assert isinstance(saved, Watermark) and saved.decided == {"x": T0}
+    assert isinstance(saved, Watermark) and saved.decided == {saved.key("x"): T0}
     assert (tmp_path / "out" / "monitor" / "prod" / "watermark.json").is_file()
     assert plan(options, store).chosen == []
     # the same name over another source is refused rather than mixing two watermarks
@@ -164,7 +166,7 @@ def test_a_record_from_the_future_does_not_push_the_watermark_past_now() -> None
     honest = item("next", 24 * 60 - 1)  # a minute before NOW, logged after the future one
     second = mark.select([future, honest], None)
     assert [i.id for i in second.new] == ["next"] and second.duplicates == 1
-    assert "future" in mark.decided  # still taken once, though after the floor for years
+    assert mark.key("future") in mark.decided  # still taken once, though after the floor for years
 
 
 def test_ids_that_read_alike_as_case_ids_stay_distinct() -> None:
@@ -240,3 +242,48 @@ def test_personal_data_in_an_id_or_a_session_is_masked_in_the_suite() -> None:
     assert case_id(other) != case_id(logged)  # two people's ids stay two cases
     (plain,) = suite_rows([logged], mask_pii=False)
     assert plain["interaction_id"] == "jo@ex.com-7"  # --no-mask-pii keeps it as logged
+
+
+def test_the_stored_watermark_holds_keyed_digests_never_the_ids(tmp_path: Path) -> None:
+    """Interaction ids may be production identifiers (a user's e-mail as the key): the file
+    keeps a salted HMAC of each, and still takes each interaction once."""
+    store = LocalWatermarks(tmp_path)
+    ids = ["ann@corp.io", "req-7f3a"]
+    mark = fresh("prod", "logs", 3600).advanced([item(i, n) for n, i in enumerate(ids)], "r", NOW)
+    store.save(mark)
+    text = store.path("prod").read_text("utf-8")
+    assert not any(i in text for i in ids)
+    loaded = store.load("prod")
+    assert loaded is not None
+    again = loaded.select([item("ann@corp.io", 0), item("req-7f3a", 1), item("new", 2)], None)
+    assert [i.id for i in again.new] == ["new"] and again.duplicates == 2
+    # a re-delivered record with another time is still told apart as a reused id
+    reused = loaded.select([item("ann@corp.io", 30)], None)
+    assert reused.duplicates == 1 and len(reused.reused) == 1
+    # two watermarks key the same id differently (a digest is no global pseudonym)
+    other = fresh("other", "logs", 3600).advanced([item("ann@corp.io", 0)], "r", NOW)
+    assert set(other.decided).isdisjoint(loaded.decided)
+
+
+def test_a_watermark_written_with_raw_ids_is_read_and_rewritten_as_digests(
+    tmp_path: Path,
+) -> None:
+    store = LocalWatermarks(tmp_path)
+    store.path("prod").parent.mkdir(parents=True)
+    old = {
+        "version": 1,
+        "name": "prod",
+        "source": "logs",
+        "lateness_seconds": 3600,
+        "event_time": (T0 + timedelta(minutes=5)).isoformat(),
+        "decided": {"ann@corp.io": T0.isoformat(), "b": (T0 + timedelta(minutes=5)).isoformat()},
+        "runs": ["run-1"],
+    }
+    store.path("prod").write_text(json.dumps(old), "utf-8")
+    loaded = store.load("prod")
+    assert loaded is not None and loaded.runs == ["run-1"]
+    selection = loaded.select([item("ann@corp.io", 0), item("b", 5), item("c", 6)], None)
+    assert [i.id for i in selection.new] == ["c"] and selection.duplicates == 2
+    store.save(loaded.advanced(selection.new, "run-2", NOW))
+    text = store.path("prod").read_text("utf-8")
+    assert "ann@corp.io" not in text and '"version": 2' in text
