@@ -114,9 +114,13 @@ class SourceRead(BaseModel):
     #: Files read (and, for a watermark, files skipped as older than it could want).
     files: int = 0
     files_skipped: int = 0
+    #: Records passed over before they were built as ones the watermark already took
+    #: (duplicates, told apart early so nothing more is fetched for them).
+    already_taken: int = 0
 
     def extend(self, other: SourceRead) -> None:
         self.interactions.extend(other.interactions)
         self.problems.extend(other.problems)
+        self.already_taken += other.already_taken
         self.files += other.files
         self.files_skipped += other.files_skipped

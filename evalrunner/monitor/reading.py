@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,9 +53,11 @@ def read_location(
     older_than: datetime | None = None,
     s3: Any = None,
     out_dir: Path | None = None,
+    already_taken: Callable[[str, datetime], bool] | None = None,
 ) -> SourceRead:
     """Every interaction at ``location`` and a problem for each record (or file) that could
-    not be read; one bad record or file never loses the others."""
+    not be read; one bad record or file never loses the others. ``already_taken(id, time)``:
+    the watermark's test, for a source that would fetch more to build a record it took."""
     if fmt != AUTO:
         source_named(fmt)(mapping)  # a bad --format or --map is refused before reading
     elif mapping:
@@ -78,11 +80,11 @@ def read_location(
             if source_kinds()[kind].joins_files:
                 joined.setdefault(kind, []).append((file.name, text))
             else:
-                read.extend(_source(kind, mapping, s3).read_all([(file.name, text)]))
+                read.extend(_source(kind, mapping, s3, already_taken).read_all([(file.name, text)]))
         except MonitorError as exc:
             read.problems.append(RecordProblem(file=file.name, message=exc.message))
     for kind, files in joined.items():
-        read.extend(_source(kind, mapping, s3).read_all(files))
+        read.extend(_source(kind, mapping, s3, already_taken).read_all(files))
     return read
 
 
@@ -92,7 +94,13 @@ def _kind_and_text(file: LogFile, fmt: str) -> tuple[str, str]:
     return (fmt if fmt != AUTO else detect(file.name, text)), text
 
 
-def _source(kind: str, mapping: Mapping[str, str] | None, s3: Any) -> Source:
+def _source(
+    kind: str,
+    mapping: Mapping[str, str] | None,
+    s3: Any,
+    already_taken: Callable[[str, datetime], bool] | None,
+) -> Source:
     source = source_kinds()[kind](mapping if source_named(kind).mappable else None)
     source.s3 = s3  # a record's body stored apart is read with the same credentials
+    source.already_taken = already_taken
     return source

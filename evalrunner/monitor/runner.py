@@ -141,7 +141,13 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
     floor = watermark.floor()
     out_dir = store.out_dir if isinstance(store, LocalWatermarks) else None
     read = read_location(
-        options.source, options.format, options.mapping, older_than=floor, s3=s3, out_dir=out_dir
+        options.source,
+        options.format,
+        options.mapping,
+        older_than=floor,
+        s3=s3,
+        out_dir=out_dir,
+        already_taken=watermark.taken,
     )
     selection = watermark.select(read.interactions, options.since)
     return Plan(
@@ -150,10 +156,10 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
         files=read.files,
         files_skipped=read.files_skipped,
         problems=[*read.problems, *selection.reused],
-        found=len(read.interactions),
+        found=len(read.interactions) + read.already_taken,
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),
-        duplicates=selection.duplicates,
+        duplicates=selection.duplicates + read.already_taken,
         too_late=selection.too_late,
         before_since=selection.before_since,
     )

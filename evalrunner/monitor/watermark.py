@@ -103,6 +103,12 @@ class Watermark(BaseModel):
         """How ``decided`` holds an id: its HMAC-SHA256 under this watermark's salt."""
         return _digest(self.salt, interaction_id)
 
+    def taken(self, interaction_id: str, when: datetime) -> bool:
+        """Whether this interaction (this id at this time) was decided before: a duplicate
+        :meth:`select` would pass over (an id taken for another time is not, so that
+        :meth:`select` still names it as reused)."""
+        return self.decided.get(self.key(interaction_id)) == when
+
     def floor(self) -> datetime | None:
         if self.event_time is None:
             return None

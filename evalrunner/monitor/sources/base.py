@@ -30,6 +30,11 @@ class Source(ABC):
     #: The boto3 S3 client the location is read with (:func:`..reading.read_location` sets
     #: it; None: the default credentials), for a source whose records point into S3.
     s3: Any = None
+    #: Whether the watermark already took a record of this id and time (set by the reader
+    #: from the watermark; None: nothing taken). A source that must fetch more to build a
+    #: record (a Bedrock body stored apart) asks first and raises :class:`AlreadyTaken`, so
+    #: a record read again inside the lateness window costs no fetch.
+    already_taken: Callable[[str, datetime], bool] | None = None
 
     def __init__(self, mapping: Mapping[str, str] | None = None) -> None:
         mapping = dict(mapping or {})
@@ -99,6 +104,10 @@ class BadField(Exception):
         self.message = message
 
 
+class AlreadyTaken(Exception):
+    """The record is one the watermark took before (counted as a duplicate, not built)."""
+
+
 def json_lines(file: str, text: str) -> Iterator[tuple[int, Any] | RecordProblem]:
     """Each non-empty line's JSON value with its line number, or the problem of a line that
     is not JSON."""
@@ -126,6 +135,9 @@ def per_record(
         origin = f"{file}:{line}" if line is not None else file
         try:
             built = build(record, origin)
+        except AlreadyTaken:
+            read.already_taken += 1
+            continue
         except BadField as exc:
             read.problems.append(
                 RecordProblem(file=file, line=line, field=exc.field, message=exc.message)

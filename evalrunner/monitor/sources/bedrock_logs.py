@@ -34,6 +34,7 @@ from evalrunner.http_client import ResponseTooLarge
 from evalrunner.monitor.locations import split_s3
 from evalrunner.monitor.model import Interaction, RecordProblem, SourceRead
 from evalrunner.monitor.sources.base import (
+    AlreadyTaken,
     BadField,
     Source,
     json_lines,
@@ -76,6 +77,14 @@ class BedrockInvocationSource(Source):
             raise BadField("input", "missing: the record has no input object")
         if not isinstance(outputs, Mapping):
             raise BadField("output", "missing: the record has no output object")
+        request = required_text(record.get("requestId"), "requestId")
+        when = timestamp(record.get("timestamp"))
+        stored_apart = any(
+            side.get(key.replace("S3Path", "Json")) is None and side.get(key)
+            for side, key in ((inputs, "inputBodyS3Path"), (outputs, "outputBodyS3Path"))
+        )
+        if stored_apart and self.already_taken is not None and self.already_taken(request, when):
+            raise AlreadyTaken  # a duplicate: its bodies are not fetched again
         bodies = []
         for side, key in ((inputs, "inputBodyS3Path"), (outputs, "outputBodyS3Path")):
             body = side.get(key.replace("S3Path", "Json"))
@@ -88,13 +97,12 @@ class BedrockInvocationSource(Source):
         answer = _answer(bodies[1])
         if answer is None:
             raise BadField("output.outputBodyJson", "no answer text found")
-        request = required_text(record.get("requestId"), "requestId")
         return Interaction(
             id=request,
             id_kind="record",
             question=question,
             answer=answer,
-            timestamp=timestamp(record.get("timestamp")),
+            timestamp=when,
             origin=origin,
             source=self.name,
         )

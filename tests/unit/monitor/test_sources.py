@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -348,3 +349,45 @@ def test_an_otel_trace_split_across_files_is_one_interaction(tmp_path: Path, fir
     ]
     # the origin names where the trace starts: the file holding its first span
     assert {i.origin for i in split.interactions} == {str(tmp_path / names["head"])}
+
+
+def test_a_bedrock_body_stored_apart_is_not_fetched_again_for_a_record_already_taken(
+    tmp_path: Path,
+) -> None:
+    """The watermark's duplicates are dropped before a body stored apart is fetched: a
+    record read again inside the lateness window costs no GetObject of its body."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor.runner import MonitorOptions, commit, plan
+    from evalrunner.monitor.watermark import LocalWatermarks
+
+    body = gzip.decompress((SAMPLES / "bedrock-invocations.json.gz").read_bytes()).decode()
+    records = [json.loads(line) for line in body.splitlines()]
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="hr-logs")
+        for n, record in enumerate(records):
+            key = f"large/{n}_output.json"
+            s3.put_object(
+                Bucket="hr-logs", Key=key, Body=json.dumps(record["output"].pop("outputBodyJson"))
+            )
+            record["output"]["outputBodyS3Path"] = f"s3://hr-logs/{key}"
+        log = "\n".join(json.dumps(r) for r in records).encode()
+        s3.put_object(Bucket="hr-logs", Key="AWSLogs/inv.json.gz", Body=gzip.compress(log))
+        fetched: list[str] = []
+        s3.meta.events.register(
+            "provide-client-params.s3.GetObject", lambda params, **_: fetched.append(params["Key"])
+        )
+        store = LocalWatermarks(tmp_path)
+        options = MonitorOptions(source="s3://hr-logs/AWSLogs/", name="prod")
+        first = plan(options, store, s3=s3)
+        assert len(first.chosen) == 4 and first.problems == []
+        assert sorted(k for k in fetched if k.startswith("large/")) == [
+            f"large/{n}_output.json" for n in range(4)
+        ]
+        commit(first, store, "run-1", datetime(2026, 2, 1, tzinfo=UTC))
+        fetched.clear()
+        second = plan(options, store, s3=s3)
+    assert second.chosen == [] and second.duplicates == 4 and second.found == 4
+    assert fetched == ["AWSLogs/inv.json.gz"]  # the log again, none of the bodies
