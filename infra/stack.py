@@ -126,6 +126,7 @@ class RunnerStack(Stack):
                 storage=self.storage,
                 state_machine_arn=self.state_machine_arn,
                 topic=self.topic,
+                state_machine_name=self.state_machine_name,
             )
             if config.monitor is not None
             else None

@@ -48,7 +48,11 @@ def build(runtime: Runtime) -> Handler:
         )
         logger.info(f"monitor {outcome.status}", extra=outcome.model_dump(exclude={"problems"}))
         for problem in outcome.problems:
-            logger.warning("record not read", extra={"problem": problem})
+            logger.warning("monitor problem", extra={"problem": problem})
+        if outcome.given_up:
+            # after this run started and the watermark was saved: failing the invocation is
+            # what makes the function's errors alarm fire; the next schedule is clean
+            raise MonitorError("; ".join(outcome.given_up))
         return outcome.model_dump(mode="json")
 
     return handler

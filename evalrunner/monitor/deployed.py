@@ -4,9 +4,11 @@ logged answers under ``test-suites/_monitor/<name>/`` (which the upload trigger 
 starts the deployed state machine on it, and moves the watermark.
 
 The watermark moves when the execution has started, not when it ends: a function cannot wait
-out a run, and taking an interaction once is the promise (a failed execution is visible in
-Step Functions and its suite stays in the bucket to be started again by hand). The schedule
-must not overlap itself: the function runs with a reserved concurrency of one.
+out a run. So that a run that then fails loses nothing, each started run is kept in the
+watermark and the next schedules follow it (:mod:`evalrunner.monitor.follow_up`): a failed
+or timed-out execution's suite is started again, up to three starts, then the invocation
+fails naming it. The schedule must not overlap itself: the function runs with a reserved
+concurrency of one.
 This module knows nothing of Lambda: ``lambdas/monitor.py`` parses the event and calls
 :func:`start_monitor`.
 """
@@ -20,12 +22,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.event_rules import MONITOR_SUITE_PREFIX
+from evalrunner.monitor.follow_up import FollowUp, execution_name, follow_up
 from evalrunner.monitor.metrics import check_metrics, default_metrics
 from evalrunner.monitor.model import MonitorError
 from evalrunner.monitor.runner import MonitorOptions, commit, plan, suite_rows
 from evalrunner.monitor.sampling import parse_sample
 from evalrunner.monitor.times import duration_seconds, since_time
-from evalrunner.monitor.watermark import BucketWatermarks
+from evalrunner.monitor.watermark import BucketWatermarks, InFlightRun
 from evalrunner.pipeline.prepare import new_run_id
 from evalrunner.privacy import PiiMasker, default_masker
 from evalrunner.storage import RunStore
@@ -98,6 +101,12 @@ class MonitorStart(BaseModel):
     run_id: str | None = None
     key: str | None = None
     execution_arn: str | None = None
+    #: suites of earlier runs that failed or timed out, started again by this invocation
+    retried: list[str] = Field(default_factory=list)
+    #: runs given up after their last attempt failed (the handler then fails the invocation)
+    given_up: list[str] = Field(default_factory=list)
+    #: runs started and not yet seen to succeed (this one included)
+    in_flight: int = 0
 
 
 def start_monitor(
@@ -119,7 +128,16 @@ def start_monitor(
     a judge sees."""
     options = event.options(source, now)
     chosen_masker = event.masker(masker)  # refused before anything is read or written
+    options.check()
     watermarks = BucketWatermarks(store)
+    followed = FollowUp()
+    earlier = watermarks.load(options.monitor_name())
+    if earlier is not None and earlier.in_flight:
+        # the runs started before: a failed one is started again (its interactions are past
+        # the watermark), before this run's plan reads the watermark
+        looked, followed = follow_up(earlier, sfn, state_machine_arn, now)
+        if looked != earlier:
+            watermarks.save(looked)
     found = plan(options, watermarks, s3=s3 or store.s3)
     counts: dict[str, Any] = {
         "monitor": found.name,
@@ -128,11 +146,13 @@ def start_monitor(
         "scored": len(found.chosen),
         "duplicates": found.duplicates,
         "too_late": found.too_late,
-        "problems": [p.text() for p in found.problems][:50],
+        "problems": [*followed.problems, *(p.text() for p in found.problems)][:50],
+        "retried": followed.retried,
+        "given_up": followed.given_up,
     }
     if not found.chosen:
-        commit(found, watermarks, None, now)
-        return MonitorStart(status="nothing_new", **counts)
+        moved = commit(found, watermarks, None, now)
+        return MonitorStart(status="nothing_new", in_flight=len(moved.in_flight), **counts)
     run_id = new_run_id(now)
     key = f"{MONITOR_SUITE_PREFIX}{found.name}/{run_id}.json"
     rows = suite_rows(found.chosen, mask_pii=chosen_masker if chosen_masker is not None else False)
@@ -153,8 +173,20 @@ def start_monitor(
     check_upload(store, key, run_event)
     arn = sfn.start_execution(
         stateMachineArn=state_machine_arn,
-        name=f"{found.name[:60]}-{run_id}",
+        name=execution_name(found.name, run_id),
         input=json.dumps(run_event),
     )["executionArn"]
-    commit(found, watermarks, run_id, now)
-    return MonitorStart(status="started", run_id=run_id, key=key, execution_arn=arn, **counts)
+    started = InFlightRun(key=key, run_id=run_id, execution_arn=arn, interactions=len(rows))
+    mark = found.watermark
+    found = found.model_copy(
+        update={"watermark": mark.model_copy(update={"in_flight": [*mark.in_flight, started]})}
+    )
+    moved = commit(found, watermarks, run_id, now)
+    return MonitorStart(
+        status="started",
+        run_id=run_id,
+        key=key,
+        execution_arn=arn,
+        in_flight=len(moved.in_flight),
+        **counts,
+    )

@@ -69,6 +69,21 @@ class Selection(BaseModel):
     reused: list[RecordProblem] = Field(default_factory=list)
 
 
+class InFlightRun(BaseModel):
+    """A run the deployed monitor started and follows until it ends: the watermark moved
+    past its interactions when it started, so a failed execution is started again on the
+    same suite (:mod:`evalrunner.monitor.follow_up`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    #: the latest attempt's run id and execution
+    run_id: str
+    execution_arn: str
+    attempts: int = Field(default=1, ge=1)
+    interactions: int = Field(default=0, ge=0)
+
+
 class Watermark(BaseModel):
     """A source's watermark (see the module's docstring)."""
 
@@ -85,6 +100,8 @@ class Watermark(BaseModel):
     decided: dict[str, datetime] = Field(default_factory=dict)
     updated_at: datetime | None = None
     runs: list[str] = Field(default_factory=list)
+    #: deployed runs started and not yet seen to succeed (oldest first)
+    in_flight: list[InFlightRun] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import ArnFormat, Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -43,6 +43,7 @@ class ProductionMonitor:
         storage: RunnerBucket,
         state_machine_arn: str,
         topic: sns.ITopic,
+        state_machine_name: str,
     ) -> None:
         self.config = config
         self.function = functions.function(
@@ -62,6 +63,7 @@ class ProductionMonitor:
             reserved=1,
         )
         self._permissions(stack, storage, state_machine_arn)
+        self._follow_runs(stack, state_machine_name)
         self.schedule = self._schedule(stack)
         self._signals(functions.aggregate_fn)
         self.alarms = self._alarms(stack, topic)
@@ -120,6 +122,29 @@ class ProductionMonitor:
             )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[state_machine_arn])
+        )
+
+    def _follow_runs(self, stack: Stack, state_machine_name: str) -> None:
+        """The runs it started are followed until they end (a failed one is started again:
+        ``evalrunner.monitor.follow_up``): it may describe the runner's executions."""
+        role = role_of(self.function)
+        executions = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{state_machine_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="FollowRuns", actions=["states:DescribeExecution"], resources=[executions]
+            )
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            f"<AWS::AccountId>:execution:{state_machine_name}:*]",
+            "The monitor follows the executions it started of the test runner (their names "
+            "are made per run), to start a failed one again.",
         )
 
     def _schedule(self, stack: Stack) -> scheduler.CfnSchedule:

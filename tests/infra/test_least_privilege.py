@@ -541,8 +541,14 @@ def large_body() -> bytes:
 
 def do_monitor(bucket: str, stub: JudgeStub) -> Any:
     """The scheduled monitor: reads the source prefix, its watermark (none yet), writes its
-    suite, starts the test runner, moves the watermark."""
-    return monitor.build(runtime())(dict(MONITOR_EVENT), lambda_context("Monitor"))
+    suite, starts the test runner, moves the watermark; then the next schedule, which looks
+    at the run it started (still running) and finds nothing new. The first reply is the
+    result."""
+    handler = monitor.build(runtime())
+    first = handler(dict(MONITOR_EVENT), lambda_context("Monitor"))
+    second = handler(dict(MONITOR_EVENT), lambda_context("Monitor"))
+    assert second["status"] == "nothing_new" and second["in_flight"] == 1, second
+    return first
 
 
 PIPELINE: list[tuple[str, Step]] = [
@@ -653,6 +659,7 @@ ACTION_PREFIX = {"stepfunctions": "states"}
 RESOURCE_PARAMS = {
     ("sns", "Publish"): "TopicArn",
     ("stepfunctions", "StartExecution"): "stateMachineArn",
+    ("stepfunctions", "DescribeExecution"): "executionArn",
 }
 
 
@@ -741,6 +748,7 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
         assert result["status"] == "started" and result["scored"] == result["new"] > 0, result
         done = {(c.service, c.operation, c.error) for c in calls}
         assert ("stepfunctions", "StartExecution", None) in done
+        assert ("stepfunctions", "DescribeExecution", None) in done  # the run followed
         written = {c.params["Key"] for c in calls if c.operation == "PutObject" and not c.error}
         assert written == {result["key"], f"monitor/{MONITOR['name']}/watermark.json"}, written
         # the answer Bedrock stored apart was read, and its record scored with the others

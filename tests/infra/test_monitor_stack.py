@@ -88,6 +88,10 @@ def test_the_monitor_role_reads_the_source_keeps_its_watermark_and_starts_runs(s
     assert as_list(by_sid["ReadLargeBodies"]["Action"]) == ["s3:GetObject"]
     assert "s3:::hr-assistant-logs/bedrock-large/*" in dump(by_sid["ReadLargeBodies"]["Resource"])
     assert '"states:StartExecution"' in text
+    # it follows the runs it started (a failed one is started again): describe only, and
+    # only the test runner's executions
+    assert as_list(by_sid["FollowRuns"]["Action"]) == ["states:DescribeExecution"]
+    assert ":execution:Evalrunner-test-runner:*" in dump(by_sid["FollowRuns"]["Resource"])
     for prefix in ("monitor/*", "test-suites/_monitor/prod-hr/*"):
         reads = [s for s in found if "s3:GetObject" in as_list(s["Action"]) and prefix in dump(s)]
         writes = [s for s in found if "s3:PutObject" in as_list(s["Action"]) and prefix in dump(s)]

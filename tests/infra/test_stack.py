@@ -283,7 +283,7 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
                 else:  # built with the stack's partition/region/account
                     assert re.search(
                         r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
-                        r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*|"
+                        r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner[:/]\*|"
                         r"(foundation-model|inference-profile)/(us\.)?anthropic\.claude",  # judge
                         text,
                     ), (policy, action, resource)

@@ -161,3 +161,73 @@ def test_a_lone_surrogate_in_a_log_does_not_fail_the_invocation(aws: SimpleNames
     body = aws.s3.get_object(Bucket="runner-bucket", Key=reply["key"])["Body"].read()
     (case,) = read_suite(body, "odd.json").cases
     assert case.question == "q \ufffd"
+
+
+def executions(aws: SimpleNamespace) -> list[dict[str, str]]:
+    """Every execution of the runner, oldest first, with its run id and suite key."""
+    found = []
+    for listed in aws.sfn.list_executions(stateMachineArn=aws.arn)["executions"]:
+        described = aws.sfn.describe_execution(executionArn=listed["executionArn"])
+        event = json.loads(described["input"])
+        found.append(
+            {
+                "arn": listed["executionArn"],
+                "status": described["status"],
+                "run_id": event["run_id"],
+                "key": event["key"],
+            }
+        )
+    return sorted(found, key=lambda e: e["run_id"])
+
+
+def test_a_failed_execution_is_started_again_then_given_up_naming_it(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watermark moves when the execution starts, so a run that then fails must not lose
+    its interactions: the next schedules start its suite again (twice), and then fail the
+    invocation naming the run and its suite, so the function's errors alarm fires, once."""
+    monkeypatch.setenv("SF_EXECUTION_HISTORY_TYPE", "FAILURE")  # moto: executions fail
+    first = aws.handler({}, context())
+    assert first["status"] == "started" and first["scored"] == 4
+    for attempt in (2, 3):
+        reply = aws.handler({}, context())
+        assert reply["status"] == "nothing_new" and reply["retried"] == [first["key"]]
+        runs = executions(aws)
+        assert len(runs) == attempt and {r["key"] for r in runs} == {first["key"]}
+        assert len({r["run_id"] for r in runs}) == attempt  # each attempt its own run id
+    with pytest.raises(MonitorError) as failed:
+        aws.handler({}, context())
+    message = str(failed.value)
+    assert first["key"] in message and "3 attempt" in message and "FAILED" in message
+    assert len(executions(aws)) == 3  # not started a fourth time
+    quiet = aws.handler({}, context())  # given up once: the next schedule is clean
+    assert quiet["status"] == "nothing_new" and quiet["retried"] == []
+    assert len(executions(aws)) == 3
+
+
+def test_a_running_execution_is_left_alone_and_an_aborted_one_not_restarted(
+    aws: SimpleNamespace,
+) -> None:
+    first = aws.handler({}, context())
+    again = aws.handler({}, context())  # still running: nothing restarted
+    assert again["retried"] == [] and again["in_flight"] == 1
+    aws.sfn.stop_execution(executionArn=first["execution_arn"])  # a person stopped it
+    reply = aws.handler({}, context())
+    assert reply["retried"] == [] and reply["in_flight"] == 0
+    assert [r["status"] for r in executions(aws)] == ["ABORTED"]
+    assert any("ABORTED" in p and first["key"] in p for p in reply["problems"])
+
+
+def test_a_retried_run_succeeding_ends_its_follow_up(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SF_EXECUTION_HISTORY_TYPE", "FAILURE")
+    first = aws.handler({}, context())
+    monkeypatch.delenv("SF_EXECUTION_HISTORY_TYPE")  # the retry runs (RUNNING in moto)
+    reply = aws.handler({}, context())
+    assert reply["retried"] == [first["key"]] and reply["in_flight"] == 1
+    assert [r["status"] for r in executions(aws)] == ["FAILED", "RUNNING"]
+    raw = aws.s3.get_object(Bucket="runner-bucket", Key=watermark_key("monitor-123456789012"))
+    mark = Watermark.model_validate_json(raw["Body"].read())
+    (follow,) = mark.in_flight
+    assert follow.attempts == 2 and follow.key == first["key"]

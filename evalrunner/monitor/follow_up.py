@@ -1,0 +1,132 @@
+"""The deployed monitor's runs followed until they end, so a failed one loses nothing.
+
+The scheduled function moves the watermark when it *starts* an execution (a function cannot
+wait out a run), so a run that then fails or times out would leave its interactions past the
+watermark and never scored. Each started run is therefore kept in the watermark
+(:class:`~evalrunner.monitor.watermark.InFlightRun`) and looked at by the next schedules:
+
+- RUNNING: left alone; SUCCEEDED: done, dropped;
+- FAILED or TIMED_OUT: its suite (already written, already masked) is started again as a
+  new run, up to :data:`ATTEMPTS` starts in all; after the last one fails the monitor gives
+  up on it: the entry is dropped and the invocation fails naming the run, its suite and the
+  last error, so the function's errors alarm fires once (and the next schedule is clean);
+- ABORTED: a person stopped it, so it is not restarted; a problem line says so;
+- an execution Step Functions no longer knows: dropped, with a problem line.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalrunner.monitor.watermark import InFlightRun, Watermark
+from evalrunner.pipeline.prepare import new_run_id
+
+#: Starts of one monitor run in all (the first and two restarts) before it is given up.
+ATTEMPTS = 3
+_RESTARTED = ("FAILED", "TIMED_OUT")
+_GOING = ("RUNNING", "PENDING_REDRIVE")
+#: The most characters of a failed execution's cause quoted in a message.
+_CAUSE_CHARS = 300
+
+
+class FollowUp(BaseModel):
+    """What looking at the runs in flight did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: suite keys started again
+    retried: list[str] = Field(default_factory=list)
+    #: one message per run given up (its last attempt failed)
+    given_up: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+def execution_name(monitor: str, run_id: str) -> str:
+    """An execution name for ``run_id`` (unique: the run id is)."""
+    return f"{monitor[:60]}-{run_id}"
+
+
+def follow_up(
+    watermark: Watermark, sfn: Any, state_machine_arn: str, now: datetime
+) -> tuple[Watermark, FollowUp]:
+    """``watermark`` with its runs in flight looked at (restarted, dropped or kept), and
+    what was done."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    done = FollowUp()
+    kept: list[InFlightRun] = []
+    for run in watermark.in_flight:
+        try:
+            described = sfn.describe_execution(executionArn=run.execution_arn)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                done.problems.append(
+                    f"run {run.run_id} of {run.key}: Step Functions no longer knows its "
+                    "execution; no longer followed"
+                )
+                continue
+            kept.append(run)
+            done.problems.append(f"run {run.run_id} of {run.key}: not looked at ({exc})")
+            continue
+        except BotoCoreError as exc:
+            kept.append(run)
+            done.problems.append(f"run {run.run_id} of {run.key}: not looked at ({exc})")
+            continue
+        status = str(described.get("status"))
+        if status in _GOING:
+            kept.append(run)
+        elif status == "ABORTED":
+            done.problems.append(
+                f"run {run.run_id} of {run.key} was stopped by hand (ABORTED): not restarted, "
+                "its interactions are not scored; start the suite again to score them"
+            )
+        elif status in _RESTARTED and run.attempts >= ATTEMPTS:
+            done.given_up.append(_given_up(run, status, described))
+        elif status in _RESTARTED:
+            kept.append(_restart(run, described, sfn, state_machine_arn, watermark.name, now))
+            done.retried.append(run.key)
+        # SUCCEEDED: done
+    return watermark.model_copy(update={"in_flight": kept}), done
+
+
+def _restart(
+    run: InFlightRun,
+    described: dict[str, Any],
+    sfn: Any,
+    state_machine_arn: str,
+    monitor: str,
+    now: datetime,
+) -> InFlightRun:
+    """The same suite started again as a new run (its own run id, so the failed attempt's
+    partial files stay apart)."""
+    event = json.loads(described["input"])
+    run_id = new_run_id(now)
+    event["run_id"] = run_id
+    arn = sfn.start_execution(
+        stateMachineArn=state_machine_arn,
+        name=execution_name(monitor, run_id),
+        input=json.dumps(event),
+    )["executionArn"]
+    return run.model_copy(
+        update={"run_id": run_id, "execution_arn": arn, "attempts": run.attempts + 1}
+    )
+
+
+def _given_up(run: InFlightRun, status: str, described: dict[str, Any]) -> str:
+    from evalrunner.privacy import mask_pii
+
+    error = str(described.get("error") or "no error given")
+    cause = mask_pii(str(described.get("cause") or ""))
+    if len(cause) > _CAUSE_CHARS:
+        cause = cause[:_CAUSE_CHARS] + " …"
+    return (
+        f"gave up on the monitor run of {run.key} ({run.interactions} interaction(s)) after "
+        f"{run.attempts} attempt(s): the last, run {run.run_id}, ended {status} ({error}"
+        + (f": {cause}" if cause else "")
+        + "); its interactions are not scored: fix the cause, then start that suite again "
+        "(the failed execution's input as the event: evalrunner start --aws --event FILE)"
+    )

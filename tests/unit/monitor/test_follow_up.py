@@ -1,0 +1,83 @@
+"""Issue 34: the deployed monitor follows the runs it started until they end (the cases moto
+cannot produce: a run that succeeded, an execution Step Functions no longer knows, a
+time-out), through botocore's Stubber speaking the Step Functions API."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import boto3
+from botocore.stub import Stubber
+
+from evalrunner.monitor.follow_up import ATTEMPTS, follow_up
+from evalrunner.monitor.watermark import InFlightRun, fresh
+
+NOW = datetime(2026, 2, 1, tzinfo=UTC)
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:evalrunner"
+
+
+def execution(name: str) -> str:
+    return f"arn:aws:states:us-east-1:123456789012:execution:evalrunner:{name}"
+
+
+def described(name: str, status: str, **extra: str) -> dict[str, object]:
+    return {
+        "executionArn": execution(name),
+        "stateMachineArn": MACHINE,
+        "status": status,
+        "startDate": NOW,
+        "input": json.dumps({"key": f"test-suites/_monitor/m/{name}.json", "run_id": name}),
+        **extra,
+    }
+
+
+def run(name: str, attempts: int = 1) -> InFlightRun:
+    return InFlightRun(
+        key=f"test-suites/_monitor/m/{name}.json",
+        run_id=name,
+        execution_arn=execution(name),
+        attempts=attempts,
+        interactions=3,
+    )
+
+
+def test_each_run_in_flight_is_kept_dropped_restarted_or_given_up() -> None:
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    mark = fresh("m", "s3://logs/", 3600).model_copy(
+        update={
+            "in_flight": [
+                run("ok"),
+                run("going"),
+                run("gone"),
+                run("slow"),
+                run("dead", attempts=ATTEMPTS),
+            ]
+        }
+    )
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", described("ok", "SUCCEEDED"))
+        stub.add_response("describe_execution", described("going", "RUNNING"))
+        stub.add_client_error(
+            "describe_execution", "ExecutionDoesNotExist", "Execution Does Not Exist"
+        )
+        stub.add_response("describe_execution", described("slow", "TIMED_OUT"))
+        stub.add_response("start_execution", {"executionArn": execution("again"), "startDate": NOW})
+        stub.add_response(
+            "describe_execution",
+            described("dead", "FAILED", error="States.TaskFailed", cause="mail ann@corp.io"),
+        )
+        after, done = follow_up(mark, sfn, MACHINE, NOW)
+        stub.assert_no_pending_responses()
+    assert [(r.key.rsplit("/", 1)[1], r.attempts) for r in after.in_flight] == [
+        ("going.json", 1),
+        ("slow.json", 2),
+    ]
+    assert after.in_flight[1].execution_arn == execution("again")
+    assert after.in_flight[1].run_id != "slow"
+    assert done.retried == ["test-suites/_monitor/m/slow.json"]
+    (given_up,) = done.given_up
+    assert "dead.json" in given_up and "States.TaskFailed" in given_up
+    assert "ann@corp.io" not in given_up  # the cause is masked before it is logged
+    (problem,) = done.problems
+    assert "gone" in problem and "no longer followed" in problem
