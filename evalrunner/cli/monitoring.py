@@ -202,6 +202,7 @@ def _plan_json(found: Plan, *, scored: int, message: str) -> dict[str, object]:
         "duplicates": found.duplicates,
         "too_late": found.too_late,
         "before_since": found.before_since,
+        "pending": found.pending,
         "problems": [p.text() for p in found.problems],
     }
 

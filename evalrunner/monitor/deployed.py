@@ -97,6 +97,8 @@ class MonitorStart(BaseModel):
     scored: int
     duplicates: int
     too_late: int
+    #: incomplete traces left for a later run (their root span not read yet)
+    pending: int = 0
     problems: list[str]
     run_id: str | None = None
     key: str | None = None
@@ -138,7 +140,7 @@ def start_monitor(
         looked, followed = follow_up(earlier, sfn, state_machine_arn, now)
         if looked != earlier:
             watermarks.save(looked)
-    found = plan(options, watermarks, s3=s3 or store.s3)
+    found = plan(options, watermarks, s3=s3 or store.s3, now=now)
     counts: dict[str, Any] = {
         "monitor": found.name,
         "found": found.found,
@@ -146,6 +148,7 @@ def start_monitor(
         "scored": len(found.chosen),
         "duplicates": found.duplicates,
         "too_late": found.too_late,
+        "pending": found.pending,
         "problems": [*followed.problems, *(p.text() for p in found.problems)][:50],
         "retried": followed.retried,
         "given_up": followed.given_up,

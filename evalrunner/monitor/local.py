@@ -70,6 +70,8 @@ def run_monitor(
                 if not found.new
                 else f"the sample took none of the {len(found.new)} new interaction(s)"
             )
+            if found.pending:
+                message += f" ({found.pending} trace(s) pending, waiting for their root span)"
             return MonitorOutcome(found, None, message)
         from evalrunner.api.inputs import suite_file
 

@@ -42,10 +42,18 @@ class Interaction(BaseModel):
     origin: str
     #: The source kind that read it.
     source: str
+    #: False for an OpenTelemetry trace whose root span has not been read yet: more of it
+    #: may come (the watermark keeps it pending, up to the allowed lateness).
+    complete: bool = True
+    #: When its earliest piece started (a trace's first span), where that differs from
+    #: ``timestamp``: the files holding its pieces are read again while it is pending.
+    started_at: datetime | None = None
 
-    @field_validator("timestamp")
+    @field_validator("timestamp", "started_at")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 

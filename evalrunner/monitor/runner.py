@@ -23,7 +23,13 @@ from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
 from evalrunner.monitor.sources import source_named
-from evalrunner.monitor.watermark import LocalWatermarks, Watermark, WatermarkStore, fresh
+from evalrunner.monitor.watermark import (
+    LocalWatermarks,
+    Watermark,
+    WatermarkStore,
+    fresh,
+    now_utc,
+)
 
 if TYPE_CHECKING:
     from evalrunner.privacy import PiiMasker
@@ -95,9 +101,15 @@ class Plan(BaseModel):
     duplicates: int
     too_late: int
     before_since: int
+    #: incomplete interactions (traces without their root yet) left for a later run
+    waiting: list[Interaction] = Field(default_factory=list)
     #: set when a stopped run left some of ``chosen`` unscored: the oldest one's time, which
     #: the watermark does not move past
     hold: datetime | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self.waiting)
 
     def lines(self) -> list[str]:
         """What the run found, one line each, for the terminal and the Lambda's log."""
@@ -114,7 +126,13 @@ class Plan(BaseModel):
             + (f" ({self.files_skipped} older file(s) passed over)" if self.files_skipped else ""),
             mark,
             f"{len(self.new)} new, {len(self.chosen)} to score, {self.duplicates} already "
-            f"taken or duplicated, {self.too_late} too late, {self.before_since} before --since",
+            f"taken or duplicated, {self.too_late} too late, {self.before_since} before --since"
+            + (
+                f", {self.pending} trace(s) pending (root span not read yet: scored when it "
+                "comes, or with what came once older than the lateness)"
+                if self.pending
+                else ""
+            ),
         ]
         if self.problems:
             lines.append(f"{len(self.problems)} record(s) could not be read:")
@@ -124,8 +142,15 @@ class Plan(BaseModel):
         return lines
 
 
-def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> Plan:
-    """Read the source and decide what this run scores; nothing is written."""
+def plan(
+    options: MonitorOptions,
+    store: WatermarkStore,
+    *,
+    s3: Any = None,
+    now: datetime | None = None,
+) -> Plan:
+    """Read the source and decide what this run scores; nothing is written. ``now``: the
+    run's clock (default: the machine's), which decides what is still pending."""
     options.check()
     name = options.monitor_name()
     watermark = store.load(name)
@@ -138,7 +163,7 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
         )
     else:
         watermark = watermark.model_copy(update={"lateness_seconds": options.lateness_seconds})
-    floor = watermark.floor()
+    floor = watermark.read_from()
     out_dir = store.out_dir if isinstance(store, LocalWatermarks) else None
     read = read_location(
         options.source,
@@ -149,7 +174,7 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
         out_dir=out_dir,
         already_taken=watermark.taken,
     )
-    selection = watermark.select(read.interactions, options.since)
+    selection = watermark.select(read.interactions, options.since, now or now_utc())
     return Plan(
         name=name,
         watermark=watermark,
@@ -162,6 +187,7 @@ def plan(options: MonitorOptions, store: WatermarkStore, *, s3: Any = None) -> P
         duplicates=selection.duplicates + read.already_taken,
         too_late=selection.too_late,
         before_since=selection.before_since,
+        waiting=selection.pending,
     )
 
 
@@ -264,6 +290,6 @@ def scored_cases(report: Path) -> set[str]:
 def commit(plan_: Plan, store: WatermarkStore, run_id: str | None, now: datetime) -> Watermark:
     """Record every new interaction of ``plan_`` (scored or sampled out) and move the
     watermark."""
-    moved = plan_.watermark.advanced(plan_.new, run_id, now, plan_.hold)
+    moved = plan_.watermark.advanced(plan_.new, run_id, now, plan_.hold, plan_.waiting)
     store.save(moved)
     return moved

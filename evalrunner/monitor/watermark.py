@@ -9,7 +9,13 @@ record may arrive. On each run an interaction is
   (``event_time - lateness``): it is sampled and, if chosen, scored; either way its id is
   recorded, so it is decided once;
 - a *duplicate* when its id is in ``decided`` (or appears twice in this run's records);
-- *too late* when its time is before the floor: it is counted and reported, not scored.
+- *too late* when its time is before the floor: it is counted and reported, not scored;
+- *pending* when it is new but not complete (an OpenTelemetry trace whose root span has not
+  been read: more of it may come in a later export) and its time is within the lateness of
+  the run's clock: neither scored nor taken, so the next run reads it again, whole or
+  further on; once its newest piece is older than the lateness it is taken as it is. The
+  watermark keeps when each pending one started (``pending``), and the next run reads every
+  file modified since then, even one older than the floor, so no piece is left unread.
 
 After a run the watermark moves to the newest time decided and ids older than the new floor
 are dropped (a record that old is too late anyway), so the set holds one window of ids,
@@ -64,6 +70,8 @@ class Selection(BaseModel):
     duplicates: int = 0
     too_late: int = 0
     before_since: int = 0
+    #: incomplete (a trace without its root yet) and within the lateness: kept for later
+    pending: list[Interaction] = Field(default_factory=list)
     #: duplicates whose id was taken for a record of another time: an id reused, not a
     #: re-delivery (passed over all the same, but said)
     reused: list[RecordProblem] = Field(default_factory=list)
@@ -100,6 +108,8 @@ class Watermark(BaseModel):
     decided: dict[str, datetime] = Field(default_factory=dict)
     updated_at: datetime | None = None
     runs: list[str] = Field(default_factory=list)
+    #: :meth:`key` -> start of each incomplete interaction left pending by the last run
+    pending: dict[str, datetime] = Field(default_factory=dict)
     #: deployed runs started and not yet seen to succeed (oldest first)
     in_flight: list[InFlightRun] = Field(default_factory=list)
 
@@ -131,8 +141,23 @@ class Watermark(BaseModel):
             return None
         return self.event_time - timedelta(seconds=self.lateness_seconds)
 
-    def select(self, interactions: Iterable[Interaction], since: datetime | None) -> Selection:
+    def read_from(self) -> datetime | None:
+        """The oldest file modification time a run must read: the floor, or earlier where a
+        pending interaction's first piece is older (its file was written after it)."""
         floor = self.floor()
+        if floor is None or not self.pending:
+            return floor
+        return min(floor, *self.pending.values())
+
+    def select(
+        self,
+        interactions: Iterable[Interaction],
+        since: datetime | None,
+        now: datetime | None = None,
+    ) -> Selection:
+        """``now``: the run's clock, for what is pending (None: nothing is kept pending)."""
+        floor = self.floor()
+        wait_after = now - timedelta(seconds=self.lateness_seconds) if now is not None else None
         selection = Selection()
         seen: dict[str, datetime] = {}
         for item in interactions:
@@ -148,6 +173,8 @@ class Watermark(BaseModel):
                 selection.too_late += 1
             elif since is not None and item.timestamp < since:
                 selection.before_since += 1
+            elif not item.complete and wait_after is not None and item.timestamp > wait_after:
+                selection.pending.append(item)
             else:
                 selection.new.append(item)
             seen[item.id] = item.timestamp
@@ -159,6 +186,7 @@ class Watermark(BaseModel):
         run_id: str | None,
         now: datetime,
         hold: datetime | None = None,
+        pending: Iterable[Interaction] = (),
     ) -> Watermark:
         """The watermark after ``decided`` were taken (scored or sampled out). ``hold``: the
         time of the oldest interaction a stopped run left unscored; the watermark moves no
@@ -181,7 +209,10 @@ class Watermark(BaseModel):
         floor = moved.floor()
         kept = {k: t for k, t in ids.items() if floor is None or t >= floor}
         runs = [*self.runs, run_id][-KEEP_RUNS:] if run_id else self.runs
-        return moved.model_copy(update={"decided": kept, "updated_at": now, "runs": runs})
+        waiting = {self.key(i.id): i.started_at or i.timestamp for i in pending}
+        return moved.model_copy(
+            update={"decided": kept, "updated_at": now, "runs": runs, "pending": waiting}
+        )
 
 
 def _digest(salt: str, interaction_id: str) -> str:

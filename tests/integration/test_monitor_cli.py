@@ -97,6 +97,7 @@ def test_a_sample_and_json_output(tmp_path: Path) -> None:
         "duplicates": 4,
         "too_late": 0,
         "before_since": 0,
+        "pending": 0,
         "problems": [],
     }
 

@@ -26,7 +26,10 @@ exporter work:
 
 A trace's spans may be cut across files or export batches: every file of a run is read
 before the spans are grouped by ``traceId``, so one trace is one interaction (its id the
-``traceId`` however it was split; its origin the file and line of its first span).
+``traceId`` however it was split; its origin the file and line of its first span). A trace
+whose root span (no ``parentSpanId``) is not among them is read as incomplete
+(``Interaction.complete``): the watermark keeps it pending for a later run, up to the
+allowed lateness, so pieces exported across schedules are scored once, together.
 """
 
 from __future__ import annotations
@@ -91,6 +94,8 @@ class _Span:
     attrs: dict[str, Any]
     events: list[tuple[str, dict[str, Any]]]
     failed: bool
+    #: no parent span: the trace's root, exported last (a parent ends after its children)
+    root: bool
     operation: str | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -206,6 +211,8 @@ class OtelSource(Source):
             timestamp=timestamp(max(s.end for s in spans), "endTimeUnixNano"),
             origin=f"{file}:{line}" if line is not None else file,
             source=self.name,
+            complete=any(s.root for s in spans),
+            started_at=timestamp(min(s.start for s in spans), "startTimeUnixNano"),
         )
 
 
@@ -262,6 +269,7 @@ def _spans(payload: Any, file: str, line: int | None) -> list[_Span]:
                         attributes(raw.get("attributes")),
                         events,
                         failed,
+                        not raw.get("parentSpanId"),
                     )
                 )
     return spans
