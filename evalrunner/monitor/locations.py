@@ -1,8 +1,12 @@
 """Where logs are: a local file or folder, or an S3 prefix (``s3://bucket/prefix``).
 
-Files are read whole (gzip unpacked, by its magic bytes, up to :data:`MAX_FILE_BYTES`), in
-name order, one at a time: a listing names them and each is read when its turn comes, so a
-folder or prefix of many large logs holds one file's bytes at once, not all of them.
+Files are read whole (gzip unpacked, by its magic bytes, up to :data:`MAX_FILE_BYTES`) and
+handed on in name order. A listing names them and :func:`read_ahead` fetches a few at once
+ahead of their turn (:data:`MAX_READERS` threads; boto3's clients are thread-safe): what a
+serial read of a prefix of many small objects waits on is S3's latency per request, not its
+bandwidth. The read-ahead is bounded in stored bytes too (:data:`READ_AHEAD_BYTES`, always at
+least one file), so a folder or prefix of many large logs still holds a few files' bytes at
+once, not all of them.
 A file last modified before ``older_than`` is passed over unread: every record in
 it happened before it was written, so none can be newer than the watermark's lateness window
 (this keeps a daily run over a growing log bucket from re-reading every day before).
@@ -13,7 +17,9 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +35,14 @@ LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".log", ".txt")
 OUT_FOLDERS = ("test-reports", "runs", "monitor")
 
 
+#: Files fetched at once ahead of their turn (within botocore's default connection pool of
+#: ten, so no connection is thrown away).
+MAX_READERS = 8
+#: The most stored bytes of the files fetched ahead at once (one file is always read,
+#: however large).
+READ_AHEAD_BYTES = 64 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class LogFile:
     name: str
@@ -36,6 +50,8 @@ class LogFile:
     #: The file's bytes, unpacked, read when called (a :class:`MonitorError` names what is
     #: wrong with this file alone).
     read: Callable[[], bytes]
+    #: Its stored size, as listed (what the read-ahead budget counts).
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -111,7 +127,7 @@ def _local_files(root: Path, older_than: datetime | None, out_dir: Path | None =
         if older_than is not None and modified < older_than and path != root:
             skipped += 1
             continue
-        files.append(LogFile(str(path), modified, _local_reader(path)))
+        files.append(LogFile(str(path), modified, _local_reader(path), path.stat().st_size))
     return Listing(files, skipped, problems)
 
 
@@ -156,7 +172,8 @@ def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
         if older_than is not None and modified < older_than:
             skipped += 1
             continue
-        files.append(LogFile(f"s3://{bucket}/{key}", modified, _s3_reader(s3, bucket, key)))
+        reader = _s3_reader(s3, bucket, key)
+        files.append(LogFile(f"s3://{bucket}/{key}", modified, reader, int(item.get("Size", 0))))
     return Listing(files, skipped, problems)
 
 
@@ -168,3 +185,38 @@ def _s3_objects(s3: Any, bucket: str, prefix: str) -> Iterator[dict[str, Any]]:
             yield from sorted(page.get("Contents") or (), key=lambda o: o["Key"])
     except (ClientError, BotoCoreError) as exc:
         raise MonitorError(f"SOURCE s3://{bucket}/{prefix}: cannot list it ({exc})") from None
+
+
+def read_ahead(files: list[LogFile]) -> Iterator[tuple[LogFile, bytes | MonitorError]]:
+    """Each file with its bytes (or the :class:`MonitorError` of that file alone), in the
+    order given, fetched up to :data:`MAX_READERS` at once and no further ahead than
+    :data:`READ_AHEAD_BYTES` of stored bytes (the file whose turn it is always counts)."""
+    if len(files) <= 1 or MAX_READERS <= 1:
+        for file in files:
+            yield file, _attempt(file)
+        return
+    budget = READ_AHEAD_BYTES
+    ahead: deque[tuple[LogFile, Future[bytes | MonitorError]]] = deque()
+    held = 0
+    queued = iter(files)
+    upcoming = next(queued, None)
+    with ThreadPoolExecutor(max_workers=MAX_READERS, thread_name_prefix="monitor-read") as pool:
+        while upcoming is not None or ahead:
+            while (
+                upcoming is not None
+                and len(ahead) < MAX_READERS
+                and (not ahead or held + upcoming.size <= budget)
+            ):
+                ahead.append((upcoming, pool.submit(_attempt, upcoming)))
+                held += upcoming.size
+                upcoming = next(queued, None)
+            file, fetched = ahead.popleft()
+            held -= file.size
+            yield file, fetched.result()
+
+
+def _attempt(file: LogFile) -> bytes | MonitorError:
+    try:
+        return file.read()
+    except MonitorError as exc:
+        return exc

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evalrunner.monitor.locations import LogFile, list_files
+from evalrunner.monitor.locations import LogFile, list_files, read_ahead
 from evalrunner.monitor.model import MonitorError, RecordProblem, SourceRead
 from evalrunner.monitor.sources import source_kinds, source_named
 from evalrunner.monitor.sources.base import Source
@@ -70,13 +70,16 @@ def read_location(
             f"SOURCE {location}: no log files there (looked for "
             ".jsonl, .json, .ndjson, .csv, .log, .txt, optionally .gz)"
         )
-    # one file at a time, so only its bytes and text are held, except for a kind whose
+    # one file at a time (a few fetched ahead, within a budget of bytes), so only those
+    # bytes and one file's text are held, except for a kind whose
     # interaction may be cut across files (an OpenTelemetry trace, ``joins_files``): its
     # files go to its source together, so the pieces are joined whatever the split
     joined: dict[str, list[tuple[str, str]]] = {}
-    for file in listing.files:
+    for file, data in read_ahead(listing.files):  # fetched a few at once, handed on in order
         try:
-            kind, text = _kind_and_text(file, fmt)
+            if isinstance(data, MonitorError):
+                raise data
+            kind, text = _kind_and_text(file, data, fmt)
             if source_kinds()[kind].joins_files:
                 joined.setdefault(kind, []).append((file.name, text))
             else:
@@ -88,9 +91,9 @@ def read_location(
     return read
 
 
-def _kind_and_text(file: LogFile, fmt: str) -> tuple[str, str]:
-    """A file's source kind and text (a :class:`MonitorError` names what is wrong with it)."""
-    text = file.read().decode("utf-8-sig", errors="replace")
+def _kind_and_text(file: LogFile, data: bytes, fmt: str) -> tuple[str, str]:
+    """A file's source kind and text."""
+    text = data.decode("utf-8-sig", errors="replace")
     return (fmt if fmt != AUTO else detect(file.name, text)), text
 
 

@@ -256,12 +256,17 @@ def test_a_gzip_bomb_is_refused_as_a_problem(
     assert "unpacks to over 1,000 bytes" in read.problems[0].message
 
 
-def test_a_folder_is_read_one_file_at_a_time(tmp_path: Path) -> None:
+def test_a_folder_is_read_one_file_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A folder (or prefix) of many large logs must not be held in memory all at once: each
-    file's bytes are read, parsed and let go before the next (else 100 files near the
-    256 MiB limit need 25 GiB)."""
+    file's bytes are read, parsed and let go before the next, with no more than the
+    read-ahead budget fetched ahead (else 100 files near the 256 MiB limit need 25 GiB)."""
     import tracemalloc
 
+    from evalrunner.monitor import locations
+
+    monkeypatch.setattr(locations, "READ_AHEAD_BYTES", 2_500_000)  # two of these files
     pad = "x" * 1_000_000
     for n in range(20):
         record = {"id": f"r{n}", "question": "Q", "answer": "A", "timestamp": 1769853600}
@@ -273,7 +278,7 @@ def test_a_folder_is_read_one_file_at_a_time(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert len(read.interactions) == 20
-    assert peak < 8_000_000  # a few copies of one file, not twenty files
+    assert peak < 8_000_000  # a few copies of two files, not twenty files
 
 
 def test_a_problem_line_never_echoes_personal_data_or_a_whole_huge_value(tmp_path: Path) -> None:
@@ -391,3 +396,58 @@ def test_a_bedrock_body_stored_apart_is_not_fetched_again_for_a_record_already_t
         second = plan(options, store, s3=s3)
     assert second.chosen == [] and second.duplicates == 4 and second.found == 4
     assert fetched == ["AWSLogs/inv.json.gz"]  # the log again, none of the bodies
+
+
+def test_an_s3_prefix_is_read_concurrently_bounded_and_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many small log files under a prefix are fetched several at once (S3's latency per
+    object, not its bandwidth, is what a serial read waits on), never more than the bound
+    of readers nor of stored bytes ahead, and the interactions come in the listing's order
+    as a serial read gives them; a file that cannot be read is still its own problem."""
+    import threading
+
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor import locations
+
+    record = {"question": "q", "answer": "a", "timestamp": "2026-01-31T12:00:00Z"}
+    in_flight = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def started(**_: object) -> None:
+        with lock:
+            in_flight["now"] += 1
+            in_flight["most"] = max(in_flight["most"], in_flight["now"])
+        threading.Event().wait(0.02)  # S3's first-byte latency, so reads overlap
+
+    def ended(**_: object) -> None:
+        with lock:
+            in_flight["now"] -= 1
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="app-logs")
+        for n in range(40):
+            body = json.dumps({**record, "id": f"r{n:03}", "question": f"q{n}"}) + "\n"
+            s3.put_object(Bucket="app-logs", Key=f"p/{n:03}.jsonl", Body=body.encode())
+        s3.meta.events.register("before-send.s3.GetObject", started)
+        s3.meta.events.register("after-call.s3.GetObject", ended)
+        s3.meta.events.register("after-call-error.s3.GetObject", ended)
+        read = read_location("s3://app-logs/p/", "jsonl", s3=s3)
+        assert [i.id for i in read.interactions] == [f"r{n:03}" for n in range(40)]
+        assert 1 < in_flight["most"] <= locations.MAX_READERS
+
+        # the bytes read ahead are bounded too: with room for two files, two at most
+        size = s3.head_object(Bucket="app-logs", Key="p/000.jsonl")["ContentLength"]
+        monkeypatch.setattr(locations, "READ_AHEAD_BYTES", 2 * size + 1)
+        in_flight["most"] = 0
+        s3.delete_object(Bucket="app-logs", Key="p/007.jsonl")  # listed, then gone
+        listing = locations.list_files("s3://app-logs/p/", None, s3)
+        s3.delete_object(Bucket="app-logs", Key="p/008.jsonl")
+        fetched = list(locations.read_ahead(listing.files))
+        assert [f.name for f, _ in fetched] == [f.name for f in listing.files]
+        assert 1 < in_flight["most"] <= 2
+        (gone,) = [data for _, data in fetched if isinstance(data, MonitorError)]
+        assert "p/008.jsonl: cannot be read" in gone.message
