@@ -118,6 +118,9 @@ class Watermark(BaseModel):
     def _migrate(cls, data: Any) -> Any:
         """A version-1 watermark kept the raw ids: each is hashed with a new salt as it is
         read, so the same interactions stay decided and the next save stores no id."""
+        if isinstance(data, dict) and data.get("version") == 2 and "salt" not in data:
+            # its ids cannot be recognised without it: every interaction would be new again
+            raise ValueError("a version-2 watermark without its salt")
         if isinstance(data, dict) and data.get("version", 1) == 1 and "salt" not in data:
             salt = secrets.token_hex(16)
             decided = data.get("decided")

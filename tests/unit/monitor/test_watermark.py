@@ -287,3 +287,14 @@ def test_a_watermark_written_with_raw_ids_is_read_and_rewritten_as_digests(
     store.save(loaded.advanced(selection.new, "run-2", NOW))
     text = store.path("prod").read_text("utf-8")
     assert "ann@corp.io" not in text and '"version": 2' in text
+
+
+def test_a_watermark_that_lost_its_salt_is_refused_not_read_as_empty(tmp_path: Path) -> None:
+    store = LocalWatermarks(tmp_path)
+    mark = fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW)
+    store.save(mark)
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    del data["salt"]
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
