@@ -84,7 +84,8 @@ def follow_up(
                 f"run {run.run_id} of {run.key} was stopped by hand (ABORTED): not restarted, "
                 "its interactions are not scored; start the suite again to score them"
             )
-        elif status in _RESTARTED and run.attempts >= ATTEMPTS:
+        elif status in _RESTARTED and (run.attempts >= ATTEMPTS or not described.get("input")):
+            # (an execution whose input Step Functions did not return cannot be restarted)
             done.given_up.append(_given_up(run, status, described))
         elif status in _RESTARTED:
             kept.append(_restart(run, described, sfn, state_machine_arn, watermark.name, now))
