@@ -79,11 +79,6 @@ def expand(raw: dict[str, Any], judge: Any) -> tuple[dict[str, Any], list[str]]:
             "perturbations: a red-team run transforms its attacks with redteam.strategies; "
             "drop perturbations (or run them in an event of their own)"
         )
-    if spec.purpose is None and not raw.get("key"):
-        problems.append(
-            "redteam.purpose: say what the target is for, or give key (a suite whose "
-            "questions the judge infers it from)"
-        )
     plugins = _plugins(raw.get("target"), spec, problems)
     if plugins is not None and isinstance(judge, dict):
         _fits(spec, plugins, judge, problems)

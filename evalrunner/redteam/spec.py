@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -86,7 +87,7 @@ class RedTeamSpec(BaseModel):
         return _known(value, strategies_available(), "strategy(ies)")
 
 
-def _known(value: list[str] | None, catalog: dict[str, object], what: str) -> list[str] | None:
+def _known(value: list[str] | None, catalog: Mapping[str, object], what: str) -> list[str] | None:
     unknown = [n for n in value or [] if n not in catalog]
     if unknown:
         raise PydanticCustomError(
