@@ -96,7 +96,7 @@ def attack_suite(
     key = f"{ATTACKS_PREFIX}{fingerprint(spec, event, source)}.json"
     stored = _stored(store, key)
     if stored is None:
-        stored = _write(spec, event, source, make_judge(), limits)
+        stored = write_suite(spec, event, source, make_judge(), limits)
         store.put_json(key, stored.model_dump(mode="json"), redact=False)
         _log.info(
             "red team: attacks written",
@@ -108,7 +108,7 @@ def attack_suite(
         _log.warning("red team: %s", note)
     data = json.dumps(stored.rows, ensure_ascii=False).encode("utf-8")
     suite = read_suite(data, posixpath.basename(key), limits)
-    return _with_purpose(event, stored.purpose), suite, key
+    return with_purpose(event, stored.purpose), suite, key
 
 
 def _stored(store: RunStore, key: str) -> StoredAttacks | None:
@@ -123,7 +123,7 @@ def _stored(store: RunStore, key: str) -> StoredAttacks | None:
         return None
 
 
-def _write(
+def write_suite(
     spec: RedTeamSpec, event: RunEvent, source: bytes | None, judge: Judge, limits: SuiteLimits
 ) -> StoredAttacks:
     """The attacks written by ``judge`` as ``evalrunner redteam`` writes them."""
@@ -163,7 +163,7 @@ def _write(
     )
 
 
-def _with_purpose(event: RunEvent, purpose: str) -> RunEvent:
+def with_purpose(event: RunEvent, purpose: str) -> RunEvent:
     """``event`` with the grader's ``purpose`` option (an inferred one, or the stated one
     :mod:`evalrunner.redteam.event` already put there)."""
     resolution = event.spec.resolution

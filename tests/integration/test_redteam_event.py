@@ -269,3 +269,77 @@ def test_a_second_local_run_of_the_event_writes_no_attack(
     assert asked == 2 and writing_requests(judge_stub) == asked
     one, two = (json.loads(r.stdout) for r in (first, second))
     assert _findings(tmp_path / "a", one) == _findings(tmp_path / "b", two)
+
+
+def test_estimate_counts_the_attack_writing_calls_prepare_makes(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """``evalrunner estimate --event``: the attack-writing judge calls (and the attacks) it
+    counts are those the deployed Prepare then makes for the same event, the stated purpose
+    and an inferred one alike; an event without redteam has no such figures."""
+    judge_stub.responder = RedTeamJudge()
+    judge = {"openai": {"base_url": judge_stub.url, "model": "stub"}, "cache": False}
+    (tmp_path / "s.csv").write_bytes(SUITE)
+    base = {
+        "key": "test-suites/s.csv",
+        "iterations": 1,
+        "target": openai_target("http://127.0.0.1:9"),
+        "judge": judge,
+    }
+    redteam = {
+        "plugins": ["system-prompt-extraction", "indirect-prompt-injection"],
+        "strategies": ["base64", "language", "multi-turn"],
+        "num_tests": 2,
+        "seed": 3,
+    }
+    for n, choices in enumerate([{**redteam, "purpose": PURPOSE}, redteam]):
+        path = tmp_path / f"event{n}.json"
+        path.write_text(json.dumps({**base, "redteam": choices}), encoding="utf-8")
+        shown = runner.invoke(app, ["estimate", "--event", str(path), "--json"])
+        assert shown.exit_code == 0, shown.output
+        estimate = json.loads(shown.stdout)
+        assert not judge_stub.requests  # an estimate calls nothing
+
+        with suite_store(SUITE) as store:
+            handler = prepare.build(
+                Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket))
+            )
+            handler({"event": {**base, "redteam": choices, "run_id": "e"}}, lambda_context())
+            (key,) = store.list_keys(ATTACKS_PREFIX)
+            stored = StoredAttacks.model_validate(store.get_json(key))
+        # 2 plugins, German/... for 2 direct attacks (1 call) and 2 planted (2 calls each),
+        # and for the inferred purpose one call more
+        assert estimate["redteam"]["calls"] == len(judge_stub.requests) == 2 + 2 + 4 + n
+        assert stored.judge_calls == len(judge_stub.requests)
+        # the attacks: 2 direct x (as written, base64, language, multi-turn) + 2 planted x
+        # (as written, language); a multi-turn attack is graded once, on its last turn
+        assert estimate["redteam"]["attacks"] == 2 * 4 + 2 * 2
+        assert sum(1 for r in stored.rows if r.get("redteam_plugin")) == 12
+        judge_stub.clear()
+
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({**base, "metrics": ["Answer Relevancy"]}), encoding="utf-8")
+    shown = runner.invoke(app, ["estimate", "--event", str(plain), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert "redteam" not in json.loads(shown.stdout)
+
+
+def test_a_bad_redteam_event_is_refused_by_estimate_and_start_naming_the_field(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    (tmp_path / "s.csv").write_bytes(SUITE)
+    event = {
+        "key": "test-suites/s.csv",
+        "iterations": 1,
+        "target": {"url": "http://127.0.0.1:9/ask"},
+        "judge": {"openai": {"base_url": judge_stub.url, "model": "stub"}},
+        "redteam": {"purpose": PURPOSE, "num_tests": 0, "strategies": ["rot-13"]},
+    }
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event), encoding="utf-8")
+    for command in (["estimate"], ["start", "--out", str(tmp_path / "out")]):
+        result = runner.invoke(app, [*command, "--event", str(path)])
+        assert result.exit_code == 2, result.output
+        assert "redteam.num_tests: 0 is less than the minimum of 1" in result.output
+        assert "redteam.strategies: unknown strategy(ies) 'rot-13'; choose from" in result.output
+    assert not judge_stub.requests
