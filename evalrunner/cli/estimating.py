@@ -247,7 +247,7 @@ def estimate(
     total."""
     if event_file is not None:
         try:
-            result = event_estimate_for(event_file, (suite or [None])[0])
+            result = event_estimate_for(event_file, suite[0] if suite else None)
         except EvalRunnerError as exc:
             raise _fail(exc, EXIT_INPUT) from None
         if as_json:

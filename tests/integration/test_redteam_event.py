@@ -343,3 +343,20 @@ def test_a_bad_redteam_event_is_refused_by_estimate_and_start_naming_the_field(
         assert "redteam.num_tests: 0 is less than the minimum of 1" in result.output
         assert "redteam.strategies: unknown strategy(ies) 'rot-13'; choose from" in result.output
     assert not judge_stub.requests
+
+
+def test_the_readme_event_is_valid_and_estimated(tmp_path: Path) -> None:
+    """The README's red-team event (section "Red team", "In the deployed pipeline"), as
+    written: accepted, and its attack writing counted without calling anything."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("### Red team", 1)[1].split("the event's `redteam`", 1)[1]
+    event = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    (tmp_path / "hr.xlsx").write_bytes((Path("test_suites") / "demo-hr.xlsx").read_bytes())
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(event), encoding="utf-8")
+    result = runner.invoke(app, ["estimate", "--event", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    writing = json.loads(result.stdout)["redteam"]
+    # one call per plugin; base64 and multi-turn ask the judge nothing
+    assert writing["calls"] == 3
+    assert writing["attacks"] == 3 * 3 * 3  # 3 plugins x 3 attacks x (as written + 2)
