@@ -119,3 +119,16 @@ def test_a_deployed_function_may_import_the_grader_without_cdk_plugins() -> None
     assert plugins.normalize(GRADER_MODULE, deployed) == GRADER_MODULE
     with pytest.raises(PluginError, match="imports only the plugin modules its deployment"):
         plugins.normalize("evalrunner.redteam.plan", deployed)
+
+
+def test_the_workflows_red_team_settings_are_the_same_model() -> None:
+    """One definition: the workflow's red-team step checks its choices as the event does."""
+    from pydantic import ValidationError
+
+    from evalrunner.redteam.spec import RedTeamSpec
+    from evalrunner.workflow.config import RedTeamSettings
+
+    assert issubclass(RedTeamSettings, RedTeamSpec)
+    with pytest.raises(ValidationError, match="unknown strategy\\(ies\\) 'b64'"):
+        RedTeamSettings.model_validate({"strategies": ["b64"]})
+    assert RedTeamSettings().num_tests == 2  # the workflow's own default
