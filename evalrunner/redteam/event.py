@@ -149,7 +149,8 @@ def _filled(raw: dict[str, Any], spec: RedTeamSpec) -> dict[str, Any]:
         options = raw.get("evaluator_options")
         options = dict(options) if isinstance(options, dict) else {}
         own = options.get(GRADER)
-        options[GRADER] = {"purpose": spec.purpose, **(own if isinstance(own, dict) else {})}
+        # redteam.purpose is what the attacks were written against: the grader judges by it
+        options[GRADER] = {**(own if isinstance(own, dict) else {}), "purpose": spec.purpose}
         out["evaluator_options"] = options
     gates = raw.get("fail_under")
     gates = dict(gates) if isinstance(gates, dict) else {}
