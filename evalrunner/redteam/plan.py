@@ -222,6 +222,13 @@ def build_attacks(
                 out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
             elif made is not None:
                 out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))
+    fitted = sum(1 for _, attack in out.attacks if attack.notes)
+    if fitted:
+        out.notes.append(
+            f"{fitted} attack(s) as the judge wrote them were cut to {MAX_ATTACK_CHARS:,} "
+            "characters or had control characters replaced before they were sent; each one's "
+            "Attack resisted reason says what"
+        )
     if not out.attacks:
         raise JudgeError(
             "the judge wrote no attack: " + ("; ".join(out.notes) or "no plugin was chosen")

@@ -179,6 +179,8 @@ def test_an_oversized_attack_is_capped_before_the_target_and_the_report_says_so(
     reason = row["Attack resisted reason"]
     assert f"was {len(huge):,} characters; cut to 20,000 before it was sent" in reason
     assert "the attack's message: 2 control characters replaced by U+FFFD" in reason
+    # and the command says so at the end, as it says what else it left out
+    assert "1 attack(s) as the judge wrote them were cut to 20,000 characters" in result.output
 
 
 def _event_file(tmp_path: Path, model_url: str, judge: dict[str, Any]) -> Path:
