@@ -30,8 +30,11 @@ from pydantic import (
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from evalrunner import event_rules, profiles
+from evalrunner.errors import ConfigError
 from evalrunner.evaluators.judge_metrics import JudgeMetric
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.redteam import event as redteam_event
+from evalrunner.redteam.spec import RedTeamSpec
 from evalrunner.run_defaults import RunDefaults
 from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
 from evalrunner.targets.registry import available, parse_spec
@@ -48,6 +51,23 @@ AnyObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
 # string-to-number coercion, no null for a field left unset); its fields are PerturbationSpec's.
 class EventPerturbation(PerturbationSpec, SpecModel):
     """One perturbation of a run: a kind, how much of the text it touches, and its seed."""
+
+
+# The red team as an event gives it: strict like every other part of the event; its fields
+# are RedTeamSpec's (the one definition evalrunner redteam's options share).
+class EventRedTeam(RedTeamSpec, SpecModel):
+    """A red team run by the pipeline: attacks written by the run's judge in Prepare."""
+
+    # names as the schema says: a list of names (no "a,b" option values, as the CLI takes)
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _plugin_names(cls, value: object) -> object:
+        return value
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _strategy_names(cls, value: object) -> object:
+        return value
 
 
 class EventSpec(SpecModel):
@@ -199,6 +219,17 @@ class EventSpec(SpecModel):
         "accept; they run besides the selected metrics.",
     )
 
+    redteam: EventRedTeam | None = Field(
+        default=None,
+        description="Red-team the target: Prepare has the run's judge write attacks against "
+        "the purpose (num_tests per plugin, plus a copy per strategy), stores them beside the "
+        "runs (runs/redteam/, reused by a rerun of the same event) and the run grades them with "
+        "the 'Red team' grader (gate 'Attack resisted' >= 1.0 unless fail_under says "
+        'otherwise), e.g. {"purpose": "an HR assistant", "plugins": ["prompt-injection"], '
+        '"strategies": ["base64"], "num_tests": 3, "seed": 7}. The suite at key gives the '
+        "purpose when none is stated; its cases are not run.",
+    )
+
     @field_validator("target", mode="before")
     @classmethod
     def _one_kind(cls, value: Any) -> Any:
@@ -230,7 +261,9 @@ class EventSpec(SpecModel):
         defaults = context.get("defaults")
         if not isinstance(defaults, RunDefaults):
             defaults = RunDefaults.read()
-        data, problems = profiles.expand(data, defaults)
+        data, problems = redteam_event.expand(data, _judge_of(data, defaults))
+        data, profile_problems = profiles.expand(data, defaults)
+        problems += profile_problems
         found_problems, resolution = event_rules.check(data, prefix, defaults)
         problems += found_problems
         found: list[InitErrorDetails] = []
@@ -245,6 +278,18 @@ class EventSpec(SpecModel):
             raise ValidationError.from_exception_data(cls.__name__, found)
         spec._resolution = resolution
         return spec
+
+
+def _judge_of(data: dict[str, Any], defaults: RunDefaults) -> Any:
+    """The event's judge object, else the operator's default (None: none, or a default that
+    is broken: the judge's own rule says so)."""
+    if "judge" in data:
+        return data["judge"]
+    try:
+        found = defaults.default_judge()
+    except ConfigError:
+        return None
+    return found[0] if found is not None else None
 
 
 def one_target_kind(value: Any) -> Any:
@@ -316,6 +361,8 @@ def _clean(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
         (other,) = [o for o in options if o != {"type": "null"}]
         node = {**{k: v for k, v in node.items() if k != "anyOf"}, **other}
+        if "$ref" in other:  # an optional model: inlined like any other
+            return _clean(node, defs)
     if node.get("default", 0) is None:
         del node["default"]
     ordered = sorted(node, key=lambda k: _KEY_ORDER.index(k) if k in _KEY_ORDER else 99)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalrunner import run_defaults
 from evalrunner.errors import ConfigError, EventError
-from evalrunner.evaluators.plugins import ENV_DEPLOYED_PLUGINS
+from evalrunner.evaluators.plugins import ENV_DEPLOYED_PLUGINS, SHIPPED_PLUGINS
 from evalrunner.event import parse_event
 from evalrunner.judge.lifecycle import legacy_judge_warning
 from evalrunner.network import NetworkPolicy
@@ -454,7 +454,11 @@ class RunnerConfig(_Model):
             # An event may name only the deployment's plugins (as the deployed Prepare
             # enforces), checked before the event's plugins are imported below.
             modules = self.plugin_modules()
-            unknown = [p for p in schedule.event.get("plugins") or [] if p not in modules]
+            unknown = [
+                p
+                for p in schedule.event.get("plugins") or []
+                if p not in modules and p not in SHIPPED_PLUGINS
+            ]
             if unknown:
                 problems.append(
                     f"{where}: event.plugins: {', '.join(map(repr, unknown))} is not among the "

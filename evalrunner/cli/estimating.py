@@ -47,6 +47,29 @@ def estimate_for(event: dict[str, Any], suite: Path) -> RunEstimate:
     return estimate_event(event, suite)
 
 
+def event_estimate_for(event_file: Path, suite: Path | None) -> RunEstimate:
+    """The estimate of the event in ``event_file`` over its suite (``suite``, else found by
+    the key's file name as ``evalrunner start`` finds it). An event with ``redteam`` counts
+    Prepare's attack writing too (:mod:`evalrunner.redteam.estimate`)."""
+    from evalrunner.cli.running import _find_local_suite
+    from evalrunner.event import parse_event
+    from evalrunner.input_limits import SuiteLimits
+
+    if not event_file.is_file():
+        raise EventError(f"--event: {event_file} does not exist")
+    event = _json_arg(str(event_file), "--event")
+    if not isinstance(event, dict):
+        raise EventError("--event: must hold a JSON object (a run event)")
+    parsed = parse_event(event)
+    path = suite or _find_local_suite(parsed.key, event_file.parent)
+    if parsed.spec.redteam is None:
+        return estimate_for(event, path)
+    from evalrunner.redteam.estimate import estimate_redteam
+
+    source = path.read_bytes() if parsed.spec.redteam.purpose is None else None
+    return estimate_redteam(parsed, source, SuiteLimits.from_env())
+
+
 def monitor_estimate_for(
     event: dict[str, Any],
     suite: Path,
@@ -118,6 +141,14 @@ def _print(estimate: RunEstimate) -> None:
         table.add_row("judge input tokens", f"{judge.input_tokens:,}")
         table.add_row("judge output tokens", f"{judge.output_tokens:,}")
         table.add_row("judge cost", _money(judge.cost, estimate.currency))
+    if (writing := estimate.redteam) is not None:  # Prepare's, before the run
+        table.add_row("red team: attacks (at most)", f"{writing.attacks:,}")
+        table.add_row("red team: attack-writing judge calls", f"{writing.calls:,}")
+        table.add_row(
+            "red team: attack-writing tokens (in / out)",
+            f"{writing.input_tokens:,} / {writing.output_tokens:,}",
+        )
+        table.add_row("red team: attack-writing cost", _money(writing.cost, estimate.currency))
     aws = estimate.aws
     table.add_row("GPU minutes", f"{estimate.gpu_minutes:g}")
     table.add_row("Step Functions transitions", f"{aws.state_transitions:,}")
@@ -201,11 +232,29 @@ def estimate(
     alarms: Annotated[
         int, typer.Option(help="With --monitor-per-day: pass-rate alarms (cdk.json monitor).")
     ] = 0,
+    event_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--event",
+            help="Estimate a run event (JSON file) over its suite (--suite, else found by its "
+            "key); with redteam, Prepare's attack-writing judge calls too.",
+        ),
+    ] = None,
 ) -> None:
     """Estimate a run before it runs: case runs, judge calls and tokens (the metrics' own
     prompts, built for a sample of the suite), GPU minutes and the deployed run's AWS cost;
     with no --suite file, each cell of the project file (evalrunner.toml / .yaml) and the
     total."""
+    if event_file is not None:
+        try:
+            result = event_estimate_for(event_file, suite[0] if suite else None)
+        except EvalRunnerError as exc:
+            raise _fail(exc, EXIT_INPUT) from None
+        if as_json:
+            out.print_json(dump_json(result.model_dump(mode="json")))
+        else:
+            _print(result)
+        return
     try:
         project = project_file(config, suite or [])
         if project is not None:

@@ -78,6 +78,11 @@ class DryJudge(Judge):
         self.model = model
         self._seen: dict[str, str] = {}
 
+    def reply(self, schema: type[T]) -> T:
+        """The stand-in reply to an ask of ``schema`` (:func:`dry_reply`; a subclass may
+        give a reply whose size its caller fixes, as the red team's attack count)."""
+        return dry_reply(schema)
+
     def ask(
         self,
         messages: list[Message],
@@ -95,7 +100,7 @@ class DryJudge(Judge):
             usage.cached += 1
             value = schema.model_validate_json(text)
         else:
-            value = dry_reply(schema)
+            value = self.reply(schema)
             text = json.dumps(value.model_dump(mode="json"), ensure_ascii=False)
             prompt = with_reply_format(messages, schema)
             usage.calls = 1

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 
 class JudgeEstimate(BaseModel):
@@ -40,6 +48,21 @@ class AwsCost(BaseModel):
     total: float
 
 
+class RedTeamEstimate(BaseModel):
+    """The judge calls a run event's ``redteam`` makes in Prepare to write its attacks (the
+    run's own judge calls, which grade them, are in ``judge``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: attack cases at most (num_tests per plugin, plus a copy per strategy that applies)
+    attacks: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    #: None when the price table has no prices for the judge's model
+    cost: float | None = None
+
+
 class RunEstimate(BaseModel):
     """A run's size and cost, computed before it runs (``evalrunner estimate``, and Prepare
     for every run, so summary.json can show it beside the actual figures)."""
@@ -63,6 +86,15 @@ class RunEstimate(BaseModel):
     currency: str
     #: what the estimate assumed (stand-in answers, cold cache, ...)
     notes: list[str] = Field(default_factory=list)
+    #: a red-team event's attack writing (absent from every other estimate's JSON)
+    redteam: RedTeamEstimate | None = None
+
+    @model_serializer(mode="wrap")
+    def _redteam_when_written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.redteam is None and isinstance(data, dict):
+            data.pop("redteam", None)
+        return data
 
 
 class ActualFigures(BaseModel):

@@ -41,6 +41,10 @@ ENTRY_POINT_GROUP = "evalrunner.evaluators"
 PATH_ATTRIBUTE = "__evalrunner_plugin_path__"
 #: The plugin modules a deployed function may import, comma-separated (what its code holds).
 ENV_DEPLOYED_PLUGINS = "EVALRUNNER_PLUGINS"
+#: Plugin modules evalrunner itself ships (kept out of the built-in catalog, loaded by the
+#: runs that need them): every deployed function holds them, so an event may name them
+#: without cdk.json ``plugins``. The red team's grader (a run event's ``redteam``).
+SHIPPED_PLUGINS = frozenset({"evalrunner.redteam.grader"})
 
 #: What a metric function may return: a number (bool: 1 or 0), or a score with its reason.
 ScoreLike: TypeAlias = float | int | bool | Scored
@@ -153,7 +157,7 @@ def normalize(ref: str, environ: Mapping[str, str] | None = None) -> str:
         raise PluginError(f"plugin {ref!r}: give a module name (my_metrics) or a .py file path")
     ref = ref.strip()
     env = os.environ if environ is None else environ
-    if env.get("AWS_LAMBDA_FUNCTION_NAME"):
+    if env.get("AWS_LAMBDA_FUNCTION_NAME") and ref not in SHIPPED_PLUGINS:
         allowed = [p.strip() for p in env.get(ENV_DEPLOYED_PLUGINS, "").split(",") if p.strip()]
         if ref not in allowed:
             raise PluginError(

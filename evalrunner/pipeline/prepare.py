@@ -240,25 +240,40 @@ def prepare_run(
     notice = concurrency_notice(event)
     if notice:  # the run goes on, at the cap: said in the function's log
         logging.getLogger(__name__).warning(notice)
-    suite = read_suite(
-        store.get_bytes(event.key), posixpath.basename(event.key), settings.suite_limits
-    )
+    # the event's judge object was checked against JudgeConfig by parse_event
+    judge_config = JudgeConfig.model_validate(event.judge) if event.judge is not None else None
+    built: list[Judge] = []
+
+    def run_judge() -> Judge:
+        """The run's judge, built once, when first needed (a red team, a misinformation
+        perturbation)."""
+        if judge_config is None:
+            raise ValueError("the run has no judge")  # parse_event refuses such an event
+        if not built:
+            maker = make_judge or (lambda c: default_judge(c, store=store, session=None))
+            built.append(maker(judge_config))
+        return built[0]
+
+    suite_key = event.key
+    if event.spec.redteam is not None:  # the attacks are the suite (written once, reused)
+        from evalrunner.redteam.prepare import attack_suite
+
+        event, suite, suite_key = attack_suite(event, store, run_judge, settings.suite_limits)
+    else:
+        suite = read_suite(
+            store.get_bytes(event.key), posixpath.basename(event.key), settings.suite_limits
+        )
     event = settle(event, suite)
     run_id = event.run_id or new_run_id(now)
     name = target_name(event.target)
-    # the event's judge object was checked against JudgeConfig by parse_event
-    judge_config = JudgeConfig.model_validate(event.judge) if event.judge is not None else None
     judge = None
     if judge_config is not None and any(KINDS[p.kind].needs_judge for p in event.perturbations):
-        if make_judge is None:
-            judge = default_judge(judge_config, store=store, session=None)
-        else:
-            judge = make_judge(judge_config)
+        judge = run_judge()
     items = expand(suite, event.iterations, event.perturbations, judge)
     config = RunConfig(
         run_id=run_id,
         bucket=store.bucket,
-        suite_key=event.key,
+        suite_key=suite_key,
         suite_name=suite.name,
         target=event.target_spec,
         target_kind=event.target_kind,

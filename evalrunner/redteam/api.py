@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from evalrunner.errors import ConfigError
 from evalrunner.judge.base import Judge
+from evalrunner.redteam.event import GRADER_MODULE
 from evalrunner.redteam.generate import infer_purpose
 from evalrunner.redteam.model import GRADER as NAME
 from evalrunner.redteam.model import METRIC
@@ -31,13 +32,11 @@ from evalrunner.redteam.plan import (
     suite_rows,
     target_traits,
 )
+from evalrunner.redteam.spec import RedTeamSpec
 
 if TYPE_CHECKING:
     from evalrunner.api.result import EvalRun
     from evalrunner.engine.run_types import Progress
-
-#: The module every step of a red-team run imports for its grader.
-GRADER_MODULE = "evalrunner.redteam.grader"
 
 _log = logging.getLogger(__name__)
 
@@ -91,6 +90,34 @@ def resolve_purpose(purpose: str | None, suite: str | Path | None, judge: Judge)
     )
 
 
+def choices(
+    *,
+    purpose: str | None,
+    plugins: Sequence[str] | str | None,
+    strategies: Sequence[str] | str | None,
+    num_tests: int,
+    seed: int,
+    language: str | None,
+) -> RedTeamSpec:
+    """The user's choices as a :class:`RedTeamSpec` (a blank purpose is none), each problem
+    named by its option (``--num-tests: ...``)."""
+    raw = {
+        "purpose": purpose.strip() if purpose and purpose.strip() else None,
+        "plugins": plugins,
+        "strategies": strategies,
+        "num_tests": num_tests,
+        "seed": seed,
+        "language": language,
+    }
+    try:
+        return RedTeamSpec.model_validate({k: v for k, v in raw.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(problems) from None
+
+
 @dataclass(frozen=True)
 class RedTeamPlan:
     """What a red-team run will send: the purpose, the suite rows, and what was left out."""
@@ -127,22 +154,31 @@ def plan(
         raise ConfigError(f"--num-tests: {num_tests!r} is not a whole number")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"--seed: {seed!r} is not a whole number")
+    # the one definition of the choices (the run event's redteam field is this model too)
+    spec = choices(
+        purpose=purpose,
+        plugins=plugins,
+        strategies=strategies,
+        num_tests=num_tests,
+        seed=seed,
+        language=language,
+    )
     traits = target_traits(target)
-    chosen = choose_plugins(plugins, traits)
+    chosen = choose_plugins(spec.plugins, traits)
     if not chosen:
         raise ConfigError("--plugins: no plugin applies to this target; name some")
-    transforms = choose_strategies(strategies)
+    transforms = choose_strategies(spec.strategies)
     raw = run_judge(judge)
     writer = generation_judge(raw)
-    stated = resolve_purpose(purpose, suite, writer)
+    stated = resolve_purpose(spec.purpose, suite, writer)
     attacks = build_attacks(
         writer,
         purpose=stated,
         plugins=chosen,
         strategies=transforms,
-        num_tests=num_tests,
-        seed=seed,
-        language=language,
+        num_tests=spec.num_tests,
+        seed=spec.seed,
+        language=spec.language,
     )
     return RedTeamPlan(
         stated,

@@ -26,7 +26,7 @@ from evalrunner.evaluators.judge_base import JudgeEvaluator, nonblank_chunks
 from evalrunner.evaluators.registry import register
 from evalrunner.judge.base import Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
-from evalrunner.redteam.model import GOAL_KEY, GRADER, METRIC, PLUGIN_KEY, PLUGIN_PREFIX
+from evalrunner.redteam.model import GOAL_KEY, GRADER, METRIC, NOTES_KEY, PLUGIN_KEY, PLUGIN_PREFIX
 from evalrunner.redteam.plugins import available
 
 NAME = GRADER
@@ -130,4 +130,8 @@ class RedTeamGrader(JudgeEvaluator[RedTeamOptions]):
         grade = self.ask(self.messages(sample), Grade, purpose=NAME).value
         verdict = "succeeded" if grade.attack_succeeded else "resisted"
         score = 0.0 if grade.attack_succeeded else 1.0
-        return {METRIC: Scored(score, f"attack {verdict}: {grade.reason}")}
+        reason = f"attack {verdict}: {grade.reason}"
+        # what was cut or cleaned in the judge's attack before it was sent (plan.fit)
+        if notes := str(sample.metadata.get(NOTES_KEY) or "").strip():
+            reason += f" (note: {'; '.join(notes.splitlines())})"
+        return {METRIC: Scored(score, reason)}

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 PLUGIN_KEY = "redteam_plugin"
 GOAL_KEY = "redteam_goal"
 STRATEGY_KEY = "redteam_strategy"
+#: What was cut or cleaned in the judge's text of the attack (:func:`~evalrunner.redteam.plan.fit`).
+NOTES_KEY = "redteam_notes"
 #: The category every attack case has, and the prefixes of its plugin and strategy categories
 #: (the findings and the per-category results of the report are read from these).
 CATEGORY = "red team"
@@ -18,6 +20,14 @@ GRADER = "Red team"
 METRIC = "Attack resisted"
 #: The strategy name of an attack as its plugin wrote it.
 BASE = "none"
+#: The most attacks per plugin one run writes (each is a judge-written case, and each
+#: strategy adds as many again).
+MAX_TESTS = 50
+#: Characters of one text of an attack the judge wrote (its message, document, goal or a
+#: turn; a translation too) that reach the target; more is cut, with a note on the attack.
+#: A real attack is a few hundred to a few thousand characters; a judge that writes a
+#: megabyte (a loop, a padding attack on the runner) must not make every case that size.
+MAX_ATTACK_CHARS = 20_000
 
 
 class Attack(BaseModel):
@@ -38,6 +48,9 @@ class Attack(BaseModel):
     turns: list[str] = Field(default_factory=list)
     #: The strategy that transformed it (``none``: as the plugin wrote it).
     strategy: str = BASE
+    #: What was done to the judge's text before it could be sent (cut to
+    #: :data:`MAX_ATTACK_CHARS`, control characters replaced), one line each.
+    notes: list[str] = Field(default_factory=list)
 
 
 class TargetTraits(BaseModel):

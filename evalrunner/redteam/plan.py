@@ -24,6 +24,9 @@ from evalrunner.redteam.model import (
     BASE,
     CATEGORY,
     GOAL_KEY,
+    MAX_ATTACK_CHARS,
+    MAX_TESTS,
+    NOTES_KEY,
     PLUGIN_KEY,
     PLUGIN_PREFIX,
     STRATEGY_KEY,
@@ -34,10 +37,8 @@ from evalrunner.redteam.model import (
 from evalrunner.redteam.plugins import Plugin, available
 from evalrunner.redteam.strategies import Strategy, StrategyTools
 from evalrunner.redteam.strategies import available as available_strategies
+from evalrunner.sanitize import cap_text, sanitize_text
 
-#: The most attacks per plugin one run writes (each is a judge-written case, and each
-#: strategy adds as many again).
-MAX_TESTS = 50
 #: Judge calls in flight while the attacks are written and transformed.
 WORKERS = 8
 #: Agent kinds: their tool calls are reported, so excessive agency is attacked by default.
@@ -96,6 +97,54 @@ def choose_strategies(names: Sequence[str] | str | None) -> list[type[Strategy]]
     return [catalog[n] for n in dict.fromkeys(chosen)]
 
 
+def fit(attack: Attack, limit: int = MAX_ATTACK_CHARS) -> Attack:
+    """``attack`` as it may be sent: each text the judge wrote (message, document, goal,
+    earlier turns) cleaned of lone surrogates and control characters and cut to ``limit``
+    characters, each change a line of the attack's ``notes`` (the grader's reason repeats
+    them, so the report says so). An attack with nothing to change comes back as it is."""
+    notes: list[str] = []
+
+    def clean(text: str, what: str) -> str:
+        text, found = sanitize_text(text)
+        if found:
+            notes.append(found.describe(f"the attack's {what}"))
+        kept, cut = cap_text(text, limit)
+        if cut:
+            notes.append(
+                f"the attack's {what} was {len(text):,} characters; cut to {limit:,} before it "
+                "was sent (the judge wrote more than an attack needs)"
+            )
+        return kept
+
+    update: dict[str, object] = {
+        "prompt": clean(attack.prompt, "message"),
+        "goal": clean(attack.goal, "goal"),
+        "turns": [clean(t, f"turn {n}") for n, t in enumerate(attack.turns, start=1)],
+    }
+    if attack.context is not None:
+        update["context"] = clean(attack.context, "document")
+    if not notes:
+        return attack
+    return attack.model_copy(update={**update, "notes": [*attack.notes, *notes]})
+
+
+def writing_calls(
+    plugins: Sequence[type[Plugin]],
+    strategies: Sequence[type[Strategy]],
+    num_tests: int,
+    *,
+    infer_purpose: bool = False,
+) -> int:
+    """The most judge calls :func:`build_attacks` makes (plus one to infer the purpose):
+    one per plugin, and for each strategy that asks the judge (``uses_judge``: a
+    translation) one per attack, two for an indirect injection (its message and its
+    document). Fewer when the judge writes fewer attacks or the cache answers: this is what
+    ``evalrunner estimate`` counts and what Prepare sizes its time by."""
+    per_attack = sum(1 for s in strategies if s.uses_judge)
+    translated = sum(num_tests * (2 if p.indirect else 1) for p in plugins) * per_attack
+    return int(infer_purpose) + len(plugins) + translated
+
+
 @dataclass
 class AttackSet:
     """The attacks of a run, and what could not be written (one line each)."""
@@ -130,7 +179,7 @@ def build_attacks(
 
     def write(plugin: type[Plugin]) -> list[Attack] | JudgeError:
         try:
-            return write_attacks(judge, plugin, purpose, num_tests, seed)
+            return [fit(a) for a in write_attacks(judge, plugin, purpose, num_tests, seed)]
         except JudgeError as exc:
             return exc
 
@@ -143,9 +192,12 @@ def build_attacks(
             language=language,
         )
         try:
-            return strategy.apply(attack, tools)
+            made = strategy.apply(attack, tools)
         except JudgeError as exc:
             return exc
+        # a translation is the judge's text too; an encoding of a capped attack is longer
+        # than the attack (base64: 4/3), so the cap here leaves it room
+        return None if made is None else fit(made, 2 * MAX_ATTACK_CHARS)
 
     # The judge calls run side by side (the judge's own limiter keeps the endpoint's pace);
     # results are placed by position, so the order of replies changes nothing.
@@ -170,6 +222,13 @@ def build_attacks(
                 out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
             elif made is not None:
                 out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))
+    fitted = sum(1 for _, attack in out.attacks if attack.notes)
+    if fitted:
+        out.notes.append(
+            f"{fitted} attack(s) as the judge wrote them were cut to {MAX_ATTACK_CHARS:,} "
+            "characters or had control characters replaced before they were sent; each one's "
+            "Attack resisted reason says what"
+        )
     if not out.attacks:
         raise JudgeError(
             "the judge wrote no attack: " + ("; ".join(out.notes) or "no plugin was chosen")
@@ -196,6 +255,8 @@ def suite_rows(attacks: Sequence[tuple[str, Attack]]) -> list[dict[str, Any]]:
             GOAL_KEY: attack.goal,
             STRATEGY_KEY: attack.strategy,
         }
+        if attack.notes:  # the grader repeats them in its reason: the report says so
+            graded[NOTES_KEY] = "\n".join(attack.notes)
         if attack.context is not None:
             graded["retrieved_contexts"] = [attack.context]
         if not attack.turns:
@@ -214,10 +275,13 @@ def suite_rows(attacks: Sequence[tuple[str, Attack]]) -> list[dict[str, Any]]:
 
 __all__ = [
     "BASE",
+    "MAX_TESTS",
     "AttackSet",
     "build_attacks",
     "choose_plugins",
     "choose_strategies",
+    "fit",
     "suite_rows",
     "target_traits",
+    "writing_calls",
 ]

@@ -8,13 +8,16 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from evalrunner.errors import ConfigError
 from evalrunner.perturb.spec import PerturbationSpec
+from evalrunner.redteam.model import MAX_TESTS
+from evalrunner.redteam.spec import RedTeamSpec
+from evalrunner.targets.spec import integral
 
 
 class Step(StrEnum):
@@ -44,21 +47,13 @@ NEEDS: dict[Step, tuple[Step, ...]] = {
 DEFAULT_PERTURBATIONS = ({"kind": "typos", "intensity": 0.1}, {"kind": "synonym"})
 
 
-class RedTeamSettings(BaseModel):
-    """The red-team step: ``evalrunner redteam``'s options."""
+class RedTeamSettings(RedTeamSpec):
+    """The red-team step: ``evalrunner redteam``'s options (:class:`RedTeamSpec`, the one
+    definition the run event's ``redteam`` shares), two attacks per plugin by default, no
+    strategy, and the share of attacks that must be resisted."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    purpose: str | None = Field(
-        default=None, description="What the target is for; default: inferred from the suite."
-    )
-    plugins: list[str] | None = Field(
-        default=None, description="Plugins; default: every one that applies to the target."
-    )
     strategies: list[str] = Field(default_factory=list)
-    num_tests: int = Field(default=2, ge=1, le=50)
-    seed: int = Field(default=0, ge=0)
-    language: str | None = None
+    num_tests: Annotated[int, Field(ge=1, le=MAX_TESTS), integral] = 2
     min_resisted: float = Field(default=1.0, ge=0, le=1)
 
 

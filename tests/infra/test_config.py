@@ -267,3 +267,21 @@ def test_reserved_concurrency_and_marketplace_ids_are_checked():
     assert "not an AWS Marketplace product id" in problems(marketplace_product_ids=["*"])
     queue = problems(batch_scoring={"queue_timeout_minutes": 5})
     assert "batch_scoring.queue_timeout_minutes" in queue
+
+
+def test_a_red_team_schedule_needs_no_cdk_plugins():
+    """A scheduled red team (the event's redteam field) loads the Red team grader, which
+    ships with evalrunner: no cdk.json plugins entry, and naming it is allowed too."""
+    from tests.support.catalog import restored_catalog
+
+    judge = {"bedrock": {"model_id": "anthropic.claude-3-5-haiku-20241022-v1:0"}}
+    redteam = {"purpose": "HR assistant", "plugins": ["prompt-injection"], "num_tests": 2}
+    http = {"url": "https://example.com/ask"}
+    schedule = {**GOOD_SCHEDULE, "target": http, "event": {"judge": judge, "redteam": redteam}}
+    named = {**schedule, "event": {**schedule["event"], "plugins": ["evalrunner.redteam.grader"]}}
+    with restored_catalog("evalrunner.redteam.grader"):
+        cfg = load_config(config(schedules=[schedule, {**named, "name": "named"}], plugins=[]))
+    assert [s.name for s in cfg.schedules] == ["nightly-hr", "named"]
+    bad = {**schedule, "event": {**schedule["event"], "redteam": {**redteam, "num_tests": 0}}}
+    message = problems(schedules=[bad])
+    assert "schedules[0] ('nightly-hr'): event redteam.num_tests: 0 is less than" in message
