@@ -45,17 +45,19 @@ _CA_PROVINCE_NAMES = (
     "Alberta|British Columbia|Manitoba|New Brunswick|Newfoundland|Nova Scotia|Northwest "
     "Territories|Nunavut|Ontario|Prince Edward Island|Quebec|Québec|Saskatchewan|Yukon"
 )
-_PO_BOX = r"\b[Pp]\.? ?[Oo]\.? ?[Bb][Oo][Xx]\b"
+_PO_BOX = r"\b(?=[Pp])[Pp]\.? ?[Oo]\.? ?[Bb][Oo][Xx]\b"
+#: Two capitals alone are a state or province code when the country's list has them (a
+#: pattern of two capitals, then a set, is ten times quicker than an alternation of codes).
+_CODE = r"\b(?P<code>[A-Z]{2})\b"
 _ANCHORS = {
-    "US": re.compile(
-        rf"\b(?:{'|'.join(_US_STATES)}|{_US_STATE_NAMES})\b|(?<!\d)\d{{5}}(?!\d)|{_PO_BOX}",
-    ),
+    "US": re.compile(rf"{_CODE}|\b(?=[A-Z])(?:{_US_STATE_NAMES})\b|(?<!\d)\d{{5}}(?!\d)|{_PO_BOX}"),
     "CA": re.compile(
-        rf"\b(?:{'|'.join(_CA_PROVINCES)}|{_CA_PROVINCE_NAMES})\b"
+        rf"{_CODE}|\b(?=[A-Z])(?:{_CA_PROVINCE_NAMES})\b"
         rf"|\b[A-Za-z]\d[A-Za-z] ?\d[A-Za-z]\d\b|{_PO_BOX}"
     ),
     "GB": re.compile(r"\b[A-Za-z]{1,2}\d[A-Za-z\d]? ?\d[A-Za-z]{2}\b|" + _PO_BOX),
 }
+_CODES = {"US": frozenset(_US_STATES), "CA": frozenset(_CA_PROVINCES), "GB": frozenset()}
 #: How far before an anchor an address may start, and after it end (a ZIP after a state).
 _REACH = 300
 
@@ -91,24 +93,37 @@ def find_addresses(text: str, countries: tuple[str, ...]) -> Iterator[tuple[int,
     lower case with its spacing and commas evened, so two spellings are one address)."""
     if not countries or not _DIGIT.search(text):
         return
-    squeezed = _SQUEEZE.sub(_squeeze, text)
-    spans: list[tuple[int, int]] = []
-    for country in countries:
-        for low, high in _windows(squeezed, _ANCHORS[country]):
-            spans = spans or _squeezed(text)[1]  # where each character came from, once
+    wanted = [c for c in countries if _anchor(text, c)]
+    if not wanted:
+        return  # the common case: no anchor, and nothing squeezed or parsed
+    squeezed, spans = _squeezed(text)
+    for country in wanted:
+        for low, high in _windows(squeezed, country):
             for start, end, value in _parsed(squeezed[low:high], country):
                 yield from _mapped(text, spans, low + start, low + end, value)
+
+
+def _anchors(text: str, country: str) -> Iterator[re.Match[str]]:
+    codes = _CODES[country]
+    for m in _ANCHORS[country].finditer(text):
+        code = m.groupdict().get("code")
+        if code is None or code in codes:
+            yield m
+
+
+def _anchor(text: str, country: str) -> bool:
+    return next(_anchors(text, country), None) is not None
 
 
 def _squeeze(match: re.Match[str]) -> str:
     return ", " if "," in match.group() else " "
 
 
-def _windows(text: str, anchor: re.Pattern[str]) -> Iterator[tuple[int, int]]:
-    """The stretches of ``text`` within reach of an anchor, merged, each starting and ending
-    at a space or an end of the text (so no word is cut)."""
+def _windows(text: str, country: str) -> Iterator[tuple[int, int]]:
+    """The stretches of ``text`` within reach of an anchor of ``country``, merged, each
+    starting and ending at a space or an end of the text (so no word is cut)."""
     low = high = -1
-    for m in anchor.finditer(text):
+    for m in _anchors(text, country):
         start, end = max(m.start() - _REACH, 0), min(m.end() + _REACH, len(text))
         if low >= 0 and start <= high:
             high = max(high, end)
