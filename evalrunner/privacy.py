@@ -1,32 +1,41 @@
 """PII masking of production text before any judge (or report) sees it.
 
 Monitor runs score what real users typed and what the assistant answered; those texts hold
-e-mail addresses, phone numbers, card numbers, IBANs, IP addresses and national ids. Each
+e-mail addresses, phone numbers, card numbers, IBANs, IP addresses, national ids, street
+addresses and names. Each
 one found is replaced by a *typed, numbered* placeholder (``<EMAIL_1>``, ``<PHONE_2>``),
 the same value by the same placeholder everywhere in one case (question, answer, contexts,
 turns), so a judge can still tell "the answer repeats the address the user gave" from "the
 answer invents one", and nothing of the value itself leaves the case.
 
-Why these libraries and not Microsoft Presidio: Presidio's analyzer imports spaCy (126 MB
-installed, with thinc and blis another 57 MB) and the full ``phonenumbers`` (48 MB); the
-deployed monitor masks inside a zip Lambda, whose 250 MB unzipped limit the core layer
-already half fills, so it cannot ship there, and a second detector for local runs would
-mask differently from the deployed one. And without a spaCy NER model, which cannot be
-installed offline here, Presidio detects exactly what is detected here: candidates by
-pattern, confirmed by a validator (its phone recognizer *is* ``phonenumbers``' matcher; its
-card and IBAN recognizers are a Luhn and a mod-97 check). So this module uses those
-validators directly, from well-kept libraries, at a twentieth of the size:
+What finds each kind, from well-kept libraries where one exists:
 
 - phones: ``phonenumbers`` (Google's libphonenumber), its ``PhoneNumberMatcher`` at
   ``VALID`` leniency (the ``lite`` distribution: the same matcher without the geocoding and
   carrier tables) for each region whose national formats should be recognised;
-- cards (Luhn), IBANs (mod 97 and each country's length), US social security numbers:
-  ``python-stdnum``;
+- cards (Luhn), IBANs (mod 97 and each country's length), US social security numbers
+  (``123-45-6789`` or ``123 45 6789``): ``python-stdnum``;
 - IP addresses: the standard library's :mod:`ipaddress` (v4 and v6);
-- e-mail addresses: a pattern (ASCII local part, a dotted domain with a letter TLD).
+- e-mail addresses: a pattern, in any script (RFC 6531: ``jörg@exämple.de``, the IDNA
+  ``xn--`` form of a domain being the same address) and spelled out to hide it
+  (``jo(at)ex.com``, ``jo [at] ex [dot] com``: bracketed words only, a bare "at" is English);
+- street addresses of the US, Canada and the UK: ``pyap2``'s rules
+  (:mod:`evalrunner.privacy_addresses`, which says what they miss);
+- personal names: **opt-in**, a spaCy NER model the options name (``ner_model``; the
+  ``ner`` extra; :mod:`evalrunner.privacy_names`). PERSON is not a default kind; asking for
+  it without a model, or without spaCy, is a :class:`~evalrunner.errors.ConfigError` when
+  the masker is built, never a silent skip.
 
-Not detected: personal names and postal addresses (they need an NER model). The README says
-so; a user who needs them masks upstream.
+Why not Microsoft Presidio: its analyzer is a pattern-plus-validator layer over spaCy that
+also needs the full ``phonenumbers`` (48 MB); its phone recognizer *is* ``phonenumbers``'
+matcher and its card and IBAN recognizers a Luhn and a mod-97 check, used here directly, and
+its names come from the same spaCy NER model this module runs when asked. Keeping spaCy the
+one optional part leaves the default masking small enough for the deployed monitor's zip
+Lambda (250 MB unzipped, half taken by the core layer); a monitor that masks names deploys
+as a container image instead (``infra/ner_image.py``).
+
+Where findings overlap, the kinds of :data:`_PRIORITY` win in order; an address or a name
+that loses still has its parts outside the winner masked, so nothing found stays visible.
 """
 
 from __future__ import annotations
@@ -460,7 +469,8 @@ def default_masker() -> PiiMasker:
 
 
 def mask_pii(text: str) -> str:
-    """``text`` with every e-mail, phone, card, IBAN, IP address and SSN replaced by a typed
+    """``text`` with every e-mail, phone, card, IBAN, IP address, SSN and street address (the
+    default kinds: names need a model, :class:`PiiOptions`) replaced by a typed
     placeholder, numbered within this text (``"mail a@b.io"`` → ``"mail <EMAIL_1>"``).
     To keep one numbering across the texts of a case, use :func:`mask_case`."""
     return default_masker().mask(text)
