@@ -10,13 +10,20 @@ parser, which masking leaves out anyway), trains it a few steps on a few sentenc
 cost of a call does not depend on the weights), saves it and configures its folder, as a
 user configures theirs; ``--ner-model PATH`` measures a real pipeline instead.
 
+``--before FILE`` masks the same cases with another version of ``privacy.py`` too (its
+``mask_case``, defaults), alternately, twice each, so both see the same load:
+
+    git show main:evalrunner/privacy.py > /tmp/privacy_before.py
+    .venv/bin/python bench/bench_pii_mask.py --interactions 300 --before /tmp/privacy_before.py
     .venv/bin/python bench/bench_pii_mask.py --interactions 300 [--names | --ner-model PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,7 +85,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--names", action="store_true", help="also mask names (a built NER)")
     parser.add_argument("--ner-model", help="also mask names with this spaCy pipeline")
+    parser.add_argument("--before", type=Path, help="another privacy.py to compare with")
     args = parser.parse_args()
+    if args.before:
+        compare(args.before, args.interactions, args.seed)
+        return
     masker = PiiMasker()
     folder = tempfile.TemporaryDirectory(prefix="bench-ner-")  # removed at exit
     if args.names or args.ner_model:
@@ -103,6 +114,27 @@ def main() -> None:
             f"{seconds * 1000 / args.interactions:.2f} ms per interaction, "
             f"{seconds * 1000 / kb:.2f} ms per KB"
         )
+
+
+def compare(before: Path, interactions: int, seed: int) -> None:
+    spec = importlib.util.spec_from_file_location("privacy_before", before)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = old  # its dataclasses look their module up
+    spec.loader.exec_module(old)
+    for pii in (False, True):
+        rng = random.Random(seed)
+        cases = [
+            (text(rng, 150, pii), text(rng, 1500, pii), [text(rng, 1000, pii) for _ in range(3)])
+            for _ in range(interactions)
+        ]
+        for label, masked in [("before", old.mask_case), ("after", mask_case)] * 2:
+            masked("warm up a@b.com")
+            started = time.perf_counter()
+            for q, a, c in cases:
+                masked(q, a, c)
+            ms = (time.perf_counter() - started) * 1000 / interactions
+            print(f"pii={pii} {label}: {ms:.2f} ms per interaction")
 
 
 if __name__ == "__main__":
