@@ -139,8 +139,8 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-
 #: Where a phone number can be: six or more digits with the separators numbers are written
 #: with (a leading ``+`` or bracket kept), at most 40 characters.
 _PHONE_RUN = re.compile(r"[+(]*\d(?:[ \t().\-/]{0,3}\d){5,20}\)?")
-#: ``123-45-6789`` or ``123 45 6789`` (one separator throughout), not inside a longer number.
-_SSN = re.compile(r"(?<![\d\-])(?<!\d )\d{3}([\- ])\d{2}\1\d{4}(?![\d\-])(?! \d)")
+#: ``123-45-6789``, or ``123 45 6789`` not inside a longer run of spaced digit groups.
+_SSN = re.compile(r"(?<![\d\-])(?:\d{3}-\d{2}-\d{4}|(?<!\d )\d{3} \d{2} \d{4}(?! \d))(?![\d\-])")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
 #: Hex groups and colons with at least two colons (``::1``, ``2001:db8::1``, full form), not
 #: inside a word (``std::vector``, ``Note::``); ``ipaddress`` decides what is an address
