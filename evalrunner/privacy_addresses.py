@@ -4,9 +4,10 @@
 whole street addresses of the United States, Canada and the United Kingdom by its rules for
 each country: a number, a street name and type, then the city, state or province and postal
 code (``350 Fifth Avenue, New York, NY 10118``; ``10 Downing Street, London SW1A 2AA``;
-``123 Main St, Toronto, ON M5V 2T6``), and PO boxes. What it does not find: addresses of other
-countries, an address without its city and postal code (``5 Main St`` alone), an address
-written across lines without commas, a place name on its own. It is small enough for the
+``123 Main St, Toronto, ON M5V 2T6``), on one line or several, and PO boxes. What it does not
+find: addresses of other countries (a French one may be caught in part by the US rules), an
+address without its city and state or postcode (``5 Main St`` alone), one without any digit
+(this module's cheap gate), a place name on its own. It is small enough for the
 monitor's zip Lambda, unlike a statistical address parser (libpostal's model is 2 GB); an
 NER model's labels can add other forms (``PiiOptions.ner_labels``).
 """

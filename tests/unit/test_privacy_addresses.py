@@ -23,6 +23,8 @@ from evalrunner.privacy import PiiKind, PiiMasker, PiiOptions, mask_case, mask_p
         ("Flat 3, 27 Old Gloucester Street, London WC1N 3AX", "<ADDRESS_1>"),
         ("mail PO Box 1234, Springfield, IL 62701 today", "mail <ADDRESS_1> today"),
         ("Toronto office 123 Main St, Toronto, ON M5V 2T6", "Toronto office <ADDRESS_1>"),
+        ("Address:\n10 Downing Street\nLondon SW1A 2AA\nThanks", "Address:\n<ADDRESS_1>\nThanks"),
+        ("Ship to:\n350 Fifth Avenue\nNew York, NY 10118", "Ship to:\n<ADDRESS_1>"),
     ],
 )
 def test_street_addresses_are_masked_whole(text: str, masked: str) -> None:

@@ -176,3 +176,17 @@ def test_labels_choose_what_the_model_masks(ruler_model: str) -> None:
     assert PiiMasker(options).mask("Jane Doe at Acme") == "Jane Doe at <ADDRESS_1>"
     with pytest.raises(ConfigError, match=r"PERSON or ADDRESS only.*ORG: EMAIL"):
         pii_options({"ner_model": ruler_model, "ner_labels": {"ORG": "EMAIL"}})
+
+
+def test_a_text_longer_than_the_model_takes_is_read_in_pieces(ruler_model: str) -> None:
+    # spaCy refuses a text over nlp.max_length; the finder reads it in pieces cut at line
+    # breaks and maps each name back to its place in the whole text
+    from evalrunner.privacy_names import EntityFinder
+
+    nlp = spacy.load(ruler_model)
+    nlp.max_length = 40
+    finder = EntityFinder(nlp, {"PERSON": "PERSON"})
+    text = "first line mentions Jane Doe\n" * 3 + "and John Smith at the end"
+    found = list(finder.find(text))
+    assert [text[start:end] for start, end, _, _ in found] == [*["Jane Doe"] * 3, "John Smith"]
+    assert {value for *_, value in found} == {"jane doe", "john smith"}
