@@ -113,7 +113,9 @@ _TEXTUAL = frozenset({PiiKind.ADDRESS, PiiKind.PERSON})
 _AT = re.compile(r"@|&#(?:64|[xX]40);|%40|&commat;")
 #: An e-mail's parts in any script (RFC 6531 addresses: ``jörg@exämple.de``, ``用户@例子.中国``):
 #: the local part's characters, one domain label, and a top-level domain: ASCII letters
-#: (not run on into more ASCII), an IDNA ``xn--`` label, or letters of another script.
+#: (not run on into more ASCII), an IDNA ``xn--`` label, or letters of another script. In
+#: scripts written without spaces the match may take the words against the address too:
+#: it errs on the side of hiding more.
 _LOCAL = r"[\w.%+\-]"
 _LABEL = r"[^\W_](?:[\w\-]*[^\W_])?"
 _TLD = (

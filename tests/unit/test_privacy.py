@@ -218,6 +218,7 @@ def test_common_written_forms_do_not_slip_past(text: str, masked: str) -> None:
         ("почта иван@пример.рф, ok", "почта <EMAIL_1>, ok"),
         ("a_b@ex.com", "<EMAIL_1>"),  # an underscore used to leave "a_" behind
         ("联系 jo@ex.com谢谢", "联系 <EMAIL_1>谢谢"),
+        ("请发邮件到用户@例子.中国", "<EMAIL_1>"),  # no spaces: the words before go too
     ],
 )
 def test_the_leftover_written_forms_are_masked(text: str, masked: str) -> None:
