@@ -14,7 +14,7 @@ $(VENV)/.core: pyproject.toml
 	touch $@
 
 $(VENV)/.full: $(VENV)/.core
-	$(BIN)/python -m pip install --quiet -e '.[local,dev,infra,models,docs,view]'
+	$(BIN)/python -m pip install --quiet -e '.[local,dev,infra,models,docs,view,ner]'
 	touch $@
 
 install: $(VENV)/.full

@@ -1,32 +1,41 @@
 """PII masking of production text before any judge (or report) sees it.
 
 Monitor runs score what real users typed and what the assistant answered; those texts hold
-e-mail addresses, phone numbers, card numbers, IBANs, IP addresses and national ids. Each
+e-mail addresses, phone numbers, card numbers, IBANs, IP addresses, national ids, street
+addresses and names. Each
 one found is replaced by a *typed, numbered* placeholder (``<EMAIL_1>``, ``<PHONE_2>``),
 the same value by the same placeholder everywhere in one case (question, answer, contexts,
 turns), so a judge can still tell "the answer repeats the address the user gave" from "the
 answer invents one", and nothing of the value itself leaves the case.
 
-Why these libraries and not Microsoft Presidio: Presidio's analyzer imports spaCy (126 MB
-installed, with thinc and blis another 57 MB) and the full ``phonenumbers`` (48 MB); the
-deployed monitor masks inside a zip Lambda, whose 250 MB unzipped limit the core layer
-already half fills, so it cannot ship there, and a second detector for local runs would
-mask differently from the deployed one. And without a spaCy NER model, which cannot be
-installed offline here, Presidio detects exactly what is detected here: candidates by
-pattern, confirmed by a validator (its phone recognizer *is* ``phonenumbers``' matcher; its
-card and IBAN recognizers are a Luhn and a mod-97 check). So this module uses those
-validators directly, from well-kept libraries, at a twentieth of the size:
+What finds each kind, from well-kept libraries where one exists:
 
 - phones: ``phonenumbers`` (Google's libphonenumber), its ``PhoneNumberMatcher`` at
   ``VALID`` leniency (the ``lite`` distribution: the same matcher without the geocoding and
   carrier tables) for each region whose national formats should be recognised;
-- cards (Luhn), IBANs (mod 97 and each country's length), US social security numbers:
-  ``python-stdnum``;
+- cards (Luhn), IBANs (mod 97 and each country's length), US social security numbers
+  (``123-45-6789`` or ``123 45 6789``): ``python-stdnum``;
 - IP addresses: the standard library's :mod:`ipaddress` (v4 and v6);
-- e-mail addresses: a pattern (ASCII local part, a dotted domain with a letter TLD).
+- e-mail addresses: a pattern, in any script (RFC 6531: ``jörg@exämple.de``, the IDNA
+  ``xn--`` form of a domain being the same address) and spelled out to hide it
+  (``jo(at)ex.com``, ``jo [at] ex [dot] com``: bracketed words only, a bare "at" is English);
+- street addresses of the US, Canada and the UK: ``pyap2``'s rules
+  (:mod:`evalrunner.privacy_addresses`, which says what they miss);
+- personal names: **opt-in**, a spaCy NER model the options name (``ner_model``; the
+  ``ner`` extra; :mod:`evalrunner.privacy_names`). PERSON is not a default kind; asking for
+  it without a model, or without spaCy, is a :class:`~evalrunner.errors.ConfigError` when
+  the masker is built, never a silent skip.
 
-Not detected: personal names and postal addresses (they need an NER model). The README says
-so; a user who needs them masks upstream.
+Why not Microsoft Presidio: its analyzer is a pattern-plus-validator layer over spaCy that
+also needs the full ``phonenumbers`` (48 MB); its phone recognizer *is* ``phonenumbers``'
+matcher and its card and IBAN recognizers a Luhn and a mod-97 check, used here directly, and
+its names come from the same spaCy NER model this module runs when asked. Keeping spaCy the
+one optional part leaves the default masking small enough for the deployed monitor's zip
+Lambda (250 MB unzipped, half taken by the core layer); a monitor that masks names deploys
+as a container image instead (``infra/ner_image.py``).
+
+Where findings overlap, the kinds of :data:`_PRIORITY` win in order; an address or a name
+that loses still has its parts outside the winner masked, so nothing found stays visible.
 """
 
 from __future__ import annotations
@@ -42,12 +51,19 @@ from enum import StrEnum
 from typing import Any
 
 import phonenumbers
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 from stdnum.us import ssn as stdnum_ssn
 
 from evalrunner.errors import ConfigError
+from evalrunner.privacy_addresses import ADDRESS_COUNTRIES, find_addresses
+from evalrunner.privacy_names import (
+    DEFAULT_NER_LABELS,
+    SPACY_REQUIREMENT,
+    EntityFinder,
+    load_entity_finder,
+)
 from evalrunner.suite.model import TestCase, Turn
 
 
@@ -60,6 +76,15 @@ class PiiKind(StrEnum):
     IBAN = "IBAN"
     IP = "IP"
     SSN = "SSN"
+    #: Street addresses of the US, Canada and the UK (``pyap2``), or what an NER model's
+    #: labels mapped to ADDRESS find (:attr:`PiiOptions.ner_labels`).
+    ADDRESS = "ADDRESS"
+    #: Personal names: needs an NER model (:attr:`PiiOptions.ner_model`, the ``ner`` extra).
+    PERSON = "PERSON"
+
+
+#: What is masked when no kinds are given: every kind but PERSON, the one that needs a model.
+DEFAULT_KINDS = tuple(kind for kind in PiiKind if kind is not PiiKind.PERSON)
 
 
 #: The regions whose *national* phone formats are recognised by default (a number written
@@ -67,15 +92,47 @@ class PiiKind(StrEnum):
 DEFAULT_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN")
 
 #: When two findings overlap, the earlier kind in this order wins (a card number is never
-#: also read as a phone number; an SSN never as a phone).
-_PRIORITY = (PiiKind.EMAIL, PiiKind.IBAN, PiiKind.CARD, PiiKind.SSN, PiiKind.IP, PiiKind.PHONE)
+#: also read as a phone number; an SSN never as a phone). An address or a name that loses
+#: an overlap still has its parts outside the winner masked (:meth:`PiiMasker.find`).
+_PRIORITY = (
+    PiiKind.EMAIL,
+    PiiKind.IBAN,
+    PiiKind.CARD,
+    PiiKind.SSN,
+    PiiKind.IP,
+    PiiKind.ADDRESS,
+    PiiKind.PHONE,
+    PiiKind.PERSON,
+)
+#: Kinds found in words, not digits: their spans can be long, so one that loses an overlap
+#: is cut around the winner rather than dropped (nothing a detector found stays visible).
+_TEXTUAL = frozenset({PiiKind.ADDRESS, PiiKind.PERSON})
 
 #: The at sign as text carries it: itself, or as HTML (``&#64;``, ``&#x40;``, ``&commat;``) and
 #: URLs (``%40``) encode it (``mailto:jo%40ex.com``, ``jo&#64;ex.com`` in logged markup).
 _AT = re.compile(r"@|&#(?:64|[xX]40);|%40|&commat;")
+#: An e-mail's parts in any script (RFC 6531 addresses: ``jörg@exämple.de``, ``用户@例子.中国``):
+#: the local part's characters, one domain label, and a top-level domain: ASCII letters
+#: (not run on into more ASCII), an IDNA ``xn--`` label, or letters of another script. In
+#: scripts written without spaces the match may take the words against the address too:
+#: it errs on the side of hiding more.
+_LOCAL = r"[\w.%+\-]"
+_LABEL = r"[^\W_](?:[\w\-]*[^\W_])?"
+_TLD = (
+    r"(?:[A-Za-z]{2,24}(?![A-Za-z0-9])|xn--[A-Za-z0-9\-]{1,59}(?![\w\-])"
+    r"|[^\W\d_A-Za-z]{2,24}(?!\w))"
+)
 _EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+?(?:@|&#(?:64|[xX]40);|%40|&commat;)[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9])"
+    rf"(?<!{_LOCAL}){_LOCAL}+?(?:@|&#(?:64|[xX]40);|%40|&commat;){_LABEL}(?:\.{_LABEL})*\.{_TLD}"
+)
+#: The at sign and the dot as people spell them to hide an address from harvesters:
+#: ``jo(at)ex.com``, ``jo [at] ex [dot] com``, ``jo{at}ex{dot}com`` (bracketed words only:
+#: a bare "at" or "dot" is ordinary English).
+_AT_WORD = re.compile(r"[ \t]*[(\[{<][ \t]*(?i:at)[ \t]*[)\]}>][ \t]*")
+_DOT_WORD = re.compile(r"[ \t]*[(\[{<][ \t]*(?i:dot)[ \t]*[)\]}>][ \t]*")
+_DOT = rf"(?:\.|{_DOT_WORD.pattern})"
+_OBFUSCATED_EMAIL = re.compile(
+    rf"(?<!{_LOCAL}){_LOCAL}+?{_AT_WORD.pattern}{_LABEL}(?:{_DOT}{_LABEL})*{_DOT}{_TLD}"
 )
 #: 13 to 19 digits, optionally grouped by single spaces or hyphens (how cards are written).
 _CARD = re.compile(r"(?<![\d\-.])\d(?:[ \-.]?\d){12,18}(?![\d\-])")
@@ -84,7 +141,8 @@ _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-
 #: Where a phone number can be: six or more digits with the separators numbers are written
 #: with (a leading ``+`` or bracket kept), at most 40 characters.
 _PHONE_RUN = re.compile(r"[+(]*\d(?:[ \t().\-/]{0,3}\d){5,20}\)?")
-_SSN = re.compile(r"(?<![\d\-])\d{3}-\d{2}-\d{4}(?![\d\-])")
+#: ``123-45-6789``, or ``123 45 6789`` not inside a longer run of spaced digit groups.
+_SSN = re.compile(r"(?<![\d\-])(?:\d{3}-\d{2}-\d{4}|(?<!\d )\d{3} \d{2} \d{4}(?! \d))(?![\d\-])")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)")
 #: Hex groups and colons with at least two colons (``::1``, ``2001:db8::1``, full form), not
 #: inside a word (``std::vector``, ``Note::``); ``ipaddress`` decides what is an address
@@ -97,7 +155,7 @@ _IPV6 = re.compile(
 #: Three digits anywhere: fewer, and no phone, card, IBAN or SSN can be in the text (e-mail
 #: and IP addresses, whose finders are one cheap pattern each, are always looked for).
 _DIGITS = re.compile(r"\d(?:\D*\d){2}")
-_NEEDS_NO_DIGITS = frozenset({PiiKind.EMAIL, PiiKind.IP})
+_NEEDS_NO_DIGITS = frozenset({PiiKind.EMAIL, PiiKind.IP, PiiKind.PERSON})
 
 
 #: Typeset dashes and spaces written in numbers, and the full-width at sign and full stop.
@@ -124,12 +182,56 @@ def _folded(text: str) -> str:
 
 
 class PiiOptions(BaseModel):
-    """What a monitor run masks: the kinds, and the regions of national phone formats."""
+    """What a monitor run masks: the kinds, the regions of national phone formats, the
+    countries of street addresses, and the NER model that finds names."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kinds: tuple[PiiKind, ...] = Field(default=tuple(PiiKind), min_length=1)
+    kinds: tuple[PiiKind, ...] = Field(default=DEFAULT_KINDS, min_length=1)
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS
+    #: The countries whose street addresses are recognised (``pyap2`` knows US, CA, GB).
+    address_countries: tuple[str, ...] = ADDRESS_COUNTRIES
+    #: A spaCy pipeline: a folder (saved with ``nlp.to_disk``) or an installed package's
+    #: name (``en_core_web_sm``). Needed for PERSON; loaded once per process.
+    ner_model: str | None = Field(default=None, min_length=1)
+    #: The model's entity labels that are masked, and as which kind.
+    ner_labels: dict[str, PiiKind] = Field(
+        default_factory=lambda: {k: PiiKind(v) for k, v in DEFAULT_NER_LABELS.items()},
+        min_length=1,
+    )
+
+    @field_validator("address_countries")
+    @classmethod
+    def _known_countries(cls, countries: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [c for c in countries if c.upper() not in ADDRESS_COUNTRIES]
+        if bad:
+            raise ValueError(
+                f"no street address rules for {', '.join(map(repr, bad))}: the address "
+                f"finder knows {', '.join(ADDRESS_COUNTRIES)} (an NER model's labels can add "
+                "others: ner_labels)"
+            )
+        return tuple(c.upper() for c in countries)
+
+    @field_validator("ner_labels")
+    @classmethod
+    def _label_kinds(cls, labels: dict[str, PiiKind]) -> dict[str, PiiKind]:
+        bad = [f"{label}: {kind.value}" for label, kind in labels.items() if kind not in _TEXTUAL]
+        if bad:
+            raise ValueError(
+                f"an NER label can be masked as PERSON or ADDRESS only, not {', '.join(bad)} "
+                "(the other kinds have validated finders)"
+            )
+        return labels
+
+    @model_validator(mode="after")
+    def _model_for_names(self) -> PiiOptions:
+        if PiiKind.PERSON in self.kinds and self.ner_model is None:
+            raise ValueError(
+                "masking PERSON (personal names) needs an NER model: set ner_model to a spaCy "
+                "pipeline's folder or installed package name, and install the extra: "
+                f"pip install 'evalrunner[ner]' ({SPACY_REQUIREMENT})"
+            )
+        return self
 
     @field_validator("phone_regions")
     @classmethod
@@ -186,6 +288,12 @@ class PiiMasker:
     def __init__(self, options: PiiOptions | None = None) -> None:
         self.options = options or PiiOptions()
         self._kinds = frozenset(self.options.kinds)
+        # The NER model loads here, once per process and model, so a missing extra or model
+        # fails before anything is read, not on the first case.
+        wanted = {k: v for k, v in self.options.ner_labels.items() if v in self._kinds}
+        self._entities: EntityFinder | None = None
+        if self.options.ner_model is not None and wanted:
+            self._entities = load_entity_finder(self.options.ner_model, wanted)
 
     def find(self, text: str) -> list[Finding]:
         """Every PII span in ``text``, in order, none overlapping (the higher-priority kind,
@@ -197,13 +305,27 @@ class PiiMasker:
         # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card).
         text = _folded(text)
         kinds = self._kinds if _DIGITS.search(text) else self._kinds & _NEEDS_NO_DIGITS
-        candidates = [f for kind in _PRIORITY if kind in kinds for f in _FINDERS[kind](self, text)]
+        # names (and any address labels) come from the NER model, below
+        candidates = [
+            f
+            for kind in _PRIORITY
+            if kind in kinds and kind in _FINDERS
+            for f in _FINDERS[kind](self, text)
+        ]
         rank = {kind: i for i, kind in enumerate(_PRIORITY)}
+        if self._entities is not None:
+            candidates.extend(
+                Finding(start, end, PiiKind(kind), value)
+                for start, end, kind, value in self._entities.find(text)
+                if kind in self._kinds
+            )
         candidates.sort(key=lambda f: (rank[f.kind], f.start - f.end, f.start))
         taken: list[Finding] = []
         for finding in candidates:
             if all(finding.end <= t.start or finding.start >= t.end for t in taken):
                 taken.append(finding)
+            elif finding.kind in _TEXTUAL:
+                taken.extend(list(_outside(finding, taken, text)))
         return sorted(taken)
 
     def mask(self, text: str, pseudonyms: Pseudonyms | None = None) -> str:
@@ -225,10 +347,15 @@ class PiiMasker:
     # -- finders, one per kind: candidates by pattern, kept only when the validator agrees --
 
     def _emails(self, text: str) -> Iterator[Finding]:
-        if not _AT.search(text):
-            return
-        for m in _EMAIL.finditer(text):
-            yield Finding(m.start(), m.end(), PiiKind.EMAIL, _AT.sub("@", m.group()).lower())
+        if _AT.search(text):
+            for m in _EMAIL.finditer(text):
+                yield Finding(
+                    m.start(), m.end(), PiiKind.EMAIL, _email_value(_AT.sub("@", m.group()))
+                )
+        if _AT_WORD.search(text):
+            for m in _OBFUSCATED_EMAIL.finditer(text):
+                plain = _DOT_WORD.sub(".", _AT_WORD.sub("@", m.group()))
+                yield Finding(m.start(), m.end(), PiiKind.EMAIL, _email_value(plain))
 
     def _cards(self, text: str) -> Iterator[Finding]:
         for m in _CARD.finditer(text):
@@ -254,8 +381,13 @@ class PiiMasker:
 
     def _ssns(self, text: str) -> Iterator[Finding]:
         for m in _SSN.finditer(text):
-            if stdnum_ssn.is_valid(m.group()):
-                yield Finding(m.start(), m.end(), PiiKind.SSN, m.group().replace("-", ""))
+            digits = re.sub(r"\D", "", m.group())
+            if stdnum_ssn.is_valid(digits):
+                yield Finding(m.start(), m.end(), PiiKind.SSN, digits)
+
+    def _addresses(self, text: str) -> Iterator[Finding]:
+        for start, end, value in find_addresses(text, self.options.address_countries):
+            yield Finding(start, end, PiiKind.ADDRESS, value)
 
     def _ips(self, text: str) -> Iterator[Finding]:
         for pattern in (_IPV4, _IPV6):
@@ -295,7 +427,41 @@ _FINDERS = {
     PiiKind.SSN: PiiMasker._ssns,
     PiiKind.IP: PiiMasker._ips,
     PiiKind.PHONE: PiiMasker._phones,
+    PiiKind.ADDRESS: PiiMasker._addresses,
 }
+
+
+def _email_value(address: str) -> str:
+    """What decides that two spellings are one address: lower case, the domain in its IDNA
+    (``xn--``) form, so ``jörg@exämple.de`` and ``jörg@xn--exmple-cua.de`` are one."""
+    local, _, domain = address.lower().rpartition("@")
+    try:
+        domain = domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        pass  # a label IDNA refuses (too long): the address as written, lower-cased
+    return f"{local}@{domain}"
+
+
+def _outside(finding: Finding, taken: list[Finding], text: str) -> Iterator[Finding]:
+    """The parts of ``finding`` that no finding in ``taken`` covers and that hold a letter
+    or a digit, as findings of the same kind and value (an address around a phone number is
+    masked as ``<ADDRESS_1> <PHONE_1>``, not left whole)."""
+    at = finding.start
+    for other in sorted(t for t in taken if t.end > finding.start and t.start < finding.end):
+        if other.start > at:
+            yield from _piece(finding, at, other.start, text)
+        at = max(at, other.end)
+    if at < finding.end:
+        yield from _piece(finding, at, finding.end, text)
+
+
+def _piece(finding: Finding, start: int, end: int, text: str) -> Iterator[Finding]:
+    while start < end and not text[start].isalnum():
+        start += 1
+    while end > start and not text[end - 1].isalnum():
+        end -= 1
+    if start < end:
+        yield Finding(start, end, finding.kind, finding.value)
 
 
 @functools.cache
@@ -305,7 +471,8 @@ def default_masker() -> PiiMasker:
 
 
 def mask_pii(text: str) -> str:
-    """``text`` with every e-mail, phone, card, IBAN, IP address and SSN replaced by a typed
+    """``text`` with every e-mail, phone, card, IBAN, IP address, SSN and street address (the
+    default kinds: names need a model, :class:`PiiOptions`) replaced by a typed
     placeholder, numbered within this text (``"mail a@b.io"`` → ``"mail <EMAIL_1>"``).
     To keep one numbering across the texts of a case, use :func:`mask_case`."""
     return default_masker().mask(text)

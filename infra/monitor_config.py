@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,6 +22,10 @@ from evalrunner.signals.settings import (
     ENV_WORST,
 )
 from evalrunner.targets.spec import NAME_PATTERN
+from infra.ner_image import MODEL_IN_IMAGE
+
+#: Where relative paths of cdk.json are read from (infra/config.py's CONFIG_ROOT).
+CONFIG_ROOT = Path(__file__).resolve().parent.parent
 
 SCHEDULE_EXPRESSION = re.compile(r"^(rate|cron)\(.+\)$")
 #: s3://bucket/prefix: an S3 bucket name and an optional key prefix.
@@ -40,28 +45,66 @@ class _Model(BaseModel):
 
 
 class MonitorPii(_Model):
-    """Masking of production text before any judge sees it (on by default)."""
+    """Masking of production text before any judge sees it (on by default). The options
+    are :class:`evalrunner.privacy.PiiOptions`'; with PERSON (names), ``ner_model`` is the
+    spaCy pipeline's folder, which the monitor then deploys with as a container image
+    (:mod:`infra.ner_image`): spaCy does not fit the zip Lambda beside the layer."""
 
     enabled: bool = True
     kinds: list[str] | None = None
     phone_regions: list[str] | None = None
+    address_countries: list[str] | None = None
+    #: A spaCy pipeline's folder (saved with ``nlp.to_disk``, or an installed model
+    #: package's folder), relative to the repository; built into the monitor's image.
+    ner_model: str | None = None
+    ner_labels: dict[str, str] | None = None
 
     @model_validator(mode="after")
     def _options(self) -> MonitorPii:
-        pii_options(self._raw())  # a bad kind or region fails synth, naming it
+        options = pii_options(self._raw())  # a bad kind or region fails synth, naming it
+        if self.ner_model is not None and self.enabled:
+            folder = self.model_folder()
+            if not (folder / "config.cfg").is_file():
+                raise ValueError(
+                    f"ner_model {self.ner_model!r}: {folder} is not a spaCy pipeline's folder "
+                    "(no config.cfg). Deployed, the model is built into the monitor's container "
+                    "image, so give its folder: one saved with nlp.to_disk, or an installed "
+                    "package's (python -c 'import en_core_web_sm as m; print(m.__path__[0])' "
+                    "then the folder inside it holding config.cfg)"
+                )
+            if not set(options.kinds) & set(options.ner_labels.values()):
+                raise ValueError(
+                    "ner_model is set but no kind it finds is masked: add PERSON (or the "
+                    "kind its ner_labels map to) to kinds, or leave ner_model out"
+                )
         return self
 
-    def _raw(self) -> dict[str, Any]:
+    def _raw(self, model: str | None = None) -> dict[str, Any]:
         raw: dict[str, Any] = {}
-        if self.kinds is not None:
-            raw["kinds"] = self.kinds
-        if self.phone_regions is not None:
-            raw["phone_regions"] = self.phone_regions
+        for key in ("kinds", "phone_regions", "address_countries", "ner_labels"):
+            if getattr(self, key) is not None:
+                raw[key] = getattr(self, key)
+        if self.ner_model is not None:
+            raw["ner_model"] = model or self.ner_model
         return raw
 
+    def model_folder(self) -> Path:
+        """``ner_model`` as an absolute folder (relative paths: from the repository)."""
+        assert self.ner_model is not None
+        path = Path(self.ner_model).expanduser()
+        return (path if path.is_absolute() else CONFIG_ROOT / path).resolve()
+
+    def with_names(self) -> bool:
+        """Whether the deployed monitor runs an NER model (and so is a container image)."""
+        return self.enabled and self.ner_model is not None
+
     def env_value(self) -> str:
-        """EVALRUNNER_MONITOR_PII (:func:`evalrunner.privacy.masker_from_env`)."""
-        return json.dumps(self._raw(), separators=(",", ":")) if self.enabled else "off"
+        """EVALRUNNER_MONITOR_PII (:func:`evalrunner.privacy.masker_from_env`); the model
+        named where the image holds it."""
+        if not self.enabled:
+            return "off"
+        model = MODEL_IN_IMAGE if self.with_names() else None
+        return json.dumps(self._raw(model), separators=(",", ":"))
 
 
 class MonitorSignals(_Model):

@@ -17,6 +17,7 @@ from evalrunner.reports.verdict import FailOn
 if TYPE_CHECKING:
     from evalrunner.monitor.runner import Plan
     from evalrunner.monitor.sampling import Sample
+    from evalrunner.privacy import PiiMasker, PiiOptions
 
 #: The default allowed lateness (``evalrunner.monitor.runner.DEFAULT_LATENESS_SECONDS``),
 #: repeated so that ``import evalrunner`` does not load the monitor.
@@ -48,11 +49,15 @@ def monitor_logs(
     judge: Mapping[str, Any] | str | None = None,
     thresholds: Mapping[str, float] | None = None,
     fail_on: FailOn | str | None = None,
-    mask_pii: bool = True,
+    mask_pii: bool | PiiOptions | Mapping[str, Any] = True,
 ) -> MonitorRun:
     """Score what ``source`` (a file, a folder or an ``s3://`` prefix) logged since the
     monitor's watermark in ``out``; ``sample``: a count (200) or a share (0.05, "5%").
-    Bad input raises :class:`evalrunner.monitor.model.MonitorError`."""
+    ``mask_pii``: on with the default kinds, off, or the masking options (a
+    :class:`~evalrunner.privacy.PiiOptions` or its JSON shape, as cdk.json ``monitor.pii``:
+    ``{"kinds": [..., "PERSON"], "ner_model": "path/to/pipeline"}``).
+    Bad input raises :class:`evalrunner.monitor.model.MonitorError` (bad masking options,
+    or a missing NER model or spaCy: :class:`~evalrunner.errors.ConfigError`)."""
     # the monitor's readers load only when one is run
     from evalrunner.launch import local_event, run_local
     from evalrunner.monitor.local import run_monitor
@@ -60,6 +65,7 @@ def monitor_logs(
     from evalrunner.monitor.runner import MonitorOptions
     from evalrunner.run_defaults import RunDefaults
 
+    masker = _masker(mask_pii)  # a missing NER model fails before anything is read
     options = MonitorOptions(
         source=str(source),
         format=format,
@@ -91,7 +97,7 @@ def monitor_logs(
         out_dir,
         event_for,
         lambda event, suite: run_local(event, suite, out_dir, preflight=False),
-        mask_pii=mask_pii,
+        mask_pii=masker,
     )
     run = EvalRun(outcome.result) if outcome.result is not None else None
     return MonitorRun(outcome.plan, run, outcome.message)
@@ -105,3 +111,11 @@ def _sample(value: int | float | str | None) -> Sample | None:
     if isinstance(value, float):
         return parse_sample(repr(value))
     return parse_sample(str(value))
+
+
+def _masker(value: bool | PiiOptions | Mapping[str, Any]) -> bool | PiiMasker:
+    from evalrunner.privacy import PiiMasker, PiiOptions, pii_options
+
+    if isinstance(value, bool):
+        return value
+    return PiiMasker(value if isinstance(value, PiiOptions) else pii_options(dict(value)))

@@ -78,6 +78,7 @@ def monitor_estimate_for(
     sample: str,
     runs_per_day: float,
     alarms: int,
+    mask_names: bool = False,
 ) -> MonitorEstimate:
     """The estimate of a day of monitoring, the suite file standing for the interactions."""
     from evalrunner.estimate.monitor import estimate_monitor
@@ -95,7 +96,13 @@ def monitor_estimate_for(
         raise EventError(f"--suite: {suite} holds no interactions")
     settled = settle(parse_event(event), cases)
     return estimate_monitor(
-        settled, cases, per_day=per_day, share=share, runs_per_day=runs_per_day, alarms=alarms
+        settled,
+        cases,
+        per_day=per_day,
+        share=share,
+        runs_per_day=runs_per_day,
+        alarms=alarms,
+        mask_names=mask_names,
     )
 
 
@@ -240,6 +247,13 @@ def estimate(
             "key); with redteam, Prepare's attack-writing judge calls too.",
         ),
     ] = None,
+    mask_names: Annotated[
+        bool,
+        typer.Option(
+            help="With --monitor-per-day: the monitor masks personal names (cdk.json "
+            "monitor.pii.ner_model), an NER model's time per KB added."
+        ),
+    ] = False,
 ) -> None:
     """Estimate a run before it runs: case runs, judge calls and tokens (the metrics' own
     prompts, built for a sample of the suite), GPU minutes and the deployed run's AWS cost;
@@ -288,6 +302,7 @@ def estimate(
                     sample=sample,
                     runs_per_day=runs_per_day,
                     alarms=alarms,
+                    mask_names=mask_names,
                 )
             else:
                 result = estimate_for(event, suite_file)

@@ -32,6 +32,7 @@ from evalrunner.errors import EvalRunnerError, ExecutionFailed
 if TYPE_CHECKING:
     from evalrunner.engine.run_types import RunResult
     from evalrunner.monitor.runner import Plan
+    from evalrunner.privacy import PiiMasker
 
 
 def monitor(
@@ -98,10 +99,21 @@ def monitor(
         bool,
         typer.Option(
             "--mask-pii/--no-mask-pii",
-            help="Mask e-mails, phones, cards, IBANs, IPs and SSNs in the question, answer "
-            "and contexts before any metric or judge sees them (and before the reports).",
+            help="Mask e-mails, phones, cards, IBANs, IPs, SSNs and street addresses in the "
+            "question, answer and contexts before any metric or judge sees them (and before "
+            "the reports).",
         ),
     ] = True,
+    pii: Annotated[
+        str | None,
+        typer.Option(
+            "--pii",
+            help="Masking options as JSON, as cdk.json monitor.pii: kinds, phone_regions, "
+            "address_countries, ner_model, ner_labels; names: "
+            '\'{"kinds": ["EMAIL", "PHONE", "PERSON"], "ner_model": "./ner-model"}\' '
+            "(needs pip install 'evalrunner[ner]').",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
@@ -132,6 +144,7 @@ def monitor(
 
     try:
         check_out_dir(out_dir)
+        masker = _masker(mask_pii, pii)  # a missing NER model fails before anything is read
         options = MonitorOptions(
             source=source,
             format=fmt,
@@ -158,7 +171,7 @@ def monitor(
                 fail_on=fail_on.value if fail_on else None,
             )
 
-        outcome = run_monitor(options, out_dir, event_for, execute, mask_pii=mask_pii, on_plan=show)
+        outcome = run_monitor(options, out_dir, event_for, execute, mask_pii=masker, on_plan=show)
     except EvalRunnerError as exc:
         raise _fail(exc, EXIT_INPUT) from None
     result = outcome.result
@@ -264,3 +277,26 @@ def promote(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _masker(mask_pii: bool, pii: str | None) -> bool | PiiMasker:
+    """``--pii`` options (JSON) made into the masker, or the on/off switch alone."""
+    from evalrunner.errors import ConfigError
+    from evalrunner.privacy import PiiMasker, pii_options
+
+    if pii is None:
+        return mask_pii
+    if not mask_pii:
+        raise ConfigError(
+            "--pii gives masking options and --no-mask-pii turns masking off: give one"
+        )
+    try:
+        raw = json.loads(pii)
+    except ValueError:
+        raise ConfigError(
+            f"--pii: not JSON ({pii[:80]!r}); give an object such as "
+            '{"kinds": ["EMAIL", "PERSON"], "ner_model": "./ner-model"}'
+        ) from None
+    if not isinstance(raw, dict):
+        raise ConfigError("--pii: give a JSON object (kinds, phone_regions, ner_model, ...)")
+    return PiiMasker(pii_options(raw))

@@ -28,9 +28,13 @@ from evalrunner.pipeline.prepare import expand
 from evalrunner.suite.model import Suite, TestCase
 
 #: Masking (evalrunner/privacy.py) per KB of an interaction's text: bench/bench_pii_mask.py,
-#: text with PII in every fiftieth word (5 ms/KB on the shared 2-core box under load; text
-#: without PII 0.9 ms/KB), rounded up.
+#: text with PII in every fiftieth word (5 ms/KB on the shared 2-core box under load, up to
+#: 3.9 ms/KB with street addresses masked too in a later measure; text without PII under
+#: 1 ms/KB), rounded up.
 MASK_MS_PER_KB = 6.0
+#: What masking personal names adds (a spaCy NER model, cdk.json monitor.pii.ner_model):
+#: bench/bench_pii_mask.py --names, 13-31 ms/KB on the same box, rounded up.
+MASK_NAMES_MS_PER_KB = 30.0
 #: Reading and parsing log files in the monitor function (S3 GET and JSON), MB per second.
 READ_MB_PER_SECOND = 20.0
 #: The monitor holds the interactions it read: bytes of memory per byte of log (Python
@@ -150,12 +154,14 @@ def estimate_monitor(
     share: float,
     runs_per_day: float,
     alarms: int = 0,
+    mask_names: bool = False,
     limits: DeployedLimits | None = None,
     prices: PriceTable | None = None,
 ) -> MonitorEstimate:
     """The cost of scoring ``share`` of ``per_day`` interactions a day in ``runs_per_day``
     scheduled runs like ``event`` (its metrics and judge), and the deployed limits each run
-    meets. ``sample`` holds example interactions with their logged answers."""
+    meets. ``sample`` holds example interactions with their logged answers; ``mask_names``:
+    the monitor also masks personal names with an NER model."""
     limits = limits or DeployedLimits()
     prices = prices or load_prices()
     if not sample.cases:
@@ -167,7 +173,8 @@ def estimate_monitor(
     read_per_run = per_day / runs_per_day * size  # every new record is read, sampled or not
 
     monitor_seconds = 2.0 + read_per_run / 1e6 / READ_MB_PER_SECOND
-    monitor_seconds += per_run * size / 1024 * MASK_MS_PER_KB / 1000
+    mask_ms_per_kb = MASK_MS_PER_KB + (MASK_NAMES_MS_PER_KB if mask_names else 0.0)
+    monitor_seconds += per_run * size / 1024 * mask_ms_per_kb / 1000
     gb_seconds = monitor_seconds * limits.monitor_memory_mb / 1024 * runs_per_day
     monitor_lambda = gb_seconds * prices.lambda_.per_gb_second
     primary = len(event.metrics)  # an upper bound: one primary metric per evaluator
@@ -200,6 +207,11 @@ def estimate_monitor(
     notes = [
         f"{per_day:,} interactions a day, {share:.1%} sampled, in {runs_per_day:g} runs: "
         f"{per_run:,} interactions a run",
+        *(
+            [f"names masked with an NER model: {mask_ms_per_kb:g} ms of masking per KB"]
+            if mask_names
+            else []
+        ),
         *run.notes,
     ]
     return MonitorEstimate(

@@ -25,6 +25,7 @@ from evalrunner.monitor.watermark import LocalWatermarks
 
 if TYPE_CHECKING:
     from evalrunner.engine.run_types import RunResult
+    from evalrunner.privacy import PiiMasker
 
 #: Runs the event over the suite file in the embedded engine (the CLI's shows progress).
 Execute = Callable[[dict[str, Any], Path], "RunResult"]
@@ -46,7 +47,7 @@ def run_monitor(
     event_for: Callable[[str, str], dict[str, Any]],
     execute: Execute,
     *,
-    mask_pii: bool = True,
+    mask_pii: bool | PiiMasker = True,
     on_plan: Callable[[Plan], None] | None = None,
 ) -> MonitorOutcome:
     """``event_for(suite file name, monitor name)`` makes the run's event; ``execute`` runs

@@ -224,12 +224,21 @@ class PipelineFunctions:
         timeout: Duration,
         env: dict[str, str],
         reserved: int | None = None,
+        image: lambda_.DockerImageCode | None = None,
     ) -> lambda_.Function:
         """A function built like the pipeline's (its own role and log group, the shared code
         and layer, the deployment's environment), for the parts beside the pipeline (the
-        monitor, ``infra/parts/monitoring.py``)."""
+        monitor, ``infra/parts/monitoring.py``); with ``image``, a container image function
+        of that code instead (its handler is the image's command)."""
         return self._function(
-            name, handler, description, memory=memory, timeout=timeout, env=env, reserved=reserved
+            name,
+            handler,
+            description,
+            memory=memory,
+            timeout=timeout,
+            env=env,
+            reserved=reserved,
+            image=image,
         )
 
     def _function(
@@ -242,6 +251,7 @@ class PipelineFunctions:
         timeout: Duration,
         env: dict[str, str],
         reserved: int | None = None,
+        image: lambda_.DockerImageCode | None = None,
     ) -> lambda_.Function:
         role = iam.Role(
             self.stack,
@@ -256,14 +266,8 @@ class PipelineFunctions:
             removal_policy=self.removal,
         )
         log_group.grant_write(role)
-        fn = lambda_.Function(
-            self.stack,
-            name,
-            runtime=RUNTIME,
+        settings: dict[str, Any] = dict(
             architecture=lambda_.Architecture.X86_64,
-            handler=handler,
-            code=self.code,
-            layers=[self.layer],
             role=role,
             description=f"evalrunner: {description}",
             memory_size=memory,
@@ -286,6 +290,19 @@ class PipelineFunctions:
                 **self.config.plugins_env(),
                 **env,
             },
+        )
+        fn = (
+            lambda_.DockerImageFunction(self.stack, name, code=image, **settings)
+            if image is not None
+            else lambda_.Function(
+                self.stack,
+                name,
+                runtime=RUNTIME,
+                handler=handler,
+                code=self.code,
+                layers=[self.layer],
+                **settings,
+            )
         )
         redundant_role_dependency_is_intended(fn)
         acknowledge(

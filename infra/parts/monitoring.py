@@ -7,10 +7,13 @@ the retention of the stored copies of production text."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 from aws_cdk import ArnFormat, Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
@@ -18,9 +21,10 @@ from aws_cdk import aws_sns as sns
 
 from evalrunner.privacy import ENV_PII
 from infra.monitor_config import WATERMARK_PREFIX, MonitorConfig
+from infra.ner_image import stage_image
 from infra.parts.bucket import RunnerBucket
 from infra.parts.common import acknowledge, role_of
-from infra.parts.functions import PipelineFunctions
+from infra.parts.functions import CODE_PACKAGES, PipelineFunctions
 
 #: The monitor function's settings (``evalrunner.monitor.deployed``: ENV_SOURCE,
 #: ENV_STATE_MACHINE).
@@ -61,12 +65,28 @@ class ProductionMonitor:
             # One at a time: two overlapping runs would both take the interactions past
             # the same watermark.
             reserved=1,
+            image=self._image(functions) if config.pii.with_names() else None,
         )
         self._permissions(stack, storage, state_machine_arn)
         self._follow_runs(stack, state_machine_name)
         self.schedule = self._schedule(stack)
         self._signals(functions.aggregate_fn)
         self.alarms = self._alarms(stack, topic)
+
+    def _image(self, functions: PipelineFunctions) -> lambda_.DockerImageCode:
+        """The monitor as a container image with spaCy and the names model
+        (:mod:`infra.ner_image`); staged here, built by ``cdk deploy``."""
+        # Kept as long as this object: CDK copies the folder into the cloud assembly.
+        self._staging = tempfile.TemporaryDirectory(prefix="evalrunner-monitor-image-")
+        root = stage_image(
+            Path(self._staging.name),
+            self.config.pii.model_folder(),
+            CODE_PACKAGES,
+            functions.config.plugin_paths(),
+        )
+        return lambda_.DockerImageCode.from_image_asset(
+            str(root), platform=ecr_assets.Platform.LINUX_AMD64
+        )
 
     def _permissions(self, stack: Stack, storage: RunnerBucket, state_machine_arn: str) -> None:
         config = self.config

@@ -21,7 +21,7 @@ def test_requirements_are_the_core_dependencies_and_the_laptop_ones_an_extra():
 
     names = {_name(r) for r in lambda_requirements()}
     assert {"pydantic", "openpyxl", "aws-lambda-powertools", "boto3", "jsonschema"} <= names
-    assert not names & {"torch", "sentence-transformers", "moto", "typer", "rich"}
+    assert not names & {"torch", "sentence-transformers", "moto", "typer", "rich", "spacy"}
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))["project"]
     local = {_name(r) for r in project["optional-dependencies"]["local"]}
     assert {"moto", "typer", "rich"} <= local

@@ -198,3 +198,52 @@ def test_the_monitor_function_reads_its_masking_from_the_environment() -> None:
 )
 def test_common_written_forms_do_not_slip_past(text: str, masked: str) -> None:
     assert mask_pii(text) == masked
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        # social security numbers written with spaces, still checked by python-stdnum
+        ("ssn 123 45 6789.", "ssn <SSN_1>."),
+        ("ssn 123-45-6789 = 123 45 6789", "ssn <SSN_1> = <SSN_1>"),
+        ("room 5 123-45-6789", "room 5 <SSN_1>"),  # a number before a hyphenated one is fine
+        # e-mail addresses spelled out to hide them, the same address as written plainly
+        ("jo(at)ex.com or jo@ex.com", "<EMAIL_1> or <EMAIL_1>"),
+        ("write jo [at] ex [dot] com today", "write <EMAIL_1> today"),
+        ("Jo.Doe {AT} mail {DOT} example {DOT} org", "<EMAIL_1>"),
+        ("jo <at> ex.co.uk", "<EMAIL_1>"),
+        # addresses in other scripts (RFC 6531) and internationalised domains
+        ("mail jörg@exämple.de now", "mail <EMAIL_1> now"),
+        ("jörg@exämple.de = JÖRG@xn--exmple-cua.de", "<EMAIL_1> = <EMAIL_1>"),
+        ("почта иван@пример.рф, ok", "почта <EMAIL_1>, ok"),
+        ("a_b@ex.com", "<EMAIL_1>"),  # an underscore used to leave "a_" behind
+        ("联系 jo@ex.com谢谢", "联系 <EMAIL_1>谢谢"),
+        ("请发邮件到用户@例子.中国", "<EMAIL_1>"),  # no spaces: the words before go too
+    ],
+)
+def test_the_leftover_written_forms_are_masked(text: str, masked: str) -> None:
+    assert mask_pii(text) == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssn 000 12 3456 is never issued, nor 666 12 3456",
+        "meet me (at) 5pm [at] the office",
+        "look at ex.com or jo at ex dot com",
+        "python (at) version 3.11",
+        "map [at] home (dot) 42",
+        "user@localhost and jörg@exämple",
+    ],
+)
+def test_the_leftover_look_alikes_are_left_alone(text: str) -> None:
+    assert mask_pii(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["codes 123 45 67890 and 1 123 45 6789", "mixed 123-45 6789 separators", "123 45 6789 0"],
+)
+def test_a_spaced_ssn_inside_a_longer_number_is_no_ssn(text: str) -> None:
+    only_ssn = PiiMasker(PiiOptions(kinds=(PiiKind.SSN,)))
+    assert only_ssn.mask(text) == text

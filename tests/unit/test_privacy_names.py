@@ -1,0 +1,192 @@
+"""Personal names masked as PERSON by an NER model the options name (evalrunner/privacy_names.py):
+no model hub here, so each test builds a small spaCy pipeline itself, saves it to a folder
+and configures that folder, the way a user configures theirs. Proves the whole path:
+configured folder -> loaded once -> names masked as numbered placeholders, one per name
+across a case, overlaps with the other finders, and a clear error when spaCy or the model
+is missing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.training import Example
+
+from evalrunner.errors import ConfigError
+from evalrunner.privacy import (
+    ENV_PII,
+    PiiKind,
+    PiiMasker,
+    PiiOptions,
+    mask_case,
+    masker_from_env,
+    pii_options,
+)
+from evalrunner.privacy_names import load_pipeline
+
+NAMES = ("Jane Doe", "John Smith", "María José García")
+
+
+def save_ruler_model(folder: Path) -> str:
+    """A blank English pipeline whose entity ruler knows a few names (and one organisation,
+    whose label is not masked), saved as a user saves a pipeline."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    patterns = [
+        {"label": "PERSON", "pattern": [{"LOWER": word.lower()} for word in name.split()]}
+        for name in NAMES
+    ]
+    ruler.add_patterns([*patterns, {"label": "ORG", "pattern": "Acme"}])  # type: ignore[attr-defined]
+    nlp.to_disk(folder)
+    return str(folder)
+
+
+@pytest.fixture
+def ruler_model(tmp_path: Path) -> str:
+    load_pipeline.cache_clear()
+    return save_ruler_model(tmp_path / "names-model")
+
+
+@pytest.fixture
+def names(ruler_model: str) -> PiiMasker:
+    return PiiMasker(PiiOptions(kinds=(*PiiOptions().kinds, PiiKind.PERSON), ner_model=ruler_model))
+
+
+def test_names_are_masked_as_numbered_placeholders(names: PiiMasker) -> None:
+    text = "Jane Doe asked John Smith at Acme; jane doe agreed."
+    assert names.mask(text) == "<PERSON_1> asked <PERSON_2> at Acme; <PERSON_1> agreed."
+
+
+def test_one_name_one_placeholder_across_question_answer_and_contexts(names: PiiMasker) -> None:
+    masked = mask_case(
+        "I am María José García, mail maria@ex.com",
+        "Hello María José García, John Smith will call you.",
+        ["Employee record: María José García, manager John Smith"],
+        masker=names,
+    )
+    assert masked.question == "I am <PERSON_1>, mail <EMAIL_1>"
+    assert masked.answer == "Hello <PERSON_1>, <PERSON_2> will call you."
+    assert masked.contexts == ["Employee record: <PERSON_1>, manager <PERSON_2>"]
+    assert masked.masked == {"EMAIL": 1, "PERSON": 2}
+
+
+def test_the_model_loads_once_for_every_masker(ruler_model: str) -> None:
+    options = PiiOptions(kinds=(PiiKind.PERSON,), ner_model=ruler_model)
+    first, second = PiiMasker(options), PiiMasker(options)
+    assert first._entities is not None and second._entities is not None
+    assert first._entities.nlp is second._entities.nlp
+    assert load_pipeline.cache_info().misses == 1
+
+
+def test_overlaps_with_the_other_finders(tmp_path: Path) -> None:
+    # a model that labels too much: a name run into an e-mail address, and a "name" that
+    # is half an address; the validated finders win and nothing found stays visible
+    load_pipeline.cache_clear()
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns(  # type: ignore[attr-defined]
+        [
+            {"label": "PERSON", "pattern": [{"LOWER": "jane"}, {"LOWER": "doe"}]},
+            {"label": "PERSON", "pattern": [{"LOWER": "john"}, {"LOWER": "carpenter"}]},
+            {"label": "PERSON", "pattern": [{"TEXT": "75062"}, {"LOWER": "zed"}]},
+        ]
+    )
+    nlp.to_disk(tmp_path / "m")
+    masker = PiiMasker(PiiOptions(kinds=tuple(PiiKind), ner_model=str(tmp_path / "m")))
+    text = (
+        "Jane Doe <jane.doe@ex.com> lives at 225 E. John Carpenter Freeway, Irving, Texas 75062 Zed"
+    )
+    masked = masker.mask(text)
+    # the e-mail is one EMAIL (not a PERSON inside it); the address around "John Carpenter"
+    # is one ADDRESS; the model's span that runs on past the address ("75062 Zed") still
+    # has its own part masked
+    assert masked == "<PERSON_1> <<EMAIL_1>> lives at <ADDRESS_1> <PERSON_2>"
+    assert "Carpenter" not in masked and "Zed" not in masked
+
+
+def test_a_trained_ner_model_is_used_as_it_is(tmp_path: Path) -> None:
+    # a statistical NER (not rules): a blank pipeline trained on a few sentences
+    load_pipeline.cache_clear()
+    spacy.util.fix_random_seed(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("ner").add_label("PERSON")  # type: ignore[attr-defined]
+    sentences = [
+        ("Ask Jane Doe about leave.", "Jane Doe"),
+        ("John Smith approved it.", "John Smith"),
+        ("Send the form to Jane Doe today.", "Jane Doe"),
+        ("The manager John Smith is away.", "John Smith"),
+    ]
+    examples = []
+    for text, name in sentences:
+        start = text.index(name)
+        doc = nlp.make_doc(text)
+        examples.append(
+            Example.from_dict(doc, {"entities": [(start, start + len(name), "PERSON")]})
+        )
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer, drop=0.0)
+    nlp.to_disk(tmp_path / "trained")
+    masker = PiiMasker(PiiOptions(kinds=(PiiKind.PERSON,), ner_model=str(tmp_path / "trained")))
+    assert masker.mask("Ask John Smith about leave.") == "Ask <PERSON_1> about leave."
+
+
+def test_names_asked_for_without_a_model_is_refused_naming_what_to_configure() -> None:
+    with pytest.raises(
+        ConfigError, match=r"PERSON.*needs an NER model.*ner_model.*evalrunner\[ner\]"
+    ):
+        pii_options({"kinds": ["EMAIL", "PERSON"]})
+    # and PERSON is not among the default kinds: masking works without the extra
+    assert PiiKind.PERSON not in PiiOptions().kinds
+
+
+def test_a_missing_model_fails_when_the_masker_is_built(tmp_path: Path) -> None:
+    load_pipeline.cache_clear()
+    options = PiiOptions(kinds=(PiiKind.PERSON,), ner_model=str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match=r"NER model .*nowhere.* could not be loaded.*folder"):
+        PiiMasker(options)
+    blank = tmp_path / "blank"
+    spacy.blank("en").to_disk(blank)
+    with pytest.raises(ConfigError, match=r"no entity recognizer"):
+        PiiMasker(PiiOptions(kinds=(PiiKind.PERSON,), ner_model=str(blank)))
+
+
+def test_a_missing_spacy_names_the_extra_to_install(
+    ruler_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "spacy", None)  # what "import spacy" meets without it
+    with pytest.raises(ConfigError, match=r"needs spaCy.*pip install 'evalrunner\[ner\]'"):
+        PiiMasker(PiiOptions(kinds=(PiiKind.PERSON,), ner_model=ruler_model))
+
+
+def test_the_monitor_function_masks_names_from_its_environment(ruler_model: str) -> None:
+    env = {ENV_PII: json.dumps({"kinds": ["EMAIL", "PERSON"], "ner_model": ruler_model})}
+    masker = masker_from_env(env)
+    assert masker is not None
+    assert masker.mask("John Smith, js@ex.com") == "<PERSON_1>, <EMAIL_1>"
+
+
+def test_labels_choose_what_the_model_masks(ruler_model: str) -> None:
+    options = pii_options(
+        {"kinds": ["PERSON", "ADDRESS"], "ner_model": ruler_model, "ner_labels": {"ORG": "ADDRESS"}}
+    )
+    assert PiiMasker(options).mask("Jane Doe at Acme") == "Jane Doe at <ADDRESS_1>"
+    with pytest.raises(ConfigError, match=r"PERSON or ADDRESS only.*ORG: EMAIL"):
+        pii_options({"ner_model": ruler_model, "ner_labels": {"ORG": "EMAIL"}})
+
+
+def test_a_text_longer_than_the_model_takes_is_read_in_pieces(ruler_model: str) -> None:
+    # spaCy refuses a text over nlp.max_length; the finder reads it in pieces cut at line
+    # breaks and maps each name back to its place in the whole text
+    from evalrunner.privacy_names import EntityFinder
+
+    nlp = spacy.load(ruler_model)
+    nlp.max_length = 40
+    finder = EntityFinder(nlp, {"PERSON": "PERSON"})
+    text = "first line mentions Jane Doe\n" * 3 + "and John Smith at the end"
+    found = list(finder.find(text))
+    assert [text[start:end] for start, end, _, _ in found] == [*["Jane Doe"] * 3, "John Smith"]
+    assert {value for *_, value in found} == {"jane doe", "john smith"}
