@@ -12,6 +12,9 @@ fixed (or uniformly drawn) latency, and prints one JSON line per run:
   target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s (null for
   ``--latency 0``, where there is no ideal to compare with);
 - ``peak_in_flight``: the most requests the server had open at once;
+- ``slot_idle_s``: seconds each of the ``concurrency`` slots sat empty, on average, from the
+  first case's request to the last one's, while cases were still waiting to start: the
+  dispatch's own cost (refilling a slot after an answer), which the ideal does not count;
 - ``cpu_s``: CPU seconds (user + system) the run's processes used, steadier than wall time
   on a shared machine;
 - ``peak_rss_mib``: the most resident memory of the whole process tree (the CLI and any
@@ -39,6 +42,7 @@ import os
 import random
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +65,7 @@ class Target:
         self.first: float | None = None
         self.last: float | None = None
         self.starts: list[float] = []
+        self.ends: list[float] = []
         self.stopping = threading.Event()
 
     def enter(self) -> None:
@@ -76,6 +81,7 @@ class Target:
         with self.lock:
             self.in_flight -= 1
             self.last = time.monotonic()
+            self.ends.append(self.last)
 
     def latency(self, question: str = "") -> float:
         """Seconds to wait before answering ``question`` (bench/peers.py draws per case)."""
@@ -88,6 +94,14 @@ class Target:
 def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
     class Answer(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            """TCP_NODELAY, as production HTTP servers set it (asyncio's transports, so
+            uvicorn; Node's http): http.server sends the headers and the body in two writes,
+            and with Nagle on, the body waits for the client's delayed ACK of the headers
+            (~40 ms on Linux) after every answer, which the ideal would not count."""
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_POST(self) -> None:
             target.enter()
@@ -109,6 +123,21 @@ def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Answer
+
+
+def slot_idle(target: Target, cases_start: float | None, concurrency: int) -> float | None:
+    """Empty-slot seconds per slot between the first and the last case's request."""
+    if cases_start is None or not target.starts:
+        return None
+    events = sorted([(t, 1) for t in target.starts] + [(t, -1) for t in target.ends])
+    idle, open_now, previous = 0.0, 0, None
+    last_start = target.starts[-1]
+    for at, step in events:
+        if previous is not None and cases_start <= previous < last_start:
+            idle += max(0, concurrency - open_now) * (min(at, last_start) - previous)
+        open_now += step
+        previous = at
+    return round(idle / concurrency, 2)
 
 
 def tree_rss_kib(root: int) -> int:
@@ -219,6 +248,7 @@ def one_run(
         # the whole command, start-up and tail included (issue 31 goal 3)
         "whole_ratio": round((ended - started) / ideal, 2) if ideal else None,
         "peak_in_flight": target.peak,
+        "slot_idle_s": slot_idle(target, cases_start, concurrency),
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mib": round(peak_kib / 1024),
     }
