@@ -11,7 +11,13 @@ fixed (or uniformly drawn) latency, and prints one JSON line per run:
 - ``ideal_s``: cases x iterations x mean latency / concurrency, what a run bound only by the
   target would take for its target phase, and ``ratio`` = target_phase_s / ideal_s (null for
   ``--latency 0``, where there is no ideal to compare with);
+- ``drawn_ideal_s``: with ``--seed N``, where each case's latency is drawn from its question
+  (the same draws in every run and for the pre-flight's probe of a case, so two trees are
+  compared on the same latencies), the ideal from those draws;
 - ``peak_in_flight``: the most requests the server had open at once;
+- ``slot_idle_s``: seconds each of the ``concurrency`` slots sat empty, on average, from the
+  first case's request to the last one's, while cases were still waiting to start: the
+  dispatch's own cost (refilling a slot after an answer), which the ideal does not count;
 - ``cpu_s``: CPU seconds (user + system) the run's processes used, steadier than wall time
   on a shared machine;
 - ``peak_rss_mib``: the most resident memory of the whole process tree (the CLI and any
@@ -52,8 +58,9 @@ from typing import Any
 class Target:
     """The loopback target's state: latency, requests in flight, first and last times."""
 
-    def __init__(self, low: float, high: float) -> None:
+    def __init__(self, low: float, high: float, seed: int | None = None) -> None:
         self.low, self.high = low, high
+        self.seed = seed
         self.lock = threading.Lock()
         self.in_flight = 0
         self.peak = 0
@@ -61,6 +68,7 @@ class Target:
         self.first: float | None = None
         self.last: float | None = None
         self.starts: list[float] = []
+        self.ends: list[float] = []
         self.stopping = threading.Event()
 
     def enter(self) -> None:
@@ -76,10 +84,16 @@ class Target:
         with self.lock:
             self.in_flight -= 1
             self.last = time.monotonic()
+            self.ends.append(self.last)
 
     def latency(self, question: str = "") -> float:
-        """Seconds to wait before answering ``question`` (bench/peers.py draws per case)."""
-        return self.low if self.high <= self.low else random.uniform(self.low, self.high)
+        """Seconds to wait before answering ``question`` (bench/peers.py draws per case): a
+        fresh draw per request, or with a seed one drawn from the question, so that every run
+        (and the pre-flight's probe of a case) gets the same latencies."""
+        if self.high <= self.low:
+            return self.low
+        rng = random if self.seed is None else random.Random(f"{self.seed}:{question}")
+        return rng.uniform(self.low, self.high)
 
     def answer(self, question: str) -> str:
         return f"The answer to {question} is 42."
@@ -88,6 +102,10 @@ class Target:
 def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
     class Answer(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # TCP_NODELAY, as production servers set it (asyncio's transports, so uvicorn; Node)
+        # and the judge stubs do: http.server writes the headers and the body apart, and with
+        # Nagle on the body waited for the client's delayed ACK (~40 ms) after every answer
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
             target.enter()
@@ -109,6 +127,21 @@ def handler_for(target: Target) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Answer
+
+
+def slot_idle(target: Target, cases_start: float | None, concurrency: int) -> float | None:
+    """Empty-slot seconds per slot between the first and the last case's request."""
+    if cases_start is None or not target.starts:
+        return None
+    events = sorted([(t, 1) for t in target.starts] + [(t, -1) for t in target.ends])
+    idle, open_now, previous = 0.0, 0, None
+    last_start = target.starts[-1]
+    for at, step in events:
+        if previous is not None and cases_start <= previous < last_start:
+            idle += max(0, concurrency - open_now) * (min(at, last_start) - previous)
+        open_now += step
+        previous = at
+    return round(idle / concurrency, 2)
 
 
 def tree_rss_kib(root: int) -> int:
@@ -142,8 +175,9 @@ def one_run(
     low: float,
     high: float,
     preflight: bool = True,
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    target = Target(low, high)
+    target = Target(low, high, seed)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(target))
     server.daemon_threads = True
     server.request_queue_size = 1024
@@ -197,6 +231,8 @@ def one_run(
         shutil.rmtree(work, ignore_errors=True)
     items = cases * iterations
     ideal = items * (low + high) / 2 / concurrency
+    questions = [f"What is item {i}?" for i in range(cases)]
+    drawn = iterations * sum(target.latency(q) for q in questions) / concurrency
     phase = (target.last - target.first) if target.first and target.last else None
     # the first case's call: the request after the pre-flight's, when the run made one
     cases_start = target.starts[1 if target.requests > items else 0] if target.starts else None
@@ -214,11 +250,14 @@ def one_run(
         "first_case_s": round(cases_start - started, 2) if cases_start else None,
         "tail_s": round(ended - target.last, 2) if target.last else None,
         "ideal_s": round(ideal, 2),
+        # with --seed: the same from the latencies drawn for these questions (the probe apart)
+        "drawn_ideal_s": round(drawn, 2) if seed is not None else None,
         # an instant target (--latency 0) has no ideal to compare with: no ratio, not a crash
         "ratio": round(phase / ideal, 2) if phase and ideal else None,
         # the whole command, start-up and tail included (issue 31 goal 3)
         "whole_ratio": round((ended - started) / ideal, 2) if ideal else None,
         "peak_in_flight": target.peak,
+        "slot_idle_s": slot_idle(target, cases_start, concurrency),
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mib": round(peak_kib / 1024),
     }
@@ -242,6 +281,12 @@ def main() -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per checkout, the checkouts taking turns"
     )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="draw each case's latency from its question (the same draws in every run, so "
+        "two trees are compared on the same latencies) instead of afresh per request",
+    )
     args = parser.parse_args()
     low, _, high = args.latency.partition(":")
     lo, hi = float(low), float(high or low)
@@ -252,7 +297,14 @@ def main() -> int:
             # interleaved, the order swapped every repetition: both see the same load
             for code in codes if rep % 2 == 0 else codes[::-1]:
                 result = one_run(
-                    code, args.cases, args.iterations, concurrency, lo, hi, not args.no_preflight
+                    code,
+                    args.cases,
+                    args.iterations,
+                    concurrency,
+                    lo,
+                    hi,
+                    not args.no_preflight,
+                    args.seed,
                 )
                 print(json.dumps(result), flush=True)
                 failed += result["exit_code"] != 0

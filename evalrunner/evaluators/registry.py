@@ -1,9 +1,13 @@
 """Evaluators registered by display name, so adding one touches one file and one test.
 
-An evaluator module registers its classes with ``@register``; nothing else names it. On
-first use the registry imports every module and package directly inside
-:mod:`evalrunner.evaluators` (:func:`pkgutil.iter_modules`: a plain directory listing, the
-same in a checkout, a wheel and the Lambda package), which runs those decorators. The
+An evaluator module registers its classes with ``@register``; nothing else names it. The
+whole catalog (listing it, the default selection, a name it does not know) imports every
+module and package directly inside :mod:`evalrunner.evaluators` (:func:`pkgutil.iter_modules`:
+a plain directory listing, the same in a checkout, a wheel and the Lambda package), which runs
+those decorators. Resolving a built-in name imports only the module that registers it, found
+in :mod:`evalrunner.evaluators.catalog_index` (generated from the decorators by
+``python -m evalrunner.dev.catalog_index``; a test fails while it is stale): a run selecting
+ROUGE pays for ROUGE's module, not for forty others and numpy (issue 31 goal 1). The
 catalog order — that of ``evalrunner metrics``, of the default selection and so of the
 reports' columns — is each module's ``CATALOG_POSITION`` (a number; modules without one
 come last, by name), then the order of registration within the module.
@@ -223,12 +227,50 @@ def default_names(*, with_judge: bool = False) -> list[str]:
     return names
 
 
-def resolve(name: str) -> type[Evaluator]:
-    """The evaluator class for a user-typed name (case, spaces, '-' and '_' are forgiven)."""
+def index() -> dict[str, str]:
+    """Every built-in evaluator's name and alias, by lookup key, to the module that registers
+    it: what :mod:`evalrunner.evaluators.catalog_index` holds (``python -m
+    evalrunner.dev.catalog_index`` writes it from here; the whole catalog is loaded)."""
+    return {
+        _key(alias): cls.__module__
+        for cls in available().values()
+        if is_builtin(cls)
+        for alias in (cls.name, *cls.aliases)
+    }
+
+
+def _indexed(key: str) -> type[Evaluator] | None:
+    """The evaluator registered under ``key`` so far, or, for a built-in name the catalog index
+    knows, after importing only the module that registers it; None: look in the whole catalog.
+    """
+    from evalrunner.evaluators.catalog_index import MODULES
+
+    with _load_lock:
+        canonical = _LOOKUP.get(key)
+        if canonical is None and key in MODULES:
+            importlib.import_module(MODULES[key])  # its @register runs (once per process)
+            canonical = _LOOKUP.get(key)
+        return None if canonical is None else _REGISTRY[canonical]
+
+
+def find(name: str) -> type[Evaluator] | None:
+    """The evaluator of a user-typed name (case, spaces, '-' and '_' are forgiven), or None
+    where the catalog has none. A built-in name imports its own module only; any other name
+    loads the whole catalog (plugins' entry points included) before it is looked up."""
+    found = _indexed(_key(name))
+    if found is not None:
+        return found
     _ensure_loaded()
     canonical = _LOOKUP.get(_key(name))
-    if canonical is not None:
-        return _REGISTRY[canonical]
+    return None if canonical is None else _REGISTRY[canonical]
+
+
+def resolve(name: str) -> type[Evaluator]:
+    """The evaluator class for a user-typed name, as :func:`find`; an unknown name is refused
+    with the closest valid one and the list of them."""
+    found = find(name)
+    if found is not None:
+        return found
     metric_owner = _metric_owner(name)
     if metric_owner is not None:
         raise ConfigError(

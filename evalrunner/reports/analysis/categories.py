@@ -68,9 +68,10 @@ def category_stats(rows: Sequence[CaseRow], metrics: Sequence[MetricInfo]) -> li
 
 
 def _compares_with_expectations(evaluator: str) -> bool:
-    from evalrunner.evaluators import Input, available
+    from evalrunner.evaluators import Input
+    from evalrunner.evaluators.registry import find
 
-    cls = available().get(evaluator)
+    cls = find(evaluator)
     expectations = {Input.EXPECTED_ANSWER, Input.EXPECTED_CONTEXTS, Input.CONDITION}
     return cls is not None and bool(cls.inputs & expectations)
 

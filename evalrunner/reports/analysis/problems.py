@@ -446,15 +446,14 @@ def _judge_missing(data: ReportData) -> list[Problem]:
     skipped, which must read as a problem to fix, never as a quiet gap in the report."""
     if data.config.get("judge_configured", True):
         return []
-    from evalrunner.evaluators import available
+    from evalrunner.evaluators.registry import find
 
-    catalog = available()
     options = data.config.get("evaluator_options") or {}
     unjudged = list(
         dict.fromkeys(
             m.evaluator
             for m in data.metrics
-            if m.evaluator in catalog and catalog[m.evaluator].uses_judge(options.get(m.evaluator))
+            if (cls := find(m.evaluator)) is not None and cls.uses_judge(options.get(m.evaluator))
         )
     )
     if not unjudged:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from evalrunner.evaluators.catalog_index import MODULES
+
 #: Never needed to print help or the version: the engine (moto, boto3), the data and model
 #: stacks, and what only some metrics or suites use.
 NOT_FOR_HELP = (
@@ -104,7 +106,7 @@ for argv in (["run", "--help"], ["start", "--help"], ["estimate", "--help"]):
 
 
 def test_the_catalog_imports_no_metric_library() -> None:
-    """The registry imports every evaluator module on first use (every run, ``metrics``):
+    """The whole catalog (``metrics``, the default selection) imports every evaluator module:
     their libraries wait until a metric computes."""
     body = """
 from evalrunner.evaluators import registry
@@ -139,7 +141,7 @@ except SystemExit as exc:
 
 def test_a_rouge_run_imports_nltk_without_scipy_or_scikit_learn(tmp_path: Path) -> None:
     """A whole local ROUGE run (logged answers), reports written: nltk's stemmer is there,
-    scipy, scikit-learn and moto's Batch and EC2 models are not."""
+    scipy, scikit-learn, moto's Batch and EC2 models and the other evaluator modules are not."""
     suite = tmp_path / "logged.csv"
     suite.write_text(
         "id,question,expected_answer,actual_answer\n"
@@ -159,6 +161,9 @@ except SystemExit as exc:
     assert "evalrunner.engine.local" in modules and "nltk.stem.porter" in modules
     assert list((tmp_path / "out").rglob("*summary.json"))
     assert present(modules, NOT_FOR_A_ROUGE_RUN) == []
+    # the catalog index: of the evaluator modules, only ROUGE's own, from Prepare to the
+    # reports (no step lists the whole catalog for a run that names its metrics)
+    assert sorted(set(MODULES.values()) & modules) == ["evalrunner.evaluators.lexical"]
 
 
 def test_rouge_and_bleu_still_load_nltk_when_they_compute() -> None:
