@@ -82,6 +82,11 @@ class Loopback:
         self.responder = responder
         self.stopping = threading.Event()
         self._lock = threading.Lock()
+        # Requests being answered: close() waits for them so that what they record (sent,
+        # hung_up) is there when the caller's `with` block ends; the server's threads are
+        # daemons, which server_close() does not join.
+        self._answering = 0
+        self._answered = threading.Condition(self._lock)
         self.server = _Quiet(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.server.block_on_close = False
@@ -120,6 +125,8 @@ class Loopback:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+        with self._answered:
+            self._answered.wait_for(lambda: self._answering == 0, timeout=5)
 
     def __enter__(self) -> Loopback:
         return self
@@ -140,6 +147,15 @@ class Loopback:
             self.served.sent.append(sent)
             self.served.hung_up.append(hung_up)
 
+    def _begin(self) -> None:
+        with self._lock:
+            self._answering += 1
+
+    def _end(self) -> None:
+        with self._answered:
+            self._answering -= 1
+            self._answered.notify_all()
+
 
 class _Quiet(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -151,6 +167,13 @@ def _handler(loopback: Loopback) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
 
         def _serve(self) -> None:
+            loopback._begin()
+            try:
+                self._answer()
+            finally:
+                loopback._end()
+
+        def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             seen = Seen(self.command, self.path, dict(self.headers.items()), body)
