@@ -103,7 +103,9 @@ class Watermark(BaseModel):
     lateness_seconds: float = Field(ge=0)
     event_time: datetime | None = None
     #: the HMAC key of this watermark's ids (random, made with it)
-    salt: str = Field(default_factory=lambda: secrets.token_hex(16), min_length=32)
+    salt: str = Field(
+        default_factory=lambda: secrets.token_hex(16), min_length=32, pattern=r"^[0-9a-f]+$"
+    )
     #: :meth:`key` of an id -> event time, for every interaction decided at or after the floor
     decided: dict[str, datetime] = Field(default_factory=dict)
     updated_at: datetime | None = None

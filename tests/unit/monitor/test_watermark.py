@@ -298,3 +298,16 @@ def test_a_watermark_that_lost_its_salt_is_refused_not_read_as_empty(tmp_path: P
     store.path("prod").write_text(json.dumps(data), "utf-8")
     with pytest.raises(MonitorError, match="move it away to start afresh"):
         store.load("prod")
+
+
+def test_a_hand_edited_salt_that_is_not_hex_is_refused_on_load(tmp_path: Path) -> None:
+    """A salt the file was not made with (edited by hand, non-ASCII) is refused when the file
+    is read, with how to start afresh, not a UnicodeEncodeError at the first id."""
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["salt"] = "é" * 32
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
+
