@@ -47,7 +47,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.storage import RunStore
@@ -130,6 +137,18 @@ class Watermark(BaseModel):
             if isinstance(decided, dict):
                 data["decided"] = {_digest(salt, str(k)): t for k, t in decided.items()}
         return data
+
+    @field_validator("event_time", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """A time without a zone (a watermark wound back by hand) is UTC, as a source reads
+        one; compared as it is with the records' UTC times it would fail every run."""
+        return None if value is None else _as_utc(value)
+
+    @field_validator("decided", "pending")
+    @classmethod
+    def _utc_values(cls, value: dict[str, datetime]) -> dict[str, datetime]:
+        return {k: _as_utc(t) for k, t in value.items()}
 
     def key(self, interaction_id: str) -> str:
         """How ``decided`` holds an id: its HMAC-SHA256 under this watermark's salt."""
@@ -218,6 +237,10 @@ class Watermark(BaseModel):
         return moved.model_copy(
             update={"decided": kept, "updated_at": now, "runs": runs, "pending": waiting}
         )
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _digest(salt: str, interaction_id: str) -> str:

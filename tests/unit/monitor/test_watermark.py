@@ -311,3 +311,21 @@ def test_a_hand_edited_salt_that_is_not_hex_is_refused_on_load(tmp_path: Path) -
     with pytest.raises(MonitorError, match="move it away to start afresh"):
         store.load("prod")
 
+
+def test_a_hand_edited_time_without_a_zone_is_read_as_utc(tmp_path: Path) -> None:
+    """An operator who winds the watermark back by hand writes ``2026-01-31T11:00:00``: read
+    as UTC (as every time a source reads without a zone is), not compared with the records'
+    UTC times as a TypeError that fails every run."""
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["event_time"] = "2026-01-31T12:00:00"
+    data["decided"] = {k: "2026-01-31T12:00:00" for k in data["decided"]}
+    data["pending"] = {"0" * 32: "2026-01-31T11:30:00"}
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    loaded = store.load("prod")
+    assert loaded is not None and loaded.event_time == T0
+    assert loaded.read_from() == T0 - timedelta(minutes=60)
+    selection = loaded.select([item("a", 0), item("b", 1), item("old", -90)], None, NOW)
+    assert [i.id for i in selection.new] == ["b"]
+    assert selection.duplicates == 1 and selection.too_late == 1
