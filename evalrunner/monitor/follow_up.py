@@ -11,7 +11,10 @@ watermark and never scored. Each started run is therefore kept in the watermark
   up on it: the entry is dropped and the invocation fails naming the run, its suite and the
   last error, so the function's errors alarm fires once (and the next schedule is clean);
 - ABORTED: a person stopped it, so it is not restarted; a problem line says so;
-- an execution Step Functions no longer knows: dropped, with a problem line.
+- an execution Step Functions no longer knows: dropped, with a problem line;
+- a restart Step Functions refuses (throttled, too many open executions): kept as it was,
+  with a problem line, so the next schedule tries it again and the runs restarted before
+  it stay recorded.
 """
 
 from __future__ import annotations
@@ -88,7 +91,13 @@ def follow_up(
             # (an execution whose input Step Functions did not return cannot be restarted)
             done.given_up.append(_given_up(run, status, described))
         elif status in _RESTARTED:
-            kept.append(_restart(run, described, sfn, state_machine_arn, watermark.name, now))
+            try:
+                kept.append(_restart(run, described, sfn, state_machine_arn, watermark.name, now))
+            except (ClientError, BotoCoreError) as exc:
+                # the runs restarted before this one stay recorded; this one is tried again
+                kept.append(run)
+                done.problems.append(f"run {run.run_id} of {run.key}: not restarted ({exc})")
+                continue
             done.retried.append(run.key)
         # SUCCEEDED: done
     return watermark.model_copy(update={"in_flight": kept}), done

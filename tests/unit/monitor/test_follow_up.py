@@ -81,3 +81,29 @@ def test_each_run_in_flight_is_kept_dropped_restarted_or_given_up() -> None:
     assert "ann@corp.io" not in given_up  # the cause is masked before it is logged
     (problem,) = done.problems
     assert "gone" in problem and "no longer followed" in problem
+
+
+def test_a_restart_that_cannot_start_keeps_the_runs_restarted_before_it() -> None:
+    """Two failed runs: the first is started again, the second's start is refused (the
+    account's open executions are at their limit). The first's new execution must stay
+    recorded, else the next schedule starts that suite a third time (scored twice) and the
+    execution just started is followed by no one; the second is kept to try again."""
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    mark = fresh("m", "s3://logs/", 3600).model_copy(
+        update={"in_flight": [run("first"), run("second")]}
+    )
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", described("first", "FAILED"))
+        stub.add_response("start_execution", {"executionArn": execution("again"), "startDate": NOW})
+        stub.add_response("describe_execution", described("second", "FAILED"))
+        stub.add_client_error(
+            "start_execution", "ExecutionLimitExceeded", "too many open executions"
+        )
+        after, done = follow_up(mark, sfn, MACHINE, NOW)
+        stub.assert_no_pending_responses()
+    first, second = after.in_flight
+    assert (first.execution_arn, first.attempts) == (execution("again"), 2)
+    assert second == run("second")  # as it was: the next schedule tries it again
+    assert done.retried == ["test-suites/_monitor/m/first.json"]
+    (problem,) = done.problems
+    assert "second" in problem and "ExecutionLimitExceeded" in problem
