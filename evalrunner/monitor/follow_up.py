@@ -11,7 +11,9 @@ watermark and never scored. Each started run is therefore kept in the watermark
   up on it: the entry is dropped and the invocation fails naming the run, its suite and the
   last error, so the function's errors alarm fires once (and the next schedule is clean);
 - ABORTED: a person stopped it, so it is not restarted; a problem line says so;
-- an execution Step Functions no longer knows: dropped, with a problem line;
+- an execution Step Functions no longer knows, one of another state machine (a watermark
+  edited by hand, a runner renamed), or one whose input is not the suite it is kept for:
+  dropped, with a problem line (never started on this state machine);
 - a restart Step Functions refuses (throttled, too many open executions): kept as it was,
   with a problem line, so the next schedule tries it again and the runs restarted before
   it stay recorded.
@@ -62,7 +64,16 @@ def follow_up(
 
     done = FollowUp()
     kept: list[InFlightRun] = []
+    executions = state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":"
     for run in watermark.in_flight:
+        if not run.execution_arn.startswith(executions):
+            # (a watermark edited by hand, or a runner since renamed): its input, whatever
+            # it is, must not be started on this state machine
+            done.problems.append(
+                f"run {run.run_id} of {run.key}: its execution {run.execution_arn} belongs to "
+                "another state machine; no longer followed (start its suite again to score it)"
+            )
+            continue
         try:
             described = sfn.describe_execution(executionArn=run.execution_arn)
         except ClientError as exc:
@@ -90,6 +101,11 @@ def follow_up(
         elif status in _RESTARTED and (run.attempts >= ATTEMPTS or not described.get("input")):
             # (an execution whose input Step Functions did not return cannot be restarted)
             done.given_up.append(_given_up(run, status, described))
+        elif status in _RESTARTED and _suite_of(described) != run.key:
+            done.problems.append(
+                f"run {run.run_id} of {run.key}: its execution's input is not the suite it "
+                "is followed for; not restarted, no longer followed"
+            )
         elif status in _RESTARTED:
             try:
                 kept.append(_restart(run, described, sfn, state_machine_arn, watermark.name, now))
@@ -101,6 +117,15 @@ def follow_up(
             done.retried.append(run.key)
         # SUCCEEDED: done
     return watermark.model_copy(update={"in_flight": kept}), done
+
+
+def _suite_of(described: dict[str, Any]) -> object:
+    """The suite key a described execution's input names (None: not a run's event)."""
+    try:
+        event = json.loads(described["input"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return event.get("key") if isinstance(event, dict) else None
 
 
 def _restart(

@@ -107,3 +107,25 @@ def test_a_restart_that_cannot_start_keeps_the_runs_restarted_before_it() -> Non
     assert done.retried == ["test-suites/_monitor/m/first.json"]
     (problem,) = done.problems
     assert "second" in problem and "ExecutionLimitExceeded" in problem
+
+
+def test_a_run_in_flight_of_another_state_machine_is_never_restarted_on_this_one() -> None:
+    """A watermark edited by hand (or left by a deployment whose runner had another name)
+    names an execution of another state machine: restarting it would start that machine's
+    input, whatever it is, on the runner. It is dropped, named, without being described;
+    so is one whose input names another suite than the run it is kept for."""
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    foreign = run("foreign").model_copy(
+        update={"execution_arn": "arn:aws:states:us-east-1:123456789012:execution:payroll:foreign"}
+    )
+    swapped = run("swapped")
+    mark = fresh("m", "s3://logs/", 3600).model_copy(update={"in_flight": [foreign, swapped]})
+    elsewhere = json.dumps({"key": "test-suites/payroll.json", "run_id": "x"})
+    with Stubber(sfn) as stub:
+        stub.add_response("describe_execution", described("swapped", "FAILED", input=elsewhere))
+        after, done = follow_up(mark, sfn, MACHINE, NOW)
+        stub.assert_no_pending_responses()
+    assert after.in_flight == [] and done.retried == [] and done.given_up == []
+    first, second = done.problems
+    assert "foreign" in first and "another state machine" in first
+    assert "swapped" in second and "not the suite" in second
