@@ -13,7 +13,8 @@ record may arrive. On each run an interaction is
 - *pending* when it is new but not complete (an OpenTelemetry trace whose root span has not
   been read: more of it may come in a later export) and its time is within the lateness of
   the run's clock: neither scored nor taken, so the next run reads it again, whole or
-  further on; once its newest piece is older than the lateness it is taken as it is. The
+  further on; once its newest piece is older than the lateness (or stamped further than the
+  lateness ahead of the clock, which would never come) it is taken as it is. The
   watermark keeps when each pending one started (``pending``), and the next run reads every
   file modified since then, even one older than the floor, so no piece is left unread.
 
@@ -181,7 +182,12 @@ class Watermark(BaseModel):
     ) -> Selection:
         """``now``: the run's clock, for what is pending (None: nothing is kept pending)."""
         floor = self.floor()
-        wait_after = now - timedelta(seconds=self.lateness_seconds) if now is not None else None
+        lateness = timedelta(seconds=self.lateness_seconds)
+        wait_after = now - lateness if now is not None else None
+        # an incomplete trace stamped further ahead than the lateness (a skewed clock, a
+        # hostile exporter) would wait until the clock caught up: taken as it is, as a
+        # whole record from the future is
+        wait_until = now + lateness if now is not None else None
         selection = Selection()
         seen: dict[str, datetime] = {}
         for item in interactions:
@@ -197,7 +203,12 @@ class Watermark(BaseModel):
                 selection.too_late += 1
             elif since is not None and item.timestamp < since:
                 selection.before_since += 1
-            elif not item.complete and wait_after is not None and item.timestamp > wait_after:
+            elif (
+                not item.complete
+                and wait_after is not None
+                and wait_until is not None
+                and wait_after < item.timestamp <= wait_until
+            ):
                 selection.pending.append(item)
             else:
                 selection.new.append(item)

@@ -141,3 +141,21 @@ def test_a_trace_whose_root_never_comes_is_scored_with_its_pieces_after_the_late
     assert trace.answer == "draft from the model" and late.pending == 0
     commit(late, store, "run-1", T + timedelta(minutes=11))
     assert plan(options, store, now=T + timedelta(minutes=12)).chosen == []
+
+
+def test_a_root_less_trace_stamped_in_the_future_does_not_wait_forever(tmp_path: Path) -> None:
+    """A trace without its root whose spans end a year ahead (a skewed clock, a hostile
+    exporter) would stay pending until the clock caught up: never scored, and read again by
+    every run. Stamped past the lateness ahead of the run's clock, it is taken as it is,
+    as a whole record from the future is."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    ahead = T + timedelta(days=365)
+    write(logs, "a.json", [chat("t1", ahead), retrieval("t1", ahead)], T)
+    store = LocalWatermarks(tmp_path / "out")
+    options = MonitorOptions(source=str(logs), name="traces", format="otel", lateness_seconds=600)
+    first = plan(options, store, now=T + timedelta(minutes=1))
+    assert [i.id for i in first.chosen] == ["t1"] and first.pending == 0
+    commit(first, store, "run-1", T + timedelta(minutes=1))
+    assert plan(options, store, now=T + timedelta(minutes=2)).chosen == []
+
