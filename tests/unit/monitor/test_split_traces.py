@@ -159,3 +159,23 @@ def test_a_root_less_trace_stamped_in_the_future_does_not_wait_forever(tmp_path:
     commit(first, store, "run-1", T + timedelta(minutes=1))
     assert plan(options, store, now=T + timedelta(minutes=2)).chosen == []
 
+
+def test_a_pending_trace_does_not_send_later_runs_back_to_1970(tmp_path: Path) -> None:
+    """The files a pending trace's pieces are in are read again from when its first span
+    started. A span without ``startTimeUnixNano`` (or one claiming to start in 1970) must not
+    make every run while the trace waits read every file the prefix ever held: a span's
+    start is its end where it has none, and a trace is looked for at most a day back from
+    its newest span."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    undated = chat("t1", T)
+    del undated["startTimeUnixNano"]
+    early = chat("t2", T)
+    early["startTimeUnixNano"] = "1"
+    write(logs, "a.json", [undated, early], T)
+    store = LocalWatermarks(tmp_path / "out")
+    options = MonitorOptions(source=str(logs), name="traces", format="otel")
+    waiting = plan(options, store, now=T + timedelta(minutes=1))
+    assert waiting.pending == 2
+    mark = commit(waiting, store, None, T + timedelta(minutes=1))
+    assert mark.pending and min(mark.pending.values()) >= T - timedelta(days=1)
