@@ -78,6 +78,21 @@ def is_log_name(name: str) -> bool:
     return base.lower().endswith(LOG_SUFFIXES)
 
 
+def stored_limit() -> int:
+    """The most bytes a log file may be stored as: the unpacked limit, and a little more for
+    gzip of text that does not compress (a larger file is refused by its size, unread)."""
+    return MAX_FILE_BYTES + MAX_FILE_BYTES // 64
+
+
+def _too_big(name: str, size: int) -> RecordProblem | None:
+    if size <= stored_limit():
+        return None
+    return RecordProblem(
+        file=name,
+        message=f"{size:,} bytes, over {MAX_FILE_BYTES:,} a file; split the log (not read)",
+    )
+
+
 def unpack(name: str, data: bytes) -> bytes:
     """The file's bytes, gunzipped when they are gzip (whatever the name says)."""
     if data[:2] != b"\x1f\x8b":
@@ -135,7 +150,11 @@ def _local_files(root: Path, older_than: datetime | None, out_dir: Path | None =
         if older_than is not None and modified < older_than and path != root:
             skipped += 1
             continue
-        files.append(LogFile(str(path), modified, _local_reader(path), path.stat().st_size))
+        size = path.stat().st_size
+        if (big := _too_big(str(path), size)) is not None:
+            problems.append(big)
+            continue
+        files.append(LogFile(str(path), modified, _local_reader(path), size))
     return Listing(files, skipped, problems)
 
 
@@ -155,9 +174,12 @@ def _s3_reader(s3: Any, bucket: str, key: str) -> Callable[[], bytes]:
 
         name = f"s3://{bucket}/{key}"
         try:
-            return s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_FILE_BYTES * 4 + 1)
+            body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read(stored_limit() + 1)
         except (ClientError, BotoCoreError) as exc:  # deleted since listed, access denied
             raise MonitorError(f"{name}: cannot be read ({exc})") from None
+        if len(body) > stored_limit():  # written over since it was listed
+            raise MonitorError(f"{name}: over {MAX_FILE_BYTES:,} bytes; split the log")
+        return body
 
     return read
 
@@ -179,8 +201,11 @@ def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
         if older_than is not None and modified < older_than:
             skipped += 1
             continue
-        reader = _s3_reader(s3, bucket, key)
-        files.append(LogFile(f"s3://{bucket}/{key}", modified, reader, int(item.get("Size", 0))))
+        name, size = f"s3://{bucket}/{key}", int(item.get("Size", 0))
+        if (big := _too_big(name, size)) is not None:
+            problems.append(big)  # by its listed size, never downloaded
+            continue
+        files.append(LogFile(name, modified, _s3_reader(s3, bucket, key), size))
     return Listing(files, skipped, problems)
 
 

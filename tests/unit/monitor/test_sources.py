@@ -496,3 +496,35 @@ def test_gzip_logs_fetched_ahead_are_held_packed_not_unpacked(tmp_path: Path) ->
         tracemalloc.stop()
     assert len(sizes) == 10 and min(sizes) > 3_000_000  # each handed on unpacked
     assert peak < 12_000_000  # one file unpacked at a time (eight at once: over 24 MB)
+
+
+def test_an_s3_object_over_the_size_limit_is_refused_by_its_listed_size_unread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log object bigger than a file may be (256 MiB) is refused by the size its listing
+    gives, never downloaded: reading up to four times the limit of it first could exhaust
+    a small monitor function (512 MB) and lose every other file of the run with it."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor import locations
+
+    monkeypatch.setattr(locations, "MAX_FILE_BYTES", 1_000)
+    record = {"id": "r1", "question": "Q", "answer": "A", "timestamp": 1769853600}
+    fetched: list[str] = []
+
+    def fetching(params: dict[str, str], **_: object) -> None:
+        fetched.append(params["Key"])
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="app-logs")
+        s3.put_object(Bucket="app-logs", Key="p/a.jsonl", Body=json.dumps(record).encode())
+        huge = (json.dumps({**record, "id": "r2"}) + "\n").encode() * 100  # ~8 KB
+        s3.put_object(Bucket="app-logs", Key="p/b.jsonl", Body=huge)
+        s3.meta.events.register("provide-client-params.s3.GetObject", fetching)
+        read = read_location("s3://app-logs/p/", "jsonl", s3=s3)
+    assert [i.id for i in read.interactions] == ["r1"]
+    assert fetched == ["p/a.jsonl"]  # the big one was never downloaded
+    (problem,) = read.problems
+    assert "p/b.jsonl" in problem.file and "split the log" in problem.message
