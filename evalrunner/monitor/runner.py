@@ -180,7 +180,7 @@ def plan(
         watermark=watermark,
         files=read.files,
         files_skipped=read.files_skipped,
-        problems=[*read.problems, *selection.reused],
+        problems=[*read.problems, *selection.reused, *selection.unreadable],
         found=len(read.interactions) + read.already_taken,
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),

@@ -83,6 +83,9 @@ class Selection(BaseModel):
     #: duplicates whose id was taken for a record of another time: an id reused, not a
     #: re-delivery (passed over all the same, but said)
     reused: list[RecordProblem] = Field(default_factory=list)
+    #: incomplete interactions no longer pending that cannot be scored as read (a trace
+    #: whose question or answer never came): problems, neither scored nor taken
+    unreadable: list[RecordProblem] = Field(default_factory=list)
 
 
 class InFlightRun(BaseModel):
@@ -210,6 +213,8 @@ class Watermark(BaseModel):
                 and wait_after < item.timestamp <= wait_until
             ):
                 selection.pending.append(item)
+            elif item.unreadable is not None:
+                selection.unreadable.append(item.unreadable)
             else:
                 selection.new.append(item)
             seen[item.id] = item.timestamp

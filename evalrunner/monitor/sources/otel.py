@@ -161,10 +161,16 @@ class OtelSource(Source):
         calls = [s for s in spans if s.operation in INFERENCE]
         question = _first(_last_text(_inputs(s), "user") for s in [*agents, *calls])
         answer = _first(_last_text(_outputs(s), "assistant") for s in [*agents, *reversed(calls)])
+        missing: BadField | None = None
         if question is None:
-            raise BadField("gen_ai.input.messages", "no user message in the trace's GenAI spans")
-        if answer is None:
-            raise BadField("gen_ai.output.messages", "no assistant answer in the trace's spans")
+            missing = BadField(
+                "gen_ai.input.messages", "no user message in the trace's GenAI spans"
+            )
+        elif answer is None:
+            missing = BadField("gen_ai.output.messages", "no assistant answer in the trace's spans")
+        complete = any(s.root for s in spans)
+        if missing is not None and complete:
+            raise missing
         contexts: list[str] = []
         steps: list[AgentStep] = []
         for span in spans:
@@ -209,17 +215,27 @@ class OtelSource(Source):
         return Interaction(
             id=trace_id,
             id_kind="record",
-            question=question,
-            answer=answer,
+            question=question or "",
+            answer=answer or "",
             contexts=contexts,
             steps=steps[:MAX_STEPS],
             session=str(session) if session is not None else None,
             timestamp=timestamp(newest, "endTimeUnixNano"),
             origin=f"{file}:{line}" if line is not None else file,
             source=self.name,
-            complete=any(s.root for s in spans),
+            complete=complete,
             started_at=timestamp(
                 max(min(s.start for s in spans), newest - MAX_TRACE_NANOS), "startTimeUnixNano"
+            ),
+            # a piece without the question or answer yet (they come with the root): it waits,
+            # and is this problem if it is still without them when it stops waiting
+            unreadable=None
+            if missing is None
+            else RecordProblem(
+                file=file,
+                line=line,
+                field=missing.field,
+                message=f"trace {trace_id}: {missing.message}",
             ),
         )
 

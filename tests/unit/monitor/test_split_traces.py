@@ -179,3 +179,42 @@ def test_a_pending_trace_does_not_send_later_runs_back_to_1970(tmp_path: Path) -
     assert waiting.pending == 2
     mark = commit(waiting, store, None, T + timedelta(minutes=1))
     assert mark.pending and min(mark.pending.values()) >= T - timedelta(days=1)
+
+
+def test_a_first_piece_without_the_question_waits_for_the_rest_not_refused(
+    tmp_path: Path,
+) -> None:
+    """The first piece of a trace is often only its retrieval (the question and answer are
+    on the ``invoke_agent`` root, exported last). That piece is pending like any other, not
+    a problem line saying "no user message" while its file falls out of the window, so the
+    trace is scored whole when the root comes; if the root never comes, it is then the
+    problem (never scored with an empty question)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    old = T - timedelta(minutes=100)
+    write(logs, "a1.json", [retrieval("t1", old)], old)
+    write(logs, "a2.json", [retrieval("t1", T - timedelta(minutes=10))], T - timedelta(minutes=10))
+    write(logs, "a3.json", [retrieval("t3", T)], T)  # its root never comes
+    t2 = agent("t2", T - timedelta(minutes=6), T - timedelta(minutes=5), "Ten days.")
+    write(logs, "c.json", [t2], T - timedelta(minutes=5))
+    store = LocalWatermarks(tmp_path / "out")
+    options = MonitorOptions(source=str(logs), name="traces", format="otel")
+
+    first = plan(options, store, now=T + timedelta(minutes=1))
+    assert [i.id for i in first.chosen] == ["t2"] and first.pending == 2
+    assert first.problems == []
+    commit(first, store, "run-1", T + timedelta(minutes=1))
+
+    root = agent("t1", T - timedelta(minutes=101), T + timedelta(minutes=2), "25 days a year.")
+    write(logs, "b.json", [root], T + timedelta(minutes=2))
+    second = plan(options, store, now=T + timedelta(minutes=5))
+    (trace,) = second.chosen
+    assert trace.id == "t1" and trace.answer == "25 days a year."
+    assert trace.contexts == ["Leave: 25 days a year."] * 2  # the piece 100 minutes old too
+    assert second.pending == 1 and second.problems == []
+    commit(second, store, "run-2", T + timedelta(minutes=5))
+
+    late = plan(options, store, now=T + timedelta(minutes=62))
+    assert late.chosen == [] and late.pending == 0
+    (problem,) = late.problems
+    assert "t3" in problem.message and "no user message" in problem.message
