@@ -34,6 +34,8 @@ from evalrunner.pipeline.prepare import new_run_id
 ATTEMPTS = 3
 _RESTARTED = ("FAILED", "TIMED_OUT")
 _GOING = ("RUNNING", "PENDING_REDRIVE")
+#: The longest execution name Step Functions takes.
+_NAME_CHARS = 80
 #: The most characters of a failed execution's cause quoted in a message.
 _CAUSE_CHARS = 300
 
@@ -51,8 +53,9 @@ class FollowUp(BaseModel):
 
 
 def execution_name(monitor: str, run_id: str) -> str:
-    """An execution name for ``run_id`` (unique: the run id is)."""
-    return f"{monitor[:60]}-{run_id}"
+    """An execution name for ``run_id`` (unique: the run id is), within Step Functions' 80
+    characters: the monitor's name (up to 128) is cut to leave room for the run id."""
+    return f"{monitor[: _NAME_CHARS - 1 - len(run_id)]}-{run_id}"
 
 
 def follow_up(

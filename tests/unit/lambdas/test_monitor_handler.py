@@ -231,3 +231,14 @@ def test_a_restarted_run_is_followed_while_it_runs(
     mark = Watermark.model_validate_json(raw["Body"].read())
     (follow,) = mark.in_flight
     assert follow.attempts == 2 and follow.key == first["key"]
+
+
+def test_a_long_monitor_name_still_makes_a_valid_execution_name(aws: SimpleNamespace) -> None:
+    """A monitor may be named with up to 128 characters; Step Functions takes execution
+    names of 80 at most: the name is cut to leave room for the run id (it was cut to 60,
+    plus 21 for the run id, so every schedule of a long-named monitor failed to start)."""
+    name = "prod-hr-assistant-eu-west-1-bedrock-invocations-" + "x" * 40
+    reply = aws.handler({"name": name}, context())
+    assert reply["status"] == "started"
+    (execution,) = aws.sfn.list_executions(stateMachineArn=aws.arn)["executions"]
+    assert len(execution["name"]) <= 80 and execution["name"].endswith(reply["run_id"])
