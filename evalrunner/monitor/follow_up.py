@@ -5,7 +5,8 @@ wait out a run), so a run that then fails or times out would leave its interacti
 watermark and never scored. Each started run is therefore kept in the watermark
 (:class:`~evalrunner.monitor.watermark.InFlightRun`) and looked at by the next schedules:
 
-- RUNNING: left alone; SUCCEEDED: done, dropped;
+- RUNNING: left alone (past :data:`STILL_RUNNING_AFTER`, each schedule says so with a
+  problem line, so a run that never ends does not go unseen); SUCCEEDED: done, dropped;
 - FAILED or TIMED_OUT: its suite (already written, already masked) is started again as a
   new run, up to :data:`ATTEMPTS` starts in all; after the last one fails the monitor gives
   up on it: the entry is dropped and the invocation fails naming the run, its suite and the
@@ -22,7 +23,7 @@ watermark and never scored. Each started run is therefore kept in the watermark
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +35,8 @@ from evalrunner.pipeline.prepare import new_run_id
 ATTEMPTS = 3
 _RESTARTED = ("FAILED", "TIMED_OUT")
 _GOING = ("RUNNING", "PENDING_REDRIVE")
+#: How long a run may go on before each schedule says so (it is still followed).
+STILL_RUNNING_AFTER = timedelta(days=1)
 #: The longest execution name Step Functions takes.
 _NAME_CHARS = 80
 #: The most characters of a failed execution's cause quoted in a message.
@@ -96,6 +99,14 @@ def follow_up(
         status = str(described.get("status"))
         if status in _GOING:
             kept.append(run)
+            started = described.get("startDate")
+            if isinstance(started, datetime) and now - started > STILL_RUNNING_AFTER:
+                hours = (now - started).total_seconds() / 3600
+                done.problems.append(
+                    f"run {run.run_id} of {run.key} is still {status} after {hours:.0f} h "
+                    f"({run.execution_arn}): look at it in Step Functions; stop it to let "
+                    "the monitor drop it"
+                )
         elif status == "ABORTED":
             done.problems.append(
                 f"run {run.run_id} of {run.key} was stopped by hand (ABORTED): not restarted, "

@@ -129,3 +129,25 @@ def test_a_run_in_flight_of_another_state_machine_is_never_restarted_on_this_one
     first, second = done.problems
     assert "foreign" in first and "another state machine" in first
     assert "swapped" in second and "not the suite" in second
+
+
+def test_a_run_running_for_over_a_day_is_still_followed_and_said() -> None:
+    """An execution that never ends (a scoring job stuck in a queue with no compute) would
+    be followed, silently, for up to a year of schedules: past a day it is still followed,
+    and each schedule says so, naming it, so an operator looks at it."""
+    from datetime import timedelta
+
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    mark = fresh("m", "s3://logs/", 3600).model_copy(
+        update={"in_flight": [run("stuck"), run("fresh")]}
+    )
+    with Stubber(sfn) as stub:
+        stuck = described("stuck", "RUNNING") | {"startDate": NOW - timedelta(hours=30)}
+        stub.add_response("describe_execution", stuck)
+        fresh_one = described("fresh", "RUNNING") | {"startDate": NOW - timedelta(hours=2)}
+        stub.add_response("describe_execution", fresh_one)
+        after, done = follow_up(mark, sfn, MACHINE, NOW)
+        stub.assert_no_pending_responses()
+    assert [r.run_id for r in after.in_flight] == ["stuck", "fresh"]
+    (problem,) = done.problems
+    assert "stuck" in problem and "30 h" in problem and "RUNNING" in problem
