@@ -58,6 +58,7 @@ from pydantic import (
 )
 
 from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
+from evalrunner.monitor.times import MAX_DURATION_DAYS
 from evalrunner.storage import RunStore
 
 MONITOR_PREFIX = "monitor/"
@@ -111,7 +112,7 @@ class Watermark(BaseModel):
     version: Literal[2] = 2
     name: str
     source: str
-    lateness_seconds: float = Field(ge=0)
+    lateness_seconds: float = Field(ge=0, le=MAX_DURATION_DAYS * 86400)
     event_time: datetime | None = None
     #: the HMAC key of this watermark's ids (random, made with it)
     salt: str = Field(
@@ -167,7 +168,10 @@ class Watermark(BaseModel):
     def floor(self) -> datetime | None:
         if self.event_time is None:
             return None
-        return self.event_time - timedelta(seconds=self.lateness_seconds)
+        try:
+            return self.event_time - timedelta(seconds=self.lateness_seconds)
+        except OverflowError:  # before year 1 (a watermark wound back that far by hand)
+            return None
 
     def read_from(self) -> datetime | None:
         """The oldest file modification time a run must read: the floor, or earlier where a

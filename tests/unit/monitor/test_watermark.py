@@ -329,3 +329,32 @@ def test_a_hand_edited_time_without_a_zone_is_read_as_utc(tmp_path: Path) -> Non
     selection = loaded.select([item("a", 0), item("b", 1), item("old", -90)], None, NOW)
     assert [i.id for i in selection.new] == ["b"]
     assert selection.duplicates == 1 and selection.too_late == 1
+
+
+def test_a_duration_or_a_watermark_time_past_what_dates_hold_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    """``--lateness 1000000d`` (meaning "never too late") or a watermark wound back by hand
+    to year 1 overflowed Python's dates: an OverflowError traceback, every run. A duration
+    over a century is refused naming the option; a floor before year 1 is no floor."""
+    from evalrunner.monitor.times import duration_seconds, since_time
+
+    with pytest.raises(MonitorError, match=r"--lateness '1000000d'.*36500d"):
+        duration_seconds("1000000d", "--lateness")
+    with pytest.raises(MonitorError, match="--since"):
+        since_time("9999999d", NOW)
+    assert duration_seconds("36500d", "--lateness") == 36500 * 86400.0
+
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["event_time"] = "0001-01-01T00:00:00Z"
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    loaded = store.load("prod")
+    assert loaded is not None and loaded.floor() is None and loaded.read_from() is None
+    selection = loaded.select([item("b", 1)], None, NOW)
+    assert [i.id for i in selection.new] == ["b"]
+    data["lateness_seconds"] = 1e15
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
