@@ -11,6 +11,8 @@ watermark and never scored. Each started run is therefore kept in the watermark
   new run, up to :data:`ATTEMPTS` starts in all; after the last one fails the monitor gives
   up on it: the entry is dropped and the invocation fails naming the run, its suite and the
   last error, so the function's errors alarm fires once (and the next schedule is clean);
+- FAILED or TIMED_OUT with its suite no longer there (deleted by hand, or by a retention
+  rule): given up at once, saying so (a restart could only fail in Prepare);
 - ABORTED: a person stopped it, so it is not restarted; a problem line says so;
 - an execution Step Functions no longer knows, one of another state machine (a watermark
   edited by hand, a runner renamed), or one whose input is not the suite it is kept for:
@@ -23,6 +25,7 @@ watermark and never scored. Each started run is therefore kept in the watermark
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,10 +65,15 @@ def execution_name(monitor: str, run_id: str) -> str:
 
 
 def follow_up(
-    watermark: Watermark, sfn: Any, state_machine_arn: str, now: datetime
+    watermark: Watermark,
+    sfn: Any,
+    state_machine_arn: str,
+    now: datetime,
+    suite_exists: Callable[[str], bool] | None = None,
 ) -> tuple[Watermark, FollowUp]:
     """``watermark`` with its runs in flight looked at (restarted, dropped or kept), and
-    what was done."""
+    what was done. ``suite_exists(key)``: whether a failed run's suite is still there to be
+    started again (None: not asked)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     done = FollowUp()
@@ -119,6 +127,13 @@ def follow_up(
             done.problems.append(
                 f"run {run.run_id} of {run.key}: its execution's input is not the suite it "
                 "is followed for; not restarted, no longer followed"
+            )
+        elif status in _RESTARTED and suite_exists is not None and not suite_exists(run.key):
+            # (deleted by hand, or by a retention rule): a restart could only fail again
+            done.given_up.append(
+                f"gave up on the monitor run of {run.key} ({run.interactions} "
+                f"interaction(s)): its run {run.run_id} ended {status} and its suite is no "
+                "longer there, so it cannot be started again; its interactions are not scored"
             )
         elif status in _RESTARTED:
             try:

@@ -242,3 +242,21 @@ def test_a_long_monitor_name_still_makes_a_valid_execution_name(aws: SimpleNames
     assert reply["status"] == "started"
     (execution,) = aws.sfn.list_executions(stateMachineArn=aws.arn)["executions"]
     assert len(execution["name"]) <= 80 and execution["name"].endswith(reply["run_id"])
+
+
+def test_a_failed_run_whose_suite_was_deleted_is_given_up_at_once_naming_it(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run failed and its suite is gone (deleted by hand, or by a retention rule shorter
+    than the run lived): starting it again could only fail in Prepare, twice more, and the
+    give-up would then say "start that suite again". It is given up at once, saying so."""
+    monkeypatch.setenv("SF_EXECUTION_HISTORY_TYPE", "FAILURE")  # moto: executions fail
+    first = aws.handler({}, context())
+    aws.s3.delete_object(Bucket="runner-bucket", Key=first["key"])
+    with pytest.raises(MonitorError) as failed:
+        aws.handler({}, context())
+    message = str(failed.value)
+    assert first["key"] in message and "no longer there" in message
+    assert len(executions(aws)) == 1  # not started again
+    quiet = aws.handler({}, context())
+    assert quiet["retried"] == [] and quiet["in_flight"] == 0
