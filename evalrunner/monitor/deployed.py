@@ -137,7 +137,9 @@ def start_monitor(
     if earlier is not None and earlier.in_flight:
         # the runs started before: a failed one is started again (its interactions are past
         # the watermark), before this run's plan reads the watermark
-        looked, followed = follow_up(earlier, sfn, state_machine_arn, now)
+        looked, followed = follow_up(
+            earlier, sfn, state_machine_arn, now, lambda key: _suite_there(store, key)
+        )
         if looked != earlier:
             watermarks.save(looked)
     found = plan(options, watermarks, s3=s3 or store.s3, now=now)
@@ -193,3 +195,16 @@ def start_monitor(
         in_flight=len(moved.in_flight),
         **counts,
     )
+
+
+def _suite_there(store: RunStore, key: str) -> bool:
+    """Whether a failed run's suite is still in the bucket (only a missing object says no:
+    any other failure lets the restart go ahead and say what is wrong)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        store.s3.head_object(Bucket=store.bucket, Key=key)
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code"))
+        return code not in ("404", "NoSuchKey", "NotFound")
+    return True

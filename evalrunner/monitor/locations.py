@@ -41,14 +41,15 @@ MAX_READERS = 8
 #: The most stored bytes of the files fetched ahead at once (one file is always read,
 #: however large).
 READ_AHEAD_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class LogFile:
     name: str
     modified: datetime
-    #: The file's bytes, unpacked, read when called (a :class:`MonitorError` names what is
-    #: wrong with this file alone).
+    #: The file's bytes as stored (gzip still packed: :func:`unpack` them), read when called
+    #: (a :class:`MonitorError` names what is wrong with this file alone).
     read: Callable[[], bytes]
     #: Its stored size, as listed (what the read-ahead budget counts).
     size: int = 0
@@ -77,20 +78,42 @@ def is_log_name(name: str) -> bool:
     return base.lower().endswith(LOG_SUFFIXES)
 
 
+def stored_limit() -> int:
+    """The most bytes a log file may be stored as: the unpacked limit, and a little more for
+    gzip of text that does not compress (a larger file is refused by its size, unread)."""
+    return MAX_FILE_BYTES + MAX_FILE_BYTES // 64
+
+
+def _too_big(name: str, size: int) -> RecordProblem | None:
+    if size <= stored_limit():
+        return None
+    return RecordProblem(
+        file=name,
+        message=f"{size:,} bytes, over {MAX_FILE_BYTES:,} a file; split the log (not read)",
+    )
+
+
 def unpack(name: str, data: bytes) -> bytes:
     """The file's bytes, gunzipped when they are gzip (whatever the name says)."""
     if data[:2] != b"\x1f\x8b":
         if len(data) > MAX_FILE_BYTES:
             raise MonitorError(f"{name}: over {MAX_FILE_BYTES:,} bytes; split the log")
         return data
+    chunks: list[bytes] = []
+    unpacked = 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
-            body = unzipped.read(MAX_FILE_BYTES + 1)
+            # a chunk at a time: ``read(MAX_FILE_BYTES + 1)`` sets aside the whole limit
+            while chunk := unzipped.read(_CHUNK):
+                unpacked += len(chunk)
+                if unpacked > MAX_FILE_BYTES:
+                    raise MonitorError(
+                        f"{name}: unpacks to over {MAX_FILE_BYTES:,} bytes; split the log"
+                    )
+                chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         raise MonitorError(f"{name}: not a readable gzip file ({exc})") from None
-    if len(body) > MAX_FILE_BYTES:
-        raise MonitorError(f"{name}: unpacks to over {MAX_FILE_BYTES:,} bytes; split the log")
-    return body
+    return b"".join(chunks)
 
 
 def list_files(
@@ -127,14 +150,18 @@ def _local_files(root: Path, older_than: datetime | None, out_dir: Path | None =
         if older_than is not None and modified < older_than and path != root:
             skipped += 1
             continue
-        files.append(LogFile(str(path), modified, _local_reader(path), path.stat().st_size))
+        size = path.stat().st_size
+        if (big := _too_big(str(path), size)) is not None:
+            problems.append(big)
+            continue
+        files.append(LogFile(str(path), modified, _local_reader(path), size))
     return Listing(files, skipped, problems)
 
 
 def _local_reader(path: Path) -> Callable[[], bytes]:
     def read() -> bytes:
         try:
-            return unpack(str(path), path.read_bytes())
+            return path.read_bytes()
         except OSError as exc:
             raise MonitorError(f"{path}: cannot be read ({exc})") from None
 
@@ -147,10 +174,12 @@ def _s3_reader(s3: Any, bucket: str, key: str) -> Callable[[], bytes]:
 
         name = f"s3://{bucket}/{key}"
         try:
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_FILE_BYTES * 4 + 1)
+            body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read(stored_limit() + 1)
         except (ClientError, BotoCoreError) as exc:  # deleted since listed, access denied
             raise MonitorError(f"{name}: cannot be read ({exc})") from None
-        return unpack(name, body)
+        if len(body) > stored_limit():  # written over since it was listed
+            raise MonitorError(f"{name}: over {MAX_FILE_BYTES:,} bytes; split the log")
+        return body
 
     return read
 
@@ -172,8 +201,11 @@ def _s3_files(location: str, older_than: datetime | None, s3: Any) -> Listing:
         if older_than is not None and modified < older_than:
             skipped += 1
             continue
-        reader = _s3_reader(s3, bucket, key)
-        files.append(LogFile(f"s3://{bucket}/{key}", modified, reader, int(item.get("Size", 0))))
+        name, size = f"s3://{bucket}/{key}", int(item.get("Size", 0))
+        if (big := _too_big(name, size)) is not None:
+            problems.append(big)  # by its listed size, never downloaded
+            continue
+        files.append(LogFile(name, modified, _s3_reader(s3, bucket, key), size))
     return Listing(files, skipped, problems)
 
 
@@ -188,12 +220,14 @@ def _s3_objects(s3: Any, bucket: str, prefix: str) -> Iterator[dict[str, Any]]:
 
 
 def read_ahead(files: list[LogFile]) -> Iterator[tuple[LogFile, bytes | MonitorError]]:
-    """Each file with its bytes (or the :class:`MonitorError` of that file alone), in the
-    order given, fetched up to :data:`MAX_READERS` at once and no further ahead than
-    :data:`READ_AHEAD_BYTES` of stored bytes (the file whose turn it is always counts)."""
+    """Each file with its bytes, unpacked (or the :class:`MonitorError` of that file alone),
+    in the order given, fetched up to :data:`MAX_READERS` at once and no further ahead than
+    :data:`READ_AHEAD_BYTES` of stored bytes (the file whose turn it is always counts). What
+    is held ahead is the stored bytes, as the budget counts them: each file is unpacked at
+    its turn (eight gzip logs unpacked ahead would hold up to 8 x 256 MiB)."""
     if len(files) <= 1 or MAX_READERS <= 1:
         for file in files:
-            yield file, _attempt(file)
+            yield file, _unpacked(file, _attempt(file))
         return
     budget = READ_AHEAD_BYTES
     ahead: deque[tuple[LogFile, Future[bytes | MonitorError]]] = deque()
@@ -212,7 +246,16 @@ def read_ahead(files: list[LogFile]) -> Iterator[tuple[LogFile, bytes | MonitorE
                 upcoming = next(queued, None)
             file, fetched = ahead.popleft()
             held -= file.size
-            yield file, fetched.result()
+            yield file, _unpacked(file, fetched.result())
+
+
+def _unpacked(file: LogFile, stored: bytes | MonitorError) -> bytes | MonitorError:
+    if isinstance(stored, MonitorError):
+        return stored
+    try:
+        return unpack(file.name, stored)
+    except MonitorError as exc:
+        return exc
 
 
 def _attempt(file: LogFile) -> bytes | MonitorError:

@@ -48,6 +48,10 @@ class Interaction(BaseModel):
     #: When its earliest piece started (a trace's first span), where that differs from
     #: ``timestamp``: the files holding its pieces are read again while it is pending.
     started_at: datetime | None = None
+    #: Why it cannot be scored as read: an incomplete trace whose question or answer has not
+    #: come yet (they are on its root span, exported last). It waits while pending like any
+    #: other; once no longer pending this is its problem line, and it is not scored.
+    unreadable: RecordProblem | None = None
 
     @field_validator("timestamp", "started_at")
     @classmethod
@@ -110,6 +114,9 @@ class RecordProblem(BaseModel):
         if self.field:
             where += f", field '{self.field}'"
         return f"{where}: {self.message}"
+
+
+Interaction.model_rebuild()  # its ``unreadable`` is a RecordProblem, defined after it
 
 
 class SourceRead(BaseModel):

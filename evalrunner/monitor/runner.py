@@ -23,6 +23,7 @@ from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
 from evalrunner.monitor.reading import AUTO, read_location
 from evalrunner.monitor.sampling import Sample, choose
 from evalrunner.monitor.sources import source_named
+from evalrunner.monitor.times import MAX_DURATION_DAYS
 from evalrunner.monitor.watermark import (
     LocalWatermarks,
     Watermark,
@@ -52,7 +53,9 @@ class MonitorOptions(BaseModel):
     since: datetime | None = None
     sample: Sample | None = None
     seed: int = 0
-    lateness_seconds: float = Field(default=DEFAULT_LATENESS_SECONDS, ge=0)
+    lateness_seconds: float = Field(
+        default=DEFAULT_LATENESS_SECONDS, ge=0, le=MAX_DURATION_DAYS * 86400
+    )
 
     def check(self) -> None:
         """Refuse a bad name, format or column mapping before anything is read or locked."""
@@ -180,7 +183,7 @@ def plan(
         watermark=watermark,
         files=read.files,
         files_skipped=read.files_skipped,
-        problems=[*read.problems, *selection.reused],
+        problems=[*read.problems, *selection.reused, *selection.unreadable],
         found=len(read.interactions) + read.already_taken,
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),

@@ -10,13 +10,18 @@ from evalrunner.monitor.model import MonitorError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+#: The longest duration taken (a century): much more overflows the dates it is taken from.
+MAX_DURATION_DAYS = 36500
 
 
 def duration_seconds(text: str, option: str) -> float:
     match = _DURATION.match(text)
     if not match:
         raise MonitorError(f"{option} {text!r}: give a duration such as 90s, 15m, 2h or 7d")
-    return float(match.group(1)) * _UNITS[match.group(2)]
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds > MAX_DURATION_DAYS * _UNITS["d"]:
+        raise MonitorError(f"{option} {text!r}: give at most {MAX_DURATION_DAYS}d (a century)")
+    return seconds
 
 
 def since_time(text: str, now: datetime) -> datetime:

@@ -13,7 +13,8 @@ record may arrive. On each run an interaction is
 - *pending* when it is new but not complete (an OpenTelemetry trace whose root span has not
   been read: more of it may come in a later export) and its time is within the lateness of
   the run's clock: neither scored nor taken, so the next run reads it again, whole or
-  further on; once its newest piece is older than the lateness it is taken as it is. The
+  further on; once its newest piece is older than the lateness (or stamped further than the
+  lateness ahead of the clock, which would never come) it is taken as it is. The
   watermark keeps when each pending one started (``pending``), and the next run reads every
   file modified since then, even one older than the floor, so no piece is left unread.
 
@@ -47,9 +48,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalrunner.monitor.model import Interaction, MonitorError, RecordProblem
+from evalrunner.monitor.times import MAX_DURATION_DAYS
 from evalrunner.storage import RunStore
 
 MONITOR_PREFIX = "monitor/"
@@ -75,6 +84,9 @@ class Selection(BaseModel):
     #: duplicates whose id was taken for a record of another time: an id reused, not a
     #: re-delivery (passed over all the same, but said)
     reused: list[RecordProblem] = Field(default_factory=list)
+    #: incomplete interactions no longer pending that cannot be scored as read (a trace
+    #: whose question or answer never came): problems, neither scored nor taken
+    unreadable: list[RecordProblem] = Field(default_factory=list)
 
 
 class InFlightRun(BaseModel):
@@ -100,10 +112,12 @@ class Watermark(BaseModel):
     version: Literal[2] = 2
     name: str
     source: str
-    lateness_seconds: float = Field(ge=0)
+    lateness_seconds: float = Field(ge=0, le=MAX_DURATION_DAYS * 86400)
     event_time: datetime | None = None
     #: the HMAC key of this watermark's ids (random, made with it)
-    salt: str = Field(default_factory=lambda: secrets.token_hex(16), min_length=32)
+    salt: str = Field(
+        default_factory=lambda: secrets.token_hex(16), min_length=32, pattern=r"^[0-9a-f]+$"
+    )
     #: :meth:`key` of an id -> event time, for every interaction decided at or after the floor
     decided: dict[str, datetime] = Field(default_factory=dict)
     updated_at: datetime | None = None
@@ -129,6 +143,18 @@ class Watermark(BaseModel):
                 data["decided"] = {_digest(salt, str(k)): t for k, t in decided.items()}
         return data
 
+    @field_validator("event_time", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """A time without a zone (a watermark wound back by hand) is UTC, as a source reads
+        one; compared as it is with the records' UTC times it would fail every run."""
+        return None if value is None else _as_utc(value)
+
+    @field_validator("decided", "pending")
+    @classmethod
+    def _utc_values(cls, value: dict[str, datetime]) -> dict[str, datetime]:
+        return {k: _as_utc(t) for k, t in value.items()}
+
     def key(self, interaction_id: str) -> str:
         """How ``decided`` holds an id: its HMAC-SHA256 under this watermark's salt."""
         return _digest(self.salt, interaction_id)
@@ -142,7 +168,10 @@ class Watermark(BaseModel):
     def floor(self) -> datetime | None:
         if self.event_time is None:
             return None
-        return self.event_time - timedelta(seconds=self.lateness_seconds)
+        try:
+            return self.event_time - timedelta(seconds=self.lateness_seconds)
+        except OverflowError:  # before year 1 (a watermark wound back that far by hand)
+            return None
 
     def read_from(self) -> datetime | None:
         """The oldest file modification time a run must read: the floor, or earlier where a
@@ -160,7 +189,12 @@ class Watermark(BaseModel):
     ) -> Selection:
         """``now``: the run's clock, for what is pending (None: nothing is kept pending)."""
         floor = self.floor()
-        wait_after = now - timedelta(seconds=self.lateness_seconds) if now is not None else None
+        lateness = timedelta(seconds=self.lateness_seconds)
+        wait_after = now - lateness if now is not None else None
+        # an incomplete trace stamped further ahead than the lateness (a skewed clock, a
+        # hostile exporter) would wait until the clock caught up: taken as it is, as a
+        # whole record from the future is
+        wait_until = now + lateness if now is not None else None
         selection = Selection()
         seen: dict[str, datetime] = {}
         for item in interactions:
@@ -176,8 +210,15 @@ class Watermark(BaseModel):
                 selection.too_late += 1
             elif since is not None and item.timestamp < since:
                 selection.before_since += 1
-            elif not item.complete and wait_after is not None and item.timestamp > wait_after:
+            elif (
+                not item.complete
+                and wait_after is not None
+                and wait_until is not None
+                and wait_after < item.timestamp <= wait_until
+            ):
                 selection.pending.append(item)
+            elif item.unreadable is not None:
+                selection.unreadable.append(item.unreadable)
             else:
                 selection.new.append(item)
             seen[item.id] = item.timestamp
@@ -216,6 +257,10 @@ class Watermark(BaseModel):
         return moved.model_copy(
             update={"decided": kept, "updated_at": now, "runs": runs, "pending": waiting}
         )
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _digest(salt: str, interaction_id: str) -> str:

@@ -29,7 +29,8 @@ before the spans are grouped by ``traceId``, so one trace is one interaction (it
 ``traceId`` however it was split; its origin the file and line of its first span). A trace
 whose root span (no ``parentSpanId``) is not among them is read as incomplete
 (``Interaction.complete``): the watermark keeps it pending for a later run, up to the
-allowed lateness, so pieces exported across schedules are scored once, together.
+allowed lateness, so pieces exported across schedules are scored once, together; its
+first piece is looked for at most a day (:data:`MAX_TRACE_NANOS`) before its newest span.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ from evalrunner.targets.steps import MAX_STEP_TEXT, MAX_STEPS, AgentStep
 
 INFERENCE = ("chat", "text_completion", "generate_content")
 AGENT = ("invoke_agent", "invoke_workflow")
+#: How far back before its newest span a trace's first piece is looked for while it is
+#: pending (its files are read again from then): a day, so a span claiming to start in 1970
+#: does not make every run read every file the prefix ever held.
+MAX_TRACE_NANOS = 86_400 * 10**9
 
 
 def any_value(value: Any) -> Any:
@@ -156,10 +161,16 @@ class OtelSource(Source):
         calls = [s for s in spans if s.operation in INFERENCE]
         question = _first(_last_text(_inputs(s), "user") for s in [*agents, *calls])
         answer = _first(_last_text(_outputs(s), "assistant") for s in [*agents, *reversed(calls)])
+        missing: BadField | None = None
         if question is None:
-            raise BadField("gen_ai.input.messages", "no user message in the trace's GenAI spans")
-        if answer is None:
-            raise BadField("gen_ai.output.messages", "no assistant answer in the trace's spans")
+            missing = BadField(
+                "gen_ai.input.messages", "no user message in the trace's GenAI spans"
+            )
+        elif answer is None:
+            missing = BadField("gen_ai.output.messages", "no assistant answer in the trace's spans")
+        complete = any(s.root for s in spans)
+        if missing is not None and complete:
+            raise missing
         contexts: list[str] = []
         steps: list[AgentStep] = []
         for span in spans:
@@ -197,22 +208,35 @@ class OtelSource(Source):
                         error=str(span.attrs.get("error.type")) if span.failed else None,
                     )
                 )
+        newest = max(s.end for s in spans)
         session = _first(
             s.attrs.get("gen_ai.conversation.id") or s.attrs.get("session.id") for s in spans
         )
         return Interaction(
             id=trace_id,
             id_kind="record",
-            question=question,
-            answer=answer,
+            question=question or "",
+            answer=answer or "",
             contexts=contexts,
             steps=steps[:MAX_STEPS],
             session=str(session) if session is not None else None,
-            timestamp=timestamp(max(s.end for s in spans), "endTimeUnixNano"),
+            timestamp=timestamp(newest, "endTimeUnixNano"),
             origin=f"{file}:{line}" if line is not None else file,
             source=self.name,
-            complete=any(s.root for s in spans),
-            started_at=timestamp(min(s.start for s in spans), "startTimeUnixNano"),
+            complete=complete,
+            started_at=timestamp(
+                max(min(s.start for s in spans), newest - MAX_TRACE_NANOS), "startTimeUnixNano"
+            ),
+            # a piece without the question or answer yet (they come with the root): it waits,
+            # and is this problem if it is still without them when it stops waiting
+            unreadable=None
+            if missing is None
+            else RecordProblem(
+                file=file,
+                line=line,
+                field=missing.field,
+                message=f"trace {trace_id}: {missing.message}",
+            ),
         )
 
 
@@ -248,8 +272,10 @@ def _spans(payload: Any, file: str, line: int | None) -> list[_Span]:
                 if not isinstance(trace, str) or not trace:
                     raise BadField("traceId", "a span without its traceId")
                 try:
-                    start = int(raw.get("startTimeUnixNano") or 0)
-                    end = int(raw.get("endTimeUnixNano") or start)
+                    # a span without its start starts at its end (not 1970: a pending trace's
+                    # files are read again from its first span's start)
+                    end = int(raw.get("endTimeUnixNano") or raw.get("startTimeUnixNano") or 0)
+                    start = int(raw.get("startTimeUnixNano") or end)
                 except (TypeError, ValueError):
                     raise BadField("endTimeUnixNano", "not a number of nanoseconds") from None
                 events = [

@@ -231,3 +231,32 @@ def test_a_restarted_run_is_followed_while_it_runs(
     mark = Watermark.model_validate_json(raw["Body"].read())
     (follow,) = mark.in_flight
     assert follow.attempts == 2 and follow.key == first["key"]
+
+
+def test_a_long_monitor_name_still_makes_a_valid_execution_name(aws: SimpleNamespace) -> None:
+    """A monitor may be named with up to 128 characters; Step Functions takes execution
+    names of 80 at most: the name is cut to leave room for the run id (it was cut to 60,
+    plus 21 for the run id, so every schedule of a long-named monitor failed to start)."""
+    name = "prod-hr-assistant-eu-west-1-bedrock-invocations-" + "x" * 40
+    reply = aws.handler({"name": name}, context())
+    assert reply["status"] == "started"
+    (execution,) = aws.sfn.list_executions(stateMachineArn=aws.arn)["executions"]
+    assert len(execution["name"]) <= 80 and execution["name"].endswith(reply["run_id"])
+
+
+def test_a_failed_run_whose_suite_was_deleted_is_given_up_at_once_naming_it(
+    aws: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run failed and its suite is gone (deleted by hand, or by a retention rule shorter
+    than the run lived): starting it again could only fail in Prepare, twice more, and the
+    give-up would then say "start that suite again". It is given up at once, saying so."""
+    monkeypatch.setenv("SF_EXECUTION_HISTORY_TYPE", "FAILURE")  # moto: executions fail
+    first = aws.handler({}, context())
+    aws.s3.delete_object(Bucket="runner-bucket", Key=first["key"])
+    with pytest.raises(MonitorError) as failed:
+        aws.handler({}, context())
+    message = str(failed.value)
+    assert first["key"] in message and "no longer there" in message
+    assert len(executions(aws)) == 1  # not started again
+    quiet = aws.handler({}, context())
+    assert quiet["retried"] == [] and quiet["in_flight"] == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -451,3 +452,79 @@ def test_an_s3_prefix_is_read_concurrently_bounded_and_in_order(
         assert 1 < in_flight["most"] <= 2
         (gone,) = [data for _, data in fetched if isinstance(data, MonitorError)]
         assert "p/008.jsonl: cannot be read" in gone.message
+
+
+def test_gzip_logs_fetched_ahead_are_held_packed_not_unpacked(tmp_path: Path) -> None:
+    """The read-ahead budget counts stored bytes, so what it holds must be the stored bytes:
+    gzip logs (Bedrock writes .json.gz) fetched ahead and unpacked at once would hold eight
+    files of up to 256 MiB each, far past the budget. Each is unpacked at its turn."""
+    import threading
+    import tracemalloc
+
+    from evalrunner.monitor.locations import LogFile, list_files, read_ahead
+
+    pad = "x" * 3_000_000  # 3 MB of text that packs to a few KB
+    for n in range(10):
+        record = {"id": f"r{n}", "question": "Q", "answer": "A", "timestamp": 1769853600}
+        body = json.dumps({**record, "pad": pad}).encode()
+        (tmp_path / f"part-{n:02}.jsonl.gz").write_bytes(gzip.compress(body))
+    files = list_files(str(tmp_path), None).files
+    fetched = threading.Semaphore(0)
+
+    def signalling(read: Callable[[], bytes]) -> Callable[[], bytes]:
+        def done() -> bytes:  # says when it is done, so the test can wait for all
+            try:
+                return read()
+            finally:
+                fetched.release()
+
+        return done
+
+    counted = [LogFile(f.name, f.modified, signalling(f.read), f.size) for f in files]
+    tracemalloc.start()
+    try:
+        sizes = []
+        for number, (_, data) in enumerate(read_ahead(counted)):
+            if number == 0:
+                for _ in range(8):  # the files fetched ahead are all in memory now
+                    fetched.acquire(timeout=30)
+            assert isinstance(data, bytes)
+            sizes.append(len(data))
+            del data
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(sizes) == 10 and min(sizes) > 3_000_000  # each handed on unpacked
+    assert peak < 12_000_000  # one file unpacked at a time (eight at once: over 24 MB)
+
+
+def test_an_s3_object_over_the_size_limit_is_refused_by_its_listed_size_unread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log object bigger than a file may be (256 MiB) is refused by the size its listing
+    gives, never downloaded: reading up to four times the limit of it first could exhaust
+    a small monitor function (512 MB) and lose every other file of the run with it."""
+    import boto3
+    from moto import mock_aws
+
+    from evalrunner.monitor import locations
+
+    monkeypatch.setattr(locations, "MAX_FILE_BYTES", 1_000)
+    record = {"id": "r1", "question": "Q", "answer": "A", "timestamp": 1769853600}
+    fetched: list[str] = []
+
+    def fetching(params: dict[str, str], **_: object) -> None:
+        fetched.append(params["Key"])
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="app-logs")
+        s3.put_object(Bucket="app-logs", Key="p/a.jsonl", Body=json.dumps(record).encode())
+        huge = (json.dumps({**record, "id": "r2"}) + "\n").encode() * 100  # ~8 KB
+        s3.put_object(Bucket="app-logs", Key="p/b.jsonl", Body=huge)
+        s3.meta.events.register("provide-client-params.s3.GetObject", fetching)
+        read = read_location("s3://app-logs/p/", "jsonl", s3=s3)
+    assert [i.id for i in read.interactions] == ["r1"]
+    assert fetched == ["p/a.jsonl"]  # the big one was never downloaded
+    (problem,) = read.problems
+    assert "p/b.jsonl" in problem.file and "split the log" in problem.message

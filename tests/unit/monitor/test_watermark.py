@@ -298,3 +298,63 @@ def test_a_watermark_that_lost_its_salt_is_refused_not_read_as_empty(tmp_path: P
     store.path("prod").write_text(json.dumps(data), "utf-8")
     with pytest.raises(MonitorError, match="move it away to start afresh"):
         store.load("prod")
+
+
+def test_a_hand_edited_salt_that_is_not_hex_is_refused_on_load(tmp_path: Path) -> None:
+    """A salt the file was not made with (edited by hand, non-ASCII) is refused when the file
+    is read, with how to start afresh, not a UnicodeEncodeError at the first id."""
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["salt"] = "é" * 32
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
+
+
+def test_a_hand_edited_time_without_a_zone_is_read_as_utc(tmp_path: Path) -> None:
+    """An operator who winds the watermark back by hand writes ``2026-01-31T11:00:00``: read
+    as UTC (as every time a source reads without a zone is), not compared with the records'
+    UTC times as a TypeError that fails every run."""
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["event_time"] = "2026-01-31T12:00:00"
+    data["decided"] = {k: "2026-01-31T12:00:00" for k in data["decided"]}
+    data["pending"] = {"0" * 32: "2026-01-31T11:30:00"}
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    loaded = store.load("prod")
+    assert loaded is not None and loaded.event_time == T0
+    assert loaded.read_from() == T0 - timedelta(minutes=60)
+    selection = loaded.select([item("a", 0), item("b", 1), item("old", -90)], None, NOW)
+    assert [i.id for i in selection.new] == ["b"]
+    assert selection.duplicates == 1 and selection.too_late == 1
+
+
+def test_a_duration_or_a_watermark_time_past_what_dates_hold_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    """``--lateness 1000000d`` (meaning "never too late") or a watermark wound back by hand
+    to year 1 overflowed Python's dates: an OverflowError traceback, every run. A duration
+    over a century is refused naming the option; a floor before year 1 is no floor."""
+    from evalrunner.monitor.times import duration_seconds, since_time
+
+    with pytest.raises(MonitorError, match=r"--lateness '1000000d'.*36500d"):
+        duration_seconds("1000000d", "--lateness")
+    with pytest.raises(MonitorError, match="--since"):
+        since_time("9999999d", NOW)
+    assert duration_seconds("36500d", "--lateness") == 36500 * 86400.0
+
+    store = LocalWatermarks(tmp_path)
+    store.save(fresh("prod", "logs", 3600).advanced([item("a", 0)], "r", NOW))
+    data = json.loads(store.path("prod").read_text("utf-8"))
+    data["event_time"] = "0001-01-01T00:00:00Z"
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    loaded = store.load("prod")
+    assert loaded is not None and loaded.floor() is None and loaded.read_from() is None
+    selection = loaded.select([item("b", 1)], None, NOW)
+    assert [i.id for i in selection.new] == ["b"]
+    data["lateness_seconds"] = 1e15
+    store.path("prod").write_text(json.dumps(data), "utf-8")
+    with pytest.raises(MonitorError, match="move it away to start afresh"):
+        store.load("prod")
