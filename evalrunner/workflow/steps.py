@@ -218,6 +218,24 @@ def robustness(ctx: Context) -> StepRecord:
     return robustness_record(_run_record(Step.ROBUSTNESS, run, ctx), run.summary)
 
 
+def evaluate_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The evaluate step's run as an event (the deployed workflow starts it; locally
+    :func:`evaluate` makes the same event through :func:`evalrunner.evaluate`)."""
+    from evalrunner.launch import local_event
+
+    c = ctx.config
+    return local_event(
+        suite_name,
+        spec,
+        iterations=c.iterations,
+        max_concurrency=c.max_concurrency,
+        metrics=c.metrics,
+        thresholds=c.thresholds,
+        judge=ctx.judge,
+        fail_on=c.fail_on,
+    )
+
+
 def robustness_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The robustness step's run: the suite with the configured perturbations."""
     from evalrunner.launch import local_event

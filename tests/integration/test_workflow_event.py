@@ -1,0 +1,165 @@
+"""The workflow started by one event in the deployed pipeline: the workflow state machine
+(``state_machines/workflow.asl.json``) and the run state machine it starts for each run
+step, executed by moto's interpreter with every Lambda task dispatched to the handlers of
+``lambdas/``; the target an OpenAI-compatible model on loopback, the judge the stub. The
+event's documents are in the bucket; workflow.json, every step's outputs, the workflow
+report and the artifacts land under ``workflows/<id>/``; a second start with the same id
+reruns nothing; a bad field fails the execution naming it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.validate import validate_parameters
+
+from evalrunner.workflow.guardrail import validate_guardrail
+from tests.support.catalog import restored_catalog
+from tests.support.deployed_workflow import Stack, deployed_stack
+from tests.support.judge_stub import JudgeStub
+from tests.support.loopback_http import Loopback
+from tests.support.redteam import PURPOSE
+from tests.support.workflow import COUNTS, DOCUMENTS, WEATHER, WorkflowJudge, hr_model, target
+
+pytestmark = pytest.mark.slow
+
+PREFIX = "workflows/hr-1/"
+
+
+@pytest.fixture(autouse=True)
+def _catalog_restored() -> Iterator[None]:
+    """The red-team run loads its grader into this process's catalog: put it back."""
+    with restored_catalog("evalrunner.redteam.grader"):
+        yield
+
+
+def event(model: Loopback, stub: JudgeStub, **more: Any) -> dict[str, Any]:
+    """The workflow event a user starts the state machine with."""
+    return {
+        "workflow_id": "hr-1",
+        "target": target(model.url),
+        "judge": {"openai": {"base_url": stub.url, "model": "stub-judge"}, "max_retries": 0},
+        "documents": "workflow-inputs/hr/docs/",
+        "counts": COUNTS,
+        "metrics": ["Rouge Metric", "Refusal"],
+        "fail_on": "never",
+        "perturbations": [{"kind": "typos", "intensity": 0.2, "seed": 3}],
+        "redteam": {
+            "purpose": PURPOSE,
+            "plugins": ["system-prompt-extraction", "off-topic"],
+            "num_tests": 1,
+            "seed": 7,
+        },
+        "wait_seconds": 1,
+        **more,
+    }
+
+
+def upload_documents(stack: Stack) -> None:
+    for name, text in DOCUMENTS.items():
+        stack.put(f"workflow-inputs/hr/docs/{name}", text)
+
+
+def steps_of(stack: Stack) -> dict[str, dict[str, Any]]:
+    return {s["step"]: s for s in stack.json(PREFIX + "workflow.json")["steps"]}
+
+
+def test_one_event_runs_the_whole_workflow_and_a_second_start_reruns_nothing(
+    judge_stub: JudgeStub,
+) -> None:
+    judge = WorkflowJudge()
+    judge_stub.responder = judge
+    with Loopback(responder=hr_model) as model, deployed_stack() as stack:
+        upload_documents(stack)
+        first = stack.start(event(model, judge_stub))
+        assert first["status"] == "SUCCEEDED", first
+        output = json.loads(first["output"])
+        steps = steps_of(stack)
+        runs = stack.runs()
+        asked, judged = len(model.requests), len(judge_stub.requests)
+
+        again = stack.start(event(model, judge_stub))
+        assert again["status"] == "SUCCEEDED", again
+        assert len(model.requests) == asked and len(judge_stub.requests) == judged
+        assert len(stack.runs()) == len(runs) == 3  # no run started again
+        assert steps_of(stack) == steps  # every record reused as it was
+
+        # the execution's output: the verdict and where the report is
+        assert output["verdict"] == "failed"
+        assert output["report"] == PREFIX + "workflow-report.html"
+        assert output["steps"] == {
+            "generate": "done",
+            "evaluate": "done",
+            "robustness": "done",
+            "redteam": "done",
+            "calibrate": "skipped",
+            "weak-spots": "done",
+            "artifacts": "done",
+        }
+        keys = set(stack.keys(PREFIX))
+        # every output the manifest names is in the bucket, as the local folder holds it
+        for record in steps.values():
+            for rel in record["outputs"].values():
+                assert PREFIX + rel in keys, rel
+        assert {PREFIX + "workflow-report.html", PREFIX + "workflow-report.json"} <= keys
+        html = stack.get(PREFIX + "workflow-report.html").decode("utf-8")
+        for step in ("evaluate", "robustness", "redteam"):
+            assert f'href="{steps[step]["outputs"]["report"]}"' in html
+            assert steps[step]["facts"]["execution"].startswith(
+                "arn:aws:states:us-east-1:123456789012:execution:evalrunner-test-runner:hr-1-"
+            )
+        report = stack.json(PREFIX + "workflow-report.json")
+        assert report["verdict"] == "failed"
+
+        # the runs were normal runs of suites the workflow wrote (uploads that start nothing)
+        suites = {r["name"].split("-")[2] for r in runs}
+        assert suites == {"evaluate", "robustness", "redteam"}
+        assert all(
+            k.startswith("test-suites/_workflow/hr-1/")
+            for k in stack.keys("test-suites/_workflow/")
+        )
+        summary = stack.json(PREFIX + steps["robustness"]["outputs"]["summary"])
+        assert [r["name"] for r in summary["robustness"]] == ["typos"]
+        problems = stack.json(PREFIX + steps["redteam"]["outputs"]["problems"])
+        assert {p["finding"]["plugin"] for p in problems if p["type"] == "redteam"} == {
+            "system-prompt-extraction",
+            "off-topic",
+        }
+        weak = stack.json(PREFIX + "weak-spots/weak-spots.json")
+        assert WEATHER in {c["question"] for c in weak["failing"]}
+
+        # the artifacts; the guardrail passes botocore's validation of CreateGuardrail
+        guardrail = stack.json(PREFIX + "artifacts/guardrail.json")
+        validate_guardrail(guardrail)
+        bedrock = botocore.session.get_session().create_client("bedrock", region_name="us-east-1")
+        validate_parameters(
+            guardrail, bedrock.meta.service_model.operation_model("CreateGuardrail").input_shape
+        )
+        assert {t["name"] for t in guardrail["topicPolicyConfig"]["topicsConfig"]} == {
+            "Off-topic requests",
+            "Assistant instructions",
+        }
+        assert stack.get(PREFIX + "artifacts/system-prompt-extension.txt").startswith(
+            b"Additional rules:"
+        )
+        # the judge's replies are cached in the bucket, as a deployed run's are
+        assert stack.keys("judge-cache/")
+
+
+def test_a_bad_event_field_fails_the_execution_naming_it(judge_stub: JudgeStub) -> None:
+    with Loopback(responder=hr_model) as model, deployed_stack() as stack:
+        bad = stack.start(event(model, judge_stub, redteam={"num_tests": 0}))
+        outside = stack.start(event(model, judge_stub, documents="docs/hr/"))
+        missing = stack.start(event(model, judge_stub))  # nothing uploaded
+        assert [bad["status"], outside["status"], missing["status"]] == ["FAILED"] * 3
+        assert "redteam.num_tests: Input should be greater than or equal to 1" in bad["cause"]
+        assert "documents: 'docs/hr/' must be under workflow-inputs/" in outside["cause"]
+        assert (
+            "documents: nothing under s3://evalrunner-local/workflow-inputs/hr/docs/"
+            in (missing["cause"])
+        )
+        assert not stack.keys("workflows/") and not stack.runs()
+        assert not model.requests and not judge_stub.requests
