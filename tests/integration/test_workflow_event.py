@@ -149,6 +149,59 @@ def test_one_event_runs_the_whole_workflow_and_a_second_start_reruns_nothing(
         assert stack.keys("judge-cache/")
 
 
+def test_a_failed_step_fails_the_execution_and_the_next_start_resumes_there(
+    tmp_path: Any, judge_stub: JudgeStub
+) -> None:
+    from tests.integration.test_workflow import labelled_suite
+
+    judge_stub.responder = WorkflowJudge()
+    suite, labels = labelled_suite(tmp_path)
+    with Loopback(responder=hr_model) as model, deployed_stack() as stack:
+        stack.put("workflow-inputs/hr/suite.json", suite.read_bytes())
+        stack.put("workflow-inputs/hr/labels.csv", "case_id,verdict\nleave,pass\n")
+        settings = event(
+            model,
+            judge_stub,
+            documents=None,
+            suite="workflow-inputs/hr/suite.json",
+            labels="workflow-inputs/hr/labels.csv",
+            metrics=["Rouge Metric"],
+            redteam={"purpose": PURPOSE, "plugins": ["system-prompt-extraction"], "num_tests": 1},
+        )
+        failed = stack.start(settings)
+        assert failed["status"] == "FAILED"
+        assert "human_verdict" in failed["cause"]  # the calibrate step's own message
+        stopped = steps_of(stack)
+        assert [r["status"] for r in stopped.values()] == [
+            "skipped",
+            "done",
+            "done",
+            "done",
+            "failed",
+            "pending",
+            "pending",
+        ]
+        assert "human_verdict" in stopped["calibrate"]["error"]
+        report = stack.json(PREFIX + "workflow-report.json")
+        assert report["verdict"] == "incomplete"
+        asked, runs = len(model.requests), stack.runs()
+
+        # the labels fixed: the same event resumes at calibrate
+        stack.put("workflow-inputs/hr/labels.csv", labels.read_bytes())
+        resumed = stack.start(settings)
+        assert resumed["status"] == "SUCCEEDED", resumed
+        assert len(model.requests) == asked and len(stack.runs()) == len(runs) == 3
+        after = steps_of(stack)
+        for step in ("evaluate", "robustness", "redteam"):
+            assert after[step] == stopped[step]  # reused as recorded
+        assert after["calibrate"]["status"] == "done"
+        calibration = stack.json(PREFIX + after["calibrate"]["outputs"]["calibration"])
+        (rouge,) = [m for m in calibration["metrics"] if m["metric"] == "ROUGE-L"]
+        assert rouge["compared"] == 4
+        assert [after[s]["status"] for s in ("weak-spots", "artifacts")] == ["done", "done"]
+        assert json.loads(resumed["output"])["verdict"] == "failed"
+
+
 def test_a_bad_event_field_fails_the_execution_naming_it(judge_stub: JudgeStub) -> None:
     with Loopback(responder=hr_model) as model, deployed_stack() as stack:
         bad = stack.start(event(model, judge_stub, redteam={"num_tests": 0}))

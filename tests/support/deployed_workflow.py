@@ -26,6 +26,7 @@ from lambdas import workflow
 from lambdas.local import local_pipeline
 
 WORKFLOW_FUNCTION = "evalrunner-workflow"
+FUNCTIONS = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:"
 RUN_MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-test-runner"
 WORKFLOW_MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:evalrunner-workflow"
 
@@ -104,9 +105,7 @@ def deployed_stack() -> Iterator[Stack]:
         )
         definition = state_machines.substitute(
             state_machines.workflow_asl(),
-            {
-                "WorkflowFunctionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{WORKFLOW_FUNCTION}"
-            },
+            {"WorkflowFunctionArn": f"{FUNCTIONS}{WORKFLOW_FUNCTION}"},
             state_machines.WORKFLOW_PLACEHOLDERS,
         )
         sfn.create_state_machine(name="evalrunner-workflow", definition=definition, roleArn=role)
