@@ -31,6 +31,7 @@ from infra.parts.monitoring import ProductionMonitor
 from infra.parts.observability import RunsTopic, Watching
 from infra.parts.state_machine import RunnerStateMachine
 from infra.parts.triggers import schedules, upload_trigger
+from infra.parts.workflow import WorkflowStateMachine
 
 __all__ = ["REPO_ROOT", "RunnerStack"]
 
@@ -111,6 +112,16 @@ class RunnerStack(Stack):
         self.substitutions = runner.substitutions
         self.state_machine = runner.state_machine
 
+        self.workflow = WorkflowStateMachine(
+            self,
+            config=config,
+            removal=self.removal,
+            storage=self.storage,
+            functions=self.functions,
+            run_name=self.state_machine_name,
+            run_arn=self.state_machine_arn,
+        )
+
         self.upload_rule = upload_trigger(self, bucket=self.bucket, upload_fn=self.upload_fn)
         self.schedules = schedules(
             self,
@@ -159,6 +170,10 @@ class RunnerStack(Stack):
             "StateMachineArn": (
                 self.state_machine.state_machine_arn,
                 "the test-runner state machine (--state-machine-arn)",
+            ),
+            "WorkflowStateMachineArn": (
+                self.workflow.state_machine.state_machine_arn,
+                "the workflow state machine: start it with a workflow event",
             ),
             "RunnerRoleArn": (
                 self.runner_role.role_arn,
