@@ -37,6 +37,19 @@ def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _event_settings(path: Path, out_dir: Path) -> tuple[dict[str, Any], Path]:
+    """The workflow event at ``path`` as the runner's settings (its keys as paths under the
+    event file's folder, which stands for the bucket), and the folder it runs in (the
+    default ``--out`` gets the event's workflow_id, as the bucket's ``workflows/<id>/``)."""
+    from evalrunner.workflow.event import load_workflow_event, local_config, parse_workflow_event
+
+    parsed = parse_workflow_event(load_workflow_event(path))
+    settings = local_config(parsed, path.parent).model_dump(mode="json", exclude_unset=True)
+    if out_dir == Path("evalrunner-workflow"):
+        out_dir = out_dir / parsed.workflow_id
+    return settings, out_dir
+
+
 def workflow(
     target: Annotated[
         str | None,
@@ -45,6 +58,14 @@ def workflow(
     config: Annotated[
         Path | None,
         typer.Option(help="A workflow file (JSON): the same fields; options given here win."),
+    ] = None,
+    event: Annotated[
+        Path | None,
+        typer.Option(
+            help="A workflow event (JSON), the deployed workflow state machine's input: its "
+            "documents, suite and labels keys are read relative to the event file's folder; "
+            "--out defaults to evalrunner-workflow/WORKFLOW_ID. Options given here win."
+        ),
     ] = None,
     documents: Annotated[
         str | None,
@@ -110,6 +131,10 @@ def workflow(
 
     try:
         settings: dict[str, Any] = load_config(config) if config is not None else {}
+        if event is not None:
+            if config is not None:
+                raise ConfigError("--event and --config: give one of them")
+            settings, out_dir = _event_settings(event, out_dir)
         red: dict[str, Any] = dict(settings.get("redteam") or {})
         red.update(
             {

@@ -216,3 +216,46 @@ def test_a_bad_event_field_fails_the_execution_naming_it(judge_stub: JudgeStub) 
         )
         assert not stack.keys("workflows/") and not stack.runs()
         assert not model.requests and not judge_stub.requests
+
+
+def test_the_same_event_file_runs_locally(tmp_path: Any, judge_stub: JudgeStub) -> None:
+    """``evalrunner workflow --event FILE``: the event's keys read under the file's folder,
+    the folder named after the workflow; a bad field is refused naming it, nothing sent."""
+    from typer.testing import CliRunner
+
+    from evalrunner.cli import app
+
+    judge_stub.responder = WorkflowJudge()
+    for name, text in DOCUMENTS.items():
+        path = tmp_path / "workflow-inputs" / "hr" / "docs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+    with Loopback(responder=hr_model) as model:
+        settings = event(model, judge_stub)
+        settings["judge"] = {**settings["judge"], "cache_dir": str(tmp_path / "cache")}
+        file = tmp_path / "event.json"
+        file.write_text(json.dumps(settings), "utf-8")
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**settings, "suite": "hr.csv"}), "utf-8")
+        runner = CliRunner()
+        refused = runner.invoke(app, ["workflow", "--event", str(bad)], catch_exceptions=False)
+        assert refused.exit_code == 2, refused.output
+        assert "suite: 'hr.csv' must be under workflow-inputs/" in refused.output
+        assert not model.requests and not judge_stub.requests
+
+        out = tmp_path / "runs"
+        args = ["workflow", "--event", str(file), "--json", "--no-preflight", "--out", str(out)]
+        result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 1, result.output  # weak spots and a leak: the workflow fails
+    assert json.loads(result.stdout)["verdict"] == "failed"
+    steps = {s["step"]: s for s in json.loads((out / "workflow.json").read_text())["steps"]}
+    assert [s["status"] for s in steps.values()] == [
+        "done",
+        "done",
+        "done",
+        "done",
+        "skipped",
+        "done",
+        "done",
+    ]
+    validate_guardrail(json.loads((out / "artifacts" / "guardrail.json").read_text("utf-8")))
