@@ -36,6 +36,9 @@ class WorkflowTask(BaseModel):
     step: Step | None = None
     #: report after a failure: the caught error ({"Error", "Cause"}).
     error: Any = None
+    #: check: the run the step started, and how long the state machine waits between looks.
+    execution: str | None = None
+    wait_seconds: int = 0
 
 
 def build(runtime: Runtime, *, sfn: Any = None, run_machine: str | None = None) -> Handler:

@@ -121,11 +121,24 @@ class Deployed:
         self._save(workflow_id, ctx)
         return self._state(event, step, "done")
 
-    def check(self, workflow_id: str, step: Step) -> dict[str, Any]:
-        """Look at a run step's run: still running, or record it as the local step does."""
+    def check(
+        self, workflow_id: str, step: Step, execution: str | None = None, wait_seconds: int = 0
+    ) -> dict[str, Any]:
+        """Look at a run step's run (``execution``, as the step returned it): still running
+        (one describe call, nothing copied), or record it as the local step does."""
         from evalrunner.engine.report_copy import download_set
         from evalrunner.reports.summary import summary_of_output
 
+        if execution:
+            found = self.sfn.describe_execution(executionArn=execution)
+            if found["status"] == "RUNNING":
+                return StepState(
+                    workflow_id=workflow_id,
+                    step=step,
+                    status="running",
+                    wait_seconds=wait_seconds,
+                    execution=execution,
+                ).model_dump(mode="json")
         event, ctx = self._open(workflow_id)
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")

@@ -52,3 +52,18 @@ def test_a_bad_field_is_refused_by_name(change: dict[str, Any], message: str) ->
     with pytest.raises(EventError, match="workflow event: ") as caught:
         parse_workflow_event({**GOOD, **change})
     assert message in caught.value.message
+
+
+def test_the_readme_s_workflow_event_is_valid() -> None:
+    """The example event of README's "The workflow deployed: one event" parses as it is."""
+    import json
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[3] / "README.md").read_text("utf-8")
+    section = readme[readme.index("#### The workflow deployed: one event") :]
+    (example,) = re.findall(
+        r"```json\n(.*?)```", section[: section.index("## How a run works")], re.S
+    )
+    event = parse_workflow_event(json.loads(example))
+    assert event.workflow_id == "hr-2026-11" and event.labels == "workflow-inputs/hr/labels.csv"
