@@ -109,6 +109,9 @@ class Deployed:
         if digest is None:
             return self._state(event, step, "done")
         if step in RUN_STEPS and not (step is Step.ROBUSTNESS and not ctx.config.perturbations):
+            started = self._started_run(ctx, step, digest)
+            if started is not None:  # a run this step started for the same inputs: follow it
+                return self._state(event, step, "running", started)
             return self._start_run(event, ctx, step, digest)
         started = runner.start(ctx, step, digest)
         try:
@@ -186,6 +189,17 @@ class Deployed:
         ).model_dump(mode="json")
 
     # -- the run steps --------------------------------------------------------------------
+    def _started_run(self, ctx: Context, step: Step, digest: str) -> str | None:
+        """The run an earlier execution started for this step with the same inputs and
+        that is running or finished (the workflow execution was stopped while it ran, or
+        the task was retried): it is followed, not started again."""
+        record = ctx.manifest.record(step)
+        arn = record.facts.get("execution")
+        if record.status != "pending" or record.inputs_digest != digest or not arn:
+            return None
+        status = self.sfn.describe_execution(executionArn=arn)["status"]
+        return str(arn) if status in ("RUNNING", "SUCCEEDED") else None
+
     def _start_run(
         self, event: WorkflowEvent, ctx: Context, step: Step, digest: str
     ) -> dict[str, Any]:

@@ -202,6 +202,37 @@ def test_a_failed_step_fails_the_execution_and_the_next_start_resumes_there(
         assert json.loads(resumed["output"])["verdict"] == "failed"
 
 
+def test_a_workflow_stopped_while_its_run_runs_follows_that_run_when_started_again(
+    tmp_path: Any, judge_stub: JudgeStub
+) -> None:
+    """Stopped (StopExecution) while it waits for its evaluate run, then started again with
+    the same id: the run it started is followed, not started twice."""
+    from tests.integration.test_workflow import labelled_suite
+
+    judge_stub.responder = WorkflowJudge()
+    suite, _ = labelled_suite(tmp_path)
+    with Loopback(responder=hr_model) as model, deployed_stack() as stack:
+        stack.put("workflow-inputs/hr/suite.json", suite.read_bytes())
+        settings = event(
+            model,
+            judge_stub,
+            documents=None,
+            suite="workflow-inputs/hr/suite.json",
+            metrics=["Rouge Metric"],
+        )
+        waiting = stack.begin({**settings, "wait_seconds": 3600})
+        stack.wait_for(lambda: len(stack.runs()) == 1 and stack.runs()[0]["status"] == "SUCCEEDED")
+        stack.sfn.stop_execution(executionArn=waiting)
+        stopped = steps_of(stack)
+        assert stopped["evaluate"]["status"] == "pending"  # started, never recorded as done
+        resumed = stack.start(settings)
+        assert resumed["status"] == "SUCCEEDED", resumed
+        after = steps_of(stack)
+        assert after["evaluate"]["status"] == "done"
+        assert after["evaluate"]["facts"]["execution"] == stopped["evaluate"]["facts"]["execution"]
+        assert [r["name"].split("-")[2] for r in stack.runs()].count("evaluate") == 1
+
+
 def test_a_bad_event_field_fails_the_execution_naming_it(judge_stub: JudgeStub) -> None:
     with Loopback(responder=hr_model) as model, deployed_stack() as stack:
         bad = stack.start(event(model, judge_stub, redteam={"num_tests": 0}))

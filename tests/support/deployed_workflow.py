@@ -53,20 +53,34 @@ class Stack:
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
+    def begin(self, event: dict[str, Any]) -> str:
+        """Start the workflow state machine with ``event``; its execution ARN."""
+        return str(
+            self.sfn.start_execution(
+                stateMachineArn=WORKFLOW_MACHINE, name=str(uuid.uuid4()), input=json.dumps(event)
+            )["executionArn"]
+        )
+
     def start(self, event: dict[str, Any], *, timeout: float = 240) -> dict[str, Any]:
         """Start the workflow state machine with ``event`` and wait for it to end."""
-        arn = self.sfn.start_execution(
-            stateMachineArn=WORKFLOW_MACHINE, name=str(uuid.uuid4()), input=json.dumps(event)
-        )["executionArn"]
-        deadline = time.monotonic() + timeout
-        while True:
-            found: dict[str, Any] = self.sfn.describe_execution(executionArn=arn)
-            if found["status"] != "RUNNING" and (
+        arn = self.begin(event)
+        found: dict[str, Any] = {}
+
+        def ended() -> bool:
+            found.update(self.sfn.describe_execution(executionArn=arn))
+            return found["status"] != "RUNNING" and (
                 found["status"] != "SUCCEEDED" or "output" in found
-            ):
-                return found
+            )
+
+        self.wait_for(ended, timeout=timeout)
+        return found
+
+    @staticmethod
+    def wait_for(condition: Any, *, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
             if time.monotonic() > deadline:
-                raise AssertionError(f"the workflow execution did not end: {found}")
+                raise AssertionError("waited in vain")
             time.sleep(0.05)
 
     def runs(self) -> list[dict[str, Any]]:
