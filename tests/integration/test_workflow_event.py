@@ -16,6 +16,7 @@ import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
+from evalrunner.upload import is_suite_upload
 from evalrunner.workflow.guardrail import validate_guardrail
 from tests.support.catalog import restored_catalog
 from tests.support.deployed_workflow import Stack, deployed_stack
@@ -117,10 +118,12 @@ def test_one_event_runs_the_whole_workflow_and_a_second_start_reruns_nothing(
         # the runs were normal runs of suites the workflow wrote (uploads that start nothing)
         suites = {r["name"].split("-")[2] for r in runs}
         assert suites == {"evaluate", "robustness", "redteam"}
-        assert all(
-            k.startswith("test-suites/_workflow/hr-1/")
-            for k in stack.keys("test-suites/_workflow/")
-        )
+        written = sorted(stack.keys("test-suites/"))
+        # the three runs' suites, and the placeholder the test's stack put there
+        assert len(written) == 4 and written[0] == "test-suites/_placeholder.csv"
+        assert all(k.startswith("test-suites/_workflow/hr-1/") for k in written[1:])
+        # the upload trigger starts no run for them (as for the monitor's folder)
+        assert [k for k in written if is_suite_upload(k)] == ["test-suites/_placeholder.csv"]
         summary = stack.json(PREFIX + steps["robustness"]["outputs"]["summary"])
         assert [r["name"] for r in summary["robustness"]] == ["typos"]
         problems = stack.json(PREFIX + steps["redteam"]["outputs"]["problems"])
