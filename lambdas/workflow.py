@@ -36,7 +36,7 @@ class WorkflowTask(BaseModel):
     step: Step | None = None
     #: report after a failure: the caught error ({"Error", "Cause"}).
     error: Any = None
-    #: check: the run the step started, and how long the state machine waits between looks.
+    #: begin: this workflow execution; check: the run the step started.
     execution: str | None = None
     wait_seconds: int = 0
 
@@ -64,7 +64,7 @@ def build(runtime: Runtime, *, sfn: Any = None, run_machine: str | None = None) 
         task = WorkflowTask.model_validate(event)
         work = deployed()
         if task.action == "begin":
-            return work.begin(task.event)
+            return work.begin(task.event, task.execution)
         workflow_id = str(task.workflow_id)
         if task.action == "report":
             return work.report(workflow_id, task.error)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ExecutionFailed
@@ -46,6 +47,8 @@ from evalrunner.workflow.steps import Context
 
 #: The workflow's event as its first task stored it.
 EVENT_NAME = "event.json"
+#: The execution working on the workflow (one at a time).
+LOCK_NAME = "lock.json"
 #: Where the run steps' suites go: under the suite prefix (Prepare reads only there), in a
 #: folder whose uploads start no run (:func:`evalrunner.upload.is_suite_upload`).
 RUN_STEPS = (Step.EVALUATE, Step.ROBUSTNESS, Step.REDTEAM)
@@ -90,11 +93,14 @@ class Deployed:
     _seen: dict[Path, str] = field(default_factory=dict)
 
     # -- tasks ----------------------------------------------------------------------------
-    def begin(self, raw: Any) -> dict[str, Any]:
+    def begin(self, raw: Any, execution: str | None = None) -> dict[str, Any]:
         """Check the event (a bad field fails the execution here, naming it), check its
-        inputs are in the bucket and fit one step's Lambda, and store it."""
+        inputs are in the bucket and fit one step's Lambda, hold the workflow for
+        ``execution`` (this workflow execution) and store the event."""
         event = parse_workflow_event(raw)
         self._inputs(event, None)  # nothing written yet: missing or oversized inputs say so
+        if execution:
+            self._hold(event.workflow_id, execution)
         data = event.model_dump_json(exclude_defaults=False).encode("utf-8")
         self.store.put_bytes(
             self._key(event.workflow_id, EVENT_NAME), data, "application/json", redact=False
@@ -188,6 +194,32 @@ class Deployed:
             error=_error_text(error),
         ).model_dump(mode="json")
 
+    def _hold(self, workflow_id: str, execution: str) -> None:
+        """``workflows/<id>/lock.json`` names the execution working on the workflow: a second
+        execution of the same id while that one runs is refused (two would start the same
+        runs and overwrite each other's manifest); one that ended (done, failed, stopped)
+        leaves it to the next."""
+        key = self._key(workflow_id, LOCK_NAME)
+        mine = json.dumps({"execution": execution}).encode("utf-8")
+        if self.store.put_if_absent(key, mine, "application/json"):
+            return
+        held = json.loads(self.store.get_bytes(key)).get("execution")
+        if held and held != execution and self._running(str(held)):
+            raise EventError(
+                f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
+                "wait for it to end (or stop it), then start this one again, or give "
+                "another workflow_id"
+            )
+        self.store.put_bytes(key, mine, "application/json", redact=False)
+
+    def _running(self, execution: str) -> bool:
+        try:
+            return str(self.sfn.describe_execution(executionArn=execution)["status"]) == "RUNNING"
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                return False
+            raise
+
     # -- the run steps --------------------------------------------------------------------
     def _started_run(self, ctx: Context, step: Step, digest: str) -> str | None:
         """The run an earlier execution started for this step with the same inputs and
@@ -259,7 +291,7 @@ class Deployed:
         folder.mkdir(parents=True)
         for key in self.store.list_keys(prefix):
             rel = key[len(prefix) :]
-            if not rel or rel.endswith("/") or rel == EVENT_NAME:
+            if not rel or rel.endswith("/") or rel in (EVENT_NAME, LOCK_NAME):
                 continue
             _write(folder / rel, self.store.get_bytes(key))
         config = self._inputs(event, folder)

@@ -91,8 +91,28 @@ class WorkflowStateMachine:
             "The workflow follows the runs it starts, whose execution names are made per "
             "run; the wildcard covers only the test runner's executions.",
         )
-
+        # Begin refuses a second execution of a workflow_id while the one holding it runs.
         self.name = f"{stack.stack_name}-workflow"[:80]
+        own = stack.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{self.name}:*",
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="OneExecutionPerWorkflow",
+                actions=["states:DescribeExecution"],
+                resources=[own],
+            )
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            f"<AWS::AccountId>:execution:{self.name}:*]",
+            "Begin checks whether the execution holding a workflow still runs; execution "
+            "names are the caller's; the wildcard covers only the workflow's executions.",
+        )
         machine_role = iam.Role(
             stack,
             "WorkflowStateMachineRole",

@@ -558,6 +558,8 @@ def do_monitor(bucket: str, stub: JudgeStub) -> Any:
 
 #: The workflow's inputs, under the one prefix its role reads them from.
 WORKFLOW_SUITE = "workflow-inputs/iam.csv"
+#: The workflow state machine's executions (the stack names it <stack>-workflow).
+WORKFLOW_EXECUTIONS = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{MAIN}-workflow:"
 
 
 def do_workflow(bucket: str, stub: JudgeStub) -> Any:
@@ -581,7 +583,11 @@ def do_workflow(bucket: str, stub: JudgeStub) -> Any:
     }
     general, stub.responder = stub.responder, WorkflowJudge()  # it writes attacks, artifacts
     try:
-        begun = handler({"action": "begin", "event": event}, context)
+        # begun twice: the second finds the workflow held by an execution that no longer
+        # runs (the server knows none by that name) and takes it over
+        for execution in ("first", "second"):
+            arn = f"{WORKFLOW_EXECUTIONS}{execution}"
+            begun = handler({"action": "begin", "event": event, "execution": arn}, context)
         for step in ("evaluate", "redteam", "weak-spots", "artifacts"):
             task = {"workflow_id": begun["workflow_id"], "step": step}
             state = handler({"action": "step", **task}, context)
@@ -663,7 +669,8 @@ class Proof:
                 bucket, prefix = call.params["Bucket"], call.params.get("Prefix", "")
                 if not policies[logical_id].may_list(local, without, bucket, prefix):
                     call.error = f"AccessDenied listing {bucket}/{prefix} (checked here)"
-            if call.service != "s3" and call.error is None:
+            # (a call the server answered, even "does not exist", was checked against "*")
+            if call.service != "s3" and not (call.error or "").startswith("AccessDenied"):
                 arn = resource_of(call)
                 action = f"{ACTION_PREFIX.get(call.service, call.service)}:{call.operation}"
                 verdict = IAMPolicy(json.dumps(document)).is_action_permitted(action, arn)

@@ -287,7 +287,7 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
                         r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
                         r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner/\*|"
                         # the workflow follows the runs it starts (infra/parts/workflow.py)
-                        r"execution:Evalrunner-test-runner:\*|"
+                        r"execution:Evalrunner-test-runner:\*|execution:Evalrunner-workflow:\*|"
                         r"(foundation-model|inference-profile)/(us\.)?anthropic\.claude",  # judge
                         text,
                     ), (policy, action, resource)

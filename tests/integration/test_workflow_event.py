@@ -209,7 +209,8 @@ def test_a_workflow_stopped_while_its_run_runs_follows_that_run_when_started_aga
     tmp_path: Any, judge_stub: JudgeStub
 ) -> None:
     """Stopped (StopExecution) while it waits for its evaluate run, then started again with
-    the same id: the run it started is followed, not started twice."""
+    the same id: the run it started is followed, not started twice. While it ran, a second
+    execution of the same id was refused."""
     from tests.integration.test_workflow import labelled_suite
 
     judge_stub.responder = WorkflowJudge()
@@ -225,6 +226,13 @@ def test_a_workflow_stopped_while_its_run_runs_follows_that_run_when_started_aga
         )
         waiting = stack.begin({**settings, "wait_seconds": 3600})
         stack.wait_for(lambda: len(stack.runs()) == 1 and stack.runs()[0]["status"] == "SUCCEEDED")
+        # a second execution of the same workflow while the first runs is refused
+        second = stack.start(settings)
+        assert second["status"] == "FAILED"
+        assert (
+            f"workflow_id: 'hr-1' is being worked on by the execution {waiting}"
+            in (second["cause"])
+        )
         stack.sfn.stop_execution(executionArn=waiting)
         stopped = steps_of(stack)
         assert stopped["evaluate"]["status"] == "pending"  # started, never recorded as done
