@@ -174,6 +174,46 @@ def test_state_machine_is_the_asl_file_with_every_placeholder_substituted(synth)
     assert props["LoggingConfiguration"]["Level"] == "ALL"
 
 
+def test_the_workflow_state_machine_invokes_only_its_function_which_starts_the_runner(synth):
+    """The workflow (infra/parts/workflow.py): its ASL file with the workflow function
+    substituted; its role may invoke that function only; the function is told which state
+    machine to start (the test runner), and the stack says where to start a workflow."""
+    resources = synth.templates[MAIN]["Resources"]
+    (logical, machine), *others = [
+        (k, r)
+        for k, r in synth.resources(MAIN, "AWS::StepFunctions::StateMachine").items()
+        if k.startswith("WorkflowStateMachine")
+    ]
+    assert not others
+    props = machine["Properties"]
+    assert props["DefinitionString"] == state_machines.workflow_asl()
+    assert set(props["DefinitionSubstitutions"]) == set(state_machines.WORKFLOW_PLACEHOLDERS)
+    function = props["DefinitionSubstitutions"]["WorkflowFunctionArn"]["Fn::GetAtt"][0]
+    assert resources[function]["Properties"]["Handler"] == "lambdas.workflow.handler"
+    assert resources[function]["Properties"]["Timeout"] == 900
+    assert props["StateMachineName"] == "Evalrunner-workflow"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    role = props["RoleArn"]["Fn::GetAtt"][0]
+    granted = [
+        statement
+        for policy, statement in statements(synth.templates[MAIN])
+        if {"Ref": role} in resources[policy]["Properties"]["Roles"]
+        and not str(statement["Action"]).startswith(("logs:", "['logs:", "xray:", "['xray:"))
+    ]
+    assert granted == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [function, "Arn"]},
+            "Sid": "InvokeWorkflowFunction",
+        }
+    ]
+    env = resources[function]["Properties"]["Environment"]["Variables"]
+    assert "Evalrunner-test-runner" in json.dumps(env["EVALRUNNER_STATE_MACHINE_ARN"])
+    outputs = synth.templates[MAIN]["Outputs"]
+    assert outputs["WorkflowStateMachineArn"]["Value"] == {"Ref": logical}
+
+
 def test_substituted_definition_routes_large_runs_to_batch(synth):
     """The definition CloudFormation will hold, with the placeholders filled in."""
     _, sm = synth.runner_machine(MAIN)
