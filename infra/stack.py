@@ -118,6 +118,7 @@ class RunnerStack(Stack):
             removal=self.removal,
             storage=self.storage,
             functions=self.functions,
+            topic=self.topic,
             run_name=self.state_machine_name,
             run_arn=self.state_machine_arn,
         )
@@ -158,7 +159,7 @@ class RunnerStack(Stack):
                 *monitor_fns,
             ),
         )
-        self.alarms = watching.alarms
+        self.alarms = [*watching.alarms, self.workflow.alarm]
         self.dashboard = watching.dashboard
         if self.monitor is not None:
             self.dashboard.add_widgets(*self.monitor.widgets())

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 
 import state_machines
@@ -39,7 +42,8 @@ ENV_RUN_STATE_MACHINE = "EVALRUNNER_STATE_MACHINE_ARN"
 
 class WorkflowStateMachine:
     """Builds the workflow's function and state machine in ``stack``'s scope; the run steps
-    start the test runner ``run_name`` (ARN ``run_arn``)."""
+    start the test runner ``run_name`` (ARN ``run_arn``); a failed workflow alarms on
+    ``topic``, as a failed run does."""
 
     def __init__(
         self,
@@ -49,6 +53,7 @@ class WorkflowStateMachine:
         removal: RemovalPolicy,
         storage: RunnerBucket,
         functions: PipelineFunctions,
+        topic: sns.ITopic,
         run_name: str,
         run_arn: str,
     ) -> None:
@@ -154,3 +159,27 @@ class WorkflowStateMachine:
             "CloudWatch Logs delivery (logs:CreateLogDelivery, ...) and X-Ray do not support "
             "resource-level permissions.",
         )
+        five = Duration.minutes(5)
+        machine = self.state_machine
+        self.alarm = cw.Alarm(
+            stack,
+            "WorkflowsFailedAlarm",
+            alarm_description="evalrunner: a workflow (workflow state machine execution) "
+            "failed, timed out or was aborted: its workflow-report.html under "
+            "workflows/<workflow_id>/ says which step and why; start it again to resume there.",
+            metric=cw.MathExpression(
+                expression="failed + timedout + aborted",
+                using_metrics={
+                    "failed": machine.metric_failed(period=five, statistic="Sum"),
+                    "timedout": machine.metric_timed_out(period=five, statistic="Sum"),
+                    "aborted": machine.metric_aborted(period=five, statistic="Sum"),
+                },
+                label="Failed workflows",
+                period=five,
+            ),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+        )
+        self.alarm.add_alarm_action(cw_actions.SnsAction(topic))

@@ -212,6 +212,23 @@ def test_the_workflow_state_machine_invokes_only_its_function_which_starts_the_r
     assert "Evalrunner-test-runner" in json.dumps(env["EVALRUNNER_STATE_MACHINE_ARN"])
     outputs = synth.templates[MAIN]["Outputs"]
     assert outputs["WorkflowStateMachineArn"]["Value"] == {"Ref": logical}
+    # a failed workflow alarms on the topic, as a failed run does
+    (alarm,) = [
+        a["Properties"]
+        for k, a in synth.resources(MAIN, "AWS::CloudWatch::Alarm").items()
+        if k.startswith("WorkflowsFailedAlarm")
+    ]
+    watched = {
+        (m["MetricStat"]["Metric"]["MetricName"], dump(m["MetricStat"]["Metric"]["Dimensions"]))
+        for m in alarm["Metrics"]
+        if "MetricStat" in m
+    }
+    assert {name for name, _ in watched} == {
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
+    }
+    assert all(logical in dimensions for _, dimensions in watched)
 
 
 def test_substituted_definition_routes_large_runs_to_batch(synth):
