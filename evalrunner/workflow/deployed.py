@@ -22,7 +22,7 @@ import json
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,9 +88,9 @@ class Deployed:
     run_machine: str
     #: Builds the writing judge (suite, attacks, artifacts) from the judge object; the
     #: handler's uses the bucket's judge cache.
-    writer: Any = None
+    writer: Callable[[Mapping[str, Any]], Judge] | None = None
     #: The scratch folder's files as copied in (or last copied back), by digest.
-    _seen: dict[Path, str] = field(default_factory=dict)
+    _seen: dict[Path, str] = field(default_factory=dict, init=False, repr=False)
 
     # -- tasks ----------------------------------------------------------------------------
     def begin(self, raw: Any, execution: str | None = None) -> dict[str, Any]:
@@ -121,7 +121,7 @@ class Deployed:
             return self._start_run(event, ctx, step, digest)
         started = runner.start(ctx, step, digest)
         try:
-            record = runner._steps()[step](ctx)
+            record = runner.step_function(step)(ctx)
         except EvalRunnerError as exc:
             runner.fail(ctx, step, digest, started, str(exc))
             self._save(workflow_id, ctx)
@@ -389,22 +389,6 @@ def scratch(workflow_id: str) -> Path:
     """The task's copy of the workflow's prefix: a fixed path per workflow, so the settings
     digest (which names the inputs' paths) is the same in every task."""
     return Path(tempfile.gettempdir()) / "evalrunner-workflow" / workflow_id
-
-
-def bucket_writer(store: RunStore, session: Any = None) -> Any:
-    """The writing judge's builder for a deployed task: the judge object's judge with the
-    cache in the bucket's ``judge-cache/``, as a deployed run's judge has."""
-    from evalrunner.judge.config import JudgeConfig
-    from evalrunner.judge.factory import build_judge
-
-    def build(raw: Mapping[str, Any]) -> Judge:
-        try:
-            config = JudgeConfig.model_validate(dict(raw))
-        except ValueError as exc:
-            raise ConfigError(f"judge: {exc}") from None
-        return build_judge(config, store=store, session=session)
-
-    return build
 
 
 def _cause(found: Mapping[str, Any]) -> str:

@@ -34,6 +34,11 @@ def _steps() -> dict[Step, StepFn]:
     }
 
 
+def step_function(step: Step) -> StepFn:
+    """The function that runs ``step`` (for the deployed workflow's tasks)."""
+    return _steps()[step]
+
+
 @dataclass
 class WorkflowResult:
     """A workflow's manifest, report and verdict after a call of :func:`execute`."""
