@@ -19,6 +19,7 @@ the step's folder and records it as the local step would.
 from __future__ import annotations
 
 import json
+import posixpath
 import shutil
 import tempfile
 import uuid
@@ -293,7 +294,7 @@ class Deployed:
             rel = key[len(prefix) :]
             if not rel or rel.endswith("/") or rel in (EVENT_NAME, LOCK_NAME):
                 continue
-            _write(folder / rel, self.store.get_bytes(key))
+            _write(folder, rel, self.store.get_bytes(key))
         config = self._inputs(event, folder)
         ctx = Context(
             config=config,
@@ -312,27 +313,32 @@ class Deployed:
         fields = event.model_dump(exclude={"workflow_id", "wait_seconds"})
         root = folder / INPUTS if folder is not None else None
         if event.documents:
-            keys = [k for k in self.store.list_keys(event.documents) if not k.endswith("/")]
-            if not keys:
+            listed = [
+                (o["Key"], int(o.get("Size", 0)))
+                for page in self.store.s3.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.store.bucket, Prefix=event.documents
+                )
+                for o in page.get("Contents", [])
+                if not o["Key"].endswith("/")
+            ]
+            if not listed:
                 raise EventError(
                     f"documents: nothing under s3://{self.store.bucket}/{event.documents}"
                 )
-            if len(keys) > MAX_DOCUMENTS:
+            if len(listed) > MAX_DOCUMENTS:
                 raise EventError(
-                    f"documents: {len(keys)} objects under {event.documents}, more than one "
+                    f"documents: {len(listed)} objects under {event.documents}, more than one "
                     f"generate step reads ({MAX_DOCUMENTS}); use a narrower prefix"
                 )
-            total = 0
-            for key in keys:
-                data = self.store.get_bytes(key) if root is not None else b""
-                total += len(data)
-                if total > MAX_DOCUMENT_BYTES:
-                    raise EventError(
-                        f"documents: more than {MAX_DOCUMENT_BYTES // 2**20} MiB under "
-                        f"{event.documents}; use a narrower prefix"
-                    )
-                if root is not None:
-                    _write(root / "documents" / key[len(event.documents) :], data)
+            total = sum(size for _, size in listed)
+            if total > MAX_DOCUMENT_BYTES:
+                raise EventError(
+                    f"documents: {total / 2**20:.1f} MiB under {event.documents}, more than "
+                    f"one generate step reads ({MAX_DOCUMENT_BYTES // 2**20} MiB); use a "
+                    "narrower prefix"
+                )
+            for key, _ in listed if root is not None else ():
+                _write(root / "documents", key[len(event.documents) :], self.store.get_bytes(key))
             if root is not None:
                 fields["documents"] = str(root / "documents")
         for name in ("suite", "labels"):
@@ -343,8 +349,7 @@ class Deployed:
             if data_or_none is None:
                 raise EventError(f"{name}: s3://{self.store.bucket}/{key} does not exist")
             if root is not None:
-                path = root / name / key.rsplit("/", 1)[-1]
-                _write(path, data_or_none)
+                path = _write(root / name, key.rsplit("/", 1)[-1], data_or_none)
                 fields[name] = str(path)
         return WorkflowConfig.model_validate(fields)
 
@@ -415,9 +420,21 @@ def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".workflow-")]
 
 
-def _write(path: Path, data: bytes) -> None:
+def _write(folder: Path, rel: str, data: bytes) -> Path:
+    """``data`` at ``folder/rel``; a key whose rest is not a plain relative path (``..``,
+    ``.``, empty segments: an object put there by hand) is refused, never written outside."""
+    if (
+        not rel
+        or rel.startswith("/")
+        or "\\" in rel
+        or posixpath.normpath(rel) != rel
+        or (".." in rel.split("/"))
+    ):
+        raise EventError(f"{rel!r}: an object whose key is not a plain path; remove it")
+    path = folder / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+    return path
 
 
 def _content_type(path: Path) -> str:

@@ -259,6 +259,19 @@ def test_a_bad_event_field_fails_the_execution_naming_it(judge_stub: JudgeStub) 
         assert not stack.keys("workflows/") and not stack.runs()
         assert not model.requests and not judge_stub.requests
 
+        # more documents than one generate step reads: refused at Begin, nothing downloaded
+        stack.put("workflow-inputs/big/a.md", b"x" * (5 * 2**20 + 1))
+        big = stack.start(event(model, judge_stub, documents="workflow-inputs/big/"))
+        assert big["status"] == "FAILED"
+        assert "more than one generate step reads (5 MiB)" in big["cause"]
+        # an object put by hand under the workflow's prefix whose key leaves its folder
+        upload_documents(stack)
+        stack.put(PREFIX + "../../escape.txt", "x")
+        escaped = stack.start(event(model, judge_stub))
+        assert escaped["status"] == "FAILED"
+        assert "'../../escape.txt': an object whose key is not a plain path" in escaped["cause"]
+        assert not model.requests and not judge_stub.requests and not stack.runs()
+
 
 def test_the_same_event_file_runs_locally(tmp_path: Any, judge_stub: JudgeStub) -> None:
     """``evalrunner workflow --event FILE``: the event's keys read under the file's folder,
