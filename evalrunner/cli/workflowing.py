@@ -50,6 +50,42 @@ def _event_settings(path: Path, out_dir: Path) -> tuple[dict[str, Any], Path]:
     return settings, out_dir
 
 
+def _deployed(
+    event: Path | None, out_dir: Path, bucket: str | None, arn: str | None, as_json: bool
+) -> None:
+    """``--aws``: the event file on the deployed workflow (its other fields as written)."""
+    from evalrunner.workflow.event import load_workflow_event, parse_workflow_event
+    from evalrunner.workflow.remote import start_workflow_remote
+
+    try:
+        if event is None:
+            raise ConfigError("--aws runs a workflow event: give --event FILE")
+        if not bucket or not arn:
+            raise ConfigError(
+                "--aws needs --bucket and --workflow-state-machine-arn (or EVALRUNNER_BUCKET "
+                "and EVALRUNNER_WORKFLOW_STATE_MACHINE_ARN): the stack outputs BucketName and "
+                "WorkflowStateMachineArn"
+            )
+        raw = load_workflow_event(event)
+        parsed = parse_workflow_event(raw)  # refused here, before anything is uploaded
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    folder = out_dir / parsed.workflow_id if out_dir == Path("evalrunner-workflow") else out_dir
+    try:
+        done = start_workflow_remote(
+            raw, root=event.parent, bucket=bucket, state_machine_arn=arn, out_dir=folder
+        )
+    except EvalRunnerError as exc:
+        err.print(f"the workflow stopped; its folder is copied to {folder}")
+        raise _fail(exc, EXIT_RUN) from None
+    verdict = str(done.output.get("verdict"))
+    if as_json:
+        out.print_json(data=done.output)
+    else:
+        out.print(f"workflow {verdict}: {folder / 'workflow-report.html'}", markup=False)
+    raise typer.Exit(0 if verdict == "passed" else EXIT_GATE)
+
+
 def workflow(
     target: Annotated[
         str | None,
@@ -119,6 +155,26 @@ def workflow(
         bool, typer.Option("--json", help="Print the workflow report as JSON.")
     ] = False,
     no_preflight: NoPreflight = False,
+    aws: Annotated[
+        bool,
+        typer.Option(
+            "--aws",
+            help="With --event: run it on the deployed workflow state machine (inputs under "
+            "the event file's folder are uploaded to their keys; the workflow's folder is "
+            "copied into --out).",
+        ),
+    ] = False,
+    bucket: Annotated[
+        str | None, typer.Option(envvar="EVALRUNNER_BUCKET", help="Runner bucket (with --aws).")
+    ] = None,
+    workflow_state_machine_arn: Annotated[
+        str | None,
+        typer.Option(
+            envvar="EVALRUNNER_WORKFLOW_STATE_MACHINE_ARN",
+            help="The deployed workflow state machine (stack output WorkflowStateMachineArn; "
+            "with --aws).",
+        ),
+    ] = None,
 ) -> None:
     """Chain generate, evaluate, robustness, red team, calibrate and weak spots; write a
     workflow report, a corpus patch, a system-prompt extension and a Bedrock guardrail."""
@@ -129,6 +185,8 @@ def workflow(
     from evalrunner.workflow.config import load_config, parse_steps
     from evalrunner.workflow.runner import execute
 
+    if aws:
+        _deployed(event, out_dir, bucket, workflow_state_machine_arn, as_json)
     try:
         settings: dict[str, Any] = load_config(config) if config is not None else {}
         if event is not None:

@@ -294,7 +294,7 @@ class Deployed:
             rel = key[len(prefix) :]
             if not rel or rel.endswith("/") or rel in (EVENT_NAME, LOCK_NAME):
                 continue
-            _write(folder, rel, self.store.get_bytes(key))
+            write_under(folder, rel, self.store.get_bytes(key))
         config = self._inputs(event, folder)
         ctx = Context(
             config=config,
@@ -338,7 +338,9 @@ class Deployed:
                     "narrower prefix"
                 )
             for key, _ in listed if root is not None else ():
-                _write(root / "documents", key[len(event.documents) :], self.store.get_bytes(key))
+                write_under(
+                    root / "documents", key[len(event.documents) :], self.store.get_bytes(key)
+                )
             if root is not None:
                 fields["documents"] = str(root / "documents")
         for name in ("suite", "labels"):
@@ -349,7 +351,7 @@ class Deployed:
             if data_or_none is None:
                 raise EventError(f"{name}: s3://{self.store.bucket}/{key} does not exist")
             if root is not None:
-                path = _write(root / name, key.rsplit("/", 1)[-1], data_or_none)
+                path = write_under(root / name, key.rsplit("/", 1)[-1], data_or_none)
                 fields[name] = str(path)
         return WorkflowConfig.model_validate(fields)
 
@@ -420,7 +422,7 @@ def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".workflow-")]
 
 
-def _write(folder: Path, rel: str, data: bytes) -> Path:
+def write_under(folder: Path, rel: str, data: bytes) -> Path:
     """``data`` at ``folder/rel``; a key whose rest is not a plain relative path (``..``,
     ``.``, empty segments: an object put there by hand) is refused, never written outside."""
     if (

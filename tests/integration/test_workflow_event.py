@@ -314,3 +314,41 @@ def test_the_same_event_file_runs_locally(tmp_path: Any, judge_stub: JudgeStub) 
         "done",
     ]
     validate_guardrail(json.loads((out / "artifacts" / "guardrail.json").read_text("utf-8")))
+
+
+def test_the_event_file_runs_on_the_deployed_workflow_with_aws(
+    tmp_path: Any, judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evalrunner workflow --event FILE --aws``: the inputs beside the event file are
+    uploaded to their keys, the deployed workflow runs, its folder is copied into --out."""
+    from typer.testing import CliRunner
+
+    from evalrunner.cli import app
+    from tests.support.deployed_workflow import BUCKET, WORKFLOW_MACHINE
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the user's configured region
+    judge_stub.responder = WorkflowJudge()
+    for name, text in DOCUMENTS.items():
+        path = tmp_path / "workflow-inputs" / "hr" / "docs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+    with Loopback(responder=hr_model) as model, deployed_stack() as stack:
+        file = tmp_path / "event.json"
+        file.write_text(json.dumps(event(model, judge_stub)), "utf-8")
+        out = tmp_path / "copied"
+        args = ["workflow", "--event", str(file), "--aws", "--json", "--out", str(out)]
+        args += ["--bucket", BUCKET, "--workflow-state-machine-arn", WORKFLOW_MACHINE]
+        result = CliRunner().invoke(app, args, catch_exceptions=False)
+        assert sorted(stack.keys("workflow-inputs/")) == sorted(
+            f"workflow-inputs/hr/docs/{name}" for name in DOCUMENTS
+        )
+        assert len(stack.runs()) == 3
+    assert result.exit_code == 1, result.output  # the workflow found failures
+    output = json.loads(result.stdout)
+    assert output["verdict"] == "failed" and output["steps"]["artifacts"] == "done"
+    steps = {s["step"]: s for s in json.loads((out / "workflow.json").read_text())["steps"]}
+    for record in steps.values():
+        for rel in record["outputs"].values():
+            assert (out / rel).is_file(), rel
+    assert (out / "workflow-report.html").is_file() and not (out / "lock.json").exists()
+    validate_guardrail(json.loads((out / "artifacts" / "guardrail.json").read_text("utf-8")))
