@@ -337,11 +337,10 @@ class Deployed:
                     f"one generate step reads ({MAX_DOCUMENT_BYTES // 2**20} MiB); use a "
                     "narrower prefix"
                 )
-            for key, _ in listed if root is not None else ():
-                write_under(
-                    root / "documents", key[len(event.documents) :], self.store.get_bytes(key)
-                )
             if root is not None:
+                for key, _ in listed:
+                    rel = key[len(event.documents) :]
+                    write_under(root / "documents", rel, self.store.get_bytes(key))
                 fields["documents"] = str(root / "documents")
         for name in ("suite", "labels"):
             key = getattr(event, name)

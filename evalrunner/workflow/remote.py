@@ -81,11 +81,11 @@ def _upload_inputs(event: WorkflowEvent, root: Path, store: RunStore) -> list[st
             key = event.documents + path.relative_to(folder).as_posix()
             store.put_bytes(key, path.read_bytes(), "application/octet-stream", redact=False)
             uploaded.append(key)
-    for key in (event.suite, event.labels):
-        if key and (root / key).is_file():
-            data = (root / key).read_bytes()
-            store.put_bytes(key, data, "application/octet-stream", redact=False)
-            uploaded.append(key)
+    for name in (event.suite, event.labels):
+        if name and (root / name).is_file():
+            data = (root / name).read_bytes()
+            store.put_bytes(name, data, "application/octet-stream", redact=False)
+            uploaded.append(name)
     return uploaded
 
 
