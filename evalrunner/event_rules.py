@@ -34,6 +34,9 @@ SUITE_PREFIX = "test-suites/"
 #: run of a suite there is a monitor run (``evalrunner.signals``).
 MONITOR_FOLDER = "_monitor/"
 MONITOR_SUITE_PREFIX = f"{SUITE_PREFIX}{MONITOR_FOLDER}"
+#: The folder under ``SUITE_PREFIX`` a deployed workflow writes its runs' suites into
+#: (``evalrunner.workflow.deployed``) and starts them itself: its uploads start no run.
+WORKFLOW_SUITE_PREFIX = f"{SUITE_PREFIX}_workflow/"
 SUITE_EXTENSIONS = (".xlsx", ".xlsm", ".csv", ".json", ".jsonl")
 
 

@@ -36,7 +36,7 @@ from botocore.exceptions import ClientError
 
 from evalrunner.errors import ConfigError, EvalRunnerError, EventError, ObjectMissing
 from evalrunner.event import SUITE_EXTENSIONS, SUITE_PREFIX, parse_event
-from evalrunner.event_rules import MONITOR_SUITE_PREFIX
+from evalrunner.event_rules import MONITOR_SUITE_PREFIX, WORKFLOW_SUITE_PREFIX
 from evalrunner.pipeline.prepare import settle
 from evalrunner.storage import REPORTS_PREFIX, RunStore
 from evalrunner.suite.readers import read_suite
@@ -131,7 +131,7 @@ def is_suite_upload(key: str) -> bool:
     """A suite under ``test-suites/`` (not a sidecar): the uploads that start a run."""
     return (
         key.startswith(SUITE_PREFIX)
-        and not key.startswith(MONITOR_SUITE_PREFIX)
+        and not key.startswith((MONITOR_SUITE_PREFIX, WORKFLOW_SUITE_PREFIX))
         and key.lower().endswith(SUITE_EXTENSIONS)
         and not is_sidecar(key)
         and not key.endswith("/")

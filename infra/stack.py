@@ -31,6 +31,7 @@ from infra.parts.monitoring import ProductionMonitor
 from infra.parts.observability import RunsTopic, Watching
 from infra.parts.state_machine import RunnerStateMachine
 from infra.parts.triggers import schedules, upload_trigger
+from infra.parts.workflow import WorkflowStateMachine
 
 __all__ = ["REPO_ROOT", "RunnerStack"]
 
@@ -111,6 +112,17 @@ class RunnerStack(Stack):
         self.substitutions = runner.substitutions
         self.state_machine = runner.state_machine
 
+        self.workflow = WorkflowStateMachine(
+            self,
+            config=config,
+            removal=self.removal,
+            storage=self.storage,
+            functions=self.functions,
+            topic=self.topic,
+            run_name=self.state_machine_name,
+            run_arn=self.state_machine_arn,
+        )
+
         self.upload_rule = upload_trigger(self, bucket=self.bucket, upload_fn=self.upload_fn)
         self.schedules = schedules(
             self,
@@ -148,7 +160,7 @@ class RunnerStack(Stack):
                 *monitor_fns,
             ),
         )
-        self.alarms = watching.alarms
+        self.alarms = [*watching.alarms, self.workflow.alarm]
         self.dashboard = watching.dashboard
         if self.monitor is not None:
             self.dashboard.add_widgets(*self.monitor.widgets())
@@ -160,6 +172,10 @@ class RunnerStack(Stack):
             "StateMachineArn": (
                 self.state_machine.state_machine_arn,
                 "the test-runner state machine (--state-machine-arn)",
+            ),
+            "WorkflowStateMachineArn": (
+                self.workflow.state_machine.state_machine_arn,
+                "the workflow state machine: start it with a workflow event",
             ),
             "RunnerRoleArn": (
                 self.runner_role.role_arn,

@@ -37,6 +37,55 @@ def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _event_settings(path: Path, out_dir: Path) -> tuple[dict[str, Any], Path]:
+    """The workflow event at ``path`` as the runner's settings (its keys as paths under the
+    event file's folder, which stands for the bucket), and the folder it runs in (the
+    default ``--out`` gets the event's workflow_id, as the bucket's ``workflows/<id>/``)."""
+    from evalrunner.workflow.event import load_workflow_event, local_config, parse_workflow_event
+
+    parsed = parse_workflow_event(load_workflow_event(path))
+    settings = local_config(parsed, path.parent).model_dump(mode="json", exclude_unset=True)
+    if out_dir == Path("evalrunner-workflow"):
+        out_dir = out_dir / parsed.workflow_id
+    return settings, out_dir
+
+
+def _deployed(
+    event: Path | None, out_dir: Path, bucket: str | None, arn: str | None, as_json: bool
+) -> None:
+    """``--aws``: the event file on the deployed workflow (its other fields as written)."""
+    from evalrunner.workflow.event import load_workflow_event, parse_workflow_event
+    from evalrunner.workflow.remote import start_workflow_remote
+
+    try:
+        if event is None:
+            raise ConfigError("--aws runs a workflow event: give --event FILE")
+        if not bucket or not arn:
+            raise ConfigError(
+                "--aws needs --bucket and --workflow-state-machine-arn (or EVALRUNNER_BUCKET "
+                "and EVALRUNNER_WORKFLOW_STATE_MACHINE_ARN): the stack outputs BucketName and "
+                "WorkflowStateMachineArn"
+            )
+        raw = load_workflow_event(event)
+        parsed = parse_workflow_event(raw)  # refused here, before anything is uploaded
+    except EvalRunnerError as exc:
+        raise _fail(exc, EXIT_INPUT) from None
+    folder = out_dir / parsed.workflow_id if out_dir == Path("evalrunner-workflow") else out_dir
+    try:
+        done = start_workflow_remote(
+            raw, root=event.parent, bucket=bucket, state_machine_arn=arn, out_dir=folder
+        )
+    except EvalRunnerError as exc:
+        err.print(f"the workflow stopped; its folder is copied to {folder}")
+        raise _fail(exc, EXIT_RUN) from None
+    verdict = str(done.output.get("verdict"))
+    if as_json:
+        out.print_json(data=done.output)
+    else:
+        out.print(f"workflow {verdict}: {folder / 'workflow-report.html'}", markup=False)
+    raise typer.Exit(0 if verdict == "passed" else EXIT_GATE)
+
+
 def workflow(
     target: Annotated[
         str | None,
@@ -45,6 +94,14 @@ def workflow(
     config: Annotated[
         Path | None,
         typer.Option(help="A workflow file (JSON): the same fields; options given here win."),
+    ] = None,
+    event: Annotated[
+        Path | None,
+        typer.Option(
+            help="A workflow event (JSON), the deployed workflow state machine's input: its "
+            "documents, suite and labels keys are read relative to the event file's folder; "
+            "--out defaults to evalrunner-workflow/WORKFLOW_ID. Options given here win."
+        ),
     ] = None,
     documents: Annotated[
         str | None,
@@ -98,6 +155,26 @@ def workflow(
         bool, typer.Option("--json", help="Print the workflow report as JSON.")
     ] = False,
     no_preflight: NoPreflight = False,
+    aws: Annotated[
+        bool,
+        typer.Option(
+            "--aws",
+            help="With --event: run it on the deployed workflow state machine (inputs under "
+            "the event file's folder are uploaded to their keys; the workflow's folder is "
+            "copied into --out).",
+        ),
+    ] = False,
+    bucket: Annotated[
+        str | None, typer.Option(envvar="EVALRUNNER_BUCKET", help="Runner bucket (with --aws).")
+    ] = None,
+    workflow_state_machine_arn: Annotated[
+        str | None,
+        typer.Option(
+            envvar="EVALRUNNER_WORKFLOW_STATE_MACHINE_ARN",
+            help="The deployed workflow state machine (stack output WorkflowStateMachineArn; "
+            "with --aws).",
+        ),
+    ] = None,
 ) -> None:
     """Chain generate, evaluate, robustness, red team, calibrate and weak spots; write a
     workflow report, a corpus patch, a system-prompt extension and a Bedrock guardrail."""
@@ -108,8 +185,14 @@ def workflow(
     from evalrunner.workflow.config import load_config, parse_steps
     from evalrunner.workflow.runner import execute
 
+    if aws:
+        _deployed(event, out_dir, bucket, workflow_state_machine_arn, as_json)
     try:
         settings: dict[str, Any] = load_config(config) if config is not None else {}
+        if event is not None:
+            if config is not None:
+                raise ConfigError("--event and --config: give one of them")
+            settings, out_dir = _event_settings(event, out_dir)
         red: dict[str, Any] = dict(settings.get("redteam") or {})
         red.update(
             {

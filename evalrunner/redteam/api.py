@@ -147,9 +147,12 @@ def plan(
     num_tests: int = 3,
     seed: int = 0,
     language: str | None = None,
+    writer: Callable[[Mapping[str, Any]], Judge] | None = None,
 ) -> RedTeamPlan:
     """Choose the plugins and strategies for ``target`` (the event's target object), have the
-    judge write the attacks against the purpose, and lay them out as suite rows."""
+    judge write the attacks against the purpose, and lay them out as suite rows.
+    ``writer``: builds the writing judge from the judge object (default
+    :func:`generation_judge`, with the local judge cache)."""
     if isinstance(num_tests, bool) or not isinstance(num_tests, int):
         raise ConfigError(f"--num-tests: {num_tests!r} is not a whole number")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -169,10 +172,10 @@ def plan(
         raise ConfigError("--plugins: no plugin applies to this target; name some")
     transforms = choose_strategies(spec.strategies)
     raw = run_judge(judge)
-    writer = generation_judge(raw)
-    stated = resolve_purpose(spec.purpose, suite, writer)
+    writer_judge = (writer or generation_judge)(raw)
+    stated = resolve_purpose(spec.purpose, suite, writer_judge)
     attacks = build_attacks(
-        writer,
+        writer_judge,
         purpose=stated,
         plugins=chosen,
         strategies=transforms,
@@ -185,8 +188,8 @@ def plan(
         suite_rows(attacks.attacks),
         attacks.notes,
         raw,
-        judge_calls=writer.usage.calls,
-        judge_cached=writer.usage.cached,
+        judge_calls=writer_judge.usage.calls,
+        judge_cached=writer_judge.usage.cached,
     )
 
 

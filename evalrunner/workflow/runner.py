@@ -34,6 +34,11 @@ def _steps() -> dict[Step, StepFn]:
     }
 
 
+def step_function(step: Step) -> StepFn:
+    """The function that runs ``step`` (for the deployed workflow's tasks)."""
+    return _steps()[step]
+
+
 @dataclass
 class WorkflowResult:
     """A workflow's manifest, report and verdict after a call of :func:`execute`."""
@@ -147,6 +152,53 @@ def inputs_digest(ctx: Context, step: Step) -> str:
     return mf.digest_json({"step": step.value, "settings": _settings(ctx, step), "up": upstream})
 
 
+def due(ctx: Context, step: Step) -> str | None:
+    """``step``'s inputs digest when it must run; None when it is finished with the same
+    inputs (not run again). Shared by the local runner and the deployed workflow's steps."""
+    digest = inputs_digest(ctx, step)
+    if mf.finished(ctx.manifest.record(step), digest, ctx.folder):
+        _log.info("workflow: %s is finished with the same inputs; not run again", step)
+        return None
+    return digest
+
+
+def start(ctx: Context, step: Step, digest: str, **facts: Any) -> str:
+    """Record ``step`` as started (pending, with its inputs digest) and save; returns when."""
+    started = mf.now()
+    ctx.manifest.replace(
+        StepRecord(step=step, started_at=started, inputs_digest=digest, facts=facts)
+    )
+    mf.save(ctx.folder, ctx.manifest)
+    return started
+
+
+def finish(ctx: Context, record: StepRecord, digest: str, started: str) -> StepRecord:
+    """Record a step's result with the digests of what it wrote, and save."""
+    record.inputs_digest = digest
+    record.started_at, record.finished_at = started, mf.now()
+    record.output_digests = {k: mf.digest_tree(ctx.folder / v) for k, v in record.outputs.items()}
+    ctx.manifest.replace(record)
+    mf.save(ctx.folder, ctx.manifest)
+    return record
+
+
+def fail(ctx: Context, step: Step, digest: str, started: str, error: str) -> None:
+    """Record ``step`` as failed with ``error``, so the next start resumes there."""
+    _failed(ctx.folder, ctx.manifest, step, digest, started, error)
+
+
+def stale_steps(ctx: Context, chosen: Sequence[Step]) -> list[Step]:
+    """Finished steps not run this time whose inputs have changed since (a step before them
+    ran again): the report says so, and their next run does not reuse them."""
+    return [
+        r.step
+        for r in ctx.manifest.steps
+        if r.step not in chosen
+        and r.status == "done"
+        and r.inputs_digest != inputs_digest(ctx, r.step)
+    ]
+
+
 def execute(
     config: WorkflowConfig,
     folder: Path,
@@ -185,14 +237,11 @@ def execute(
     reused: list[Step] = []
     try:
         for step in chosen:
-            digest = inputs_digest(ctx, step)
-            if mf.finished(manifest.record(step), digest, folder):
+            digest = due(ctx, step)
+            if digest is None:
                 reused.append(step)
-                _log.info("workflow: %s is finished with the same inputs; not run again", step)
                 continue
-            started = mf.now()
-            manifest.replace(StepRecord(step=step, started_at=started, inputs_digest=digest))
-            mf.save(folder, manifest)
+            started = start(ctx, step, digest)
             try:
                 record = functions[step](ctx)
             except PartialRun as exc:
@@ -219,25 +268,11 @@ def execute(
                 )
                 _failed(folder, manifest, step, digest, started, message)
                 raise RunStopped(message) from None
-            record.inputs_digest = digest
-            record.started_at, record.finished_at = started, mf.now()
-            record.output_digests = {
-                k: mf.digest_tree(folder / v) for k, v in record.outputs.items()
-            }
-            manifest.replace(record)
-            mf.save(folder, manifest)
+            record = finish(ctx, record, digest, started)
             ran.append(step)
             if on_step is not None:
                 on_step(record)
     finally:
-        # a finished step not run this time whose inputs have changed since (a step before
-        # it ran again): the report says so, and the next run of it will not reuse it
-        stale = [
-            r.step
-            for r in manifest.steps
-            if r.step not in chosen
-            and r.status == "done"
-            and r.inputs_digest != inputs_digest(ctx, r.step)
-        ]
+        stale = stale_steps(ctx, chosen)
         html, js = write_report(folder, manifest, config.suite_source(), stale)
     return WorkflowResult(folder, manifest, ran, reused, html, js)

@@ -10,7 +10,7 @@ folder and returns what the manifest records."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,9 @@ from evalrunner.workflow.manifest import Manifest, StepRecord
 
 if TYPE_CHECKING:
     from evalrunner.api.result import EvalRun
+    from evalrunner.judge.base import Judge
+    from evalrunner.redteam.api import RedTeamPlan
+    from evalrunner.reports.summary import RunSummary
 
 
 @dataclass
@@ -36,6 +39,10 @@ class Context:
     target: Any
     manifest: Manifest = field(default_factory=Manifest)
     judge: dict[str, Any] | None = None
+    #: Builds the judge that writes the suite, the attacks and the artifacts from the judge
+    #: object (default: with the local judge cache); the deployed workflow's caches in the
+    #: bucket's ``judge-cache/``, as a deployed run's judge does.
+    writer: Callable[[Mapping[str, Any]], Judge] | None = None
 
     def output(self, step: Step, name: str) -> Path | None:
         """A finished step's output file, or None."""
@@ -81,7 +88,7 @@ def judge_client(ctx: Context) -> Any:
                 '"model": "m"}}\', or set EVALRUNNER_JUDGE'
             )
         raw = dict(found[0])
-    return generation_judge(raw)
+    return (ctx.writer or generation_judge)(raw)
 
 
 def generate(ctx: Context) -> StepRecord:
@@ -144,8 +151,12 @@ def _embedder() -> Any:
 
 
 def _run_record(step: Step, run: EvalRun, ctx: Context) -> StepRecord:
-    s = run.summary
-    out = run.out_dir
+    return run_record(step, run.summary, run.out_dir, ctx)
+
+
+def run_record(step: Step, s: RunSummary, out: Path, ctx: Context) -> StepRecord:
+    """A run step's record from the run's summary and the folder its reports were copied
+    to (a local run's ``--out``, or the deployed workflow's copy of the run's report set)."""
     files = {
         "report": out / s.reports.html,
         "summary": out / s.reports.summary,
@@ -189,15 +200,49 @@ def robustness(ctx: Context) -> StepRecord:
     flip."""
     from evalrunner.api.inputs import target_spec
     from evalrunner.api.result import EvalRun
-    from evalrunner.launch import local_event, run_local
+    from evalrunner.launch import run_local
 
     c = ctx.config
     if not c.perturbations:
         return StepRecord(step=Step.ROBUSTNESS, status="skipped", headline="no perturbations")
     spec, functions = target_spec(ctx.target)
     suite = ctx.suite()
-    event = local_event(
-        suite.name,
+    result = run_local(
+        robustness_event(ctx, suite.name, spec),
+        suite,
+        ctx.folder / "robustness",
+        functions=functions,
+        preflight=c.preflight,
+    )
+    run = EvalRun(result)
+    return robustness_record(_run_record(Step.ROBUSTNESS, run, ctx), run.summary)
+
+
+def evaluate_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The evaluate step's run as an event (the deployed workflow starts it; locally
+    :func:`evaluate` makes the same event through :func:`evalrunner.evaluate`)."""
+    from evalrunner.launch import local_event
+
+    c = ctx.config
+    return local_event(
+        suite_name,
+        spec,
+        iterations=c.iterations,
+        max_concurrency=c.max_concurrency,
+        metrics=c.metrics,
+        thresholds=c.thresholds,
+        judge=ctx.judge,
+        fail_on=c.fail_on,
+    )
+
+
+def robustness_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The robustness step's run: the suite with the configured perturbations."""
+    from evalrunner.launch import local_event
+
+    c = ctx.config
+    return local_event(
+        suite_name,
         spec,
         iterations=c.iterations,
         max_concurrency=c.max_concurrency,
@@ -207,13 +252,12 @@ def robustness(ctx: Context) -> StepRecord:
         perturbations=[p.model_dump(exclude_none=True) for p in c.perturbations],
         fail_on=c.fail_on,
     )
-    result = run_local(
-        event, suite, ctx.folder / "robustness", functions=functions, preflight=c.preflight
-    )
-    run = EvalRun(result)
-    record = _run_record(Step.ROBUSTNESS, run, ctx)
-    scores = {r.name: r.score for r in run.summary.robustness if r.score is not None}
-    broken = {r.name: r.broken for r in run.summary.robustness if r.broken}
+
+
+def robustness_record(record: StepRecord, summary: RunSummary) -> StepRecord:
+    """The robustness run's record, its verdict and headline from which verdicts flipped."""
+    scores = {r.name: r.score for r in summary.robustness if r.score is not None}
+    broken = {r.name: r.broken for r in summary.robustness if r.broken}
     record.verdict = "failed" if broken else "passed"
     record.headline = (
         ", ".join(f"{name}: {score:.0%} of verdicts held" for name, score in scores.items())
@@ -245,8 +289,32 @@ def redteam(ctx: Context) -> StepRecord:
         max_concurrency=ctx.config.max_concurrency,
         preflight=ctx.config.preflight,
     )
-    record = _run_record(Step.REDTEAM, run, ctx)
-    findings = [p for p in run.summary.problems if p.type == "redteam"]
+    return redteam_record(_run_record(Step.REDTEAM, run, ctx), run.summary)
+
+
+def redteam_plan(ctx: Context, spec: dict[str, Any]) -> RedTeamPlan:
+    """The red-team step's attacks, written by the judge (the deployed workflow writes them
+    in its Lambda and starts a run of them, as :func:`redteam` runs them here)."""
+    from evalrunner.redteam.api import plan
+
+    r = ctx.config.redteam
+    return plan(
+        spec,
+        judge=ctx.judge,
+        purpose=r.purpose,
+        suite=None if r.purpose else ctx.suite(),
+        plugins=r.plugins,
+        strategies=r.strategies,
+        num_tests=r.num_tests,
+        seed=r.seed,
+        language=r.language,
+        writer=ctx.writer,
+    )
+
+
+def redteam_record(record: StepRecord, summary: RunSummary) -> StepRecord:
+    """The red-team run's record, its headline counting the plugins that got through."""
+    findings = [p for p in summary.problems if p.type == "redteam"]
     record.facts = {**record.facts, "findings": len(findings)}
     if findings:
         record.headline = f"{record.headline}; {len(findings)} plugin(s) with successful attacks"

@@ -411,6 +411,10 @@ class PipelineFunctions:
             )
         return role
 
+    def grant_judge(self, role: iam.IRole) -> None:
+        """The default judge for a role beside the pipeline's (the workflow's function)."""
+        self._judge_permission(role)
+
     def _judge_permission(self, role: iam.IRole) -> None:
         """The default judge (cdk.json ``judge``, a Bedrock model) and nothing else: the
         Converse API is authorised as bedrock:InvokeModel on the model. A cross-region

@@ -104,6 +104,16 @@ class Synth:
     def resources(self, name: str, type_: str) -> dict[str, dict[str, Any]]:
         return {k: r for k, r in self.templates[name]["Resources"].items() if r["Type"] == type_}
 
+    def runner_machine(self, name: str) -> tuple[str, dict[str, Any]]:
+        """The test-runner state machine (logical id, resource); the stack also holds the
+        workflow's (``infra/parts/workflow.py``)."""
+        (found,) = [
+            (k, r)
+            for k, r in self.resources(name, "AWS::StepFunctions::StateMachine").items()
+            if k.startswith("TestRunner")
+        ]
+        return found
+
 
 @pytest.fixture(scope="session")
 def fake_dependencies(tmp_path_factory) -> Path:

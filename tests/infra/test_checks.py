@@ -101,12 +101,12 @@ def test_asl_validator_clean(synth, name, tmp_path):
     validator = Path(__file__).parents[2] / "node_modules" / ".bin" / "asl-validator"
     assert validator.is_file(), "run `npm ci` (make test does): asl-validator is pinned there"
     assert shutil.which("node"), "asl-validator needs Node.js (22, README, Deploy)"
-    (sm,) = [
-        r
-        for r in synth.templates[name]["Resources"].values()
-        if r["Type"] == "AWS::StepFunctions::StateMachine"
+    machines = synth.resources(name, "AWS::StepFunctions::StateMachine")
+    # the test runner and the workflow (infra/parts/workflow.py)
+    assert sorted(k.rstrip("0123456789ABCDEF") for k in machines) == [
+        "TestRunner",
+        "WorkflowStateMachine",
     ]
-    subs = sm["Properties"]["DefinitionSubstitutions"]
     fake = {
         "PrepareFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:prepare",
         "RunCaseFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:run-case",
@@ -114,12 +114,17 @@ def test_asl_validator_clean(synth, name, tmp_path):
         "AggregateFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:aggregate",
         "BatchJobQueueArn": "arn:aws:batch:us-east-1:111122223333:job-queue/gpu",
         "BatchJobDefinitionArn": "arn:aws:batch:us-east-1:111122223333:job-definition/gpu:1",
+        "WorkflowFunctionArn": "arn:aws:lambda:us-east-1:111122223333:function:workflow",
     }
-    values = {k: v if isinstance(v, str) else fake[k] for k, v in subs.items()}
-    path = tmp_path / f"{name}.asl.json"
-    path.write_text(state_machines.substitute(sm["Properties"]["DefinitionString"], values))
-    done = subprocess.run(
-        [str(validator), "--json-path", str(path)], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "is valid" in done.stdout
+    for logical_id, sm in machines.items():
+        subs = sm["Properties"]["DefinitionSubstitutions"]
+        values = {k: v if isinstance(v, str) else fake[k] for k, v in subs.items()}
+        path = tmp_path / f"{name}-{logical_id}.asl.json"
+        path.write_text(
+            state_machines.substitute(sm["Properties"]["DefinitionString"], values, tuple(values))
+        )
+        done = subprocess.run(
+            [str(validator), "--json-path", str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "is valid" in done.stdout

@@ -30,6 +30,14 @@ bucket outside the stack, listed under an ``s3:prefix`` condition that moto's se
 not evaluate, so this file checks each listing's prefix against it), the answer body one
 record names in cdk.json ``monitor.large_bodies`` (Bedrock stores bodies over 100 KB apart),
 its watermark, writes its suite and starts the test runner.
+
+The workflow's role (``infra/parts/workflow.py``) is proved the same way: its handler's
+tasks read the suite under ``workflow-inputs/``, write the state under ``workflows/``, write
+each run's suite under ``test-suites/_workflow/``, start the test runner and describe the run
+(for that role the server executes state machines, ``/moto-api/config``, and the test runner
+is a Pass state ending with the seed's run summary, as a finished run's execution does), copy
+the run's reports from ``test-reports/``, and have the judge write the attacks through
+``judge-cache/``.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import gzip
 import itertools
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -57,9 +66,10 @@ from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.pipeline.context import Runtime
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.registry import available as target_kinds
-from lambdas import aggregate, monitor, prepare, run_case, score, start_from_upload
+from lambdas import aggregate, monitor, prepare, run_case, score, start_from_upload, workflow
 from tests.support.judge_stub import JudgeStub
 from tests.support.local_model import LocalModel
+from tests.support.workflow import WorkflowJudge
 
 from .conftest import MONITOR, as_list
 
@@ -111,6 +121,7 @@ MAY_SKIP = {
     "PrepareRole": ("logs:", "xray:", "bedrock:", "aws-marketplace:"),
     "AggregateRole": ("logs:", "xray:", "kms:", "cloudwatch:"),
     "MonitorRole": ("logs:", "xray:", "kms:"),
+    "WorkflowRole": ("logs:", "xray:", "bedrock:", "aws-marketplace:"),
 }
 #: Conditions this file checks itself against each call (moto's server evaluates none of
 #: them on S3): condition operator -> the condition keys it reads from the call.
@@ -551,6 +562,52 @@ def do_monitor(bucket: str, stub: JudgeStub) -> Any:
     return first
 
 
+#: The workflow's inputs, under the one prefix its role reads them from.
+WORKFLOW_SUITE = "workflow-inputs/iam.csv"
+#: The workflow state machine's executions (the stack names it <stack>-workflow).
+WORKFLOW_EXECUTIONS = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{MAIN}-workflow:"
+
+
+def do_workflow(bucket: str, stub: JudgeStub) -> Any:
+    """The workflow state machine's tasks, as it runs them: begin (reads the suite under
+    workflow-inputs/), the evaluate and red-team steps (each writes its run's suite under
+    test-suites/_workflow/, the red team's attacks written by the judge through judge-cache/,
+    starts the test runner, describes the run until it ends, copies its reports from
+    test-reports/), weak spots, the artifacts, the report; its state under workflows/."""
+    handler = workflow.build(runtime())
+    context = lambda_context("Workflow")
+    event = {
+        "workflow_id": "iam",
+        "target": {"url": stub.url + "/ask"},
+        "judge": judge_spec(stub),
+        "suite": WORKFLOW_SUITE,
+        "metrics": ["Rouge Metric"],
+        "perturbations": [],
+        # the judge writes the attacks (through judge-cache/); their run is the seed's
+        "redteam": {"purpose": "an HR assistant", "plugins": ["off-topic"], "num_tests": 1},
+        "wait_seconds": 0,
+    }
+    general, stub.responder = stub.responder, WorkflowJudge()  # it writes attacks, artifacts
+    try:
+        # begun twice: the second finds the workflow held by an execution that no longer
+        # runs (the server knows none by that name) and takes it over
+        for execution in ("first", "second"):
+            arn = f"{WORKFLOW_EXECUTIONS}{execution}"
+            begun = handler({"action": "begin", "event": event, "execution": arn}, context)
+        for step in ("evaluate", "redteam", "weak-spots", "artifacts"):
+            task = {"workflow_id": begun["workflow_id"], "step": step}
+            state = handler({"action": "step", **task}, context)
+            deadline = time.monotonic() + 30
+            while state["status"] == "running":
+                assert time.monotonic() < deadline, state
+                time.sleep(0.05)
+                check = {"action": "check", "execution": state["execution"], **task}
+                state = handler(check, context)
+    finally:
+        stub.responder = general
+    return handler({"action": "report", "workflow_id": "iam"}, context)
+
+
 PIPELINE: list[tuple[str, Step]] = [
     ("PrepareRole", do_prepare),
     ("RunCaseRole", do_run_case),
@@ -558,6 +615,7 @@ PIPELINE: list[tuple[str, Step]] = [
     ("AggregateRole", do_aggregate),
     ("StartFromUploadRole", do_upload),
     ("MonitorRole", do_monitor),
+    ("WorkflowRole", do_workflow),
 ]
 
 
@@ -569,6 +627,9 @@ class Proof:
     topic_arn: str
     state_machine_arn: str
     seeds: dict[str, str] = field(default_factory=dict)
+    #: The run Aggregate finished in the seed: what the test runner's execution outputs
+    #: when the workflow starts it.
+    summary: dict[str, Any] = field(default_factory=dict)
 
     def local(self) -> Local:
         n = next(self.server.buckets)
@@ -601,7 +662,10 @@ class Proof:
             UserName="role", PolicyName="role", PolicyDocument=json.dumps(moto_document)
         )
         step = dict(PIPELINE)[role]
-        with signed_in(self.server, self.server.user, env) as calls:
+        with (
+            self.runner_executing(role),
+            signed_in(self.server, self.server.user, env) as calls,
+        ):
             try:
                 result: Any = step(local.bucket, self.stub)
             except Exception as exc:  # a denied call the handler does not survive
@@ -611,13 +675,47 @@ class Proof:
                 bucket, prefix = call.params["Bucket"], call.params.get("Prefix", "")
                 if not policies[logical_id].may_list(local, without, bucket, prefix):
                     call.error = f"AccessDenied listing {bucket}/{prefix} (checked here)"
-            if call.service != "s3" and call.error is None:
+            # (a call the server answered, even "does not exist", was checked against "*")
+            if call.service != "s3" and not (call.error or "").startswith("AccessDenied"):
                 arn = resource_of(call)
                 action = f"{ACTION_PREFIX.get(call.service, call.service)}:{call.operation}"
                 verdict = IAMPolicy(json.dumps(document)).is_action_permitted(action, arn)
                 if verdict is not PermissionResult.PERMITTED:
                     call.error = f"AccessDenied on {arn} (checked here: moto checks '*')"
         return result, calls, local
+
+    @contextmanager
+    def runner_executing(self, role: str) -> Iterator[None]:
+        """For the workflow's role: the server's Step Functions executes (moto's
+        ``/moto-api/config``), and the test runner is a state machine that ends with the
+        seed's run summary as its output, as a finished run's execution does; the other
+        roles' starts are only recorded, as before."""
+        if role != "WorkflowRole":
+            yield
+            return
+        config = f"{self.server.endpoint}/moto-api/config"
+        requests.post(config, json={"stepfunctions": {"execute_state_machine": True}}, timeout=10)
+        try:
+            sfn = self.server.client("stepfunctions")
+            definition = json.dumps(
+                {
+                    "StartAt": "Run",
+                    "States": {"Run": {"Type": "Pass", "Result": self.summary, "End": True}},
+                }
+            )
+            try:
+                sfn.describe_state_machine(stateMachineArn=self.state_machine_arn)
+            except ClientError:
+                sfn.create_state_machine(
+                    name=self.state_machine_arn.rsplit(":", 1)[1],
+                    definition=definition,
+                    roleArn=f"arn:aws:iam::{ACCOUNT}:role/evalrunner-state-machine",
+                )
+            yield
+        finally:
+            requests.post(
+                config, json={"stepfunctions": {"execute_state_machine": False}}, timeout=10
+            )
 
     def logical_id(self, role: str) -> str:
         (logical_id,) = [k for k in role_policies(self.template) if k.startswith(role)]
@@ -641,11 +739,14 @@ class Proof:
             s3.put_object(Bucket=local.bucket, Key=SIDECAR_KEY, Body=json.dumps(sidecar).encode())
             s3.put_object(Bucket=local.bucket, Key=BAD_KEY, Body=b"no,such\ncolumns,here\n")
             s3.put_object(Bucket=local.bucket, Key=OLD_REJECTION, Body=b"{}")
+            s3.put_object(Bucket=local.bucket, Key=WORKFLOW_SUITE, Body=SUITE.encode())
             for earlier, step in PIPELINE:
                 if earlier == role:
                     break
                 with signed_in(self.server, self.server.admin, self.env(earlier, local)):
-                    step(local.bucket, self.stub)
+                    done = step(local.bucket, self.stub)
+                if earlier == "AggregateRole":
+                    self.summary = done
             self.seeds[role] = local.bucket
         return self.seeds[role]
 
@@ -757,6 +858,21 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
             (c.operation, c.error) for c in calls if c.params.get("Key") == body
         }
         assert result["problems"] == [] and result["scored"] == 5, result
+    elif role == "WorkflowRole":
+        assert result["steps"]["evaluate"] == result["steps"]["artifacts"] == "done", result
+        done = {(c.service, c.operation, c.error) for c in calls}
+        assert {
+            ("stepfunctions", "StartExecution", None),
+            ("stepfunctions", "DescribeExecution", None),
+        } <= done
+        ok = {(c.operation, c.params.get("Key", "").split("/")[0]) for c in calls if not c.error}
+        # the run's reports copied in; the judge's replies cached; the state written
+        assert {
+            ("GetObject", "test-reports"),
+            ("PutObject", "judge-cache"),
+            ("PutObject", "workflows"),
+            ("PutObject", "test-suites"),
+        } <= ok, ok
     elif role == "AggregateRole":
         assert result["cases"] == 2 and ("sns", "Publish") in {
             (c.service, c.operation) for c in calls

@@ -85,7 +85,8 @@ def test_runner_bucket(synth):
 
 
 def test_five_functions_python312_traced_with_powertools(synth):
-    """The pipeline's five, and the production monitor's (cdk.json monitor)."""
+    """The pipeline's five, the workflow's, and the production monitor's (cdk.json
+    monitor)."""
     functions = synth.resources(MAIN, "AWS::Lambda::Function")
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
     assert handlers == [
@@ -95,6 +96,7 @@ def test_five_functions_python312_traced_with_powertools(synth):
         "lambdas.run_case.handler",
         "lambdas.score.handler",
         "lambdas.start_from_upload.handler",
+        "lambdas.workflow.handler",
     ]
     layer = next(iter(synth.resources(MAIN, "AWS::Lambda::LayerVersion")))
     for fn in functions.values():
@@ -144,7 +146,7 @@ def test_code_asset_is_the_core_library_without_torch(synth):
 
 
 def test_state_machine_is_the_asl_file_with_every_placeholder_substituted(synth):
-    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    _, sm = synth.runner_machine(MAIN)
     props = sm["Properties"]
     definition = props["DefinitionString"]
     assert definition == state_machines.test_runner_asl()
@@ -172,9 +174,66 @@ def test_state_machine_is_the_asl_file_with_every_placeholder_substituted(synth)
     assert props["LoggingConfiguration"]["Level"] == "ALL"
 
 
+def test_the_workflow_state_machine_invokes_only_its_function_which_starts_the_runner(synth):
+    """The workflow (infra/parts/workflow.py): its ASL file with the workflow function
+    substituted; its role may invoke that function only; the function is told which state
+    machine to start (the test runner), and the stack says where to start a workflow."""
+    resources = synth.templates[MAIN]["Resources"]
+    (logical, machine), *others = [
+        (k, r)
+        for k, r in synth.resources(MAIN, "AWS::StepFunctions::StateMachine").items()
+        if k.startswith("WorkflowStateMachine")
+    ]
+    assert not others
+    props = machine["Properties"]
+    assert props["DefinitionString"] == state_machines.workflow_asl()
+    assert set(props["DefinitionSubstitutions"]) == set(state_machines.WORKFLOW_PLACEHOLDERS)
+    function = props["DefinitionSubstitutions"]["WorkflowFunctionArn"]["Fn::GetAtt"][0]
+    assert resources[function]["Properties"]["Handler"] == "lambdas.workflow.handler"
+    assert resources[function]["Properties"]["Timeout"] == 900
+    assert props["StateMachineName"] == "Evalrunner-workflow"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    role = props["RoleArn"]["Fn::GetAtt"][0]
+    granted = [
+        statement
+        for policy, statement in statements(synth.templates[MAIN])
+        if {"Ref": role} in resources[policy]["Properties"]["Roles"]
+        and not str(statement["Action"]).startswith(("logs:", "['logs:", "xray:", "['xray:"))
+    ]
+    assert granted == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [function, "Arn"]},
+            "Sid": "InvokeWorkflowFunction",
+        }
+    ]
+    env = resources[function]["Properties"]["Environment"]["Variables"]
+    assert "Evalrunner-test-runner" in json.dumps(env["EVALRUNNER_STATE_MACHINE_ARN"])
+    outputs = synth.templates[MAIN]["Outputs"]
+    assert outputs["WorkflowStateMachineArn"]["Value"] == {"Ref": logical}
+    # a failed workflow alarms on the topic, as a failed run does
+    (alarm,) = [
+        a["Properties"]
+        for k, a in synth.resources(MAIN, "AWS::CloudWatch::Alarm").items()
+        if k.startswith("WorkflowsFailedAlarm")
+    ]
+    watched = {
+        (m["MetricStat"]["Metric"]["MetricName"], dump(m["MetricStat"]["Metric"]["Dimensions"]))
+        for m in alarm["Metrics"]
+        if "MetricStat" in m
+    }
+    assert {name for name, _ in watched} == {
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "ExecutionsAborted",
+    }
+    assert all(logical in dimensions for _, dimensions in watched)
+
+
 def test_substituted_definition_routes_large_runs_to_batch(synth):
     """The definition CloudFormation will hold, with the placeholders filled in."""
-    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    _, sm = synth.runner_machine(MAIN)
     values = {p: "SUB" for p in state_machines.PLACEHOLDERS}
     values.update(
         BatchScoringEnabled="true", BatchScoringMinItems="200", BatchScoringTimeoutSeconds="9000"
@@ -205,7 +264,7 @@ def test_substituted_definition_routes_large_runs_to_batch(synth):
 def test_score_on_batch_waits_at_most_the_queue_limit_plus_the_job_timeout(synth):
     """ScoreOnBatch's bound is substituted from cdk.json: every attempt may wait
     queue_timeout_minutes RUNNABLE and run timeout_minutes, plus ten minutes."""
-    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    _, sm = synth.runner_machine(MAIN)
     subs = sm["Properties"]["DefinitionSubstitutions"]
     assert subs["BatchScoringTimeoutSeconds"] == str(2 * (30 + 120) * 60 + 600)
     (job,) = synth.resources(MAIN, "AWS::Batch::JobDefinition").values()
@@ -284,6 +343,8 @@ def test_target_actions_are_scoped_to_the_configured_targets(synth):
                     assert re.search(
                         r"agent-alias/AGENT12345/ALIAS12345|knowledge-base/KB12345678|"
                         r"stateMachine:Evalrunner-test-runner|execution:Evalrunner-test-runner[:/]\*|"
+                        # the workflow follows the runs it starts (infra/parts/workflow.py)
+                        r"execution:Evalrunner-workflow:\*|"
                         r"(foundation-model|inference-profile)/(us\.)?anthropic\.claude",  # judge
                         text,
                     ), (policy, action, resource)
@@ -330,7 +391,7 @@ def test_functions_get_the_deployed_policies_from_cdk_json(synth):
     from evalrunner import network, secrets
 
     functions = synth.resources(MAIN, "AWS::Lambda::Function").values()
-    assert len(functions) == 6  # the pipeline's five and the monitor
+    assert len(functions) == 7  # the pipeline's five, the workflow's and the monitor
     for fn in functions:
         env = fn["Properties"]["Environment"]["Variables"]
         policy = secrets.current_policy({secrets.ENV_POLICY: env[secrets.ENV_POLICY]})
@@ -419,8 +480,20 @@ def test_bucket_access_is_by_prefix(synth):
         ("s3:PutObject", "test-suites/_monitor/prod-hr/"),
         ("s3:ListBucket", ""),
     }
+    # the workflow (infra/parts/workflow.py): its inputs, its state, the runs' suites and
+    # reports, and the judge's cache (its judge writes the suite, the attacks, the artifacts)
+    workflow = next(v for k, v in by_role.items() if k.startswith("WorkflowRole"))
+    assert workflow == {
+        ("s3:GetObject", "workflow-inputs/"),
+        ("s3:GetObject", "workflows/"),
+        ("s3:PutObject", "workflows/"),
+        ("s3:GetObject", "test-reports/"),
+        ("s3:PutObject", "test-suites/_workflow/"),
+        ("s3:ListBucket", ""),
+        *cache,
+    }
     for role, grants in by_role.items():
-        if not role.startswith(("RunCaseRole", "PrepareRole")):
+        if not role.startswith(("RunCaseRole", "PrepareRole", "WorkflowRole")):
             assert not {prefix for _, prefix in grants} & {"judge-cache/"}, role
 
 
@@ -486,7 +559,7 @@ def test_gpu_image_is_staged_not_built(synth):
 def test_batch_disabled_deploys_no_batch_and_scores_in_process(synth):
     resources = synth.templates[WILDCARD]["Resources"].values()
     assert not [r for r in resources if r["Type"].startswith(("AWS::Batch::", "AWS::EC2::"))]
-    (sm,) = synth.resources(WILDCARD, "AWS::StepFunctions::StateMachine").values()
+    _, sm = synth.runner_machine(WILDCARD)
     subs = sm["Properties"]["DefinitionSubstitutions"]
     assert set(subs) == set(state_machines.PLACEHOLDERS)
     assert subs["BatchScoringEnabled"] == "false"
@@ -521,7 +594,7 @@ def test_schedules_start_the_state_machine_with_valid_events(synth):
         if not k.startswith("MonitorSchedule")  # tests/infra/test_monitor_stack.py
     }
     assert len(schedules) == len(SCHEDULES)
-    (sm_id,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine")
+    sm_id, _ = synth.runner_machine(MAIN)
     by_expression = {
         s["Properties"]["ScheduleExpression"]: s["Properties"] for s in schedules.values()
     }
@@ -579,7 +652,7 @@ def test_outputs_for_evalrunner_start(synth):
     assert {"BucketName", "StateMachineArn", "RunnerRoleArn", "TopicArn", "StartCommand"} <= set(
         outputs
     )
-    (sm_id,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine")
+    sm_id, _ = synth.runner_machine(MAIN)
     assert outputs["StateMachineArn"]["Value"] == {"Ref": sm_id}
     assert outputs["BucketName"]["Value"] == {"Ref": _bucket_id(synth)}
     assert "evalrunner start --aws --bucket " in dump(outputs["StartCommand"]["Value"])
@@ -663,11 +736,17 @@ def test_functions_see_the_default_judge_and_metrics_and_may_call_only_that_mode
         if r["Type"] == "AWS::Lambda::Function"
         and r["Properties"]["Handler"] == "lambdas.prepare.handler"
     )
+    workflow_role = next(
+        r["Properties"]["Role"]["Fn::GetAtt"][0]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "lambdas.workflow.handler"
+    )
     # the run-case role judges the answers; Prepare has the judge rewrite contexts
-    # (the misinformation perturbation)
-    assert len(judge) == 2
+    # (the misinformation perturbation); the workflow's writes the suite, attacks, artifacts
+    assert len(judge) == 3
     roles = [r for policy, _ in judge for r in resources[policy]["Properties"]["Roles"]]
-    assert sorted(r["Ref"] for r in roles) == sorted([run_case_role, prepare_role])
+    assert sorted(r["Ref"] for r in roles) == sorted([run_case_role, prepare_role, workflow_role])
     profile = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
     model = "anthropic.claude-sonnet-4-5-20250929-v1:0"
     for _, statement in judge:
@@ -730,7 +809,7 @@ def test_case_runner_concurrency_is_reserved_and_events_are_capped_to_it(synth):
 def test_throttled_lambda_tasks_back_off_longer(synth):
     """TooManyRequestsException gets its own retrier: more attempts, a longer and jittered
     backoff than the other transient Lambda errors (a throttled account needs seconds)."""
-    (sm,) = synth.resources(MAIN, "AWS::StepFunctions::StateMachine").values()
+    _, sm = synth.runner_machine(MAIN)
     definition = json.loads(sm["Properties"]["DefinitionString"])
     states = dict(definition["States"])
     states.update(states["RunCases"]["ItemProcessor"]["States"])
@@ -777,7 +856,8 @@ def test_judging_roles_may_subscribe_to_exactly_the_listed_marketplace_products(
         r["Properties"]["Role"]["Fn::GetAtt"][0]
         for r in resources.values()
         if r["Type"] == "AWS::Lambda::Function"
-        and r["Properties"]["Handler"] in ("lambdas.run_case.handler", "lambdas.prepare.handler")
+        and r["Properties"]["Handler"]
+        in ("lambdas.run_case.handler", "lambdas.prepare.handler", "lambdas.workflow.handler")
     }
     assert set(grants) == judging
     for actions in grants.values():
