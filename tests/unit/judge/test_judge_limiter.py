@@ -4,9 +4,11 @@ cap, and is one per endpoint per process."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -154,9 +156,22 @@ class Verdict(BaseModel):
     verdict: bool
 
 
-def ask_many(stub: JudgeStub, asks: int, threads: int, **config: object) -> object:
-    """``asks`` different questions from ``threads`` threads through one judge; the judge."""
+def stub_judge_with_steady_clock(stub: JudgeStub, **config: object) -> Any:
+    """A judge whose limiter reads a clock that moves 1 ms per reading: the answers' measured
+    latency stays what the stub's own pacing makes it, however loaded the machine is (a
+    starved test process once measured 0.3 s answers and, rightly, backed off)."""
     judge = stub.judge(**config)
+    ticks = itertools.count()
+    judge.limiter.clock = lambda: next(ticks) / 1000
+    return judge
+
+
+def ask_many(
+    stub: JudgeStub, asks: int, threads: int, judge: Any = None, **config: object
+) -> object:
+    """``asks`` different questions from ``threads`` threads through one judge (``judge``,
+    else one made from ``config``); the judge."""
+    judge = judge if judge is not None else stub.judge(**config)
     judge.backoff_cap = 0.05
 
     def one(i: int) -> bool:
@@ -186,7 +201,8 @@ def test_a_rate_limited_judge_converges_under_its_limit_and_no_ask_fails(
 
 def test_an_unlimited_judge_lets_the_limit_climb_to_the_cap(judge_stub: JudgeStub) -> None:
     judge_stub.responder = lambda messages, request: StubReply('{"verdict": true}', delay=0.01)
-    judge = ask_many(judge_stub, 200, 24, max_concurrency=20)
+    judge = stub_judge_with_steady_clock(judge_stub, max_concurrency=20)
+    judge = ask_many(judge_stub, 200, 24, judge=judge)
     assert judge.limiter.slots == 20
     assert judge.limiter.decreases == 0
     assert judge_stub.refused == 0
