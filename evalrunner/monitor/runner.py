@@ -33,6 +33,7 @@ from evalrunner.monitor.watermark import (
 
 if TYPE_CHECKING:
     from evalrunner.privacy import PiiMasker
+    from evalrunner.targets.steps import AgentStep
 
 #: Default allowed lateness: how late a record may arrive and still be scored.
 DEFAULT_LATENESS_SECONDS = 3600.0
@@ -243,10 +244,7 @@ def suite_rows(
         if item.contexts:
             row["retrieved_contexts"] = [clean(c) for c in item.contexts]
         if item.steps:
-            row["actual_steps"] = [
-                _masked(step.model_dump(mode="json", exclude_none=True), clean)
-                for step in item.steps
-            ]
+            row["actual_steps"] = [_masked_step(step, clean) for step in item.steps]
         if item.session:
             row["session"] = clean(item.session)
         if table.counts:
@@ -255,14 +253,26 @@ def suite_rows(
     return rows
 
 
+def _masked_step(step: AgentStep, clean: Callable[[str], str]) -> dict[str, Any]:
+    """A step as a suite cell holds it, everything but its kind and tool name masked."""
+    dumped = step.model_dump(mode="json", exclude_none=True)
+    return {k: (v if k in ("kind", "name") else _masked(v, clean)) for k, v in dumped.items()}
+
+
 def _masked(value: Any, clean: Callable[[str], str]) -> Any:
-    """Every string inside a step (its arguments and output), masked."""
+    """A step's arguments (any JSON) or output, masked: every string, every key (a tool may
+    key a map by e-mail) and every integer (a phone or card number logged as a JSON number
+    becomes its placeholder). A key called ``name`` or ``kind`` inside the arguments is the
+    tool's input like any other (``create_contact(name=...)``)."""
     if isinstance(value, str):
         return clean(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        masked = clean(str(value))
+        return value if masked == str(value) else masked
     if isinstance(value, list):
         return [_masked(v, clean) for v in value]
     if isinstance(value, dict):
-        return {k: (v if k in ("kind", "name") else _masked(v, clean)) for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: _masked(v, clean) for k, v in value.items()}
     return value
 
 
