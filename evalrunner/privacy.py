@@ -231,6 +231,12 @@ class PiiOptions(BaseModel):
                 "pipeline's folder or installed package name, and install the extra: "
                 f"pip install 'evalrunner[ner]' ({SPACY_REQUIREMENT})"
             )
+        if PiiKind.PERSON in self.kinds and PiiKind.PERSON not in self.ner_labels.values():
+            raise ValueError(
+                "masking PERSON (personal names) but no label of ner_labels maps to it "
+                f"({', '.join(f'{k}: {v.value}' for k, v in self.ner_labels.items())}): add the "
+                'label the model gives names, such as "PERSON": "PERSON"'
+            )
         return self
 
     @field_validator("phone_regions")

@@ -69,7 +69,34 @@ def load_entity_finder(model: str, labels: Mapping[str, str]) -> EntityFinder:
     """The pipeline ``model`` (loaded once per process) with ``labels`` to report; a
     :class:`~evalrunner.errors.ConfigError` naming what to install or configure when spaCy or
     the model is missing."""
-    return EntityFinder(load_pipeline(model), labels)
+    nlp = load_pipeline(model)
+    known = _labels(nlp)
+    if known is not None:
+        for kind in sorted(set(labels.values())):
+            mapped = sorted(label for label, to in labels.items() if to == kind)
+            if not known & set(mapped):
+                raise ConfigError(
+                    f"the NER model {model!r} never labels an entity {', '.join(mapped)}, "
+                    f"which ner_labels masks as {kind}, so no {kind} would be masked (its "
+                    f"labels: {', '.join(sorted(known)) or 'none'}); map its label in "
+                    f'ner_labels (such as {{"{min(known, default="LABEL")}": "{kind}"}}), or '
+                    "give a model that labels them"
+                )
+    return EntityFinder(nlp, labels)
+
+
+def _labels(nlp: Language) -> set[str] | None:
+    """Every entity label the pipeline can give (its recognizers' and rulers' labels); None
+    when a component that sets entities does not say which (a custom component)."""
+    known: set[str] = set()
+    for name in nlp.pipe_names:
+        if "doc.ents" not in nlp.get_pipe_meta(name).assigns:
+            continue
+        labels = getattr(nlp.get_pipe(name), "labels", None)
+        if not isinstance(labels, tuple | list | set | frozenset):
+            return None
+        known.update(str(label) for label in labels)
+    return known
 
 
 @functools.cache

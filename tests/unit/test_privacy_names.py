@@ -171,9 +171,17 @@ def test_the_monitor_function_masks_names_from_its_environment(ruler_model: str)
 
 def test_labels_choose_what_the_model_masks(ruler_model: str) -> None:
     options = pii_options(
-        {"kinds": ["PERSON", "ADDRESS"], "ner_model": ruler_model, "ner_labels": {"ORG": "ADDRESS"}}
+        {"kinds": ["ADDRESS"], "ner_model": ruler_model, "ner_labels": {"ORG": "ADDRESS"}}
     )
     assert PiiMasker(options).mask("Jane Doe at Acme") == "Jane Doe at <ADDRESS_1>"
+    both = pii_options(
+        {
+            "kinds": ["PERSON", "ADDRESS"],
+            "ner_model": ruler_model,
+            "ner_labels": {"ORG": "ADDRESS", "PERSON": "PERSON"},
+        }
+    )
+    assert PiiMasker(both).mask("Jane Doe at Acme") == "<PERSON_1> at <ADDRESS_1>"
     with pytest.raises(ConfigError, match=r"PERSON or ADDRESS only.*ORG: EMAIL"):
         pii_options({"ner_model": ruler_model, "ner_labels": {"ORG": "EMAIL"}})
 
@@ -190,3 +198,25 @@ def test_a_text_longer_than_the_model_takes_is_read_in_pieces(ruler_model: str) 
     found = list(finder.find(text))
     assert [text[start:end] for start, end, _, _ in found] == [*["Jane Doe"] * 3, "John Smith"]
     assert {value for *_, value in found} == {"jane doe", "john smith"}
+
+
+def test_a_model_that_never_labels_a_masked_kind_is_refused(tmp_path: Path) -> None:
+    # A model whose names carry another label (a German pipeline's "PER" is mapped; a
+    # custom one's "PERS" is not) found names and masked none of them: a silent skip.
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns([{"label": "PERS", "pattern": "Jane Doe"}])  # type: ignore[attr-defined]
+    nlp.to_disk(tmp_path / "pers")
+    model = str(tmp_path / "pers")
+    with pytest.raises(ConfigError, match=r"never labels.*PERSON.*its labels: PERS.*ner_labels"):
+        PiiMasker(PiiOptions(kinds=(PiiKind.PERSON,), ner_model=model))
+    mapped = PiiOptions(kinds=(PiiKind.PERSON,), ner_model=model, ner_labels={"PERS": "PERSON"})
+    assert PiiMasker(mapped).mask("I am Jane Doe") == "I am <PERSON_1>"
+
+
+def test_names_asked_for_with_labels_that_map_no_name_are_refused(ruler_model: str) -> None:
+    # ner_labels replaces the default map: one with no PERSON label cannot find a name
+    with pytest.raises(ConfigError, match=r"PERSON.*no label of ner_labels maps to it"):
+        pii_options(
+            {"kinds": ["PERSON"], "ner_model": ruler_model, "ner_labels": {"ORG": "ADDRESS"}}
+        )
