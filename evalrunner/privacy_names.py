@@ -30,6 +30,9 @@ SPACY_REQUIREMENT = "spacy==3.8.18"
 #: The labels spaCy's English (OntoNotes: PERSON) and multilingual (WikiNER: PER) models
 #: give personal names, masked as PERSON unless the options say otherwise.
 DEFAULT_NER_LABELS: Mapping[str, str] = {"PERSON": "PERSON", "PER": "PERSON"}
+#: The most characters given to the model at once (bench/RESULTS.md, "PII masking: the
+#: audit": spaCy's NER architecture peaks at ~3.3 MiB per KB, so ~330 MB for a piece).
+PIECE_CHARS = 100_000
 #: Components of spaCy's trained pipelines that named entities do not need.
 _NOT_NEEDED = ("tagger", "parser", "lemmatizer", "attribute_ruler", "morphologizer", "senter")
 
@@ -46,9 +49,10 @@ class EntityFinder:
     def find(self, text: str) -> Iterator[tuple[int, int, str, str]]:
         if not text.strip():
             return
-        # spaCy refuses a text over nlp.max_length (a million characters by default): a
-        # longer one is read in pieces, each cut at a line break where there is one.
-        limit = self.nlp.max_length
+        # The model is given bounded pieces, each cut at a line break or a sentence's end
+        # where there is one: a statistical NER holds ~3 MiB per KB of its input, so a text
+        # near spaCy's own limit (nlp.max_length, a million characters) would take ~3 GB.
+        limit = min(self.nlp.max_length, PIECE_CHARS)
         at = 0
         while at < len(text):
             end = len(text) if len(text) - at <= limit else _cut(text, at, at + limit)
@@ -61,8 +65,15 @@ class EntityFinder:
 
 
 def _cut(text: str, start: int, end: int) -> int:
-    newline = text.rfind("\n", start, end)
-    return newline + 1 if newline > start else end
+    """Where a piece of ``text`` from ``start`` ends, at ``end`` at the latest: after its
+    last line break, else its last sentence's end, else its last space (in the piece's
+    second half, so pieces stay large), else at ``end``."""
+    half = start + (end - start) // 2
+    for mark in ("\n", ". ", " "):
+        found = text.rfind(mark, half, end)
+        if found >= 0:
+            return found + len(mark)
+    return end
 
 
 def load_entity_finder(model: str, labels: Mapping[str, str]) -> EntityFinder:

@@ -220,3 +220,30 @@ def test_names_asked_for_with_labels_that_map_no_name_are_refused(ruler_model: s
         pii_options(
             {"kinds": ["PERSON"], "ner_model": ruler_model, "ner_labels": {"ORG": "ADDRESS"}}
         )
+
+
+def test_a_long_text_reaches_the_model_in_pieces_of_bounded_size(ruler_model: str) -> None:
+    # A statistical NER holds ~3 MiB per KB of the text it is given (bench/RESULTS.md): a
+    # near-1M-character question under spaCy's max_length took ~3 GB and killed the 3 GB
+    # monitor function, invocation after invocation. The finder gives it bounded pieces,
+    # cut at a line or sentence end rather than inside a word.
+    from spacy.language import Language
+
+    from evalrunner.privacy_names import PIECE_CHARS, EntityFinder
+
+    seen: list[int] = []
+
+    @Language.component("a10_record_length")
+    def record_length(doc):  # type: ignore[no-untyped-def]
+        seen.append(len(doc.text))
+        return doc
+
+    nlp = spacy.load(ruler_model)
+    nlp.add_pipe("a10_record_length", first=True)
+    assert nlp.max_length > 2 * PIECE_CHARS
+    sentence = "Then Jane Doe wrote again. "
+    text = sentence * (5 * PIECE_CHARS // len(sentence))  # one line, no newline
+    found = list(EntityFinder(nlp, {"PERSON": "PERSON"}).find(text))
+    assert seen and max(seen) <= PIECE_CHARS and sum(seen) == len(text)
+    assert len(found) == text.count("Jane Doe")
+    assert all(text[start:end] == "Jane Doe" for start, end, _, _ in found)
