@@ -6,6 +6,7 @@ invocation until the run starts.
 
     .venv/bin/python bench/bench_pii_adversarial.py --chars 100000          # each finder
     .venv/bin/python bench/bench_pii_adversarial.py --names --chars 400000  # NER peak RSS
+    .venv/bin/python bench/bench_pii_adversarial.py --suite-row --chars 1000000
 
 ``--names`` runs in a process of its own per call (peak RSS is per process); it builds
 spaCy's default NER as ``bench_pii_mask.py --names`` does.
@@ -72,12 +73,36 @@ def names(chars: int) -> None:
     )
 
 
+def suite_row(chars: int) -> None:
+    """What the monitor spends on one interaction whose question is ``chars`` characters of
+    the slowest shape above (``suite_rows``, default masking)."""
+    from datetime import UTC, datetime
+
+    from evalrunner.monitor.model import Interaction
+    from evalrunner.monitor.runner import suite_rows
+
+    question = ("12345 " * (chars // 6 + 1))[:chars]
+    item = Interaction(
+        id="r",
+        id_kind="record",
+        question=question,
+        answer="ok",
+        timestamp=datetime.now(UTC),
+        origin="bench",
+        source="jsonl",
+    )
+    start = time.perf_counter()
+    suite_rows([item], mask_pii=True)
+    print(f"one {chars:,}-character question: suite_rows {time.perf_counter() - start:.1f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chars", type=int, default=100_000)
     parser.add_argument("--names", action="store_true", help="the NER model's time and memory")
+    parser.add_argument("--suite-row", action="store_true", help="one hostile interaction")
     args = parser.parse_args()
-    (names if args.names else finders)(args.chars)
+    (names if args.names else suite_row if args.suite_row else finders)(args.chars)
 
 
 if __name__ == "__main__":

@@ -219,36 +219,55 @@ def suite_rows(
     interaction (:mod:`evalrunner.privacy`), before it is written anywhere; the row's
     ``pii_masked`` cell says what was masked (kinds and counts, never values). A
     :class:`~evalrunner.privacy.PiiMasker` masks with its options (the deployed function's,
-    from cdk.json); ``True`` with the defaults."""
+    from cdk.json); ``True`` with the defaults. Masked, a text longer than the run's
+    evaluators examine (``DEFAULT_MAX_TEXT_CHARS``) keeps that much, and the ``cut`` cell
+    says what was cut."""
     from evalrunner.privacy import PiiMasker, Pseudonyms, default_masker
 
     if isinstance(mask_pii, PiiMasker):
         masker: PiiMasker | None = mask_pii
     else:
         masker = default_masker() if mask_pii else None
+    from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
+
     rows = []
     for item in interactions:
         table = Pseudonyms()
+        cut: list[str] = []
 
-        def clean(text: str, table: Pseudonyms = table) -> str:
-            return masker.mask(text, table) if masker is not None else text
+        def clean(
+            text: str, where: str = "actual_steps", table: Pseudonyms = table, cut: list[str] = cut
+        ) -> str:
+            if masker is None:
+                return text
+            # What the run's evaluators never examine (the pipeline cuts each text there)
+            # is neither masked, which costs up to ~100 ms per KB of hostile text, nor
+            # stored.
+            if len(text) > DEFAULT_MAX_TEXT_CHARS:
+                cut.append(
+                    f"{where}: {len(text):,} characters, the first {DEFAULT_MAX_TEXT_CHARS:,} kept"
+                )
+                text = text[:DEFAULT_MAX_TEXT_CHARS]
+            return masker.mask(text, table)
 
         row: dict[str, Any] = {
             "id": case_id(item),
-            "question": clean(item.question),
-            "actual_answer": clean(item.answer),
-            "interaction_id": clean(item.id),
+            "question": clean(item.question, "question"),
+            "actual_answer": clean(item.answer, "actual_answer"),
+            "interaction_id": clean(item.id, "interaction_id"),
             "logged_at": item.timestamp.isoformat(),
             "logged_in": item.origin,
         }
         if item.contexts:
-            row["retrieved_contexts"] = [clean(c) for c in item.contexts]
+            row["retrieved_contexts"] = [clean(c, "retrieved_contexts") for c in item.contexts]
         if item.steps:
             row["actual_steps"] = [_masked_step(step, clean) for step in item.steps]
         if item.session:
-            row["session"] = clean(item.session)
+            row["session"] = clean(item.session, "session")
         if table.counts:
             row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())
+        if cut:
+            row["cut"] = "; ".join(cut)
         rows.append(row)
     return rows
 

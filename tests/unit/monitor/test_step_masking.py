@@ -60,3 +60,28 @@ def test_without_masking_the_steps_are_written_as_logged() -> None:
     step = AgentStep(name="crm/create_contact", arguments={"name": "Jane", "phone": 2125550100})
     (row,) = suite_rows([logged(step)], mask_pii=False)
     assert row["actual_steps"][0]["arguments"] == {"name": "Jane", "phone": 2125550100}
+
+
+def test_a_text_longer_than_the_run_examines_is_cut_before_masking() -> None:
+    """The run's evaluators examine the first DEFAULT_MAX_TEXT_CHARS of each text; masking a
+    pasted megabyte past that costs the monitor function ~100 ms per KB of hostile text
+    (bench/RESULTS.md, "PII masking: the audit") and stores production text no metric
+    reads. The suite keeps what the run examines, masked, and says what was cut."""
+    from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
+
+    head = "my mail is jane@ex.com. "
+    question = head + "x" * DEFAULT_MAX_TEXT_CHARS + " and call +1 212 555 0100"
+    step = AgentStep(name="search", output="y" * (DEFAULT_MAX_TEXT_CHARS + 5))
+    item = logged(step).model_copy(update={"question": question, "contexts": ["jo@ex.com"]})
+    (row,) = suite_rows([item], mask_pii=True)
+    assert row["question"].startswith("my mail is <EMAIL_1>. xxx")
+    assert len(row["question"]) <= DEFAULT_MAX_TEXT_CHARS
+    assert "555 0100" not in json.dumps(row) and row["retrieved_contexts"] == ["<EMAIL_2>"]
+    assert len(row["actual_steps"][0]["output"]) == DEFAULT_MAX_TEXT_CHARS
+    assert row["cut"] == (
+        f"question: {len(question):,} characters, the first {DEFAULT_MAX_TEXT_CHARS:,} kept; "
+        f"actual_steps: {DEFAULT_MAX_TEXT_CHARS + 5:,} characters, the first "
+        f"{DEFAULT_MAX_TEXT_CHARS:,} kept"
+    )
+    (plain,) = suite_rows([item], mask_pii=False)
+    assert plain["question"] == question and "cut" not in plain
