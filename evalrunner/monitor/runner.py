@@ -149,9 +149,12 @@ def plan(
     *,
     s3: Any = None,
     now: datetime | None = None,
+    masker: PiiMasker | None = None,
 ) -> Plan:
     """Read the source and decide what this run scores; nothing is written. ``now``: the
-    run's clock (default: the machine's), which decides what is still pending."""
+    run's clock (default: the machine's), which decides what is still pending. ``masker``:
+    the run's masking, applied to the problem lines too (they quote records; each is masked
+    with the default kinds already, but a run's options may add names)."""
     options.check()
     name = options.monitor_name()
     watermark = store.load(name)
@@ -181,7 +184,10 @@ def plan(
         watermark=watermark,
         files=read.files,
         files_skipped=read.files_skipped,
-        problems=[*read.problems, *selection.reused],
+        problems=[
+            p if masker is None else p.model_copy(update={"message": masker.mask(p.message)})
+            for p in [*read.problems, *selection.reused]
+        ],
         found=len(read.interactions) + read.already_taken,
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),

@@ -247,3 +247,22 @@ def test_a_long_text_reaches_the_model_in_pieces_of_bounded_size(ruler_model: st
     assert seen and max(seen) <= PIECE_CHARS and sum(seen) == len(text)
     assert len(found) == text.count("Jane Doe")
     assert all(text[start:end] == "Jane Doe" for start, end, _, _ in found)
+
+
+def test_a_problem_line_quoting_a_record_masks_its_names(tmp_path: Path, names: PiiMasker) -> None:
+    # Problem lines quote the bad value and reach the terminal, --json, the deployed
+    # function's reply and its log; they were masked with the default kinds only, so a
+    # name in a refused record stayed there even when the run masks names.
+    from evalrunner.monitor.runner import MonitorOptions, plan
+    from evalrunner.monitor.watermark import LocalWatermarks
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    bad = {"id": "r1", "question": "hi", "answer": "ok", "timestamp": "Jane Doe jd@ex.com"}
+    (logs / "app.jsonl").write_text(json.dumps(bad) + "\n", "utf-8")
+    options = MonitorOptions(source=str(logs))
+    found = plan(options, LocalWatermarks(tmp_path / "out"), masker=names)
+    text = " ".join(p.text() for p in found.problems)
+    assert "<EMAIL_1>" in text and "<PERSON_1>" in text and "Jane" not in text
+    (problem,) = plan(options, LocalWatermarks(tmp_path / "out")).problems
+    assert "Jane Doe" in problem.text()  # the default masking has no model
