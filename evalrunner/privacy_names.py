@@ -124,6 +124,13 @@ def load_pipeline(model: str) -> Language:
         ) from None
     try:
         nlp = spacy.load(model, exclude=list(_NOT_NEEDED))
+    except ImportError as exc:
+        raise ConfigError(
+            f"the NER model {model!r} for masking personal names needs a package that is not "
+            f"installed ({exc}); install what the model's own package requires (spaCy's "
+            "Japanese, Chinese, Korean and Thai pipelines each need a tokenizer package); the "
+            "deployed monitor's image installs evalrunner's core and ner pins only"
+        ) from None
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"the NER model {model!r} for masking personal names could not be loaded ({exc}); "

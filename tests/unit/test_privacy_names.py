@@ -266,3 +266,15 @@ def test_a_problem_line_quoting_a_record_masks_its_names(tmp_path: Path, names: 
     assert "<EMAIL_1>" in text and "<PERSON_1>" in text and "Jane" not in text
     (problem,) = plan(options, LocalWatermarks(tmp_path / "out")).problems
     assert "Jane Doe" in problem.text()  # the default masking has no model
+
+
+def test_a_model_needing_a_package_that_is_missing_is_a_config_error(tmp_path: Path) -> None:
+    # spaCy's Japanese, Chinese, Korean, Thai... pipelines import a tokenizer package of
+    # their own (sudachipy, jieba, ...): without it spacy.load raised a bare ImportError
+    # out of the masker, not the configuration error that names what to install.
+    save_ruler_model(tmp_path / "m")
+    config = tmp_path / "m" / "config.cfg"
+    config.write_text(config.read_text("utf-8").replace('lang = "en"', 'lang = "zz"'), "utf-8")
+    load_pipeline.cache_clear()
+    with pytest.raises(ConfigError, match=r"needs a package that is not installed.*zz"):
+        PiiMasker(PiiOptions(kinds=(PiiKind.PERSON,), ner_model=str(tmp_path / "m")))
