@@ -239,6 +239,8 @@ def suite_rows(
     rows = []
     for item in interactions:
         table = Pseudonyms()
+        table.reserve(item.id, item.question, item.answer, item.session or "", *item.contexts)
+        table.reserve(*(step.model_dump_json() for step in item.steps))
         cut: list[str] = []
 
         def clean(
