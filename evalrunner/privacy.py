@@ -39,10 +39,9 @@ import functools
 import ipaddress
 import json
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -60,6 +59,7 @@ from evalrunner.privacy_names import (
     EntityFinder,
     load_entity_finder,
 )
+from evalrunner.privacy_text import folded, visible
 from evalrunner.suite.model import TestCase, Turn
 
 
@@ -154,29 +154,6 @@ _PLACEHOLDER = re.compile(rf"<(?:{'|'.join(PiiKind)})_\d{{1,9}}>")  # as Pseudon
 #: and IP addresses, whose finders are one cheap pattern each, are always looked for).
 _DIGITS = re.compile(r"\d(?:\D*\d){2}")
 _NEEDS_NO_DIGITS = frozenset({PiiKind.EMAIL, PiiKind.IP, PiiKind.PERSON})
-
-
-#: Typeset dashes and spaces written in numbers, and the full-width at sign and full stop.
-_FOLD = {
-    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d", "-"),
-    **dict.fromkeys("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "),
-    "\uff20": "@",
-    "\uff0e": ".",
-}
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-
-
-def _fold_char(match: re.Match[str]) -> str:
-    char = match.group()
-    digit = unicodedata.decimal(char, None)
-    return str(digit) if digit is not None else _FOLD.get(char, char)
-
-
-def _folded(text: str) -> str:
-    """``text`` with every decimal digit as its ASCII digit and the characters of
-    :data:`_FOLD` as theirs, one character for one (so a span of it is the same span of
-    ``text``); an ASCII text as it is."""
-    return text if text.isascii() else _NON_ASCII.sub(_fold_char, text)
 
 
 class PiiOptions(BaseModel):
@@ -312,8 +289,9 @@ class PiiMasker:
         # matcher is the costly finder.
         # The finders read a folded copy: other scripts' digits, typeset dashes and spaces
         # and the full-width at sign as their ASCII forms, one character for one, so each
-        # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card).
-        text = _folded(text)
+        # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card),
+        # without the characters that render as nothing (mapped back at the end).
+        text, where = visible(folded(text))
         kinds = self._kinds if _DIGITS.search(text) else self._kinds & _NEEDS_NO_DIGITS
         # names (and any address labels) come from the NER model, below
         candidates = [
@@ -336,6 +314,8 @@ class PiiMasker:
                 taken.append(finding)
             elif finding.kind in _TEXTUAL:
                 taken.extend(list(_outside(finding, taken, text)))
+        if where is not None:
+            taken = [replace(f, start=where[f.start], end=where[f.end - 1] + 1) for f in taken]
         return sorted(taken)
 
     def mask(self, text: str, pseudonyms: Pseudonyms | None = None) -> str:

@@ -263,3 +263,22 @@ def test_a_placeholder_typed_into_a_case_is_never_given_to_a_real_value() -> Non
     assert typed_later.answer == "ask <EMAIL_1> or <PHONE_1>, not <PHONE_2>"
     # masking what is already masked changes nothing (the worst list re-masks the suite's)
     assert mask_case(masked.question, masked.answer).question == masked.question
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("mail jo\u200b@ex.com now", "mail <EMAIL_1> now"),  # zero-width space
+        ("mail jo@ex\u00ad.com", "mail <EMAIL_1>"),  # soft hyphen (text copied from a PDF)
+        ("card 4111\u200b1111\u200b1111\u200b1111 ok", "card <CARD_1> ok"),
+        ("call +1\u2060415\u2060555\u20600132", "call <PHONE_1>"),  # word joiner
+        ("ssn 123-\u200b45-6789", "ssn <SSN_1>"),
+        ("\ufeffjo@ex.com and jo\u200d@ex.com", "\ufeff<EMAIL_1> and <EMAIL_1>"),
+    ],
+)
+def test_invisible_characters_inside_a_value_do_not_hide_it(text: str, masked: str) -> None:
+    # Rendered, these characters show nothing: the judge and the report reader see the
+    # whole address or number, so the finders must not stop at them.
+    from evalrunner.privacy import mask_pii
+
+    assert mask_pii(text) == masked
