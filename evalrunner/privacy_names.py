@@ -82,18 +82,25 @@ def load_entity_finder(model: str, labels: Mapping[str, str]) -> EntityFinder:
     the model is missing."""
     nlp = load_pipeline(model)
     known = _labels(nlp)
-    if known is not None:
-        for kind in sorted(set(labels.values())):
-            mapped = sorted(label for label, to in labels.items() if to == kind)
-            if not known & set(mapped):
-                raise ConfigError(
-                    f"the NER model {model!r} never labels an entity {', '.join(mapped)}, "
-                    f"which ner_labels masks as {kind}, so no {kind} would be masked (its "
-                    f"labels: {', '.join(sorted(known)) or 'none'}); map its label in "
-                    f'ner_labels (such as {{"{min(known, default="LABEL")}": "{kind}"}}), or '
-                    "give a model that labels them"
-                )
+    problem = None if known is None else label_problem(model, known, labels)
+    if problem is not None:
+        raise ConfigError(problem)
     return EntityFinder(nlp, labels)
+
+
+def label_problem(model: str, known: set[str], labels: Mapping[str, str]) -> str | None:
+    """Why the model, whose entity labels are ``known``, would mask nothing of a kind that
+    ``labels`` maps to (None: every kind has a label the model gives)."""
+    for kind in sorted(set(labels.values())):
+        mapped = sorted(label for label, to in labels.items() if to == kind)
+        if not known & set(mapped):
+            return (
+                f"the NER model {model!r} never labels an entity {', '.join(mapped)}, which "
+                f"ner_labels masks as {kind}, so no {kind} would be masked (its labels: "
+                f"{', '.join(sorted(known)) or 'none'}); map its label in ner_labels (such as "
+                f'{{"{min(known, default="LABEL")}": "{kind}"}}), or give a model that labels them'
+            )
+    return None
 
 
 def _labels(nlp: Language) -> set[str] | None:
