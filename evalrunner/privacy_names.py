@@ -17,6 +17,7 @@ name does not need (tagger, parser, lemmatizer) are left out of each call.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ SPACY_REQUIREMENT = "spacy==3.8.18"
 #: The labels spaCy's English (OntoNotes: PERSON) and multilingual (WikiNER: PER) models
 #: give personal names, masked as PERSON unless the options say otherwise.
 DEFAULT_NER_LABELS: Mapping[str, str] = {"PERSON": "PERSON", "PER": "PERSON"}
+_MARKUP = re.compile(r"[<>\[\]|]")
 #: The most characters given to the model at once (bench/RESULTS.md, "PII masking: the
 #: audit": spaCy's NER architecture peaks at ~3.3 MiB per KB, so ~330 MB for a piece).
 PIECE_CHARS = 100_000
@@ -49,6 +51,10 @@ class EntityFinder:
     def find(self, text: str) -> Iterator[tuple[int, int, str, str]]:
         if not text.strip():
             return
+        # The model reads markup's brackets and bars as spaces, one character for one (so
+        # its spans are the text's): the tokenizer keeps "<b>Jane" or "Doe](https" whole,
+        # and no model finds a name inside such a token.
+        text = _MARKUP.sub(" ", text)
         # The model is given bounded pieces, each cut at a line break or a sentence's end
         # where there is one: a statistical NER holds ~3 MiB per KB of its input, so a text
         # near spaCy's own limit (nlp.max_length, a million characters) would take ~3 GB.
