@@ -32,6 +32,7 @@ SPACY_REQUIREMENT = "spacy==3.8.18"
 #: give personal names, masked as PERSON unless the options say otherwise.
 DEFAULT_NER_LABELS: Mapping[str, str] = {"PERSON": "PERSON", "PER": "PERSON"}
 _MARKUP = re.compile(r"[<>\[\]|]")
+_LINE_BREAK = re.compile(r"(?<![\r\n])\r?\n(?![\r\n])")
 #: The most characters given to the model at once (bench/RESULTS.md, "PII masking: the
 #: audit": spaCy's NER architecture peaks at ~3.3 MiB per KB, so ~330 MB for a piece).
 PIECE_CHARS = 100_000
@@ -53,8 +54,9 @@ class EntityFinder:
             return
         # The model reads markup's brackets and bars as spaces, one character for one (so
         # its spans are the text's): the tokenizer keeps "<b>Jane" or "Doe](https" whole,
-        # and no model finds a name inside such a token.
-        text = _MARKUP.sub(" ", text)
+        # and no model finds a name inside such a token. A lone line break too: wrapped
+        # text breaks a name where the line ends ("Jane\nDoe").
+        text = _LINE_BREAK.sub(lambda m: " " * len(m.group()), _MARKUP.sub(" ", text))
         # The model is given bounded pieces, each cut at a line break or a sentence's end
         # where there is one: a statistical NER holds ~3 MiB per KB of its input, so a text
         # near spaCy's own limit (nlp.max_length, a million characters) would take ~3 GB.

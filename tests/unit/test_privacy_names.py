@@ -293,3 +293,13 @@ def test_a_name_written_against_markup_is_found(names: PiiMasker, text: str, mas
     # spaCy's tokenizer keeps "<b>Jane" and "Doe</b>" as one token each (and "Doe](https"),
     # so no model sees the name in an answer rendered as HTML, a Markdown link or a table.
     assert names.mask(text) == masked
+
+
+def test_a_name_broken_across_a_wrapped_line_is_found(names: PiiMasker) -> None:
+    # Hard-wrapped text (e-mails at 72 columns, logged tool output) breaks a name where
+    # the line ends; the placeholder takes both lines' parts, one value.
+    text = "the request came from Jane\nDoe, and Jane Doe\r\nagreed.\n\nJohn Smith"
+    assert (
+        names.mask(text)
+        == "the request came from <PERSON_1>, and <PERSON_1>\r\nagreed.\n\n<PERSON_2>"
+    )
