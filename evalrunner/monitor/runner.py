@@ -185,7 +185,11 @@ def plan(
         files=read.files,
         files_skipped=read.files_skipped,
         problems=[
-            p if masker is None else p.model_copy(update={"message": masker.mask(p.message)})
+            p
+            if masker is None
+            else p.model_copy(
+                update={"message": masker.mask(p.message), "file": masker.mask(p.file)}
+            )
             for p in [*read.problems, *selection.reused]
         ],
         found=len(read.interactions) + read.already_taken,
@@ -264,7 +268,7 @@ def suite_rows(
             "actual_answer": clean(item.answer, "actual_answer"),
             "interaction_id": clean(item.id, "interaction_id"),
             "logged_at": item.timestamp.isoformat(),
-            "logged_in": item.origin,
+            "logged_in": clean(item.origin, "logged_in"),  # a key may name the user
         }
         if item.contexts:
             row["retrieved_contexts"] = [clean(c, "retrieved_contexts") for c in item.contexts]

@@ -85,3 +85,19 @@ def test_a_text_longer_than_the_run_examines_is_cut_before_masking() -> None:
     )
     (plain,) = suite_rows([item], mask_pii=False)
     assert plain["question"] == question and "cut" not in plain
+
+
+def test_a_log_key_holding_personal_data_is_masked_where_it_is_shown(tmp_path) -> None:
+    """Logs partitioned by user (``logs/user=jo@ex.com/part-0.jsonl``) put an e-mail in the
+    file name: the suite's ``logged_in`` cell and a problem line's file name reach the
+    reports, the terminal and the function's log like the texts do."""
+    from evalrunner.monitor.model import RecordProblem
+
+    item = logged(AgentStep(name="search")).model_copy(
+        update={"origin": "s3://logs/user=jo@ex.com/part-0.jsonl:3"}
+    )
+    (row,) = suite_rows([item], mask_pii=True)
+    assert row["question"].endswith("<EMAIL_1>")  # jane@ex.com: one table for the case
+    assert row["logged_in"] == "s3://logs/user=<EMAIL_2>/part-0.jsonl:3"
+    problem = RecordProblem(file="logs/user=jo@ex.com/part-0.jsonl", line=2, message="bad")
+    assert "jo@ex.com" not in problem.text() and "<EMAIL_1>" in problem.text()
