@@ -1,12 +1,11 @@
 """PII masking of production text before any judge (or report) sees it.
 
-Monitor runs score what real users typed and what the assistant answered; those texts hold
-e-mail addresses, phone numbers, card numbers, IBANs, IP addresses, national ids, street
-addresses and names. Each
-one found is replaced by a *typed, numbered* placeholder (``<EMAIL_1>``, ``<PHONE_2>``),
-the same value by the same placeholder everywhere in one case (question, answer, contexts,
-turns), so a judge can still tell "the answer repeats the address the user gave" from "the
-answer invents one", and nothing of the value itself leaves the case.
+Monitor runs score what real users typed and what the assistant answered; those texts hold e-mail
+addresses, phone numbers, card numbers, IBANs, IP addresses, national ids, street addresses and
+names. Each one found is replaced by a *typed, numbered* placeholder (``<EMAIL_1>``,
+``<PHONE_2>``), the same value by the same placeholder everywhere in one case (question, answer,
+contexts, turns), so a judge can still tell "the answer repeats the address the user gave" from
+"the answer invents one", and nothing of the value itself leaves the case.
 
 What finds each kind, from well-kept libraries where one exists:
 
@@ -26,13 +25,9 @@ What finds each kind, from well-kept libraries where one exists:
   it without a model, or without spaCy, is a :class:`~evalrunner.errors.ConfigError` when
   the masker is built, never a silent skip.
 
-Why not Microsoft Presidio: its analyzer is a pattern-plus-validator layer over spaCy that
-also needs the full ``phonenumbers`` (48 MB); its phone recognizer *is* ``phonenumbers``'
-matcher and its card and IBAN recognizers a Luhn and a mod-97 check, used here directly, and
-its names come from the same spaCy NER model this module runs when asked. Keeping spaCy the
-one optional part leaves the default masking small enough for the deployed monitor's zip
-Lambda (250 MB unzipped, half taken by the core layer); a monitor that masks names deploys
-as a container image instead (``infra/ner_image.py``).
+Why not Microsoft Presidio (README, "Masking personal data"): its recognizers are these same
+validators and spaCy model, with the full ``phonenumbers`` (48 MB) on top; without spaCy the
+masking fits the zip Lambda, and one that masks names deploys as an image (``infra/ner_image.py``).
 
 Where findings overlap, the kinds of :data:`_PRIORITY` win in order; an address or a name
 that loses still has its parts outside the winner masked, so nothing found stays visible.
@@ -44,9 +39,9 @@ import functools
 import ipaddress
 import json
 import re
-import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -64,6 +59,7 @@ from evalrunner.privacy_names import (
     EntityFinder,
     load_entity_finder,
 )
+from evalrunner.privacy_text import folded, visible
 from evalrunner.suite.model import TestCase, Turn
 
 
@@ -152,33 +148,12 @@ _IPV6 = re.compile(
 )
 
 
+_PLACEHOLDER = re.compile(rf"<(?:{'|'.join(PiiKind)})_\d{{1,9}}>")  # as Pseudonyms writes it
+
 #: Three digits anywhere: fewer, and no phone, card, IBAN or SSN can be in the text (e-mail
 #: and IP addresses, whose finders are one cheap pattern each, are always looked for).
 _DIGITS = re.compile(r"\d(?:\D*\d){2}")
 _NEEDS_NO_DIGITS = frozenset({PiiKind.EMAIL, PiiKind.IP, PiiKind.PERSON})
-
-
-#: Typeset dashes and spaces written in numbers, and the full-width at sign and full stop.
-_FOLD = {
-    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d", "-"),
-    **dict.fromkeys("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "),
-    "\uff20": "@",
-    "\uff0e": ".",
-}
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-
-
-def _fold_char(match: re.Match[str]) -> str:
-    char = match.group()
-    digit = unicodedata.decimal(char, None)
-    return str(digit) if digit is not None else _FOLD.get(char, char)
-
-
-def _folded(text: str) -> str:
-    """``text`` with every decimal digit as its ASCII digit and the characters of
-    :data:`_FOLD` as theirs, one character for one (so a span of it is the same span of
-    ``text``); an ASCII text as it is."""
-    return text if text.isascii() else _NON_ASCII.sub(_fold_char, text)
 
 
 class PiiOptions(BaseModel):
@@ -231,6 +206,11 @@ class PiiOptions(BaseModel):
                 "pipeline's folder or installed package name, and install the extra: "
                 f"pip install 'evalrunner[ner]' ({SPACY_REQUIREMENT})"
             )
+        if PiiKind.PERSON in self.kinds and PiiKind.PERSON not in self.ner_labels.values():
+            raise ValueError(
+                "masking PERSON (personal names) but no label of ner_labels maps to it: add "
+                'the label the model gives names, such as "PERSON": "PERSON"'
+            )
         return self
 
     @field_validator("phone_regions")
@@ -264,21 +244,28 @@ class Pseudonyms:
     (:meth:`PiiMasker.mask`); the table itself never leaves the process."""
 
     _by_value: dict[tuple[PiiKind, str], str] = field(default_factory=dict)
-    _counts: dict[PiiKind, int] = field(default_factory=dict)
+    _numbers: dict[PiiKind, int] = field(default_factory=dict)
+    #: Placeholders typed into the case's texts (a user writing ``<EMAIL_1>``): no masked
+    #: value gets one, or the judge would read the two as one value.
+    _typed: set[str] = field(default_factory=set)
+
+    def reserve(self, *texts: str) -> None:
+        """Keep the placeholders typed in ``texts``: give every text of a case before masking."""
+        self._typed.update(m.group() for t in texts if "<" in t for m in _PLACEHOLDER.finditer(t))
 
     def placeholder(self, kind: PiiKind, value: str) -> str:
-        key = (kind, value)
-        found = self._by_value.get(key)
-        if found is None:
-            number = self._counts.get(kind, 0) + 1
-            self._counts[kind] = number
-            found = self._by_value[key] = f"<{kind.value}_{number}>"
-        return found
+        if (kind, value) not in self._by_value:
+            found = None
+            while found is None or found in self._typed:
+                number = self._numbers[kind] = self._numbers.get(kind, 0) + 1
+                found = f"<{kind.value}_{number}>"
+            self._by_value[(kind, value)] = found
+        return self._by_value[(kind, value)]
 
     @property
     def counts(self) -> dict[str, int]:
         """How many distinct values of each kind were masked (for the case's notes)."""
-        return {kind.value: n for kind, n in sorted(self._counts.items())}
+        return dict(sorted(Counter(kind.value for kind, _ in self._by_value).items()))
 
 
 class PiiMasker:
@@ -302,8 +289,9 @@ class PiiMasker:
         # matcher is the costly finder.
         # The finders read a folded copy: other scripts' digits, typeset dashes and spaces
         # and the full-width at sign as their ASCII forms, one character for one, so each
-        # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card).
-        text = _folded(text)
+        # span found is the same span of ``text`` ("4111\u00a01111 ..." is still a card),
+        # without the characters that render as nothing (mapped back at the end).
+        text, where = visible(folded(text))
         kinds = self._kinds if _DIGITS.search(text) else self._kinds & _NEEDS_NO_DIGITS
         # names (and any address labels) come from the NER model, below
         candidates = [
@@ -326,6 +314,8 @@ class PiiMasker:
                 taken.append(finding)
             elif finding.kind in _TEXTUAL:
                 taken.extend(list(_outside(finding, taken, text)))
+        if where is not None:
+            taken = [replace(f, start=where[f.start], end=where[f.end - 1] + 1) for f in taken]
         return sorted(taken)
 
     def mask(self, text: str, pseudonyms: Pseudonyms | None = None) -> str:
@@ -335,6 +325,7 @@ class PiiMasker:
         findings = self.find(text)
         if not findings:
             return text
+        table.reserve(text)
         parts: list[str] = []
         at = 0
         for finding in findings:
@@ -502,6 +493,8 @@ def mask_case(
     table, so an address the user gave and the answer repeats is ``<EMAIL_1>`` in both."""
     masker = masker or default_masker()
     table = Pseudonyms()
+    contexts, turns = list(contexts), list(turns)
+    table.reserve(question, answer or "", *contexts, *(t.content for t in turns))
     return MaskedCase(
         question=masker.mask(question, table),
         answer=None if answer is None else masker.mask(answer, table),
@@ -518,6 +511,7 @@ def mask_test_case(case: TestCase, masker: PiiMasker | None = None) -> TestCase:
     what was masked (kinds and counts, never values)."""
     masker = masker or default_masker()
     table = Pseudonyms()
+    table.reserve(case.model_dump_json())
     masked = _mask_fields(case, masker, table)
     if table.counts:
         what = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())

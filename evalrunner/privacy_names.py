@@ -17,6 +17,7 @@ name does not need (tagger, parser, lemmatizer) are left out of each call.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,11 @@ SPACY_REQUIREMENT = "spacy==3.8.18"
 #: The labels spaCy's English (OntoNotes: PERSON) and multilingual (WikiNER: PER) models
 #: give personal names, masked as PERSON unless the options say otherwise.
 DEFAULT_NER_LABELS: Mapping[str, str] = {"PERSON": "PERSON", "PER": "PERSON"}
+_MARKUP = re.compile(r"[<>\[\]|]")
+_LINE_BREAK = re.compile(r"(?<![\r\n])\r?\n(?![\r\n])")
+#: The most characters given to the model at once (bench/RESULTS.md, "PII masking: the
+#: audit": spaCy's NER architecture peaks at ~3.3 MiB per KB, so ~330 MB for a piece).
+PIECE_CHARS = 100_000
 #: Components of spaCy's trained pipelines that named entities do not need.
 _NOT_NEEDED = ("tagger", "parser", "lemmatizer", "attribute_ruler", "morphologizer", "senter")
 
@@ -46,9 +52,15 @@ class EntityFinder:
     def find(self, text: str) -> Iterator[tuple[int, int, str, str]]:
         if not text.strip():
             return
-        # spaCy refuses a text over nlp.max_length (a million characters by default): a
-        # longer one is read in pieces, each cut at a line break where there is one.
-        limit = self.nlp.max_length
+        # The model reads markup's brackets and bars as spaces, one character for one (so
+        # its spans are the text's): the tokenizer keeps "<b>Jane" or "Doe](https" whole,
+        # and no model finds a name inside such a token. A lone line break too: wrapped
+        # text breaks a name where the line ends ("Jane\nDoe").
+        text = _LINE_BREAK.sub(lambda m: " " * len(m.group()), _MARKUP.sub(" ", text))
+        # The model is given bounded pieces, each cut at a line break or a sentence's end
+        # where there is one: a statistical NER holds ~3 MiB per KB of its input, so a text
+        # near spaCy's own limit (nlp.max_length, a million characters) would take ~3 GB.
+        limit = min(self.nlp.max_length, PIECE_CHARS)
         at = 0
         while at < len(text):
             end = len(text) if len(text) - at <= limit else _cut(text, at, at + limit)
@@ -61,15 +73,56 @@ class EntityFinder:
 
 
 def _cut(text: str, start: int, end: int) -> int:
-    newline = text.rfind("\n", start, end)
-    return newline + 1 if newline > start else end
+    """Where a piece of ``text`` from ``start`` ends, at ``end`` at the latest: after its
+    last line break, else its last sentence's end, else its last space (in the piece's
+    second half, so pieces stay large), else at ``end``."""
+    half = start + (end - start) // 2
+    for mark in ("\n", ". ", " "):
+        found = text.rfind(mark, half, end)
+        if found >= 0:
+            return found + len(mark)
+    return end
 
 
 def load_entity_finder(model: str, labels: Mapping[str, str]) -> EntityFinder:
     """The pipeline ``model`` (loaded once per process) with ``labels`` to report; a
     :class:`~evalrunner.errors.ConfigError` naming what to install or configure when spaCy or
     the model is missing."""
-    return EntityFinder(load_pipeline(model), labels)
+    nlp = load_pipeline(model)
+    known = _labels(nlp)
+    problem = None if known is None else label_problem(model, known, labels)
+    if problem is not None:
+        raise ConfigError(problem)
+    return EntityFinder(nlp, labels)
+
+
+def label_problem(model: str, known: set[str], labels: Mapping[str, str]) -> str | None:
+    """Why the model, whose entity labels are ``known``, would mask nothing of a kind that
+    ``labels`` maps to (None: every kind has a label the model gives)."""
+    for kind in sorted(set(labels.values())):
+        mapped = sorted(label for label, to in labels.items() if to == kind)
+        if not known & set(mapped):
+            return (
+                f"the NER model {model!r} never labels an entity {', '.join(mapped)}, which "
+                f"ner_labels masks as {kind}, so no {kind} would be masked (its labels: "
+                f"{', '.join(sorted(known)) or 'none'}); map its label in ner_labels (such as "
+                f'{{"{min(known, default="LABEL")}": "{kind}"}}), or give a model that labels them'
+            )
+    return None
+
+
+def _labels(nlp: Language) -> set[str] | None:
+    """Every entity label the pipeline can give (its recognizers' and rulers' labels); None
+    when a component that sets entities does not say which (a custom component)."""
+    known: set[str] = set()
+    for name in nlp.pipe_names:
+        if "doc.ents" not in nlp.get_pipe_meta(name).assigns:
+            continue
+        labels = getattr(nlp.get_pipe(name), "labels", None)
+        if not isinstance(labels, tuple | list | set | frozenset):
+            return None
+        known.update(str(label) for label in labels)
+    return known
 
 
 @functools.cache
@@ -86,6 +139,13 @@ def load_pipeline(model: str) -> Language:
         ) from None
     try:
         nlp = spacy.load(model, exclude=list(_NOT_NEEDED))
+    except ImportError as exc:
+        raise ConfigError(
+            f"the NER model {model!r} for masking personal names needs a package that is not "
+            f"installed ({exc}); install what the model's own package requires (spaCy's "
+            "Japanese, Chinese, Korean and Thai pipelines each need a tokenizer package); the "
+            "deployed monitor's image installs evalrunner's core and ner pins only"
+        ) from None
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"the NER model {model!r} for masking personal names could not be loaded ({exc}); "

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalrunner.event_rules import MONITOR_SUITE_PREFIX
 from evalrunner.privacy import pii_options
+from evalrunner.privacy_names import label_problem
 from evalrunner.signals.series import monitor_suite_label
 from evalrunner.signals.settings import (
     DEFAULT_NAMESPACE,
@@ -77,6 +78,12 @@ class MonitorPii(_Model):
                     "ner_model is set but no kind it finds is masked: add PERSON (or the "
                     "kind its ner_labels map to) to kinds, or leave ner_model out"
                 )
+            # the function would refuse it on every invocation, after an image build
+            wanted = {k: v for k, v in options.ner_labels.items() if v in options.kinds}
+            known = _saved_labels(folder)
+            problem = None if known is None else label_problem(self.ner_model, known, wanted)
+            if problem is not None:
+                raise ValueError(problem)
         return self
 
     def _raw(self, model: str | None = None) -> dict[str, Any]:
@@ -257,3 +264,15 @@ class MonitorConfig(_Model):
     def suite_label(self) -> str:
         """The Suite dimension of the monitor's series (its alarms name it)."""
         return monitor_suite_label(self.name)
+
+
+def _saved_labels(folder: Path) -> set[str] | None:
+    """The labels a saved spaCy pipeline's meta.json lists for its components (None: it
+    lists none), read without spaCy, which synth does not need."""
+    try:
+        labels = json.loads((folder / "meta.json").read_text("utf-8")).get("labels")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(labels, dict) or not labels:
+        return None
+    return {str(label) for names in labels.values() if isinstance(names, list) for label in names}

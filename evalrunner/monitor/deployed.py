@@ -142,7 +142,7 @@ def start_monitor(
         )
         if looked != earlier:
             watermarks.save(looked)
-    found = plan(options, watermarks, s3=s3 or store.s3, now=now)
+    found = plan(options, watermarks, s3=s3 or store.s3, now=now, masker=chosen_masker)
     counts: dict[str, Any] = {
         "monitor": found.name,
         "found": found.found,

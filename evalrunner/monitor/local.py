@@ -57,7 +57,7 @@ def run_monitor(
     store = LocalWatermarks(out_dir)
     name = options.monitor_name()
     with store.locked(name):
-        found = plan(options, store)
+        found = plan(options, store, masker=None if isinstance(mask_pii, bool) else mask_pii)
         if on_plan is not None:
             on_plan(found)
         if not found.found and found.problems:

@@ -91,6 +91,14 @@ class RecordProblem(BaseModel):
     field: str | None = None
     message: str
 
+    @field_validator("file")
+    @classmethod
+    def _key_safe_to_print(cls, file: str) -> str:
+        """A log's key may name the user (``logs/user=jo@ex.com/part-0.jsonl``)."""
+        from evalrunner.privacy import mask_pii
+
+        return mask_pii(file)
+
     @field_validator("message")
     @classmethod
     def _safe_to_print(cls, message: str) -> str:

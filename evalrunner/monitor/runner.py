@@ -34,6 +34,7 @@ from evalrunner.monitor.watermark import (
 
 if TYPE_CHECKING:
     from evalrunner.privacy import PiiMasker
+    from evalrunner.targets.steps import AgentStep
 
 #: Default allowed lateness: how late a record may arrive and still be scored.
 DEFAULT_LATENESS_SECONDS = 3600.0
@@ -151,9 +152,12 @@ def plan(
     *,
     s3: Any = None,
     now: datetime | None = None,
+    masker: PiiMasker | None = None,
 ) -> Plan:
     """Read the source and decide what this run scores; nothing is written. ``now``: the
-    run's clock (default: the machine's), which decides what is still pending."""
+    run's clock (default: the machine's), which decides what is still pending. ``masker``:
+    the run's masking, applied to the problem lines too (they quote records; each is masked
+    with the default kinds already, but a run's options may add names)."""
     options.check()
     name = options.monitor_name()
     watermark = store.load(name)
@@ -183,7 +187,14 @@ def plan(
         watermark=watermark,
         files=read.files,
         files_skipped=read.files_skipped,
-        problems=[*read.problems, *selection.reused, *selection.unreadable],
+        problems=[
+            p
+            if masker is None
+            else p.model_copy(
+                update={"message": masker.mask(p.message), "file": masker.mask(p.file)}
+            )
+            for p in [*read.problems, *selection.reused, *selection.unreadable]
+        ],
         found=len(read.interactions) + read.already_taken,
         new=selection.new,
         chosen=choose(selection.new, options.sample, options.seed),
@@ -221,51 +232,81 @@ def suite_rows(
     interaction (:mod:`evalrunner.privacy`), before it is written anywhere; the row's
     ``pii_masked`` cell says what was masked (kinds and counts, never values). A
     :class:`~evalrunner.privacy.PiiMasker` masks with its options (the deployed function's,
-    from cdk.json); ``True`` with the defaults."""
+    from cdk.json); ``True`` with the defaults. Masked, a text longer than the run's
+    evaluators examine (``DEFAULT_MAX_TEXT_CHARS``) keeps that much, and the ``cut`` cell
+    says what was cut."""
     from evalrunner.privacy import PiiMasker, Pseudonyms, default_masker
 
     if isinstance(mask_pii, PiiMasker):
         masker: PiiMasker | None = mask_pii
     else:
         masker = default_masker() if mask_pii else None
+    from evalrunner.sanitize import DEFAULT_MAX_TEXT_CHARS
+
     rows = []
     for item in interactions:
         table = Pseudonyms()
+        table.reserve(item.id, item.question, item.answer, item.session or "", *item.contexts)
+        table.reserve(*(step.model_dump_json() for step in item.steps))
+        cut: list[str] = []
 
-        def clean(text: str, table: Pseudonyms = table) -> str:
-            return masker.mask(text, table) if masker is not None else text
+        def clean(
+            text: str, where: str = "actual_steps", table: Pseudonyms = table, cut: list[str] = cut
+        ) -> str:
+            if masker is None:
+                return text
+            # What the run's evaluators never examine (the pipeline cuts each text there)
+            # is neither masked, which costs up to ~100 ms per KB of hostile text, nor
+            # stored.
+            if len(text) > DEFAULT_MAX_TEXT_CHARS:
+                cut.append(
+                    f"{where}: {len(text):,} characters, the first {DEFAULT_MAX_TEXT_CHARS:,} kept"
+                )
+                text = text[:DEFAULT_MAX_TEXT_CHARS]
+            return masker.mask(text, table)
 
         row: dict[str, Any] = {
             "id": case_id(item),
-            "question": clean(item.question),
-            "actual_answer": clean(item.answer),
-            "interaction_id": clean(item.id),
+            "question": clean(item.question, "question"),
+            "actual_answer": clean(item.answer, "actual_answer"),
+            "interaction_id": clean(item.id, "interaction_id"),
             "logged_at": item.timestamp.isoformat(),
-            "logged_in": item.origin,
+            "logged_in": clean(item.origin, "logged_in"),  # a key may name the user
         }
         if item.contexts:
-            row["retrieved_contexts"] = [clean(c) for c in item.contexts]
+            row["retrieved_contexts"] = [clean(c, "retrieved_contexts") for c in item.contexts]
         if item.steps:
-            row["actual_steps"] = [
-                _masked(step.model_dump(mode="json", exclude_none=True), clean)
-                for step in item.steps
-            ]
+            row["actual_steps"] = [_masked_step(step, clean) for step in item.steps]
         if item.session:
-            row["session"] = clean(item.session)
+            row["session"] = clean(item.session, "session")
         if table.counts:
             row["pii_masked"] = ", ".join(f"{n} {kind}" for kind, n in table.counts.items())
+        if cut:
+            row["cut"] = "; ".join(cut)
         rows.append(row)
     return rows
 
 
+def _masked_step(step: AgentStep, clean: Callable[[str], str]) -> dict[str, Any]:
+    """A step as a suite cell holds it, everything but its kind and tool name masked."""
+    dumped = step.model_dump(mode="json", exclude_none=True)
+    return {k: (v if k in ("kind", "name") else _masked(v, clean)) for k, v in dumped.items()}
+
+
 def _masked(value: Any, clean: Callable[[str], str]) -> Any:
-    """Every string inside a step (its arguments and output), masked."""
+    """A step's arguments (any JSON) or output, masked: every string, every key (a tool may
+    key a map by e-mail) and every integer (a phone or card number logged as a JSON number
+    becomes its placeholder). A key called ``name`` or ``kind`` inside the arguments is the
+    tool's input like any other (``create_contact(name=...)``)."""
     if isinstance(value, str):
         return clean(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        masked = clean(str(value))
+        return value if masked == str(value) else masked
     if isinstance(value, list):
         return [_masked(v, clean) for v in value]
     if isinstance(value, dict):
-        return {k: (v if k in ("kind", "name") else _masked(v, clean)) for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: _masked(v, clean) for k, v in value.items()}
     return value
 
 

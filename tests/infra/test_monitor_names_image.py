@@ -123,3 +123,21 @@ def test_names_that_cannot_deploy_fail_synth_naming_the_fix(tmp_path: Path) -> N
     model = save_model(tmp_path / "m")
     unused = monitor_problem({"kinds": ["EMAIL"], "ner_model": str(model)})
     assert "no kind it finds is masked" in unused
+
+
+def test_a_model_whose_labels_no_masked_kind_maps_fails_synth(tmp_path: Path) -> None:
+    # Deployed, the model loads in the function: a model that labels names PERS (and no
+    # mapping for it) would fail every invocation after a deploy that took an image build.
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "PERS", "pattern": "Jane"}])  # type: ignore[attr-defined]
+    nlp.to_disk(tmp_path / "pers")
+    problem = monitor_problem({"kinds": ["PERSON"], "ner_model": str(tmp_path / "pers")})
+    assert "never labels an entity PER, PERSON" in problem and "its labels: PERS" in problem
+    raw = copy.deepcopy(cdk_json_context()["evalrunner"])
+    pii = {
+        "kinds": ["PERSON"],
+        "ner_model": str(tmp_path / "pers"),
+        "ner_labels": {"PERS": "PERSON"},
+    }
+    raw["monitor"] = {**copy.deepcopy(MONITOR), "pii": pii}
+    assert load_config(raw).monitor is not None  # mapped, it deploys

@@ -247,3 +247,38 @@ def test_the_leftover_look_alikes_are_left_alone(text: str) -> None:
 def test_a_spaced_ssn_inside_a_longer_number_is_no_ssn(text: str) -> None:
     only_ssn = PiiMasker(PiiOptions(kinds=(PiiKind.SSN,)))
     assert only_ssn.mask(text) == text
+
+
+def test_a_placeholder_typed_into_a_case_is_never_given_to_a_real_value() -> None:
+    # A user (or an answer) writing "<EMAIL_1>" must not be read by the judge as the
+    # address masked elsewhere in the case: masked values skip the numbers typed in it.
+    from evalrunner.privacy import mask_case
+
+    masked = mask_case("I am <EMAIL_1>, my real mail is jo@ex.com", "We wrote to <EMAIL_1>.")
+    assert masked.question == "I am <EMAIL_1>, my real mail is <EMAIL_2>"
+    assert masked.answer == "We wrote to <EMAIL_1>."
+    assert masked.masked == {"EMAIL": 1}  # one value was masked
+    typed_later = mask_case("mail jo@ex.com", "ask <EMAIL_1> or <PHONE_1>, not +1 415-555-0132")
+    assert typed_later.question == "mail <EMAIL_2>"
+    assert typed_later.answer == "ask <EMAIL_1> or <PHONE_1>, not <PHONE_2>"
+    # masking what is already masked changes nothing (the worst list re-masks the suite's)
+    assert mask_case(masked.question, masked.answer).question == masked.question
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("mail jo\u200b@ex.com now", "mail <EMAIL_1> now"),  # zero-width space
+        ("mail jo@ex\u00ad.com", "mail <EMAIL_1>"),  # soft hyphen (text copied from a PDF)
+        ("card 4111\u200b1111\u200b1111\u200b1111 ok", "card <CARD_1> ok"),
+        ("call +1\u2060415\u2060555\u20600132", "call <PHONE_1>"),  # word joiner
+        ("ssn 123-\u200b45-6789", "ssn <SSN_1>"),
+        ("\ufeffjo@ex.com and jo\u200d@ex.com", "\ufeff<EMAIL_1> and <EMAIL_1>"),
+    ],
+)
+def test_invisible_characters_inside_a_value_do_not_hide_it(text: str, masked: str) -> None:
+    # Rendered, these characters show nothing: the judge and the report reader see the
+    # whole address or number, so the finders must not stop at them.
+    from evalrunner.privacy import mask_pii
+
+    assert mask_pii(text) == masked
