@@ -151,6 +151,9 @@ class AttackSet:
 
     attacks: list[tuple[str, Attack]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Judge calls that failed (a plugin's attacks, a translation): the set lacks what
+    #: they would have written, so it is not one to keep and reuse as the full plan.
+    failed: int = 0
 
 
 def _slug(text: str) -> str:
@@ -205,6 +208,7 @@ def build_attacks(
         bases: list[tuple[str, Attack]] = []
         for plugin, written in zip(plugins, pool.map(write, plugins), strict=True):
             if isinstance(written, JudgeError):
+                out.failed += 1
                 out.notes.append(f"{plugin.id}: the judge could not write attacks ({written})")
                 continue
             if len(written) < num_tests:
@@ -219,6 +223,7 @@ def build_attacks(
         for strategy in strategies:
             made = changed[(base_id, strategy.id)]
             if isinstance(made, JudgeError):
+                out.failed += 1
                 out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
             elif made is not None:
                 out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))

@@ -54,6 +54,11 @@ class StoredAttacks(BaseModel):
     rows: list[dict[str, Any]] = Field(min_length=1)
     #: What could not be written (a plugin the judge failed on), one line each.
     notes: list[str] = Field(default_factory=list)
+    #: Every judge call of the writing answered. An incomplete set (the judge failed on a
+    #: plugin or a translation: an outage, a throttle) serves the run that wrote it but is
+    #: written again by the next one, so a passing failure never leaves a plugin untested
+    #: for every later run (the judge cache answers what did work).
+    complete: bool
     #: Judge calls that wrote them, and how many the judge cache answered.
     judge_calls: int = 0
     judge_cached: int = 0
@@ -95,6 +100,9 @@ def attack_suite(
     source = store.get_bytes(event.key) if spec.purpose is None else None
     key = f"{ATTACKS_PREFIX}{fingerprint(spec, event, source)}.json"
     stored = _stored(store, key)
+    if stored is not None and not stored.complete:
+        _log.info("red team: the stored attacks at %s are incomplete; writing them again", key)
+        stored = None
     if stored is None:
         stored = write_suite(spec, event, source, make_judge(), limits)
         store.put_json(key, stored.model_dump(mode="json"), redact=False)
@@ -158,6 +166,7 @@ def write_suite(
         purpose=purpose,
         rows=suite_rows(attacks.attacks),
         notes=attacks.notes,
+        complete=not attacks.failed,
         judge_calls=judge.usage.calls - before_calls,
         judge_cached=judge.usage.cached - before_cached,
     )

@@ -1,0 +1,87 @@
+"""The run event's ``redteam`` attacked: what Prepare must not reuse or trust.
+
+The stored attack suite (``runs/redteam/<fingerprint>.json``) is reused by every later run
+of the same event, so what goes into it and what is read back from it decide every later
+verdict: a plugin the judge failed on once must not stay untested for good, and a file that
+is not what Prepare wrote (tampered with in the bucket) must not become the run's cases.
+Prepare runs as the deployed handler over moto's S3; the judge is the stub on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from evalrunner.pipeline.context import Runtime, Settings
+from lambdas import prepare
+from tests.support.catalog import restored_catalog
+from tests.support.judge_stub import JudgeStub, StubReply
+from tests.support.redteam import PURPOSE, RedTeamJudge
+from tests.support.suite_bucket import suite_store
+
+from .test_redteam_event import SUITE, lambda_context, writing_requests
+
+pytestmark = pytest.mark.slow
+
+#: In the prompt that asks for system-prompt-extraction attacks only.
+EXTRACTION = "reveal its system prompt or hidden"
+
+
+@pytest.fixture(autouse=True)
+def _catalog_restored() -> Iterator[None]:
+    with restored_catalog("evalrunner.redteam.grader"):
+        yield
+
+
+def red_team_event(judge_stub: JudgeStub, run_id: str) -> dict[str, Any]:
+    return {
+        "key": "test-suites/s.csv",
+        "iterations": 1,
+        "target": {"url": "http://127.0.0.1:9/ask"},
+        "judge": {"openai": {"base_url": judge_stub.url, "model": "stub"}, "max_retries": 0},
+        "redteam": {
+            "purpose": PURPOSE,
+            "plugins": ["system-prompt-extraction", "prompt-injection"],
+            "num_tests": 2,
+            "seed": 7,
+        },
+        "run_id": run_id,
+    }
+
+
+def plugins_run(store: Any, run_id: str) -> set[str]:
+    manifest = store.get_json(store.manifest_key(run_id))
+    return {i["case"]["metadata"]["redteam_plugin"] for i in manifest}
+
+
+def test_a_plugin_the_judge_failed_on_is_written_again_by_the_next_run(
+    judge_stub: JudgeStub,
+) -> None:
+    """A judge that fails once on one plugin (an outage, a throttle): that run goes on with
+    the other plugin, but the attacks are not frozen without it; the next run of the same
+    event asks the judge for the missing plugin (the judge cache answers the other)."""
+    healthy = RedTeamJudge()
+
+    def failing_once(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if EXTRACTION in messages[-1]["content"]:
+            return StubReply(content="overloaded", status=500)
+        return healthy(messages, request)
+
+    judge_stub.responder = failing_once
+    with suite_store(SUITE) as store:
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
+        handler({"event": red_team_event(judge_stub, "rt-1")}, lambda_context())
+        assert plugins_run(store, "rt-1") == {"prompt-injection"}
+
+        judge_stub.responder = healthy
+        before = writing_requests(judge_stub)
+        handler({"event": red_team_event(judge_stub, "rt-2")}, lambda_context())
+        assert plugins_run(store, "rt-2") == {"prompt-injection", "system-prompt-extraction"}
+        # only the plugin that failed was asked for again: the cache holds the other
+        assert writing_requests(judge_stub) - before == 1
+        # now complete, the attacks are reused: a third run asks nothing
+        asked = len(judge_stub.requests)
+        handler({"event": red_team_event(judge_stub, "rt-3")}, lambda_context())
+        assert len(judge_stub.requests) == asked
+        assert plugins_run(store, "rt-3") == plugins_run(store, "rt-2")
