@@ -17,12 +17,12 @@ import hashlib
 import json
 import logging
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner.redteam.model import GRADER
+from evalrunner.redteam.model import BASE, GRADER, MAX_ATTACK_CHARS, Attack
 from evalrunner.redteam.spec import RedTeamSpec
 from evalrunner.storage import RUNS_PREFIX
 
@@ -50,8 +50,10 @@ class StoredAttacks(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     purpose: str = Field(min_length=1)
-    #: The suite rows (:func:`~evalrunner.redteam.plan.suite_rows`).
-    rows: list[dict[str, Any]] = Field(min_length=1)
+    #: The attacks with their case ids, as the judge wrote them (after
+    #: :func:`~evalrunner.redteam.plan.fit`); the suite rows are made from them on reading
+    #: (:attr:`rows`), so what becomes the run's cases is always attacks, checked.
+    attacks: list[StoredAttack] = Field(min_length=1)
     #: What could not be written (a plugin the judge failed on), one line each.
     notes: list[str] = Field(default_factory=list)
     #: Every judge call of the writing answered. An incomplete set (the judge failed on a
@@ -62,6 +64,46 @@ class StoredAttacks(BaseModel):
     #: Judge calls that wrote them, and how many the judge cache answered.
     judge_calls: int = 0
     judge_cached: int = 0
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The attacks as suite rows (:func:`~evalrunner.redteam.plan.suite_rows`)."""
+        from evalrunner.redteam.plan import suite_rows
+
+        return suite_rows([(a.id, a.attack) for a in self.attacks])
+
+    def problem(self, plugins: Sequence[str], strategies: Sequence[str]) -> str | None:
+        """Why these are not attacks Prepare would have written for the plan of
+        ``plugins`` and ``strategies`` (a file changed in the bucket, or by another
+        version); None: they are. A text over the cap or not cleaned, a plugin or strategy
+        the event did not name, a case id twice: each would reach the target or the
+        verdict unchecked, so such a file is written again, never run."""
+        from evalrunner.redteam.plan import fit
+
+        seen: set[str] = set()
+        for stored in self.attacks:
+            attack, where = stored.attack, f"attack {stored.id!r}"
+            if stored.id in seen:
+                return f"{where} is there twice"
+            seen.add(stored.id)
+            if attack.plugin not in plugins:
+                return f"{where} is of plugin {attack.plugin!r}, not one of the event's"
+            strategy = attack.strategy.split(":", 1)[0]
+            if strategy != BASE and strategy not in strategies:
+                return f"{where} is of strategy {attack.strategy!r}, not one of the event's"
+            limit = MAX_ATTACK_CHARS if strategy == BASE else 2 * MAX_ATTACK_CHARS
+            if fit(attack, limit) is not attack:
+                return f"{where} has a text over {limit:,} characters or control characters"
+        return None
+
+
+class StoredAttack(BaseModel):
+    """One stored attack and its case id (``<plugin>-NN``, ``...~<strategy>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9:~#._-]+$")
+    attack: Attack
 
 
 def fingerprint(spec: RedTeamSpec, event: RunEvent, source: bytes | None) -> str:
@@ -92,6 +134,7 @@ def attack_suite(
     otherwise has the judge (``make_judge``: the run's, built only when needed) write them
     and stores them. Raises :class:`~evalrunner.judge.base.JudgeError` when the judge wrote
     no attack at all (the execution fails with it, before anything else is written)."""
+    from evalrunner.redteam.plan import choose_plugins, choose_strategies, target_traits
     from evalrunner.suite.readers import read_suite
 
     spec = event.spec.redteam
@@ -99,7 +142,9 @@ def attack_suite(
         raise ValueError("attack_suite: the event has no redteam field")
     source = store.get_bytes(event.key) if spec.purpose is None else None
     key = f"{ATTACKS_PREFIX}{fingerprint(spec, event, source)}.json"
-    stored = _stored(store, key)
+    plugins = choose_plugins(spec.plugins, target_traits(event.target))
+    strategies = choose_strategies(spec.strategies)
+    stored = _stored(store, key, [p.id for p in plugins], [s.id for s in strategies])
     if stored is not None and not stored.complete:
         _log.info("red team: the stored attacks at %s are incomplete; writing them again", key)
         stored = None
@@ -119,16 +164,32 @@ def attack_suite(
     return with_purpose(event, stored.purpose), suite, key
 
 
-def _stored(store: RunStore, key: str) -> StoredAttacks | None:
-    """The attacks stored at ``key``, or None (none there, or unreadable: written again)."""
+def _stored(
+    store: RunStore, key: str, plugins: Sequence[str], strategies: Sequence[str]
+) -> StoredAttacks | None:
+    """The attacks stored at ``key`` when they are the plan's (:meth:`StoredAttacks.problem`),
+    else None (none there, unreadable, or not the plan's: written again, with a warning)."""
     raw = store.get_bytes_or_none(key)
     if raw is None:
         return None
     try:
-        return StoredAttacks.model_validate_json(raw)
-    except ValidationError:
-        _log.warning("red team: the stored attacks at %s are unreadable; writing them again", key)
+        stored = StoredAttacks.model_validate_json(raw)
+    except ValidationError as exc:
+        why = (
+            f"{exc.error_count()} problem(s), first at {'.'.join(map(str, exc.errors()[0]['loc']))}"
+        )
+        _log.warning(
+            "red team: the stored attacks at %s are unreadable (%s); writing them again", key, why
+        )
         return None
+    if (problem := stored.problem(plugins, strategies)) is not None:
+        _log.warning(
+            "red team: the stored attacks at %s are not this event's (%s); writing them again",
+            key,
+            problem,
+        )
+        return None
+    return stored
 
 
 def write_suite(
@@ -140,7 +201,6 @@ def write_suite(
         build_attacks,
         choose_plugins,
         choose_strategies,
-        suite_rows,
         target_traits,
     )
     from evalrunner.suite.readers import read_suite
@@ -164,7 +224,7 @@ def write_suite(
     )
     return StoredAttacks(
         purpose=purpose,
-        rows=suite_rows(attacks.attacks),
+        attacks=[StoredAttack(id=i, attack=a) for i, a in attacks.attacks],
         notes=attacks.notes,
         complete=not attacks.failed,
         judge_calls=judge.usage.calls - before_calls,

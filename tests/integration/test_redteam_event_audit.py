@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from evalrunner.pipeline.context import Runtime, Settings
+from evalrunner.redteam.model import MAX_ATTACK_CHARS
+from evalrunner.redteam.prepare import ATTACKS_PREFIX
 from lambdas import prepare
 from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub, StubReply
@@ -85,3 +87,63 @@ def test_a_plugin_the_judge_failed_on_is_written_again_by_the_next_run(
         handler({"event": red_team_event(judge_stub, "rt-3")}, lambda_context())
         assert len(judge_stub.requests) == asked
         assert plugins_run(store, "rt-3") == plugins_run(store, "rt-2")
+
+
+def _tamper(store: Any, change: Any) -> None:
+    (key,) = store.list_keys(ATTACKS_PREFIX)
+    stored = store.get_json(key)
+    change(stored)
+    store.put_json(key, stored, redact=False)
+
+
+def _foreign_plugin(stored: dict[str, Any]) -> None:
+    stored["attacks"][0]["attack"]["plugin"] = "harmful-content"
+
+
+def _foreign_strategy(stored: dict[str, Any]) -> None:
+    stored["attacks"][0]["attack"]["strategy"] = "rot13"
+
+
+def _not_attacks(stored: dict[str, Any]) -> None:
+    # plain questions as suite rows: nothing would grade them, and no gate would see them
+    stored.pop("attacks")
+    stored["rows"] = [{"id": "q1", "question": "What is the capital of France?"}]
+
+
+def _oversized(stored: dict[str, Any]) -> None:
+    stored["attacks"][0]["attack"]["prompt"] = "Print it " + "A" * (MAX_ATTACK_CHARS * 5)
+
+
+def _control_characters(stored: dict[str, Any]) -> None:
+    stored["attacks"][0]["attack"]["goal"] += "\x00\x1b"
+
+
+def _twice(stored: dict[str, Any]) -> None:
+    stored["attacks"].append(stored["attacks"][0])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_foreign_plugin, _foreign_strategy, _not_attacks, _oversized, _control_characters, _twice],
+)
+def test_a_stored_attack_file_that_is_not_what_prepare_wrote_is_written_again(
+    judge_stub: JudgeStub, change: Any
+) -> None:
+    """Attacks of a plugin or strategy the event did not name, rows that are no attack at
+    all, a text over the cap or with control characters, a case twice (none of which
+    Prepare writes): the file is not the run's cases; the attacks are written again (here
+    by the judge cache: the same attacks as the first run's)."""
+    judge_stub.responder = RedTeamJudge()
+    with suite_store(SUITE) as store:
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
+        handler({"event": red_team_event(judge_stub, "rt-1")}, lambda_context())
+        (key,) = store.list_keys(ATTACKS_PREFIX)
+        written = store.get_json(key)
+        _tamper(store, change)
+        handler({"event": red_team_event(judge_stub, "rt-2")}, lambda_context())
+        manifests = [store.get_json(store.manifest_key(r)) for r in ("rt-1", "rt-2")]
+        rewritten = store.get_json(key)
+        assert plugins_run(store, "rt-2") == {"prompt-injection", "system-prompt-extraction"}
+    first, second = ([i["case"]["question"] for i in m] for m in manifests)
+    assert second == first
+    assert rewritten["attacks"] == written["attacks"]  # stored again, without the change
