@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from evalrunner.redteam.model import MAX_TESTS
+from evalrunner.redteam.model import MAX_TESTS, PURPOSE_CHARS
 from evalrunner.redteam.plugins import available as plugins_available
 from evalrunner.redteam.strategies import available as strategies_available
 from evalrunner.sanitize import sanitize_text
@@ -40,7 +40,7 @@ class RedTeamSpec(BaseModel):
     purpose: str | None = Field(
         default=None,
         min_length=1,
-        max_length=4000,
+        max_length=PURPOSE_CHARS,
         description="What the target is for: the attacks are written against it and graded "
         "by it. Absent: the judge infers it from the questions of the suite at key.",
     )
