@@ -107,15 +107,28 @@ class StoredAttack(BaseModel):
 
 
 def fingerprint(spec: RedTeamSpec, event: RunEvent, source: bytes | None) -> str:
-    """What decides the attacks, hashed: the ``redteam`` field, the target's traits, the
+    """What decides the attacks, hashed: the plan the ``redteam`` field resolves to (the
+    plugins and strategies as sets, so their order, a name twice or ``[]`` for none change
+    nothing; the language only with the language strategy), the target's traits, the
     judge (its model, not its timeouts or cache) and the suite an inferred purpose comes
-    from (``source``; None: the purpose is stated)."""
-    from evalrunner.redteam.plan import target_traits
+    from (``source``; None: the purpose is stated). Events that choose the same attacks
+    share them, and with them their suite key: the baseline of one is the other's run."""
+    from evalrunner.redteam.plan import choose_plugins, choose_strategies, target_traits
 
+    traits = target_traits(event.target)
+    strategies = sorted({s.id for s in choose_strategies(spec.strategies)})
+    plan = {
+        "purpose": spec.purpose,
+        "plugins": sorted({p.id for p in choose_plugins(spec.plugins, traits)}),
+        "strategies": strategies,
+        "num_tests": spec.num_tests,
+        "seed": spec.seed,
+        "language": spec.language if "language" in strategies else None,
+    }
     judge = {k: v for k, v in (event.judge or {}).items() if k not in _NOT_IDENTITY}
     identity = {
-        "redteam": spec.model_dump(mode="json"),
-        "traits": target_traits(event.target).model_dump(mode="json"),
+        "redteam": plan,
+        "traits": traits.model_dump(mode="json"),
         "judge": judge,
         "suite": None if source is None else hashlib.sha256(source).hexdigest(),
     }

@@ -16,6 +16,7 @@ import pytest
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.redteam.model import MAX_ATTACK_CHARS
 from evalrunner.redteam.prepare import ATTACKS_PREFIX
+from evalrunner.run import RunConfig
 from lambdas import prepare
 from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub, StubReply
@@ -147,3 +148,33 @@ def test_a_stored_attack_file_that_is_not_what_prepare_wrote_is_written_again(
     first, second = ([i["case"]["question"] for i in m] for m in manifests)
     assert second == first
     assert rewritten["attacks"] == written["attacks"]  # stored again, without the change
+
+
+def test_events_that_choose_the_same_attacks_share_them_and_their_baseline(
+    judge_stub: JudgeStub,
+) -> None:
+    """The plugins in another order or named twice, no strategies as [] or left out, a
+    language without the language strategy: the same attacks, so the same stored file and
+    suite key (the run is compared with the earlier one); another seed is not."""
+    judge_stub.responder = RedTeamJudge()
+    first = red_team_event(judge_stub, "rt-1")
+    same = red_team_event(judge_stub, "rt-2")
+    same["redteam"] = {
+        **same["redteam"],
+        "plugins": ["prompt-injection", "system-prompt-extraction", "prompt-injection"],
+        "strategies": [],
+        "language": "German",
+    }
+    other = red_team_event(judge_stub, "rt-3")
+    other["redteam"] = {**other["redteam"], "seed": 8}
+    with suite_store(SUITE) as store:
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
+        for event in (first, same, other):
+            handler({"event": event}, lambda_context())
+        keys = [
+            RunConfig.model_validate(store.get_json(store.run_key(r))).suite_key
+            for r in ("rt-1", "rt-2", "rt-3")
+        ]
+        stored = store.list_keys(ATTACKS_PREFIX)
+    assert keys[0] == keys[1] != keys[2]
+    assert len(stored) == 2
