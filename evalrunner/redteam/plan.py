@@ -154,6 +154,10 @@ class AttackSet:
     #: Judge calls that failed (a plugin's attacks, a translation): the set lacks what
     #: they would have written, so it is not one to keep and reuse as the full plan.
     failed: int = 0
+    #: What the plan asked for and the run will not test (a plugin or translation the
+    #: judge failed on, a plugin it wrote fewer attacks for), one line each: the run's
+    #: problems say so, so a gate passed over fewer attacks is not read as the whole plan.
+    untested: list[str] = field(default_factory=list)
 
 
 def _slug(text: str) -> str:
@@ -209,10 +213,10 @@ def build_attacks(
         for plugin, written in zip(plugins, pool.map(write, plugins), strict=True):
             if isinstance(written, JudgeError):
                 out.failed += 1
-                out.notes.append(f"{plugin.id}: the judge could not write attacks ({written})")
+                out.untested.append(f"{plugin.id}: the judge could not write attacks ({written})")
                 continue
             if len(written) < num_tests:
-                out.notes.append(
+                out.untested.append(
                     f"{plugin.id}: the judge wrote {len(written)} usable attack(s) of {num_tests}"
                 )
             bases += [(f"{plugin.id}-{n:02d}", a) for n, a in enumerate(written, start=1)]
@@ -224,9 +228,10 @@ def build_attacks(
             made = changed[(base_id, strategy.id)]
             if isinstance(made, JudgeError):
                 out.failed += 1
-                out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
+                out.untested.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
             elif made is not None:
                 out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))
+    out.notes += out.untested
     fitted = sum(1 for _, attack in out.attacks if attack.notes)
     if fitted:
         out.notes.append(

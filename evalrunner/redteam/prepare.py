@@ -61,6 +61,9 @@ class StoredAttacks(BaseModel):
     #: written again by the next one, so a passing failure never leaves a plugin untested
     #: for every later run (the judge cache answers what did work).
     complete: bool
+    #: What the plan asked for that these attacks do not test, one line each
+    #: (:attr:`~evalrunner.redteam.plan.AttackSet.untested`): each run of them says so.
+    untested: list[str] = Field(default_factory=list)
     #: Judge calls that wrote them, and how many the judge cache answered.
     judge_calls: int = 0
     judge_cached: int = 0
@@ -174,7 +177,7 @@ def attack_suite(
         _log.warning("red team: %s", note)
     data = json.dumps(stored.rows, ensure_ascii=False).encode("utf-8")
     suite = read_suite(data, posixpath.basename(key), limits)
-    return with_purpose(event, stored.purpose), suite, key
+    return with_purpose(event, stored.purpose, stored.untested), suite, key
 
 
 def _stored(
@@ -240,17 +243,21 @@ def write_suite(
         attacks=[StoredAttack(id=i, attack=a) for i, a in attacks.attacks],
         notes=attacks.notes,
         complete=not attacks.failed,
+        untested=attacks.untested,
         judge_calls=judge.usage.calls - before_calls,
         judge_cached=judge.usage.cached - before_cached,
     )
 
 
-def with_purpose(event: RunEvent, purpose: str) -> RunEvent:
+def with_purpose(event: RunEvent, purpose: str, untested: Sequence[str] = ()) -> RunEvent:
     """``event`` with the grader's ``purpose`` option (an inferred one, or the stated one
-    :mod:`evalrunner.redteam.event` already put there)."""
+    :mod:`evalrunner.redteam.event` already put there) and, when the attacks leave part of
+    the plan untested, its ``untested`` option (the run's problems say so)."""
     resolution = event.spec.resolution
     options = dict(resolution.evaluator_options)
     options[GRADER] = {**options.get(GRADER, {}), "purpose": purpose}
+    if untested:
+        options[GRADER]["untested"] = list(untested)
     spec = event.spec.model_copy()
     spec._resolution = dataclasses.replace(resolution, evaluator_options=options)
     return event.model_copy(update={"spec": spec})

@@ -8,11 +8,15 @@ Prepare runs as the deployed handler over moto's S3; the judge is the stub on lo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from evalrunner.cli import app
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.redteam.model import MAX_ATTACK_CHARS
 from evalrunner.redteam.prepare import ATTACKS_PREFIX
@@ -20,13 +24,15 @@ from evalrunner.run import RunConfig
 from lambdas import prepare
 from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub, StubReply
-from tests.support.redteam import PURPOSE, RedTeamJudge
+from tests.support.loopback_http import Loopback
+from tests.support.redteam import PURPOSE, RedTeamJudge, resisting_model
 from tests.support.suite_bucket import suite_store
 
-from .test_redteam_event import SUITE, lambda_context, writing_requests
+from .test_redteam_event import SUITE, lambda_context, openai_target, writing_requests
 
 pytestmark = pytest.mark.slow
 
+runner = CliRunner()
 #: In the prompt that asks for system-prompt-extraction attacks only.
 EXTRACTION = "reveal its system prompt or hidden"
 
@@ -178,3 +184,46 @@ def test_events_that_choose_the_same_attacks_share_them_and_their_baseline(
         stored = store.list_keys(ATTACKS_PREFIX)
     assert keys[0] == keys[1] != keys[2]
     assert len(stored) == 2
+
+
+def test_a_plugin_left_untested_is_a_problem_of_the_run_either_way(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """The judge fails on one plugin: the other's attacks run and are resisted, so the gate
+    passes over what was tested; the run's problems.json (and so the report) says which
+    plugin was not tested and why, for ``start --event`` and ``evalrunner redteam`` alike,
+    where before only a log line (deployed) or a printed note said so."""
+    healthy = RedTeamJudge()
+
+    def failing(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if EXTRACTION in messages[-1]["content"]:
+            return StubReply(content="overloaded", status=500)
+        return healthy(messages, request)
+
+    judge_stub.responder = failing
+    judge = {"openai": {"base_url": judge_stub.url, "model": "stub"}, "max_retries": 0}
+    judge["cache_dir"] = str(tmp_path / "c")
+    untested = []
+    with Loopback(responder=resisting_model) as model:
+        event = red_team_event(judge_stub, "rt-1")
+        event.pop("run_id")
+        event.update(judge=judge, target=openai_target(model.url))
+        (tmp_path / "s.csv").write_bytes(SUITE)
+        (tmp_path / "event.json").write_text(json.dumps(event), encoding="utf-8")
+        args = ["start", "--event", str(tmp_path / "event.json"), "--json", "--no-preflight"]
+        started = runner.invoke(app, [*args, "--out", str(tmp_path / "a")], catch_exceptions=False)
+        cli = ["redteam", "--target", json.dumps(openai_target(model.url)), "--purpose", PURPOSE]
+        cli += ["--plugins", "system-prompt-extraction,prompt-injection", "--num-tests", "2"]
+        cli += ["--seed", "7", "--no-preflight", "--judge", json.dumps(judge), "--json"]
+        red = runner.invoke(app, [*cli, "--out", str(tmp_path / "b")], catch_exceptions=False)
+    for result, out in ((started, "a"), (red, "b")):
+        assert result.exit_code == 0, result.output  # every attack that ran was resisted
+        summary = json.loads(result.stdout)
+        problems = json.loads((tmp_path / out / summary["reports"]["problems"]).read_text())
+        (problem,) = [p for p in problems if p["type"] == "redteam_untested"]
+        untested.append(problem)
+    assert untested[0] == untested[1]
+    assert untested[0]["severity"] == "high"
+    assert untested[0]["description"].startswith(
+        "Not tested as asked: system-prompt-extraction: the judge could not write attacks"
+    )
