@@ -227,3 +227,31 @@ def test_a_plugin_left_untested_is_a_problem_of_the_run_either_way(
     assert untested[0]["description"].startswith(
         "Not tested as asked: system-prompt-extraction: the judge could not write attacks"
     )
+
+
+def test_a_judge_error_that_echoes_the_judge_key_is_not_stored_with_the_attacks(
+    judge_stub: JudgeStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack file is stored unredacted (the attacks must stay as written), but what it
+    says of a plugin the judge failed on is the judge's error text: a server that echoes
+    the key it was sent must not leave it in the bucket."""
+    key = "sk-audit-0123456789abcdef"
+    monkeypatch.setenv("EVALRUNNER_SECRET_AUDIT_JUDGE", key)
+    healthy = RedTeamJudge()
+
+    def echoing(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        if EXTRACTION in messages[-1]["content"]:
+            return StubReply(content=f"invalid api key {key}", status=500)
+        return healthy(messages, request)
+
+    judge_stub.responder = echoing
+    event = red_team_event(judge_stub, "rt-1")
+    event["judge"]["openai"]["api_key_env"] = "EVALRUNNER_SECRET_AUDIT_JUDGE"
+    with suite_store(SUITE) as store:
+        handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
+        handler({"event": event}, lambda_context())
+        (stored_key,) = store.list_keys(ATTACKS_PREFIX)
+        stored = store.get_bytes(stored_key).decode("utf-8")
+        config = store.get_bytes(store.run_key("rt-1")).decode("utf-8")
+    assert "invalid api key ***" in stored and key not in stored
+    assert key not in config
