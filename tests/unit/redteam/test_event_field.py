@@ -117,6 +117,17 @@ def test_writing_that_would_outlast_prepare_is_refused_naming_what_sizes_it() ->
     parse_event(event({**many, "strategies": ["base64"]}))
 
 
+def test_inferring_the_purpose_is_a_round_of_its_own() -> None:
+    """The purpose is inferred before any attack is asked for: one round alone, not a slot
+    in the plugins' first round. 7 plugins of a url target, 8 x 7 translations, 70 s a
+    call: 1 + 1 + 7 rounds = 630 s, over the budget (counted as 8 rounds it passed)."""
+    inferred = {"num_tests": 8, "strategies": ["language"]}
+    (problem,) = problems(event(inferred, judge={**JUDGE, "timeout_seconds": 70}))
+    assert "takes up to 64 judge call(s)" in problem and "up to 630 s, more than" in problem
+    # stated, the same attacks take 8 rounds: 560 s, accepted
+    parse_event(event({**inferred, "purpose": "HR"}, judge={**JUDGE, "timeout_seconds": 70}))
+
+
 def test_writing_time_is_rounds_of_calls_at_once_each_the_judges_timeout() -> None:
     assert writing_time([9, 20], {}) == (60.0 * (2 + 3), 8)
     assert writing_time([9, 20], {"timeout_seconds": 10, "max_concurrency": 4}) == (80.0, 4)
