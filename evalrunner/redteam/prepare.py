@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner.redteam.model import BASE, GRADER, MAX_ATTACK_CHARS, Attack
+from evalrunner.redteam.model import BASE, GRADER, MAX_ATTACK_CHARS, PURPOSE_CHARS, Attack
 from evalrunner.redteam.spec import RedTeamSpec
 from evalrunner.storage import RUNS_PREFIX
 
@@ -75,14 +75,23 @@ class StoredAttacks(BaseModel):
 
         return suite_rows([(a.id, a.attack) for a in self.attacks])
 
-    def problem(self, plugins: Sequence[str], strategies: Sequence[str]) -> str | None:
+    def problem(
+        self, plugins: Sequence[str], strategies: Sequence[str], purpose: str | None
+    ) -> str | None:
         """Why these are not attacks Prepare would have written for the plan of
-        ``plugins`` and ``strategies`` (a file changed in the bucket, or by another
-        version); None: they are. A text over the cap or not cleaned, a plugin or strategy
-        the event did not name, a case id twice: each would reach the target or the
-        verdict unchecked, so such a file is written again, never run."""
+        ``plugins`` and ``strategies`` against ``purpose`` (the event's; None: inferred) (a
+        file changed in the bucket, or by another version); None: they are. Another
+        purpose than the stated one (the grader judges by the stored one), a text over the
+        cap or not cleaned, a plugin or strategy the event did not name, a case id twice:
+        each would reach the target or the verdict unchecked, so such a file is written
+        again, never run."""
         from evalrunner.redteam.plan import fit
+        from evalrunner.sanitize import sanitize_text
 
+        if purpose is not None and self.purpose != purpose:
+            return "its purpose is not the event's redteam.purpose"
+        if len(self.purpose) > PURPOSE_CHARS or sanitize_text(self.purpose)[1]:
+            return f"its purpose is over {PURPOSE_CHARS:,} characters or has control characters"
         seen: set[str] = set()
         for stored in self.attacks:
             attack, where = stored.attack, f"attack {stored.id!r}"
@@ -160,7 +169,8 @@ def attack_suite(
     key = f"{ATTACKS_PREFIX}{fingerprint(spec, event, source)}.json"
     plugins = choose_plugins(spec.plugins, target_traits(event.target))
     strategies = choose_strategies(spec.strategies)
-    stored = _stored(store, key, [p.id for p in plugins], [s.id for s in strategies])
+    plan = ([p.id for p in plugins], [s.id for s in strategies], spec.purpose)
+    stored = _stored(store, key, *plan)
     if stored is not None and not stored.complete:
         _log.info("red team: the stored attacks at %s are incomplete; writing them again", key)
         stored = None
@@ -181,7 +191,11 @@ def attack_suite(
 
 
 def _stored(
-    store: RunStore, key: str, plugins: Sequence[str], strategies: Sequence[str]
+    store: RunStore,
+    key: str,
+    plugins: Sequence[str],
+    strategies: Sequence[str],
+    purpose: str | None,
 ) -> StoredAttacks | None:
     """The attacks stored at ``key`` when they are the plan's (:meth:`StoredAttacks.problem`),
     else None (none there, unreadable, or not the plan's: written again, with a warning)."""
@@ -198,7 +212,7 @@ def _stored(
             "red team: the stored attacks at %s are unreadable (%s); writing them again", key, why
         )
         return None
-    if (problem := stored.problem(plugins, strategies)) is not None:
+    if (problem := stored.problem(plugins, strategies, purpose)) is not None:
         _log.warning(
             "red team: the stored attacks at %s are not this event's (%s); writing them again",
             key,
