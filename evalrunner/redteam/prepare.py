@@ -86,6 +86,7 @@ class StoredAttacks(BaseModel):
         each would reach the target or the verdict unchecked, so such a file is written
         again, never run."""
         from evalrunner.redteam.plan import fit
+        from evalrunner.redteam.plugins import available
         from evalrunner.sanitize import sanitize_text
 
         if purpose is not None and self.purpose != purpose:
@@ -100,6 +101,8 @@ class StoredAttacks(BaseModel):
             seen.add(stored.id)
             if attack.plugin not in plugins:
                 return f"{where} is of plugin {attack.plugin!r}, not one of the event's"
+            if (attack.context is not None) != available()[attack.plugin].indirect:
+                return f"{where} has a document where its plugin plants none, or none where it does"
             strategy = attack.strategy.split(":", 1)[0]
             if strategy != BASE and strategy not in strategies:
                 return f"{where} is of strategy {attack.strategy!r}, not one of the event's"
