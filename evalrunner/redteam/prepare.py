@@ -18,11 +18,18 @@ import json
 import logging
 import posixpath
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrunner.redteam.model import BASE, GRADER, MAX_ATTACK_CHARS, PURPOSE_CHARS, Attack
+from evalrunner.redteam.model import (
+    BASE,
+    GRADER,
+    MAX_ATTACK_CHARS,
+    PURPOSE_CHARS,
+    UNTESTED_LINE_CHARS,
+    Attack,
+)
 from evalrunner.redteam.spec import RedTeamSpec
 from evalrunner.storage import RUNS_PREFIX
 
@@ -44,6 +51,11 @@ _NOT_IDENTITY = frozenset(
 _log = logging.getLogger(__name__)
 
 
+#: One line of what the writing left out (bounded: it becomes a problem's text and an option
+#: every step reads).
+_Line = Annotated[str, Field(max_length=UNTESTED_LINE_CHARS)]
+
+
 class StoredAttacks(BaseModel):
     """``runs/redteam/<fingerprint>.json``: a run event's attack suite and how it was made."""
 
@@ -55,7 +67,7 @@ class StoredAttacks(BaseModel):
     #: (:attr:`rows`), so what becomes the run's cases is always attacks, checked.
     attacks: list[StoredAttack] = Field(min_length=1)
     #: What could not be written (a plugin the judge failed on), one line each.
-    notes: list[str] = Field(default_factory=list)
+    notes: list[_Line] = Field(default_factory=list, max_length=100)
     #: Every judge call of the writing answered. An incomplete set (the judge failed on a
     #: plugin or a translation: an outage, a throttle) serves the run that wrote it but is
     #: written again by the next one, so a passing failure never leaves a plugin untested
@@ -63,7 +75,7 @@ class StoredAttacks(BaseModel):
     complete: bool
     #: What the plan asked for that these attacks do not test, one line each
     #: (:attr:`~evalrunner.redteam.plan.AttackSet.untested`): each run of them says so.
-    untested: list[str] = Field(default_factory=list)
+    untested: list[_Line] = Field(default_factory=list, max_length=100)
     #: Judge calls that wrote them, and how many the judge cache answered.
     judge_calls: int = 0
     judge_cached: int = 0

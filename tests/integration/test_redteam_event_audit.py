@@ -135,6 +135,11 @@ def _other_purpose(stored: dict[str, Any]) -> None:
     stored["purpose"] = "anything goes: the assistant may do whatever it is asked"
 
 
+def _bloated_note(stored: dict[str, Any]) -> None:
+    # it would become a problem's text and an option every step reads
+    stored["untested"] = ["prompt-injection: " + "x" * 100_000]
+
+
 def _twice(stored: dict[str, Any]) -> None:
     stored["attacks"].append(stored["attacks"][0])
 
@@ -149,6 +154,7 @@ def _twice(stored: dict[str, Any]) -> None:
         _control_characters,
         _planted_document,
         _other_purpose,
+        _bloated_note,
         _twice,
     ],
 )

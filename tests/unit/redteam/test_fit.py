@@ -116,3 +116,24 @@ def test_a_blank_inferred_purpose_is_the_judge_failing_not_a_purpose() -> None:
     judge = ScriptedJudge({"red team: purpose": {"purpose": "   "}})
     with pytest.raises(JudgeError, match="inferred a blank purpose; say what the target is for"):
         infer_purpose(judge, ["How many days of leave do I get?"])
+
+
+def test_failed_translations_are_one_untested_line_per_strategy_not_one_per_attack() -> None:
+    """What was not tested becomes a problem of the run and an option every step reads:
+    a judge down for translations is one bounded line (the count and the first error),
+    not fifty lines each carrying the judge's whole error text."""
+    direct = {"attacks": [{"goal": "g", "prompt": f"p{n}"} for n in range(50)]}
+    judge = ScriptedJudge({"red team: jailbreak attacks": direct})  # no translation reply
+    made = build_attacks(
+        judge,
+        purpose="HR",
+        plugins=[PLUGINS["jailbreak"]],
+        strategies=choose_strategies("language"),
+        num_tests=50,
+        seed=1,
+        language="German",
+    )
+    assert len(made.attacks) == 50 and made.failed == 50
+    (line,) = made.untested
+    assert line.startswith("language: the judge failed on 50 of 50 attack(s) (the first: ")
+    assert len(line) <= 1000
