@@ -59,6 +59,7 @@ from evalrunner.redteam.prepare import ATTACKS_PREFIX
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.registry import available as target_kinds
 from lambdas import aggregate, monitor, prepare, run_case, score, start_from_upload
+from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub
 from tests.support.local_model import LocalModel
 from tests.support.redteam import RedTeamJudge
@@ -505,8 +506,11 @@ def red_team_event(stub: JudgeStub, run_id: str) -> dict[str, Any]:
 def do_prepare(bucket: str, stub: JudgeStub) -> Any:
     handler = prepare.build(runtime())
     result = handler({"event": run_event(stub)}, lambda_context("Prepare"))
-    for n in (1, 2):  # writes the attacks, then reads them back
-        handler({"event": red_team_event(stub, f"iam-redteam-{n}")}, lambda_context("Prepare"))
+    # (the grader joins the catalog for the red team's runs only, as in a Lambda container)
+    with restored_catalog("evalrunner.redteam.grader"):
+        for n in (1, 2):  # writes the attacks, then reads them back
+            event = red_team_event(stub, f"iam-redteam-{n}")
+            handler({"event": event}, lambda_context("Prepare"))
     return result
 
 
