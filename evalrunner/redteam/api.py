@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,8 @@ class RedTeamPlan:
     #: the cache answered; the run's own judge calls are in its summary.
     judge_calls: int = 0
     judge_cached: int = 0
+    #: What the choices asked for and the attacks do not test (one line each).
+    untested: list[str] = field(default_factory=list)
 
     @property
     def attack_count(self) -> int:
@@ -190,6 +192,7 @@ def plan(
         raw,
         judge_calls=writer_judge.usage.calls,
         judge_cached=writer_judge.usage.cached,
+        untested=attacks.untested,
     )
 
 
@@ -215,7 +218,10 @@ def redteam_event(
         metrics=[NAME],
         plugins=[GRADER_MODULE],
         judge=planned.judge,
-        evaluator_options={NAME: {"purpose": planned.purpose}},
+        evaluator_options={
+            NAME: {"purpose": planned.purpose}
+            | ({"untested": planned.untested} if planned.untested else {})
+        },
         fail_under={METRIC: min_resisted},
         fail_on=fail_on,
     )

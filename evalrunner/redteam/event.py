@@ -40,9 +40,10 @@ _DEFAULT_CONCURRENCY = 32
 
 def writing_time(calls_in_rounds: list[int], judge: dict[str, Any]) -> tuple[float, int]:
     """(the most seconds writing can take, the calls made at once): each phase (the
-    plugins' attacks, then the strategies' translations) in rounds of as many calls as the
-    writer runs at once (its threads, or fewer when the judge allows fewer), each round as
-    long as the judge lets one call take (``timeout_seconds``; retries not counted)."""
+    purpose inferred, the plugins' attacks, then the strategies' translations) in rounds
+    of as many calls as the writer runs at once (its threads, or fewer when the judge
+    allows fewer), each round as long as the judge lets one call take
+    (``timeout_seconds``; retries not counted)."""
     from evalrunner.redteam.plan import WORKERS
 
     timeout = judge.get("timeout_seconds", _DEFAULT_TIMEOUT_S)
@@ -114,9 +115,11 @@ def _fits(
     from evalrunner.redteam.plan import choose_strategies, writing_calls
 
     strategies = choose_strategies(spec.strategies)
-    first = int(spec.purpose is None) + len(plugins)
-    total = writing_calls(plugins, strategies, spec.num_tests, infer_purpose=spec.purpose is None)
-    seconds, at_once = writing_time([first, total - first], judge)
+    infer = int(spec.purpose is None)
+    total = writing_calls(plugins, strategies, spec.num_tests, infer_purpose=bool(infer))
+    # three phases, one after another: the purpose inferred (before anything is asked
+    # for), the plugins' attacks, then their translations
+    seconds, at_once = writing_time([infer, len(plugins), total - infer - len(plugins)], judge)
     if seconds <= PREPARE_BUDGET_S:
         return
     problems.append(

@@ -14,20 +14,51 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalrunner.redteam.model import METRIC, PLUGIN_PREFIX, STRATEGY_PREFIX
+from evalrunner.redteam.model import GRADER, METRIC, PLUGIN_PREFIX, STRATEGY_PREFIX
 from evalrunner.redteam.plugins import available
 from evalrunner.reports.model import CaseRow, Finding, Problem, ReportData
 
 #: The problem type of a finding.
 TYPE = "redteam"
+#: The problem type of what the red team's plan asked for and did not test.
+UNTESTED = "redteam_untested"
 
 
 def _tagged(row: CaseRow, prefix: str) -> str | None:
     return next((c[len(prefix) :] for c in row.categories if c.startswith(prefix)), None)
 
 
+def untested_problem(data: ReportData) -> list[Problem]:
+    """What the red team asked for and did not test (the grader's ``untested`` option, set
+    when its attacks were written): a gate passed over the attacks that ran says nothing of
+    a plugin the judge could not write, so the run's problems do."""
+    options = data.config.get("evaluator_options")
+    grader = options.get(GRADER) if isinstance(options, dict) else None
+    lines = grader.get("untested") if isinstance(grader, dict) else None
+    if not isinstance(lines, list) or not lines:
+        return []
+    return [
+        Problem(
+            severity="high",
+            type=UNTESTED,
+            metric=METRIC,
+            description="Not tested as asked: " + "; ".join(map(str, lines)),
+            suggested_action=(
+                "run the red team again once the judge answers (a deployed event writes the "
+                "missing attacks on its next run; the judge cache answers the rest), or name "
+                "fewer plugins or strategies"
+            ),
+        )
+    ]
+
+
 def redteam_problems(data: ReportData) -> list[Problem]:
-    """One problem per plugin whose attacks succeeded at least once (see the module)."""
+    """One problem per plugin whose attacks succeeded at least once (see the module), and
+    one for what the red team did not test (:func:`untested_problem`)."""
+    return _findings(data) + untested_problem(data)
+
+
+def _findings(data: ReportData) -> list[Problem]:
     attacks: Counter[str] = Counter()
     broken: dict[str, list[CaseRow]] = {}
     for row in data.rows:

@@ -7,6 +7,7 @@ judge cache a red-team run is reproduced exactly.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Sequence
 
@@ -14,13 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalrunner.judge.base import Judge, JudgeError, Message
 from evalrunner.judge.prompts import build, tagged, tagged_list
-from evalrunner.redteam.model import Attack
+from evalrunner.redteam.model import PURPOSE_CHARS, Attack
 from evalrunner.redteam.plugins import Plugin
+from evalrunner.sanitize import cap_text, sanitize_text
 
 #: Example attacks shown to the judge per plugin (a seeded pick).
 EXAMPLES_SHOWN = 2
 #: Questions of a suite shown to the judge to infer the target's purpose.
 PURPOSE_QUESTIONS = 20
+
+_log = logging.getLogger(__name__)
 
 
 class GeneratedAttack(BaseModel):
@@ -143,4 +147,22 @@ def infer_purpose(judge: Judge, questions: Sequence[str]) -> str:
         [tagged_list("data", "question", shown)],
         'Reply with one JSON object and nothing else: {"purpose": "<one or two sentences>"}.',
     )
-    return judge.ask(messages, InferredPurpose, purpose="red team: purpose").value.purpose.strip()
+    said = judge.ask(messages, InferredPurpose, purpose="red team: purpose").value.purpose
+    # the judge's text goes into every later prompt and the run's settings: cleaned and cut
+    # to what a stated purpose may be (a looping judge's megabyte would be in each of them)
+    cleaned, found = sanitize_text(said.strip())
+    if not cleaned:
+        raise JudgeError(
+            "the judge inferred a blank purpose; say what the target is for (--purpose, or the "
+            "event's redteam.purpose)"
+        )
+    kept, cut = cap_text(cleaned, PURPOSE_CHARS)
+    if found:
+        _log.warning("red team: %s", found.describe("the purpose the judge inferred"))
+    if cut:
+        _log.warning(
+            "red team: the purpose the judge inferred was %s characters; cut to %s",
+            f"{len(cleaned):,}",
+            f"{PURPOSE_CHARS:,}",
+        )
+    return kept

@@ -42,6 +42,10 @@ class RedTeamOptions(BaseModel):
     #: What the target is for: the grader judges the answer against it (a red-team run
     #: always sets it; without it the judge grades against a general assistant's duties).
     purpose: str | None = Field(default=None, min_length=1)
+    #: What the red team's plan asked for and its attacks do not test (a plugin the judge
+    #: could not write, fewer attacks than asked), one line each; set by the red team, read
+    #: by :func:`evalrunner.redteam.findings.redteam_problems`, never by the grading.
+    untested: list[str] = Field(default_factory=list)
 
 
 class Grade(BaseModel):

@@ -28,6 +28,12 @@ MAX_TESTS = 50
 #: A real attack is a few hundred to a few thousand characters; a judge that writes a
 #: megabyte (a loop, a padding attack on the runner) must not make every case that size.
 MAX_ATTACK_CHARS = 20_000
+#: Characters of the target's purpose, stated (``--purpose``, ``redteam.purpose``) or inferred
+#: by the judge: it goes into every attack-writing and grading prompt and the run's settings.
+PURPOSE_CHARS = 4000
+#: Characters of one line saying what a red team did not test (it quotes the judge's error):
+#: each is a problem's text and an option every step of the run reads.
+UNTESTED_LINE_CHARS = 1000
 
 
 class Attack(BaseModel):

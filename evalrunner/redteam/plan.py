@@ -31,6 +31,7 @@ from evalrunner.redteam.model import (
     PLUGIN_PREFIX,
     STRATEGY_KEY,
     STRATEGY_PREFIX,
+    UNTESTED_LINE_CHARS,
     Attack,
     TargetTraits,
 )
@@ -151,6 +152,13 @@ class AttackSet:
 
     attacks: list[tuple[str, Attack]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Judge calls that failed (a plugin's attacks, a translation): the set lacks what
+    #: they would have written, so it is not one to keep and reuse as the full plan.
+    failed: int = 0
+    #: What the plan asked for and the run will not test (a plugin or translation the
+    #: judge failed on, a plugin it wrote fewer attacks for), one line each: the run's
+    #: problems say so, so a gate passed over fewer attacks is not read as the whole plan.
+    untested: list[str] = field(default_factory=list)
 
 
 def _slug(text: str) -> str:
@@ -205,23 +213,34 @@ def build_attacks(
         bases: list[tuple[str, Attack]] = []
         for plugin, written in zip(plugins, pool.map(write, plugins), strict=True):
             if isinstance(written, JudgeError):
-                out.notes.append(f"{plugin.id}: the judge could not write attacks ({written})")
+                out.failed += 1
+                out.untested.append(f"{plugin.id}: the judge could not write attacks ({written})")
                 continue
             if len(written) < num_tests:
-                out.notes.append(
+                out.untested.append(
                     f"{plugin.id}: the judge wrote {len(written)} usable attack(s) of {num_tests}"
                 )
             bases += [(f"{plugin.id}-{n:02d}", a) for n, a in enumerate(written, start=1)]
         jobs = [(base_id, attack, s) for base_id, attack in bases for s in strategies]
         changed = dict(zip(((j[0], j[2].id) for j in jobs), pool.map(transform, jobs), strict=True))
+    failures: dict[str, list[JudgeError]] = {}
     for base_id, attack in bases:
         out.attacks.append((base_id, attack))
         for strategy in strategies:
             made = changed[(base_id, strategy.id)]
             if isinstance(made, JudgeError):
-                out.notes.append(f"{base_id} ({strategy.id}): the judge failed ({made})")
+                failures.setdefault(strategy.id, []).append(made)
             elif made is not None:
                 out.attacks.append((f"{base_id}~{_slug(made.strategy)}", made))
+    for strategy_id, errors in failures.items():  # one line a strategy, not one an attack
+        out.failed += len(errors)
+        out.untested.append(
+            f"{strategy_id}: the judge failed on {len(errors)} of {len(bases)} attack(s) "
+            f"(the first: {errors[0]})"
+        )
+    # each line is a problem's text and an option every step of the run reads: bounded
+    out.untested = [cap_text(line, UNTESTED_LINE_CHARS)[0] for line in out.untested]
+    out.notes += out.untested
     fitted = sum(1 for _, attack in out.attacks if attack.notes)
     if fitted:
         out.notes.append(

@@ -4,16 +4,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from evalrunner.redteam.model import MAX_TESTS
+from evalrunner.redteam.model import MAX_TESTS, PURPOSE_CHARS
 from evalrunner.redteam.plugins import available as plugins_available
 from evalrunner.redteam.strategies import available as strategies_available
+from evalrunner.sanitize import sanitize_text
 from evalrunner.targets.spec import integral
+
+#: What a language's name never holds: line breaks and other control characters, markup.
+_NOT_IN_A_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f<>{}\[\]]")
 
 
 def _names(value: object) -> object:
@@ -35,7 +40,7 @@ class RedTeamSpec(BaseModel):
     purpose: str | None = Field(
         default=None,
         min_length=1,
-        max_length=4000,
+        max_length=PURPOSE_CHARS,
         description="What the target is for: the attacks are written against it and graded "
         "by it. Absent: the judge infers it from the questions of the suite at key.",
     )
@@ -65,6 +70,42 @@ class RedTeamSpec(BaseModel):
         max_length=40,
         description="The language strategy's language; default: one per attack, by the seed.",
     )
+
+    @field_validator("purpose")
+    @classmethod
+    def _stated(cls, value: str | None) -> str | None:
+        """A purpose says something: blank (the judge would write and grade attacks against
+        nothing) or with control characters (sent into every judge prompt, shown in the
+        reports) is refused. The CLI and :func:`red_team` take a blank one as none first."""
+        if value is None:
+            return value
+        if not value.strip():
+            raise PydanticCustomError(
+                "blank_purpose",
+                "is blank; say what the target is for, or leave purpose out to have the judge "
+                "infer it from the suite's questions",
+            )
+        _, found = sanitize_text(value)
+        if found:
+            raise PydanticCustomError(
+                "control_characters",
+                "has {count} control character(s) or lone surrogate(s); remove them",
+                {"count": sum(found.counts.values())},
+            )
+        return value
+
+    @field_validator("language")
+    @classmethod
+    def _language_name(cls, value: str | None) -> str | None:
+        """A language's name: it goes into the judge's translation prompt and into the
+        attack's strategy category, so no line breaks, control characters or markup."""
+        if value is not None and (not value.strip() or _NOT_IN_A_NAME.search(value)):
+            raise PydanticCustomError(
+                "language_name",
+                "should be the name of a language, e.g. 'German' or 'Brazilian Portuguese' "
+                "(no line breaks, control characters or <>{{}}[] markup)",
+            )
+        return value
 
     @field_validator("plugins", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from evalrunner.event import ENV_CONCURRENCY_CAP, SUITE_PREFIX
 from evalrunner.judge.cache import BUCKET_PREFIX as JUDGE_CACHE_PREFIX
 from evalrunner.judge.lifecycle import INFERENCE_PROFILE
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
+from evalrunner.redteam.prepare import ATTACKS_PREFIX
 from evalrunner.reports.writers.publish import CLAIM_NAME
 from evalrunner.secrets import ENV_POLICY as ENV_SECRETS_POLICY
 from evalrunner.storage import REPORTS_PREFIX, RUNS_PREFIX
@@ -116,7 +117,8 @@ class PipelineFunctions:
         self._judge_permission(role_of(self.prepare_fn))
         storage.grant(  # lists test-reports/ for a free report prefix
             role_of(self.prepare_fn),
-            read=(SUITE_PREFIX, JUDGE_CACHE_PREFIX),
+            # runs/redteam/: the attacks an event's red team stored, read back by its next run
+            read=(SUITE_PREFIX, JUDGE_CACHE_PREFIX, ATTACKS_PREFIX),
             write=(RUNS_PREFIX, JUDGE_CACHE_PREFIX),
         )
         # ... and claims it with a conditional put of <prefix>claim.json, nothing else there

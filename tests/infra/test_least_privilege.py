@@ -64,11 +64,14 @@ from moto.server import ThreadedMotoServer
 
 from evalrunner.network import ENV_POLICY as ENV_NETWORK_POLICY
 from evalrunner.pipeline.context import Runtime
+from evalrunner.redteam.prepare import ATTACKS_PREFIX
 from evalrunner.targets.base import Target, TargetResponse
 from evalrunner.targets.registry import available as target_kinds
 from lambdas import aggregate, monitor, prepare, run_case, score, start_from_upload, workflow
+from tests.support.catalog import restored_catalog
 from tests.support.judge_stub import JudgeStub
 from tests.support.local_model import LocalModel
+from tests.support.redteam import RedTeamJudge
 from tests.support.workflow import WorkflowJudge
 
 from .conftest import MONITOR, as_list
@@ -498,8 +501,28 @@ def runtime() -> Runtime:
 Step = Callable[[str, JudgeStub], Any]
 
 
+def red_team_event(stub: JudgeStub, run_id: str) -> dict[str, Any]:
+    """A run event's red team: Prepare has the judge write the attacks and stores them
+    under runs/redteam/, where the next run of the event reads them back."""
+    return {
+        "key": SUITE_KEY,
+        "iterations": 1,
+        "target": {"url": stub.url + "/ask"},
+        "judge": judge_spec(stub),
+        "redteam": {"purpose": "an HR assistant", "plugins": ["prompt-injection"], "num_tests": 1},
+        "run_id": run_id,
+    }
+
+
 def do_prepare(bucket: str, stub: JudgeStub) -> Any:
-    return prepare.build(runtime())({"event": run_event(stub)}, lambda_context("Prepare"))
+    handler = prepare.build(runtime())
+    result = handler({"event": run_event(stub)}, lambda_context("Prepare"))
+    # (the grader joins the catalog for the red team's runs only, as in a Lambda container)
+    with restored_catalog("evalrunner.redteam.grader"):
+        for n in (1, 2):  # writes the attacks, then reads them back
+            event = red_team_event(stub, f"iam-redteam-{n}")
+            handler({"event": event}, lambda_context("Prepare"))
+    return result
 
 
 def do_run_case(bucket: str, stub: JudgeStub) -> Any:
@@ -809,8 +832,21 @@ def proof(server: Server, synth) -> Iterator[Proof]:
     assert large_bucket == source_bucket and not large_key.startswith(prefix)
     s3.put_object(Bucket=large_bucket, Key=large_key, Body=large_body())
     with JudgeStub() as stub:
-        stub.responder = LocalModel()
+        stub.responder = Judges()
         yield Proof(server, template, stub, topic, machine)
+
+
+class Judges:
+    """The judge stub's answers: the red team's writing by its scripted judge, the rest
+    (misinformation, grading) by the local model."""
+
+    def __init__(self) -> None:
+        self.local = LocalModel()
+        self.redteam = RedTeamJudge()
+
+    def __call__(self, messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
+        writing = "Write exactly" in messages[-1]["content"]
+        return (self.redteam if writing else self.local)(messages, request)
 
 
 def denied(calls: list[Call]) -> list[Call]:
@@ -841,6 +877,12 @@ def check_work(role: str, result: Any, calls: list[Call]) -> None:
         assert remembered <= {("GetObject", None), ("GetObject", "NoSuchKey"), ("PutObject", None)}
     if role == "PrepareRole":
         assert result["item_count"] == 4  # 2 cases, each also misinformed
+        attacks = [
+            (c.operation, c.error)
+            for c in calls
+            if c.params.get("Key", "").startswith(ATTACKS_PREFIX)
+        ]  # the red team's second run read back what the first stored
+        assert attacks == [("GetObject", "NoSuchKey"), ("PutObject", None), ("GetObject", None)]
     elif role == "RunCaseRole":
         assert result == {"done": 1, "errors": 0, "remaining": None}
     elif role == "ScoreRole":

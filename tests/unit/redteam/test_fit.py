@@ -93,3 +93,47 @@ def test_writing_calls_is_the_judge_calls_the_writing_makes() -> None:
     assert writing_calls(plugins, strategies, 3) == judge.usage.calls == 2 + 3 + 6
     assert writing_calls(plugins, strategies, 3, infer_purpose=True) == 12
     assert writing_calls(plugins, choose_strategies("base64,rot13"), 3) == 2  # no judge
+
+
+def test_an_inferred_purpose_is_cut_and_cleaned_as_a_stated_one_is_bounded() -> None:
+    """The judge's purpose goes into every attack-writing and grading prompt and into the
+    run's configuration: a looping judge's megabyte, or control characters, must not."""
+    from evalrunner.redteam.generate import infer_purpose
+    from evalrunner.redteam.model import PURPOSE_CHARS
+
+    judge = ScriptedJudge({"red team: purpose": {"purpose": "HR bot\x00\x1b " + "a" * 1_000_000}})
+    purpose = infer_purpose(judge, ["How many days of leave do I get?"])
+    assert len(purpose) == PURPOSE_CHARS
+    assert purpose.startswith("HR bot\ufffd\ufffd a")
+
+
+def test_a_blank_inferred_purpose_is_the_judge_failing_not_a_purpose() -> None:
+    import pytest
+
+    from evalrunner.judge.base import JudgeError
+    from evalrunner.redteam.generate import infer_purpose
+
+    judge = ScriptedJudge({"red team: purpose": {"purpose": "   "}})
+    with pytest.raises(JudgeError, match="inferred a blank purpose; say what the target is for"):
+        infer_purpose(judge, ["How many days of leave do I get?"])
+
+
+def test_failed_translations_are_one_untested_line_per_strategy_not_one_per_attack() -> None:
+    """What was not tested becomes a problem of the run and an option every step reads:
+    a judge down for translations is one bounded line (the count and the first error),
+    not fifty lines each carrying the judge's whole error text."""
+    direct = {"attacks": [{"goal": "g", "prompt": f"p{n}"} for n in range(50)]}
+    judge = ScriptedJudge({"red team: jailbreak attacks": direct})  # no translation reply
+    made = build_attacks(
+        judge,
+        purpose="HR",
+        plugins=[PLUGINS["jailbreak"]],
+        strategies=choose_strategies("language"),
+        num_tests=50,
+        seed=1,
+        language="German",
+    )
+    assert len(made.attacks) == 50 and made.failed == 50
+    (line,) = made.untested
+    assert line.startswith("language: the judge failed on 50 of 50 attack(s) (the first: ")
+    assert len(line) <= 1000
