@@ -68,3 +68,13 @@ def moto_invokes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(LambdaResponse, "invoke", counted)
     return seen
+
+
+@pytest.fixture(autouse=True)
+def _own_workflow_scratch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A deployed workflow's tasks copy its prefix into a folder named by its id under the
+    machine's temporary folder (a Lambda's own); tests on one machine (xdist workers, other
+    checkouts) use the same ids, so each test gets its own root."""
+    monkeypatch.setenv("EVALRUNNER_WORKFLOW_SCRATCH", str(tmp_path_factory.mktemp("workflow")))

@@ -19,6 +19,7 @@ the step's folder and records it as the local step would.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import shutil
 import tempfile
@@ -391,10 +392,17 @@ def run_suite_prefix(workflow_id: str) -> str:
     return f"{WORKFLOW_SUITE_PREFIX}{workflow_id}/"
 
 
+#: Where the tasks' scratch folders go (default: the system's temporary folder). A Lambda's
+#: ``/tmp`` is its own; processes sharing one machine (tests, a local engine beside another)
+#: set their own root so two workflows with one id never share a folder.
+ENV_SCRATCH = "EVALRUNNER_WORKFLOW_SCRATCH"
+
+
 def scratch(workflow_id: str) -> Path:
     """The task's copy of the workflow's prefix: a fixed path per workflow, so the settings
     digest (which names the inputs' paths) is the same in every task."""
-    return Path(tempfile.gettempdir()) / "evalrunner-workflow" / workflow_id
+    root = os.environ.get(ENV_SCRATCH) or str(Path(tempfile.gettempdir()) / "evalrunner-workflow")
+    return Path(root) / workflow_id
 
 
 def _cause(found: Mapping[str, Any]) -> str:
