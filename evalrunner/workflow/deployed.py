@@ -115,16 +115,30 @@ class Deployed:
         digest = runner.due(ctx, step)
         if digest is None:
             return self._state(event, step, "done")
-        if step in RUN_STEPS and not (step is Step.ROBUSTNESS and not ctx.config.perturbations):
-            started = self._started_run(ctx, step, digest)
-            if started is not None:  # a run this step started for the same inputs: follow it
-                return self._state(event, step, "running", started)
-            return self._start_run(event, ctx, step, digest)
+        run_step = step in RUN_STEPS and not (
+            step is Step.ROBUSTNESS and not ctx.config.perturbations
+        )
+        if run_step:
+            followed = self._started_run(workflow_id, ctx, step, digest)
+            if followed is not None:  # a run this step started for the same inputs: follow it
+                return self._state(event, step, "running", followed)
         started = runner.start(ctx, step, digest)
+        # saved before the step works (or, for a run step, writes its suite, the red team's
+        # attacks by the judge): a Lambda killed by its timeout leaves this started record
+        # in the bucket, and the failure branch's report records that step as failed
+        self._save(workflow_id, ctx)
         try:
+            if run_step:
+                return self._start_run(event, ctx, step, digest)
             record = runner.step_function(step)(ctx)
         except EvalRunnerError as exc:
             runner.fail(ctx, step, digest, started, str(exc))
+            self._save(workflow_id, ctx)
+            raise
+        except Exception as exc:
+            # a bug, not bad input: still the step's error in the manifest and the report,
+            # so the report and the next start say which step broke and how
+            runner.fail(ctx, step, digest, started, _unexpected(exc))
             self._save(workflow_id, ctx)
             raise
         runner.finish(ctx, record, digest, started)
@@ -183,6 +197,9 @@ class Deployed:
     def report(self, workflow_id: str, error: Any = None) -> dict[str, Any]:
         """Write the workflow report (also after a failed step: it says which and why)."""
         event, ctx = self._open(workflow_id)
+        text = _error_text(error)
+        if text:
+            self._record_interrupted(ctx, text)
         write_report(ctx.folder, ctx.manifest, event.suite_source(), [])
         self._save(workflow_id, ctx)
         return WorkflowOutput(
@@ -194,6 +211,27 @@ class Deployed:
             manifest=self._key(workflow_id, mf.MANIFEST),
             error=_error_text(error),
         ).model_dump(mode="json")
+
+    @staticmethod
+    def _record_interrupted(ctx: Context, error: str) -> None:
+        """The step this execution started and never ended (its Lambda killed by the
+        timeout after its retries, or a task failing outside the step's own code) recorded
+        as failed with the execution's ``error``. A run step keeps the run it started, so
+        the next start follows that run if it is still running or succeeded."""
+        for record in ctx.manifest.steps:
+            if record.status == "pending" and record.started_at and not record.finished_at:
+                ctx.manifest.replace(
+                    record.model_copy(
+                        update={
+                            "status": "failed",
+                            "error": f"workflow: the {record.step.value} step did not "
+                            f"finish: {error}; start the workflow again with the same "
+                            "workflow_id to run it again",
+                            "finished_at": mf.now(),
+                        }
+                    )
+                )
+        mf.save(ctx.folder, ctx.manifest)
 
     def _hold(self, workflow_id: str, execution: str) -> None:
         """``workflows/<id>/lock.json`` names the execution working on the workflow: a second
@@ -222,16 +260,24 @@ class Deployed:
             raise
 
     # -- the run steps --------------------------------------------------------------------
-    def _started_run(self, ctx: Context, step: Step, digest: str) -> str | None:
+    def _started_run(self, workflow_id: str, ctx: Context, step: Step, digest: str) -> str | None:
         """The run an earlier execution started for this step with the same inputs and
         that is running or finished (the workflow execution was stopped while it ran, or
         the task was retried): it is followed, not started again."""
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")
-        if record.status != "pending" or record.inputs_digest != digest or not arn:
+        if record.status not in ("pending", "failed") or record.inputs_digest != digest or not arn:
             return None
         status = self.sfn.describe_execution(executionArn=arn)["status"]
-        return str(arn) if status in ("RUNNING", "SUCCEEDED") else None
+        if status not in ("RUNNING", "SUCCEEDED"):
+            return None
+        if record.status == "failed":  # the task failed, not the run: follow the run again
+            ctx.manifest.replace(
+                record.model_copy(update={"status": "pending", "error": None, "finished_at": None})
+            )
+            mf.save(ctx.folder, ctx.manifest)
+            self._save(workflow_id, ctx)
+        return str(arn)
 
     def _start_run(
         self, event: WorkflowEvent, ctx: Context, step: Step, digest: str
@@ -406,6 +452,13 @@ def _cause(found: Mapping[str, Any]) -> str:
     if isinstance(payload, dict) and "errorMessage" in payload:
         return str(payload["errorMessage"])[:500]
     return cause[:500]
+
+
+def _unexpected(exc: Exception) -> str:
+    """An unexpected exception as the step's error: its type and message, masked."""
+    from evalrunner.redaction import redact
+
+    return redact(f"workflow: unexpected {type(exc).__name__}: {exc}")[:500]
 
 
 def _error_text(error: Any) -> str | None:

@@ -1,0 +1,117 @@
+"""The deployed workflow under an operator's and an attacker's hands: a step whose Lambda is
+killed by its timeout or breaks on a bug is recorded as failed with why (the report and the
+next start say so). The bucket and both state machines are moto's
+(:mod:`tests.support.deployed_workflow`); the tasks are :class:`Deployed`'s own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import boto3
+import pytest
+
+from evalrunner.engine.embedded import BUCKET, REGION
+from evalrunner.errors import EvalRunnerError
+from evalrunner.judge.base import Judge
+from evalrunner.storage import RunStore
+from evalrunner.workflow.config import Step
+from evalrunner.workflow.deployed import Deployed
+from tests.support.deployed_workflow import RUN_MACHINE, Stack, deployed_stack
+from tests.support.workflow import COUNTS, DOCUMENTS
+
+PREFIX = "workflows/wf-a/"
+
+
+class Killed(BaseException):
+    """The Lambda runtime ending the invocation (its timeout): nothing after it runs."""
+
+
+def event(**more: Any) -> dict[str, Any]:
+    return {
+        "workflow_id": "wf-a",
+        "target": {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+        "judge": {"openai": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}},
+        "documents": "workflow-inputs/hr/docs/",
+        "counts": COUNTS,
+        "fail_on": "never",
+        **more,
+    }
+
+
+def deployed(stack: Stack, writer: Any = None) -> Deployed:
+    store = RunStore(BUCKET, client=boto3.client("s3", region_name=REGION))
+    return Deployed(store=store, sfn=stack.sfn, run_machine=RUN_MACHINE, writer=writer)
+
+
+def begun(stack: Stack) -> None:
+    for name, text in DOCUMENTS.items():
+        stack.put(f"workflow-inputs/hr/docs/{name}", text)
+    deployed(stack).begin(event())
+
+
+def record(stack: Stack, step: str) -> dict[str, Any]:
+    steps = {s["step"]: s for s in stack.json(PREFIX + "workflow.json")["steps"]}
+    return dict(steps[step])
+
+
+def test_a_step_killed_by_the_lambda_timeout_is_recorded_failed_by_the_failure_report() -> None:
+    def killed(raw: Mapping[str, Any]) -> Judge:
+        raise Killed
+
+    with deployed_stack() as stack:
+        begun(stack)
+        with pytest.raises(Killed):
+            deployed(stack, killed).step("wf-a", Step.GENERATE)
+        # what the state machine's failure branch passes after the retries
+        error = {
+            "Error": "Sandbox.Timedout",
+            "Cause": json.dumps({"errorMessage": "Task timed out after 900.00 seconds"}),
+        }
+        out = deployed(stack).report("wf-a", error)
+        generate = record(stack, "generate")
+        assert generate["status"] == "failed"
+        assert "Task timed out after 900.00 seconds" in generate["error"]
+        assert out["steps"]["generate"] == "failed" and out["verdict"] == "incomplete"
+        html = stack.get(PREFIX + "workflow-report.html").decode("utf-8")
+        assert "Task timed out after 900.00 seconds" in html
+        # the steps it never reached stay as they were
+        assert record(stack, "evaluate")["status"] == "pending"
+        assert record(stack, "evaluate")["started_at"] is None
+
+
+def test_a_bug_in_a_step_is_recorded_as_its_error() -> None:
+    def broken(raw: Mapping[str, Any]) -> Judge:
+        raise KeyError("choices")
+
+    with deployed_stack() as stack:
+        begun(stack)
+        with pytest.raises(KeyError):
+            deployed(stack, broken).step("wf-a", Step.GENERATE)
+        generate = record(stack, "generate")
+        assert generate["status"] == "failed"
+        assert "KeyError" in generate["error"] and "choices" in generate["error"]
+        deployed(stack).report("wf-a", {"Error": "KeyError", "Cause": "{}"})
+        report = stack.json(PREFIX + "workflow-report.json")
+        assert "KeyError" in report["steps"][0]["error"]
+
+
+def test_a_run_step_failing_before_its_run_starts_is_recorded_failed() -> None:
+    """A run step's task writes its suite (the red team's: the judge writes the attacks)
+    before it starts the run: a failure there is the step's recorded error, and its record
+    is started first, so a timeout there is recorded by the failure report too."""
+    from evalrunner.workflow import runner
+
+    with deployed_stack() as stack:
+        begun(stack)
+        work = deployed(stack)
+        _, ctx = work._open("wf-a")
+        digest = runner.inputs_digest(ctx, Step.EVALUATE)
+        # evaluate's inputs: no finished generate step, so the event's suite is missing
+        with pytest.raises(EvalRunnerError):
+            work.step("wf-a", Step.EVALUATE)
+        evaluate = record(stack, "evaluate")
+        assert evaluate["status"] == "failed" and evaluate["inputs_digest"] == digest
+        assert "suite" in evaluate["error"]
+        assert stack.runs() == []
