@@ -346,7 +346,12 @@ class Deployed:
             config=config,
             folder=folder,
             target=config.target,
-            manifest=mf.load(folder),
+            manifest=mf.load(
+                folder,
+                where=f"s3://{self.store.bucket}/{prefix}{mf.MANIFEST}",
+                fix=f"delete it to start the workflow {workflow_id} again, or give another "
+                "workflow_id",
+            ),
             judge=config.judge,
             writer=self.writer,
         )

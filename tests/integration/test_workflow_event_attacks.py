@@ -1,6 +1,7 @@
 """The deployed workflow under an operator's and an attacker's hands: a step whose Lambda is
 killed by its timeout or breaks on a bug is recorded as failed with why (the report and the
-next start say so). The bucket and both state machines are moto's
+next start say so); a tampered ``workflow.json`` in the bucket is refused, never followed
+outside the workflow's folder. The bucket and both state machines are moto's
 (:mod:`tests.support.deployed_workflow`); the tasks are :class:`Deployed`'s own."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import boto3
 import pytest
 
 from evalrunner.engine.embedded import BUCKET, REGION
-from evalrunner.errors import EvalRunnerError
+from evalrunner.errors import ConfigError, EvalRunnerError
 from evalrunner.judge.base import Judge
 from evalrunner.storage import RunStore
 from evalrunner.workflow.config import Step
@@ -114,4 +115,26 @@ def test_a_run_step_failing_before_its_run_starts_is_recorded_failed() -> None:
         evaluate = record(stack, "evaluate")
         assert evaluate["status"] == "failed" and evaluate["inputs_digest"] == digest
         assert "suite" in evaluate["error"]
+        assert stack.runs() == []
+
+
+def test_a_tampered_manifest_pointing_outside_the_workflow_is_refused_not_uploaded(
+    tmp_path: Any,
+) -> None:
+    """Someone with write access to workflows/ marks generate done with its suite elsewhere
+    (a file of the function's machine, or another workflow's folder): the evaluate step must
+    not read it and upload it as its run's suite; the refusal names the bucket's key."""
+    secret = tmp_path / "secret.csv"
+    secret.write_text("question\nAWS_SECRET_ACCESS_KEY=not-for-the-bucket\n")
+    with deployed_stack() as stack:
+        begun(stack)
+        manifest = {"version": 1, "steps": [{"step": s.value} for s in Step]}
+        manifest["steps"][0].update(status="done", outputs={"suite": str(secret)})
+        stack.put(PREFIX + "workflow.json", json.dumps(manifest))
+        with pytest.raises(ConfigError) as caught:
+            deployed(stack).step("wf-a", Step.EVALUATE)
+        assert f"s3://{BUCKET}/{PREFIX}workflow.json" in caught.value.message
+        assert "not a path inside the workflow folder" in caught.value.message
+        assert "another workflow_id" in caught.value.message
+        assert stack.keys("test-suites/_workflow/") == []
         assert stack.runs() == []
