@@ -237,19 +237,68 @@ class Deployed:
         """``workflows/<id>/lock.json`` names the execution working on the workflow: a second
         execution of the same id while that one runs is refused (two would start the same
         runs and overwrite each other's manifest); one that ended (done, failed, stopped)
-        leaves it to the next."""
+        leaves it to the next. Taking it over is conditional on the lock read (S3's
+        ``If-Match``), so of two starts racing for an ended one's lock only one wins; the
+        other reads the winner's and is refused."""
         key = self._key(workflow_id, LOCK_NAME)
         mine = json.dumps({"execution": execution}).encode("utf-8")
-        if self.store.put_if_absent(key, mine, "application/json"):
-            return
-        held = json.loads(self.store.get_bytes(key)).get("execution")
-        if held and held != execution and self._running(str(held)):
-            raise EventError(
-                f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
-                "wait for it to end (or stop it), then start this one again, or give "
-                "another workflow_id"
+        for _ in range(5):
+            if self.store.put_if_absent(key, mine, "application/json"):
+                return
+            found = self._lock(key)
+            if found is None:  # deleted between the two calls: create it again
+                continue
+            held, etag = found
+            if held == execution:  # this execution's Begin retried
+                return
+            if held and self._running(held):
+                raise EventError(
+                    f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
+                    "wait for it to end (or stop it), then start this one again, or give "
+                    "another workflow_id"
+                )
+            if self._replace(key, mine, etag):
+                return
+        raise EventError(
+            f"workflow_id: {workflow_id!r}: other executions keep taking it over; start this "
+            "one again once they have ended, or give another workflow_id"
+        )
+
+    def _lock(self, key: str) -> tuple[str | None, str] | None:
+        """The lock's execution (None when unreadable: taken over) and its ETag; None when
+        there is no lock."""
+        try:
+            got = self.store.s3.get_object(Bucket=self.store.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        try:
+            held = json.loads(got["Body"].read()).get("execution")
+        except (ValueError, AttributeError):
+            held = None
+        return (str(held) if held else None), str(got["ETag"])
+
+    def _replace(self, key: str, data: bytes, etag: str) -> bool:
+        """Overwrite ``key`` only if it is still the object read (``etag``); False when
+        another write came first."""
+        try:
+            self.store.s3.put_object(
+                Bucket=self.store.bucket,
+                Key=key,
+                Body=data,
+                ContentType="application/json",
+                IfMatch=etag,
             )
-        self.store.put_bytes(key, mine, "application/json", redact=False)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey") or (
+                status in (404, 409, 412)
+            ):
+                return False
+            raise
+        return True
 
     def _running(self, execution: str) -> bool:
         try:

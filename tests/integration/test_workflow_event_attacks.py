@@ -138,3 +138,49 @@ def test_a_tampered_manifest_pointing_outside_the_workflow_is_refused_not_upload
         assert "another workflow_id" in caught.value.message
         assert stack.keys("test-suites/_workflow/") == []
         assert stack.runs() == []
+
+
+WAITING = json.dumps(
+    {"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 600, "End": True}}}
+)
+
+
+def test_two_starts_racing_for_an_ended_execution_s_lock_only_one_wins() -> None:
+    """The lock names an execution that has ended; two new executions of the same id read it
+    at the same moment: only one may take it over (else both start the same runs and
+    overwrite each other's manifest). The second's write lands between the first's read and
+    its own write, through the S3 client's own event hooks."""
+    with deployed_stack() as stack:
+        begun(stack)
+        # the lock names an execution that ended long ago (its history is gone)
+        ended = "arn:aws:states:us-east-1:123456789012:execution:evalrunner-workflow:ended"
+        stack.put(PREFIX + "lock.json", json.dumps({"execution": ended}))
+        machine = stack.sfn.create_state_machine(
+            name="waiting", definition=WAITING, roleArn="arn:aws:iam::123456789012:role/r"
+        )["stateMachineArn"]
+        first, second = (
+            stack.sfn.start_execution(stateMachineArn=machine, name=n)["executionArn"]
+            for n in ("first", "second")
+        )
+        store = deployed(stack).store
+        raced: list[str] = []
+
+        def race(params: dict[str, Any], **_: Any) -> None:
+            # the first start is about to overwrite the ended execution's lock: the second
+            # start takes it just before
+            if params["Key"].endswith("lock.json") and "IfNoneMatch" not in params and not raced:
+                raced.append("second")
+                deployed(stack).begin(event(), second)
+
+        store.s3.meta.events.register("before-parameter-build.s3.PutObject", race)
+        try:
+            with pytest.raises(EvalRunnerError) as caught:
+                Deployed(store=store, sfn=stack.sfn, run_machine=RUN_MACHINE).begin(event(), first)
+        finally:
+            store.s3.meta.events.unregister("before-parameter-build.s3.PutObject", race)
+            for arn in (first, second):
+                stack.sfn.stop_execution(executionArn=arn)
+        assert raced == ["second"]
+        assert "is being worked on by the execution" in caught.value.message
+        assert second in caught.value.message
+        assert stack.json(PREFIX + "lock.json") == {"execution": second}
