@@ -154,8 +154,8 @@ class Deployed:
         from evalrunner.reports.summary import summary_of_output
 
         if execution:
-            found = self.sfn.describe_execution(executionArn=execution)
-            if found["status"] == "RUNNING":
+            running = self._describe(execution)
+            if running is not None and running["status"] == "RUNNING":
                 return StepState(
                     workflow_id=workflow_id,
                     step=step,
@@ -169,7 +169,16 @@ class Deployed:
         if record.status != "pending" or not arn or record.inputs_digest is None:
             raise ConfigError(f"workflow {workflow_id}: the {step.value} step has no run started")
         digest, started = record.inputs_digest, record.started_at or mf.now()
-        found = self.sfn.describe_execution(executionArn=arn)
+        found = self._describe(str(arn))
+        if found is None:
+            message = (
+                f"workflow: the {step.value} step's run {arn} no longer exists (Step "
+                "Functions keeps an execution's history for 90 days); start the workflow "
+                "again with the same workflow_id to run the step again"
+            )
+            runner.fail(ctx, step, digest, started, message)
+            self._save(workflow_id, ctx)
+            raise ExecutionFailed(message)
         if found["status"] == "RUNNING":
             return self._state(event, step, "running", arn)
         if found["status"] != "SUCCEEDED":
@@ -301,11 +310,17 @@ class Deployed:
         return True
 
     def _running(self, execution: str) -> bool:
+        found = self._describe(execution)
+        return found is not None and str(found["status"]) == "RUNNING"
+
+    def _describe(self, execution: str) -> dict[str, Any] | None:
+        """The execution as Step Functions describes it; None when it does not exist (its
+        history expired, or the ARN was never an execution)."""
         try:
-            return str(self.sfn.describe_execution(executionArn=execution)["status"]) == "RUNNING"
+            return dict(self.sfn.describe_execution(executionArn=execution))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
-                return False
+                return None
             raise
 
     # -- the run steps --------------------------------------------------------------------
@@ -317,9 +332,9 @@ class Deployed:
         arn = record.facts.get("execution")
         if record.status not in ("pending", "failed") or record.inputs_digest != digest or not arn:
             return None
-        status = self.sfn.describe_execution(executionArn=arn)["status"]
-        if status not in ("RUNNING", "SUCCEEDED"):
-            return None
+        found = self._describe(str(arn))
+        if found is None or found["status"] not in ("RUNNING", "SUCCEEDED"):
+            return None  # ended badly, or gone (past the history's retention): run it again
         if record.status == "failed":  # the task failed, not the run: follow the run again
             ctx.manifest.replace(
                 record.model_copy(update={"status": "pending", "error": None, "finished_at": None})

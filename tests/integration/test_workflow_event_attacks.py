@@ -184,3 +184,43 @@ def test_two_starts_racing_for_an_ended_execution_s_lock_only_one_wins() -> None
         assert "is being worked on by the execution" in caught.value.message
         assert second in caught.value.message
         assert stack.json(PREFIX + "lock.json") == {"execution": second}
+
+
+GONE = "arn:aws:states:us-east-1:123456789012:execution:evalrunner-test-runner:wf-a-gone"
+
+
+def suite_begun(stack: Stack) -> Deployed:
+    stack.put("workflow-inputs/hr/suite.csv", "id,question\nq1,How many days of leave?\n")
+    work = deployed(stack)
+    work.begin(event(documents=None, suite="workflow-inputs/hr/suite.csv"))
+    return work
+
+
+def pending_run(stack: Stack, work: Deployed) -> None:
+    """evaluate's record: its run started with these inputs, an execution no longer there."""
+    from evalrunner.workflow import runner
+
+    _, ctx = work._open("wf-a")
+    digest = runner.inputs_digest(ctx, Step.EVALUATE)
+    manifest = json.loads(ctx.manifest.model_dump_json())
+    manifest["steps"][1].update(
+        started_at="2026-01-01T00:00:00+00:00", inputs_digest=digest, facts={"execution": GONE}
+    )
+    stack.put(PREFIX + "workflow.json", json.dumps(manifest))
+
+
+def test_a_run_gone_from_step_functions_fails_its_check_and_the_next_start_runs_it_again() -> None:
+    """A run step's run that no longer exists (Step Functions keeps 90 days of history; a
+    workflow resumed later) must not wedge the workflow on ExecutionDoesNotExist."""
+    with deployed_stack() as stack:
+        work = suite_begun(stack)
+        pending_run(stack, work)
+        with pytest.raises(EvalRunnerError, match="no longer exists"):
+            work.check("wf-a", Step.EVALUATE)
+        evaluate = record(stack, "evaluate")
+        assert evaluate["status"] == "failed" and "wf-a-gone" in evaluate["error"]
+
+        pending_run(stack, work)  # the record as a stopped execution left it
+        state = work.step("wf-a", Step.EVALUATE)
+        assert state["status"] == "running" and state["execution"] != GONE
+        assert [r["executionArn"] for r in stack.runs()] == [state["execution"]]
