@@ -224,3 +224,44 @@ def test_a_run_gone_from_step_functions_fails_its_check_and_the_next_start_runs_
         state = work.step("wf-a", Step.EVALUATE)
         assert state["status"] == "running" and state["execution"] != GONE
         assert [r["executionArn"] for r in stack.runs()] == [state["execution"]]
+
+
+def test_the_check_task_while_the_run_runs_is_one_describe_call_not_a_copy() -> None:
+    """The state machine's check passes the run it follows: while that run runs, the task
+    answers from one DescribeExecution call and reads nothing of the workflow (here its
+    stored event is gone, so any read of the workflow would fail)."""
+    from types import SimpleNamespace
+
+    from evalrunner.pipeline.context import Runtime, Settings
+    from lambdas import workflow
+
+    with deployed_stack() as stack:
+        begun(stack)
+        machine = stack.sfn.create_state_machine(
+            name="waiting", definition=WAITING, roleArn="arn:aws:iam::123456789012:role/r"
+        )["stateMachineArn"]
+        run = stack.sfn.start_execution(stateMachineArn=machine, name="run")["executionArn"]
+        stack.s3.delete_object(Bucket=BUCKET, Key=PREFIX + "event.json")
+        runtime = Runtime(
+            settings=Settings.from_env().model_copy(update={"bucket": BUCKET, "region": REGION})
+        )
+        handler = workflow.build(runtime, sfn=stack.sfn, run_machine=RUN_MACHINE)
+        context = SimpleNamespace(
+            function_name="evalrunner-workflow",
+            function_version="$LATEST",
+            invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:w",
+            memory_limit_in_mb=2048,
+            aws_request_id="r-1",
+            get_remaining_time_in_millis=lambda: 900_000,
+        )
+        task = {
+            "action": "check",
+            "workflow_id": "wf-a",
+            "step": "evaluate",
+            "execution": run,
+            "wait_seconds": 7,
+        }
+        state = handler(task, context)
+        stack.sfn.stop_execution(executionArn=run)
+        assert state["status"] == "running" and state["execution"] == run
+        assert state["wait_seconds"] == 7
