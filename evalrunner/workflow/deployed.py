@@ -25,6 +25,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -156,11 +157,17 @@ class Deployed:
         if execution:
             running = self._describe(execution)
             if running is not None and running["status"] == "RUNNING":
+                begun = running.get("startDate")
+                elapsed = (
+                    (datetime.now(UTC) - begun).total_seconds()
+                    if isinstance(begun, datetime)
+                    else 0.0
+                )
                 return StepState(
                     workflow_id=workflow_id,
                     step=step,
                     status="running",
-                    wait_seconds=wait_seconds,
+                    wait_seconds=next_wait(wait_seconds, elapsed),
                     execution=execution,
                 ).model_dump(mode="json")
         event, ctx = self._open(workflow_id)
@@ -498,6 +505,20 @@ class Deployed:
             wait_seconds=event.wait_seconds,
             execution=execution,
         ).model_dump(mode="json")
+
+
+#: The longest wait between two looks at a run that has run long (see :func:`next_wait`).
+MAX_WAIT_SECONDS = 600
+
+
+def next_wait(wait_seconds: int, elapsed: float) -> int:
+    """The wait before the next look at a run that has run ``elapsed`` seconds: the
+    event's ``wait_seconds`` at first, then a tenth of the run's time so far (at most
+    :data:`MAX_WAIT_SECONDS`, never less than the last wait). Each look is about nine events
+    of the workflow execution's history, which Step Functions caps at 25,000: at a fixed
+    30 s the looks alone would fail the execution after about 23 hours of runs (after 46
+    minutes at 1 s); so the looks of a long run grow sparse instead."""
+    return max(wait_seconds, min(MAX_WAIT_SECONDS, int(elapsed // 10)))
 
 
 def run_suite_prefix(workflow_id: str) -> str:
