@@ -173,6 +173,10 @@ class Deployed:
         event, ctx = self._open(workflow_id)
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")
+        if record.status == "done" and arn and execution in (None, arn):
+            # this check already recorded the run (the task ran again after it succeeded: a
+            # retried invocation is at-least-once): the same answer, nothing recorded twice
+            return self._state(event, step, "done")
         if record.status != "pending" or not arn or record.inputs_digest is None:
             raise ConfigError(f"workflow {workflow_id}: the {step.value} step has no run started")
         digest, started = record.inputs_digest, record.started_at or mf.now()

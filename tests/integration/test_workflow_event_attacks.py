@@ -265,3 +265,17 @@ def test_the_check_task_while_the_run_runs_is_one_describe_call_not_a_copy() -> 
         stack.sfn.stop_execution(executionArn=run)
         assert state["status"] == "running" and state["execution"] == run
         assert state["wait_seconds"] == 7
+
+
+def test_a_check_run_again_after_it_recorded_the_run_answers_done() -> None:
+    """Lambda invocations are at-least-once: a check task retried after it recorded its run
+    must answer done again, not fail the workflow with 'no run started'."""
+    with deployed_stack() as stack:
+        work = suite_begun(stack)
+        pending_run(stack, work)
+        manifest = stack.json(PREFIX + "workflow.json")
+        manifest["steps"][1].update(status="done", finished_at="2026-01-01T00:01:00+00:00")
+        stack.put(PREFIX + "workflow.json", json.dumps(manifest))
+        state = work.check("wf-a", Step.EVALUATE, GONE, 1)
+        assert state["status"] == "done"
+        assert stack.json(PREFIX + "workflow.json") == manifest
