@@ -70,10 +70,12 @@ def build(runtime: Runtime, *, sfn: Any = None, run_machine: str | None = None) 
             return work.report(workflow_id, task.error)
         if task.step is None:
             raise ValueError(f"{task.action}: no step given")
+        # check: the run the step started and the wait, so that while it runs the check is
+        # one describe call (not a copy of the whole workflow folder every wait_seconds)
         result = (
             work.step(workflow_id, task.step)
             if task.action == "step"
-            else (work.check(workflow_id, task.step))
+            else work.check(workflow_id, task.step, task.execution, task.wait_seconds)
         )
         logger.info("workflow step", extra=result)
         return result

@@ -121,10 +121,21 @@ class WorkflowConfig(BaseModel):
     @field_validator("judge")
     @classmethod
     def _judge(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from evalrunner import network, secrets
         from evalrunner.judge.config import JudgeConfig
 
         if value is not None:
             JudgeConfig.model_validate(value)
+            # the run event's own rules for its judge: a variable or secret the policy
+            # refuses (AWS_* credentials as the judge's key) or a URL the deployed network
+            # policy refuses is named here, before any step, not when the judge is first built
+            problems = secrets.event_problems({"judge": value}) + network.event_problems(
+                {"judge": value}
+            )
+            if problems:
+                raise PydanticCustomError(
+                    "event_judge", "{detail}", {"detail": "; ".join(problems)}
+                )
         return value
 
     def suite_source(self) -> str:

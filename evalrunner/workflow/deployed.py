@@ -26,6 +26,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +117,30 @@ class Deployed:
         digest = runner.due(ctx, step)
         if digest is None:
             return self._state(event, step, "done")
-        if step in RUN_STEPS and not (step is Step.ROBUSTNESS and not ctx.config.perturbations):
-            started = self._started_run(ctx, step, digest)
-            if started is not None:  # a run this step started for the same inputs: follow it
-                return self._state(event, step, "running", started)
-            return self._start_run(event, ctx, step, digest)
+        run_step = step in RUN_STEPS and not (
+            step is Step.ROBUSTNESS and not ctx.config.perturbations
+        )
+        if run_step:
+            followed = self._started_run(workflow_id, ctx, step, digest)
+            if followed is not None:  # a run this step started for the same inputs: follow it
+                return self._state(event, step, "running", followed)
         started = runner.start(ctx, step, digest)
+        # saved before the step works (or, for a run step, writes its suite, the red team's
+        # attacks by the judge): a Lambda killed by its timeout leaves this started record
+        # in the bucket, and the failure branch's report records that step as failed
+        self._save(workflow_id, ctx)
         try:
+            if run_step:
+                return self._start_run(event, ctx, step, digest)
             record = runner.step_function(step)(ctx)
         except EvalRunnerError as exc:
             runner.fail(ctx, step, digest, started, str(exc))
+            self._save(workflow_id, ctx)
+            raise
+        except Exception as exc:
+            # a bug, not bad input: still the step's error in the manifest and the report,
+            # so the report and the next start say which step broke and how
+            runner.fail(ctx, step, digest, started, _unexpected(exc))
             self._save(workflow_id, ctx)
             raise
         runner.finish(ctx, record, digest, started)
@@ -141,22 +156,41 @@ class Deployed:
         from evalrunner.reports.summary import summary_of_output
 
         if execution:
-            found = self.sfn.describe_execution(executionArn=execution)
-            if found["status"] == "RUNNING":
+            running = self._describe(execution)
+            if running is not None and running["status"] == "RUNNING":
+                begun = running.get("startDate")
+                elapsed = (
+                    (datetime.now(UTC) - begun).total_seconds()
+                    if isinstance(begun, datetime)
+                    else 0.0
+                )
                 return StepState(
                     workflow_id=workflow_id,
                     step=step,
                     status="running",
-                    wait_seconds=wait_seconds,
+                    wait_seconds=next_wait(wait_seconds, elapsed),
                     execution=execution,
                 ).model_dump(mode="json")
         event, ctx = self._open(workflow_id)
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")
+        if record.status == "done" and arn and execution in (None, arn):
+            # this check already recorded the run (the task ran again after it succeeded: a
+            # retried invocation is at-least-once): the same answer, nothing recorded twice
+            return self._state(event, step, "done")
         if record.status != "pending" or not arn or record.inputs_digest is None:
             raise ConfigError(f"workflow {workflow_id}: the {step.value} step has no run started")
         digest, started = record.inputs_digest, record.started_at or mf.now()
-        found = self.sfn.describe_execution(executionArn=arn)
+        found = self._describe(str(arn))
+        if found is None:
+            message = (
+                f"workflow: the {step.value} step's run {arn} no longer exists (Step "
+                "Functions keeps an execution's history for 90 days); start the workflow "
+                "again with the same workflow_id to run the step again"
+            )
+            runner.fail(ctx, step, digest, started, message)
+            self._save(workflow_id, ctx)
+            raise ExecutionFailed(message)
         if found["status"] == "RUNNING":
             return self._state(event, step, "running", arn)
         if found["status"] != "SUCCEEDED":
@@ -184,6 +218,9 @@ class Deployed:
     def report(self, workflow_id: str, error: Any = None) -> dict[str, Any]:
         """Write the workflow report (also after a failed step: it says which and why)."""
         event, ctx = self._open(workflow_id)
+        text = _error_text(error)
+        if text:
+            self._record_interrupted(ctx, text)
         write_report(ctx.folder, ctx.manifest, event.suite_source(), [])
         self._save(workflow_id, ctx)
         return WorkflowOutput(
@@ -196,43 +233,127 @@ class Deployed:
             error=_error_text(error),
         ).model_dump(mode="json")
 
+    @staticmethod
+    def _record_interrupted(ctx: Context, error: str) -> None:
+        """The step this execution started and never ended (its Lambda killed by the
+        timeout after its retries, or a task failing outside the step's own code) recorded
+        as failed with the execution's ``error``. A run step keeps the run it started, so
+        the next start follows that run if it is still running or succeeded."""
+        for record in ctx.manifest.steps:
+            if record.status == "pending" and record.started_at and not record.finished_at:
+                ctx.manifest.replace(
+                    record.model_copy(
+                        update={
+                            "status": "failed",
+                            "error": f"workflow: the {record.step.value} step did not "
+                            f"finish: {error}; start the workflow again with the same "
+                            "workflow_id to run it again",
+                            "finished_at": mf.now(),
+                        }
+                    )
+                )
+        mf.save(ctx.folder, ctx.manifest)
+
     def _hold(self, workflow_id: str, execution: str) -> None:
         """``workflows/<id>/lock.json`` names the execution working on the workflow: a second
         execution of the same id while that one runs is refused (two would start the same
         runs and overwrite each other's manifest); one that ended (done, failed, stopped)
-        leaves it to the next."""
+        leaves it to the next. Taking it over is conditional on the lock read (S3's
+        ``If-Match``), so of two starts racing for an ended one's lock only one wins; the
+        other reads the winner's and is refused."""
         key = self._key(workflow_id, LOCK_NAME)
         mine = json.dumps({"execution": execution}).encode("utf-8")
-        if self.store.put_if_absent(key, mine, "application/json"):
-            return
-        held = json.loads(self.store.get_bytes(key)).get("execution")
-        if held and held != execution and self._running(str(held)):
-            raise EventError(
-                f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
-                "wait for it to end (or stop it), then start this one again, or give "
-                "another workflow_id"
+        for _ in range(5):
+            if self.store.put_if_absent(key, mine, "application/json"):
+                return
+            found = self._lock(key)
+            if found is None:  # deleted between the two calls: create it again
+                continue
+            held, etag = found
+            if held == execution:  # this execution's Begin retried
+                return
+            if held and self._running(held):
+                raise EventError(
+                    f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
+                    "wait for it to end (or stop it), then start this one again, or give "
+                    "another workflow_id"
+                )
+            if self._replace(key, mine, etag):
+                return
+        raise EventError(
+            f"workflow_id: {workflow_id!r}: other executions keep taking it over; start this "
+            "one again once they have ended, or give another workflow_id"
+        )
+
+    def _lock(self, key: str) -> tuple[str | None, str] | None:
+        """The lock's execution (None when unreadable: taken over) and its ETag; None when
+        there is no lock."""
+        try:
+            got = self.store.s3.get_object(Bucket=self.store.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        try:
+            held = json.loads(got["Body"].read()).get("execution")
+        except (ValueError, AttributeError):
+            held = None
+        return (str(held) if held else None), str(got["ETag"])
+
+    def _replace(self, key: str, data: bytes, etag: str) -> bool:
+        """Overwrite ``key`` only if it is still the object read (``etag``); False when
+        another write came first."""
+        try:
+            self.store.s3.put_object(
+                Bucket=self.store.bucket,
+                Key=key,
+                Body=data,
+                ContentType="application/json",
+                IfMatch=etag,
             )
-        self.store.put_bytes(key, mine, "application/json", redact=False)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey") or (
+                status in (404, 409, 412)
+            ):
+                return False
+            raise
+        return True
 
     def _running(self, execution: str) -> bool:
+        found = self._describe(execution)
+        return found is not None and str(found["status"]) == "RUNNING"
+
+    def _describe(self, execution: str) -> dict[str, Any] | None:
+        """The execution as Step Functions describes it; None when it does not exist (its
+        history expired, or the ARN was never an execution)."""
         try:
-            return str(self.sfn.describe_execution(executionArn=execution)["status"]) == "RUNNING"
+            return dict(self.sfn.describe_execution(executionArn=execution))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
-                return False
+                return None
             raise
 
     # -- the run steps --------------------------------------------------------------------
-    def _started_run(self, ctx: Context, step: Step, digest: str) -> str | None:
+    def _started_run(self, workflow_id: str, ctx: Context, step: Step, digest: str) -> str | None:
         """The run an earlier execution started for this step with the same inputs and
         that is running or finished (the workflow execution was stopped while it ran, or
         the task was retried): it is followed, not started again."""
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")
-        if record.status != "pending" or record.inputs_digest != digest or not arn:
+        if record.status not in ("pending", "failed") or record.inputs_digest != digest or not arn:
             return None
-        status = self.sfn.describe_execution(executionArn=arn)["status"]
-        return str(arn) if status in ("RUNNING", "SUCCEEDED") else None
+        found = self._describe(str(arn))
+        if found is None or found["status"] not in ("RUNNING", "SUCCEEDED"):
+            return None  # ended badly, or gone (past the history's retention): run it again
+        if record.status == "failed":  # the task failed, not the run: follow the run again
+            ctx.manifest.replace(
+                record.model_copy(update={"status": "pending", "error": None, "finished_at": None})
+            )
+            mf.save(ctx.folder, ctx.manifest)
+            self._save(workflow_id, ctx)
+        return str(arn)
 
     def _start_run(
         self, event: WorkflowEvent, ctx: Context, step: Step, digest: str
@@ -301,7 +422,12 @@ class Deployed:
             config=config,
             folder=folder,
             target=config.target,
-            manifest=mf.load(folder),
+            manifest=mf.load(
+                folder,
+                where=f"s3://{self.store.bucket}/{prefix}{mf.MANIFEST}",
+                fix=f"delete it to start the workflow {workflow_id} again, or give another "
+                "workflow_id",
+            ),
             judge=config.judge,
             writer=self.writer,
         )
@@ -386,6 +512,20 @@ class Deployed:
         ).model_dump(mode="json")
 
 
+#: The longest wait between two looks at a run that has run long (see :func:`next_wait`).
+MAX_WAIT_SECONDS = 600
+
+
+def next_wait(wait_seconds: int, elapsed: float) -> int:
+    """The wait before the next look at a run that has run ``elapsed`` seconds: the
+    event's ``wait_seconds`` at first, then a tenth of the run's time so far (at most
+    :data:`MAX_WAIT_SECONDS`, never less than the last wait). Each look is about nine events
+    of the workflow execution's history, which Step Functions caps at 25,000: at a fixed
+    30 s the looks alone would fail the execution after about 23 hours of runs (after 46
+    minutes at 1 s); so the looks of a long run grow sparse instead."""
+    return max(wait_seconds, min(MAX_WAIT_SECONDS, int(elapsed // 10)))
+
+
 def run_suite_prefix(workflow_id: str) -> str:
     from evalrunner.event_rules import WORKFLOW_SUITE_PREFIX
 
@@ -414,6 +554,13 @@ def _cause(found: Mapping[str, Any]) -> str:
     if isinstance(payload, dict) and "errorMessage" in payload:
         return str(payload["errorMessage"])[:500]
     return cause[:500]
+
+
+def _unexpected(exc: Exception) -> str:
+    """An unexpected exception as the step's error: its type and message, masked."""
+    from evalrunner.redaction import redact
+
+    return redact(f"workflow: unexpected {type(exc).__name__}: {exc}")[:500]
 
 
 def _error_text(error: Any) -> str | None:

@@ -80,7 +80,9 @@ class WorkflowEvent(WorkflowConfig):
         default=30,
         ge=0,
         le=3600,
-        description="Deployed: seconds between two looks at a run step's run.",
+        description="Deployed: seconds between two looks at a run step's run at first; a "
+        "long run is looked at less often (a tenth of its time so far, at most every 10 "
+        "minutes), so the execution's history holds runs of days.",
     )
 
     @field_validator("documents", "suite", "labels")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalrunner.errors import ConfigError
 from evalrunner.workflow.config import STEPS, Step
@@ -47,6 +48,27 @@ class StepRecord(BaseModel):
     error: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+
+    @field_validator("outputs")
+    @classmethod
+    def _inside(cls, outputs: dict[str, str]) -> dict[str, str]:
+        # the manifest is read back from a folder or a bucket someone else can write to: an
+        # output must name a file inside the workflow folder, never an absolute path, a
+        # climb out (`..`) into another workflow or the machine (the next step would read it
+        # and upload it as its suite), nor a URL the report would link (`javascript:`)
+        for name, rel in outputs.items():
+            if (
+                not rel
+                or rel.startswith("/")
+                or "\\" in rel
+                or ":" in rel
+                or posixpath.normpath(rel) != rel
+                or ".." in rel.split("/")
+            ):
+                raise ValueError(
+                    f"output {name!r}: {rel[:200]!r} is not a path inside the workflow folder"
+                )
+        return outputs
 
 
 class Manifest(BaseModel):
@@ -115,17 +137,21 @@ def digest_tree(path: Path) -> str:
     return h.hexdigest()
 
 
-def load(folder: Path) -> Manifest:
-    """The folder's manifest, or a fresh one."""
+def load(folder: Path, *, where: str | None = None, fix: str | None = None) -> Manifest:
+    """The folder's manifest, or a fresh one. ``where`` and ``fix``: what a refusal names
+    (default: the file, and another --out folder)."""
     path = folder / MANIFEST
     if not path.is_file():
         return Manifest()
     try:
         return Manifest.model_validate_json(path.read_bytes())
     except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(part) for part in first["loc"])
+        reason = str(first["msg"]).removeprefix("Value error, ")
         raise ConfigError(
-            f"{path}: not a workflow manifest ({exc.errors()[0]['msg']}); give another --out "
-            "folder, or delete the file to start the workflow again"
+            f"{where or path}: not a workflow manifest ({at + ': ' if at else ''}{reason}); "
+            + (fix or "give another --out folder, or delete the file to start the workflow again")
         ) from None
 
 

@@ -66,7 +66,8 @@ class Context:
         )
 
     def rel(self, path: Path) -> str:
-        return str(path.resolve().relative_to(self.folder.resolve()))
+        # POSIX form on every OS: the manifest refuses backslashes (it travels to the bucket)
+        return path.resolve().relative_to(self.folder.resolve()).as_posix()
 
 
 StepFn = Callable[[Context], StepRecord]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from evalrunner.workflow.config import Step
 from evalrunner.workflow.manifest import Manifest, StepRecord, finished, load, save, verdict
 from evalrunner.workflow.report import write_report
@@ -93,3 +95,41 @@ def test_a_hand_edited_manifest_missing_a_step_is_refused_by_name(tmp_path: Path
     (tmp_path / "workflow.json").write_text("{not json")
     with pytest.raises(ConfigError, match="not a workflow manifest"):
         load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "/proc/self/environ",
+        "../other-workflow/generate/suite.xlsx",
+        "generate/../../x.csv",
+        "javascript:alert(1)",
+        "generate\\..\\..\\x.csv",
+        "./generate/suite.xlsx",
+        "",
+    ],
+)
+def test_a_manifest_whose_output_points_outside_the_folder_is_refused(
+    tmp_path: Path, rel: str
+) -> None:
+    """A tampered workflow.json (a step done, its output elsewhere) is refused by name: the
+    next step would read that file as its suite (and the deployed one upload it), and the
+    report would link it."""
+    from evalrunner.errors import ConfigError
+
+    data = json.loads(Manifest().model_dump_json())
+    data["steps"][0].update(status="done", outputs={"suite": rel})
+    (tmp_path / "workflow.json").write_text(json.dumps(data))
+    with pytest.raises(
+        ConfigError, match=r"steps\.0\.outputs: .*output 'suite'.*not a path inside"
+    ):
+        load(tmp_path)
+
+
+def test_a_manifest_with_outputs_inside_the_folder_loads(tmp_path: Path) -> None:
+    data = json.loads(Manifest().model_dump_json())
+    data["steps"][0].update(
+        status="done", outputs={"suite": "generate/suite.xlsx", "generation": "generate/g.json"}
+    )
+    (tmp_path / "workflow.json").write_text(json.dumps(data))
+    assert load(tmp_path).steps[0].outputs["suite"] == "generate/suite.xlsx"

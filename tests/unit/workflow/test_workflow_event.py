@@ -46,6 +46,23 @@ def test_a_good_event_and_its_documents_prefix() -> None:
         ({"redteam": {"num_tests": 50}}, "attacks to write (plugins x num_tests"),
         ({"redteam": {"plugins": ["nope"]}}, "redteam.plugins:"),
         ({"bogus": 1}, "bogus: Extra inputs are not permitted"),
+        (
+            {
+                "judge": {
+                    "openai": {
+                        "base_url": "http://localhost:9/v1",
+                        "model": "j",
+                        "api_key_env": "AWS_SECRET_ACCESS_KEY",
+                    }
+                }
+            },
+            "judge.openai.api_key_env: AWS_SECRET_ACCESS_KEY is not an allowed secret variable",
+        ),
+        ({"workflow_id": "../other"}, "workflow_id: String should match pattern"),
+        ({"workflow_id": "a/b"}, "workflow_id: String should match pattern"),
+        ({"workflow_id": "hr-1\n"}, "workflow_id: String should match pattern"),
+        ({"workflow_id": "h\u00e9"}, "workflow_id: String should match pattern"),
+        ({"workflow_id": "a" * 1000}, "workflow_id: String should match pattern"),
     ],
 )
 def test_a_bad_field_is_refused_by_name(change: dict[str, Any], message: str) -> None:
