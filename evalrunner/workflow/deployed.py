@@ -19,10 +19,8 @@ the step's folder and records it as the local step would.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +42,8 @@ from evalrunner.workflow.event import (
     MAX_DOCUMENTS,
     WorkflowEvent,
     parse_workflow_event,
+    run_suite_prefix,
+    scratch,
 )
 from evalrunner.workflow.report import REPORT_HTML, REPORT_JSON, write_report
 from evalrunner.workflow.steps import Context
@@ -524,25 +524,6 @@ def next_wait(wait_seconds: int, elapsed: float) -> int:
     30 s the looks alone would fail the execution after about 23 hours of runs (after 46
     minutes at 1 s); so the looks of a long run grow sparse instead."""
     return max(wait_seconds, min(MAX_WAIT_SECONDS, int(elapsed // 10)))
-
-
-def run_suite_prefix(workflow_id: str) -> str:
-    from evalrunner.event_rules import WORKFLOW_SUITE_PREFIX
-
-    return f"{WORKFLOW_SUITE_PREFIX}{workflow_id}/"
-
-
-#: Where the tasks' scratch folders go (default: the system's temporary folder). A Lambda's
-#: ``/tmp`` is its own; processes sharing one machine (tests, a local engine beside another)
-#: set their own root so two workflows with one id never share a folder.
-ENV_SCRATCH = "EVALRUNNER_WORKFLOW_SCRATCH"
-
-
-def scratch(workflow_id: str) -> Path:
-    """The task's copy of the workflow's prefix: a fixed path per workflow, so the settings
-    digest (which names the inputs' paths) is the same in every task."""
-    root = os.environ.get(ENV_SCRATCH) or str(Path(tempfile.gettempdir()) / "evalrunner-workflow")
-    return Path(root) / workflow_id
 
 
 def _cause(found: Mapping[str, Any]) -> str:

@@ -21,8 +21,10 @@ so a step retried after a timeout asks only what it had not asked.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,20 @@ def render() -> str:
 if __name__ == "__main__":  # python -m evalrunner.workflow.event: rewrite the shipped file
     SHIPPED.write_text(render(), encoding="utf-8")
     sys.stdout.write(f"wrote {SHIPPED}\n")
+
+
+def run_suite_prefix(workflow_id: str) -> str:
+    from evalrunner.event_rules import WORKFLOW_SUITE_PREFIX
+
+    return f"{WORKFLOW_SUITE_PREFIX}{workflow_id}/"
+
+
+ENV_SCRATCH = "EVALRUNNER_WORKFLOW_SCRATCH"
+
+
+def scratch(workflow_id: str) -> Path:
+    """The task's copy of the workflow's prefix: a fixed path per workflow, so the settings
+    digest (which names the inputs' paths) is the same in every task. Its root is the temporary
+    folder (a Lambda's own ``/tmp``) unless ENV_SCRATCH names one (tests on one machine do)."""
+    root = os.environ.get(ENV_SCRATCH) or Path(tempfile.gettempdir(), "evalrunner-workflow")
+    return Path(root) / workflow_id
