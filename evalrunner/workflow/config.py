@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from evalrunner.errors import ConfigError
+from evalrunner.errors import ConfigError, EvalRunnerError
 from evalrunner.perturb.spec import PerturbationSpec
 from evalrunner.redteam.model import MAX_TESTS
 from evalrunner.redteam.spec import RedTeamSpec
@@ -159,16 +159,19 @@ def _problem(loc: tuple[int | str, ...], msg: str) -> str:
     return msg if msg.startswith(where) else f"{where}: {msg}"
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """A workflow file (JSON) as a dict, for :func:`parse_config`."""
+def load_config(
+    path: Path, *, option: str = "--config", error: type[EvalRunnerError] = ConfigError
+) -> dict[str, Any]:
+    r"""A workflow file (JSON) as a dict, for :func:`parse_config` (and the workflow event's
+    file, whose mistakes are ``EventError``\s naming ``--event``)."""
     if not path.is_file():
-        raise ConfigError(f"--config: {path} does not exist or is not a file")
+        raise error(f"{option}: {path} does not exist or is not a file")
     try:
         data = json.loads(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--config: {path} is not valid JSON ({exc})") from None
+        raise error(f"{option}: {path} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"--config: {path} holds a {type(data).__name__}, not an object")
+        raise error(f"{option}: {path} holds a {type(data).__name__}, not an object")
     return data
 
 

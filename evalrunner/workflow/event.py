@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from evalrunner.errors import ConfigError, EventError
 from evalrunner.event_rules import SUITE_EXTENSIONS
-from evalrunner.workflow.config import WorkflowConfig
+from evalrunner.workflow.config import WorkflowConfig, load_config
 
 SHIPPED = Path(__file__).parent.parent / "schemas" / "workflow-event.schema.json"
 #: Where a deployed workflow keeps its state and outputs in the runner bucket.
@@ -160,15 +160,7 @@ def parse_workflow_event(raw: Any) -> WorkflowEvent:
 
 def load_workflow_event(path: Path) -> dict[str, Any]:
     """A workflow event file (JSON) as a dict."""
-    if not path.is_file():
-        raise EventError(f"--event: {path} does not exist or is not a file")
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EventError(f"--event: {path} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise EventError(f"--event: {path} holds a {type(data).__name__}, not an object")
-    return data
+    return load_config(path, option="--event", error=EventError)
 
 
 def local_config(event: WorkflowEvent, root: Path) -> WorkflowConfig:

@@ -222,23 +222,17 @@ def robustness(ctx: Context) -> StepRecord:
 def evaluate_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The evaluate step's run as an event (the deployed workflow starts it; locally
     :func:`evaluate` makes the same event through :func:`evalrunner.evaluate`)."""
-    from evalrunner.launch import local_event
-
-    c = ctx.config
-    return local_event(
-        suite_name,
-        spec,
-        iterations=c.iterations,
-        max_concurrency=c.max_concurrency,
-        metrics=c.metrics,
-        thresholds=c.thresholds,
-        judge=ctx.judge,
-        fail_on=c.fail_on,
-    )
+    return _run_event(ctx, suite_name, spec)
 
 
 def robustness_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The robustness step's run: the suite with the configured perturbations."""
+    perturbations = [p.model_dump(exclude_none=True) for p in ctx.config.perturbations]
+    return _run_event(ctx, suite_name, spec, perturbations=perturbations)
+
+
+def _run_event(ctx: Context, suite_name: str, spec: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """A run event with the workflow's run settings (and ``more``)."""
     from evalrunner.launch import local_event
 
     c = ctx.config
@@ -250,8 +244,8 @@ def robustness_event(ctx: Context, suite_name: str, spec: dict[str, Any]) -> dic
         metrics=c.metrics,
         thresholds=c.thresholds,
         judge=ctx.judge,
-        perturbations=[p.model_dump(exclude_none=True) for p in c.perturbations],
         fail_on=c.fail_on,
+        **more,
     )
 
 
