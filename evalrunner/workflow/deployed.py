@@ -19,7 +19,6 @@ the step's folder and records it as the local step would.
 from __future__ import annotations
 
 import json
-import posixpath
 import shutil
 import uuid
 from collections.abc import Callable, Mapping
@@ -40,11 +39,14 @@ from evalrunner.workflow.config import Step, WorkflowConfig
 from evalrunner.workflow.event import (
     MAX_DOCUMENT_BYTES,
     MAX_DOCUMENTS,
+    MAX_SCRATCH_BYTES,
     WorkflowEvent,
     parse_workflow_event,
     run_suite_prefix,
     scratch,
 )
+from evalrunner.workflow.guards import not_ours, run_name, too_big, write_under
+from evalrunner.workflow.lock import hold
 from evalrunner.workflow.report import REPORT_HTML, REPORT_JSON, write_report
 from evalrunner.workflow.steps import Context
 
@@ -92,6 +94,8 @@ class Deployed:
     #: Builds the writing judge (suite, attacks, artifacts) from the judge object; the
     #: handler's uses the bucket's judge cache.
     writer: Callable[[Mapping[str, Any]], Judge] | None = None
+    #: The most a task copies into its scratch folder (the function's /tmp holds twice it).
+    max_scratch_bytes: int = MAX_SCRATCH_BYTES
     #: The scratch folder's files as copied in (or last copied back), by digest.
     _seen: dict[Path, str] = field(default_factory=dict, init=False, repr=False)
 
@@ -102,8 +106,15 @@ class Deployed:
         ``execution`` (this workflow execution) and store the event."""
         event = parse_workflow_event(raw)
         self._inputs(event, None)  # nothing written yet: missing or oversized inputs say so
+        self._listed(event, None)  # and what every task will copy fits its scratch folder
         if execution:
-            self._hold(event.workflow_id, execution)
+            hold(
+                self.store,
+                self._key(event.workflow_id, LOCK_NAME),
+                event.workflow_id,
+                execution,
+                self._running,
+            )
         data = event.model_dump_json(exclude_defaults=False).encode("utf-8")
         self.store.put_bytes(
             self._key(event.workflow_id, EVENT_NAME), data, "application/json", redact=False
@@ -113,7 +124,7 @@ class Deployed:
     def step(self, workflow_id: str, step: Step) -> dict[str, Any]:
         """Run ``step`` (a run step: start its run), unless it is finished with the same
         inputs."""
-        event, ctx = self._open(workflow_id)
+        event, ctx = self._open(workflow_id, step)
         digest = runner.due(ctx, step)
         if digest is None:
             return self._state(event, step, "done")
@@ -171,7 +182,7 @@ class Deployed:
                     wait_seconds=next_wait(wait_seconds, elapsed),
                     execution=execution,
                 ).model_dump(mode="json")
-        event, ctx = self._open(workflow_id)
+        event, ctx = self._open(workflow_id, step)
         record = ctx.manifest.record(step)
         arn = record.facts.get("execution")
         if record.status == "done" and arn and execution in (None, arn):
@@ -181,6 +192,7 @@ class Deployed:
         if record.status != "pending" or not arn or record.inputs_digest is None:
             raise ConfigError(f"workflow {workflow_id}: the {step.value} step has no run started")
         digest, started = record.inputs_digest, record.started_at or mf.now()
+        self._check_ours(workflow_id, ctx, step, str(arn), digest, started)
         found = self._describe(str(arn))
         if found is None:
             message = (
@@ -216,17 +228,19 @@ class Deployed:
         return self._state(event, step, "done")
 
     def report(self, workflow_id: str, error: Any = None) -> dict[str, Any]:
-        """Write the workflow report (also after a failed step: it says which and why)."""
-        event, ctx = self._open(workflow_id)
+        """Write the workflow report (also after a failed step: it says which and why). It
+        reads only the manifest, so only that is copied: the report is written even when the
+        workflow is too big for a task's scratch folder."""
+        event, folder, manifest = self._open_manifest(workflow_id)
         text = _error_text(error)
         if text:
-            self._record_interrupted(ctx, text)
-        write_report(ctx.folder, ctx.manifest, event.suite_source(), [])
-        self._save(workflow_id, ctx)
+            self._record_interrupted(folder, manifest, text)
+        write_report(folder, manifest, event.suite_source(), [])
+        self._save_files(workflow_id, folder)
         return WorkflowOutput(
             workflow_id=workflow_id,
-            verdict=mf.verdict(ctx.manifest),
-            steps={r.step.value: r.status for r in ctx.manifest.steps},
+            verdict=mf.verdict(manifest),
+            steps={r.step.value: r.status for r in manifest.steps},
             report=self._key(workflow_id, REPORT_HTML),
             report_json=self._key(workflow_id, REPORT_JSON),
             manifest=self._key(workflow_id, mf.MANIFEST),
@@ -234,14 +248,14 @@ class Deployed:
         ).model_dump(mode="json")
 
     @staticmethod
-    def _record_interrupted(ctx: Context, error: str) -> None:
+    def _record_interrupted(folder: Path, manifest: mf.Manifest, error: str) -> None:
         """The step this execution started and never ended (its Lambda killed by the
         timeout after its retries, or a task failing outside the step's own code) recorded
         as failed with the execution's ``error``. A run step keeps the run it started, so
         the next start follows that run if it is still running or succeeded."""
-        for record in ctx.manifest.steps:
+        for record in manifest.steps:
             if record.status == "pending" and record.started_at and not record.finished_at:
-                ctx.manifest.replace(
+                manifest.replace(
                     record.model_copy(
                         update={
                             "status": "failed",
@@ -252,74 +266,7 @@ class Deployed:
                         }
                     )
                 )
-        mf.save(ctx.folder, ctx.manifest)
-
-    def _hold(self, workflow_id: str, execution: str) -> None:
-        """``workflows/<id>/lock.json`` names the execution working on the workflow: a second
-        execution of the same id while that one runs is refused (two would start the same
-        runs and overwrite each other's manifest); one that ended (done, failed, stopped)
-        leaves it to the next. Taking it over is conditional on the lock read (S3's
-        ``If-Match``), so of two starts racing for an ended one's lock only one wins; the
-        other reads the winner's and is refused."""
-        key = self._key(workflow_id, LOCK_NAME)
-        mine = json.dumps({"execution": execution}).encode("utf-8")
-        for _ in range(5):
-            if self.store.put_if_absent(key, mine, "application/json"):
-                return
-            found = self._lock(key)
-            if found is None:  # deleted between the two calls: create it again
-                continue
-            held, etag = found
-            if held == execution:  # this execution's Begin retried
-                return
-            if held and self._running(held):
-                raise EventError(
-                    f"workflow_id: {workflow_id!r} is being worked on by the execution {held}; "
-                    "wait for it to end (or stop it), then start this one again, or give "
-                    "another workflow_id"
-                )
-            if self._replace(key, mine, etag):
-                return
-        raise EventError(
-            f"workflow_id: {workflow_id!r}: other executions keep taking it over; start this "
-            "one again once they have ended, or give another workflow_id"
-        )
-
-    def _lock(self, key: str) -> tuple[str | None, str] | None:
-        """The lock's execution (None when unreadable: taken over) and its ETag; None when
-        there is no lock."""
-        try:
-            got = self.store.s3.get_object(Bucket=self.store.bucket, Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise
-        try:
-            held = json.loads(got["Body"].read()).get("execution")
-        except (ValueError, AttributeError):
-            held = None
-        return (str(held) if held else None), str(got["ETag"])
-
-    def _replace(self, key: str, data: bytes, etag: str) -> bool:
-        """Overwrite ``key`` only if it is still the object read (``etag``); False when
-        another write came first."""
-        try:
-            self.store.s3.put_object(
-                Bucket=self.store.bucket,
-                Key=key,
-                Body=data,
-                ContentType="application/json",
-                IfMatch=etag,
-            )
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey") or (
-                status in (404, 409, 412)
-            ):
-                return False
-            raise
-        return True
+        mf.save(folder, manifest)
 
     def _running(self, execution: str) -> bool:
         found = self._describe(execution)
@@ -336,6 +283,17 @@ class Deployed:
             raise
 
     # -- the run steps --------------------------------------------------------------------
+    def _check_ours(
+        self, workflow_id: str, ctx: Context, step: Step, arn: str, digest: str, started: str
+    ) -> None:
+        """Refuse, recorded as the step's error, a recorded run this workflow did not start
+        (``workflow.json`` changed by hand): it is neither followed nor its report copied."""
+        message = not_ours(self.run_machine, workflow_id, step, arn)
+        if message is not None:
+            runner.fail(ctx, step, digest, started, message)
+            self._save(workflow_id, ctx)
+            raise ConfigError(message)
+
     def _started_run(self, workflow_id: str, ctx: Context, step: Step, digest: str) -> str | None:
         """The run an earlier execution started for this step with the same inputs and
         that is running or finished (the workflow execution was stopped while it ran, or
@@ -344,6 +302,7 @@ class Deployed:
         arn = record.facts.get("execution")
         if record.status not in ("pending", "failed") or record.inputs_digest != digest or not arn:
             return None
+        self._check_ours(workflow_id, ctx, step, str(arn), digest, record.started_at or mf.now())
         found = self._describe(str(arn))
         if found is None or found["status"] not in ("RUNNING", "SUCCEEDED"):
             return None  # ended badly, or gone (past the history's retention): run it again
@@ -388,7 +347,7 @@ class Deployed:
         run["key"] = key
         arn = self.sfn.start_execution(
             stateMachineArn=self.run_machine,
-            name=f"{event.workflow_id}-{step.value}-{uuid.uuid4().hex[:12]}"[:80],
+            name=run_name(event.workflow_id, step, uuid.uuid4().hex[:12]),
             input=json.dumps(run),
         )["executionArn"]
         runner.start(ctx, step, digest, execution=arn, suite=key)
@@ -399,8 +358,7 @@ class Deployed:
     def _key(self, workflow_id: str, rel: str) -> str:
         return f"{WorkflowEvent.folder_prefix(workflow_id)}{rel}"
 
-    def _open(self, workflow_id: str) -> tuple[WorkflowEvent, Context]:
-        """The workflow's prefix copied into a fresh scratch folder, and its context."""
+    def _event(self, workflow_id: str) -> WorkflowEvent:
         prefix = WorkflowEvent.folder_prefix(workflow_id)
         raw = self.store.get_bytes_or_none(prefix + EVENT_NAME)
         if raw is None:
@@ -408,15 +366,81 @@ class Deployed:
                 f"workflow {workflow_id}: no {prefix}{EVENT_NAME}; start the workflow state "
                 "machine with the workflow event"
             )
-        event = parse_workflow_event(json.loads(raw))
+        return parse_workflow_event(json.loads(raw))
+
+    def _sizes(self, prefix: str) -> list[tuple[str, int]]:
+        """The objects under ``prefix`` (not folder markers) and their listed sizes."""
+        return [
+            (o["Key"], int(o.get("Size", 0)))
+            for page in self.store.s3.get_paginator("list_objects_v2").paginate(
+                Bucket=self.store.bucket, Prefix=prefix
+            )
+            for o in page.get("Contents", [])
+            if not o["Key"].endswith("/")
+        ]
+
+    def _listed(self, event: WorkflowEvent, step: Step | None) -> list[str]:
+        """The workflow's keys a task copies, once their listed sizes and the inputs' are
+        found to fit its scratch folder; otherwise refused before anything is copied (and
+        recorded as ``step``'s error, when a step's task)."""
+        prefix = WorkflowEvent.folder_prefix(event.workflow_id)
+        own = [
+            (key, size)
+            for key, size in self._sizes(prefix)
+            if key[len(prefix) :] not in (EVENT_NAME, LOCK_NAME)
+        ]
+        inputs = self._sizes(event.documents) if event.documents else []
+        for key in (event.suite, event.labels):
+            inputs += [kv for kv in self._sizes(key) if kv[0] == key] if key else []
+        message = too_big(own + inputs, self.max_scratch_bytes, self.store.bucket)
+        if message is None:
+            return [key for key, _ in own]
+        if step is not None:
+            _, folder, manifest = self._open_manifest(event.workflow_id)
+            record = manifest.record(step)
+            manifest.replace(
+                record.model_copy(
+                    update={
+                        "status": "failed",
+                        "error": message,
+                        "started_at": record.started_at or mf.now(),
+                        "finished_at": mf.now(),
+                    }
+                )
+            )
+            mf.save(folder, manifest)
+            self._save_files(event.workflow_id, folder)
+        raise ConfigError(message)
+
+    def _open_manifest(self, workflow_id: str) -> tuple[WorkflowEvent, Path, mf.Manifest]:
+        """Only the workflow's manifest copied into a fresh scratch folder (what the report
+        and a refusal need)."""
+        event = self._event(workflow_id)
         folder = scratch(workflow_id)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        for key in self.store.list_keys(prefix):
-            rel = key[len(prefix) :]
-            if not rel or rel.endswith("/") or rel in (EVENT_NAME, LOCK_NAME):
-                continue
-            write_under(folder, rel, self.store.get_bytes(key))
+        raw = self.store.get_bytes_or_none(self._key(workflow_id, mf.MANIFEST))
+        if raw is not None:
+            write_under(folder, mf.MANIFEST, raw)
+        manifest = mf.load(
+            folder,
+            where=f"s3://{self.store.bucket}/{self._key(workflow_id, mf.MANIFEST)}",
+            fix=f"delete it to start the workflow {workflow_id} again, or give another workflow_id",
+        )
+        self._seen = {p: mf.digest_file(p) for p in _files(folder)}
+        return event, folder, manifest
+
+    def _open(self, workflow_id: str, step: Step | None = None) -> tuple[WorkflowEvent, Context]:
+        """The workflow's prefix copied into a fresh scratch folder, and its context; refused
+        before copying when it would not fit (recorded as ``step``'s error)."""
+        prefix = WorkflowEvent.folder_prefix(workflow_id)
+        event = self._event(workflow_id)
+        keys = self._listed(event, step)
+        folder = scratch(workflow_id)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for key in keys:
+            write_under(folder, key[len(prefix) :], self.store.get_bytes(key))
         config = self._inputs(event, folder)
         ctx = Context(
             config=config,
@@ -440,14 +464,7 @@ class Deployed:
         fields = event.model_dump(exclude={"workflow_id", "wait_seconds"})
         root = folder / INPUTS if folder is not None else None
         if event.documents:
-            listed = [
-                (o["Key"], int(o.get("Size", 0)))
-                for page in self.store.s3.get_paginator("list_objects_v2").paginate(
-                    Bucket=self.store.bucket, Prefix=event.documents
-                )
-                for o in page.get("Contents", [])
-                if not o["Key"].endswith("/")
-            ]
+            listed = self._sizes(event.documents)
             if not listed:
                 raise EventError(
                     f"documents: nothing under s3://{self.store.bucket}/{event.documents}"
@@ -482,18 +499,21 @@ class Deployed:
         return WorkflowConfig.model_validate(fields)
 
     def _save(self, workflow_id: str, ctx: Context) -> None:
+        self._save_files(workflow_id, ctx.folder)
+
+    def _save_files(self, workflow_id: str, folder: Path) -> None:
         """Copy back every file of the scratch folder that is new or changed (not the
         inputs), the manifest last, so a reader never sees a manifest naming a missing file."""
         seen = self._seen
-        inputs = ctx.folder / INPUTS
-        manifest = ctx.folder / mf.MANIFEST
+        inputs = folder / INPUTS
+        manifest = folder / mf.MANIFEST
         changed = [
             p
-            for p in _files(ctx.folder)
+            for p in _files(folder)
             if not p.is_relative_to(inputs) and seen.get(p) != mf.digest_file(p)
         ]
         for path in sorted(changed, key=lambda p: p == manifest):
-            rel = path.relative_to(ctx.folder).as_posix()
+            rel = path.relative_to(folder).as_posix()
             self.store.put_bytes(
                 self._key(workflow_id, rel), path.read_bytes(), _content_type(path), redact=False
             )
@@ -555,23 +575,6 @@ def _error_text(error: Any) -> str | None:
 
 def _files(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".workflow-")]
-
-
-def write_under(folder: Path, rel: str, data: bytes) -> Path:
-    """``data`` at ``folder/rel``; a key whose rest is not a plain relative path (``..``,
-    ``.``, empty segments: an object put there by hand) is refused, never written outside."""
-    if (
-        not rel
-        or rel.startswith("/")
-        or "\\" in rel
-        or posixpath.normpath(rel) != rel
-        or (".." in rel.split("/"))
-    ):
-        raise EventError(f"{rel!r}: an object whose key is not a plain path; remove it")
-    path = folder / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return path
 
 
 def _content_type(path: Path) -> str:

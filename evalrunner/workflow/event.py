@@ -49,6 +49,18 @@ MAX_DOCUMENT_BYTES = 5 * 1024 * 1024
 #: Attacks the red-team step's judge writes in one Lambda (plugins x num_tests x
 #: (1 + strategies)).
 MAX_ATTACKS = 200
+#: The workflow function's ephemeral storage (its ``/tmp``, where the scratch folder is), MiB
+#: (``infra/parts/workflow.py``). A workflow holds its inputs (documents at most
+#: MAX_DOCUMENT_BYTES), the manifest, the report, the artifacts and three runs' report sets;
+#: the report sets are what grows (with the cases, their answers, contexts and traces), and
+#: Lambda's default 512 MiB is what a few big runs fill. 4 GiB holds the copy limit below
+#: twice over; storage above 512 MiB is billed per GB-second of the task, next to nothing
+#: beside the function's 2 GiB of memory. Raising it (up to Lambda's 10 GiB) raises both.
+SCRATCH_MIB = 4096
+#: The most one task copies into its scratch folder (the workflow's prefix and its inputs),
+#: checked from the listed sizes before anything is copied: half the storage, the other half
+#: being what the task writes beside it (a run's report set, the report, the artifacts).
+MAX_SCRATCH_BYTES = SCRATCH_MIB * 2**20 // 2
 
 
 class WorkflowEvent(WorkflowConfig):

@@ -90,7 +90,8 @@ def _upload_inputs(event: WorkflowEvent, root: Path, store: RunStore) -> list[st
 
 
 def _download(store: RunStore, prefix: str, out_dir: Path) -> list[Path]:
-    from evalrunner.workflow.deployed import EVENT_NAME, LOCK_NAME, write_under
+    from evalrunner.workflow.deployed import EVENT_NAME, LOCK_NAME
+    from evalrunner.workflow.guards import write_under
 
     files = []
     for key in store.list_keys(prefix):

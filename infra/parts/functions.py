@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Aws, Duration, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, IgnoreMode, RemovalPolicy, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -227,11 +227,13 @@ class PipelineFunctions:
         env: dict[str, str],
         reserved: int | None = None,
         image: lambda_.DockerImageCode | None = None,
+        storage_mib: int | None = None,
     ) -> lambda_.Function:
         """A function built like the pipeline's (its own role and log group, the shared code
         and layer, the deployment's environment), for the parts beside the pipeline (the
         monitor, ``infra/parts/monitoring.py``); with ``image``, a container image function
-        of that code instead (its handler is the image's command)."""
+        of that code instead (its handler is the image's command); ``storage_mib``: its
+        ephemeral storage (``/tmp``), Lambda's default 512 MiB when None."""
         return self._function(
             name,
             handler,
@@ -241,6 +243,7 @@ class PipelineFunctions:
             env=env,
             reserved=reserved,
             image=image,
+            storage_mib=storage_mib,
         )
 
     def _function(
@@ -254,6 +257,7 @@ class PipelineFunctions:
         env: dict[str, str],
         reserved: int | None = None,
         image: lambda_.DockerImageCode | None = None,
+        storage_mib: int | None = None,
     ) -> lambda_.Function:
         role = iam.Role(
             self.stack,
@@ -277,6 +281,7 @@ class PipelineFunctions:
             reserved_concurrent_executions=reserved,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
+            ephemeral_storage_size=Size.mebibytes(storage_mib) if storage_mib else None,
             environment={
                 "POWERTOOLS_SERVICE_NAME": SERVICE,
                 "POWERTOOLS_LOG_LEVEL": self.config.log_level,

@@ -25,7 +25,7 @@ import state_machines
 from evalrunner.event_rules import WORKFLOW_SUITE_PREFIX
 from evalrunner.judge.cache import BUCKET_PREFIX as JUDGE_CACHE_PREFIX
 from evalrunner.storage import REPORTS_PREFIX
-from evalrunner.workflow.event import INPUTS_PREFIX, WORKFLOWS_PREFIX
+from evalrunner.workflow.event import INPUTS_PREFIX, SCRATCH_MIB, WORKFLOWS_PREFIX
 from infra.config import RunnerConfig
 from infra.parts.bucket import RunnerBucket
 from infra.parts.common import (
@@ -65,6 +65,10 @@ class WorkflowStateMachine:
             memory=2048,
             timeout=Duration.minutes(15),
             env={"EVALRUNNER_BUCKET": storage.bucket.bucket_name, ENV_RUN_STATE_MACHINE: run_arn},
+            # each task copies the workflow's prefix (every run's report set) into /tmp:
+            # sized for what a workflow holds (SCRATCH_MIB in evalrunner/workflow/event.py says
+            # why); a task that would copy more than half is refused before copying
+            storage_mib=SCRATCH_MIB,
         )
         role = role_of(self.function)
         functions.grant_judge(role)  # the judge writes the suite, the attacks, the artifacts

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Match
 
 import state_machines
 from evalrunner.event import parse_event
+from evalrunner.workflow.event import MAX_SCRATCH_BYTES, SCRATCH_MIB
 
 from .conftest import (
     MARKETPLACE_PRODUCTS,
@@ -191,6 +192,15 @@ def test_the_workflow_state_machine_invokes_only_its_function_which_starts_the_r
     function = props["DefinitionSubstitutions"]["WorkflowFunctionArn"]["Fn::GetAtt"][0]
     assert resources[function]["Properties"]["Handler"] == "lambdas.workflow.handler"
     assert resources[function]["Properties"]["Timeout"] == 900
+    # its /tmp holds each task's copy of the workflow (every run's report set): sized for it,
+    # and the copy limit the tasks refuse beyond leaves half of it for what a task writes
+    assert resources[function]["Properties"]["EphemeralStorage"] == {"Size": SCRATCH_MIB}
+    assert MAX_SCRATCH_BYTES * 2 == SCRATCH_MIB * 2**20
+    assert all(
+        "EphemeralStorage" not in r["Properties"]
+        for k, r in synth.resources(MAIN, "AWS::Lambda::Function").items()
+        if r["Properties"].get("Handler") != "lambdas.workflow.handler"
+    )
     assert props["StateMachineName"] == "Evalrunner-workflow"
     assert props["TracingConfiguration"] == {"Enabled": True}
     role = props["RoleArn"]["Fn::GetAtt"][0]

@@ -186,7 +186,8 @@ def test_two_starts_racing_for_an_ended_execution_s_lock_only_one_wins() -> None
         assert stack.json(PREFIX + "lock.json") == {"execution": second}
 
 
-GONE = "arn:aws:states:us-east-1:123456789012:execution:evalrunner-test-runner:wf-a-gone"
+# a name this workflow's evaluate step gives its runs (workflow/guards.py's run_name)
+GONE = f"{RUN_MACHINE.replace(':stateMachine:', ':execution:')}:wf-a-evaluate-00000000dead"
 
 
 def suite_begun(stack: Stack) -> Deployed:
@@ -218,7 +219,7 @@ def test_a_run_gone_from_step_functions_fails_its_check_and_the_next_start_runs_
         with pytest.raises(EvalRunnerError, match="no longer exists"):
             work.check("wf-a", Step.EVALUATE)
         evaluate = record(stack, "evaluate")
-        assert evaluate["status"] == "failed" and "wf-a-gone" in evaluate["error"]
+        assert evaluate["status"] == "failed" and GONE in evaluate["error"]
 
         pending_run(stack, work)  # the record as a stopped execution left it
         state = work.step("wf-a", Step.EVALUATE)
