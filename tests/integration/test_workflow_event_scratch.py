@@ -164,3 +164,30 @@ def test_a_recorded_run_of_the_runner_this_workflow_did_not_start_is_refused(nam
         with pytest.raises(EvalRunnerError, match="not a run this workflow started"):
             deployed(stack, limit=2**30).check("wf-a", Step.EVALUATE)
         assert arn in record(stack, "evaluate")["error"]
+
+
+def test_begin_refuses_a_workflow_too_big_before_writing_anything() -> None:
+    """A start over an existing workflow_id whose folder is already too big is refused at
+    Begin, naming the size: nothing stored, no lock taken."""
+    with deployed_stack() as stack:
+        for name, text in DOCUMENTS.items():
+            stack.put(f"workflow-inputs/hr/docs/{name}", text)
+        stack.put(PREFIX + "dropped/big.bin", b"x" * (LIMIT + 1))
+        with pytest.raises(EvalRunnerError, match=r"more than a task holds \(64\.0 KiB"):
+            deployed(stack).begin(event(), "arn:aws:states:us-east-1:123456789012:execution:w:1")
+        assert stack.keys(PREFIX) == [PREFIX + "dropped/big.bin"]
+
+
+def test_a_check_of_a_workflow_too_big_is_refused_and_recorded_on_the_step() -> None:
+    """The check that would copy the run's report in refuses the same way, and records it
+    on the run step (the run it follows kept, so a start after the clean-up follows it)."""
+    with deployed_stack() as stack:
+        suite_begun(stack)
+        arn = f"{RUN_MACHINE.replace(':stateMachine:', ':execution:')}:wf-a-evaluate-0123456789ab"
+        tampered_run(stack, arn)
+        stack.put(PREFIX + "evaluate/huge.json", b"x" * (LIMIT + 1))
+        with pytest.raises(EvalRunnerError, match=r"evaluate/huge\.json"):
+            deployed(stack).check("wf-a", Step.EVALUATE)
+        evaluate = record(stack, "evaluate")
+        assert evaluate["status"] == "failed" and "64.0 KiB" in evaluate["error"]
+        assert evaluate["facts"] == {"execution": arn}
