@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from evalrunner.cli import app
 from evalrunner.judge.base import JudgeError
 from evalrunner.pipeline.context import Runtime, Settings
 from evalrunner.redteam.model import BASE, GRADER, STRATEGY_KEY
@@ -33,6 +36,8 @@ from tests.support.suite_bucket import suite_store
 from .test_redteam_event import SUITE, WRITING
 
 pytestmark = pytest.mark.slow
+
+runner = CliRunner()
 
 #: In the prompt that asks for system-prompt-extraction attacks only.
 EXTRACTION = "reveal its system prompt or hidden"
@@ -153,3 +158,37 @@ def test_a_deadline_that_allows_no_call_fails_prepare_with_why_and_asks_nothing(
         assert "judge.timeout_seconds" in str(raised.value)
         assert judge_stub.requests == []
         assert store.list_keys(ATTACKS_PREFIX) == []
+
+
+def test_locally_the_deadline_is_the_function_timeout_asked_for(
+    tmp_path: Path, judge_stub: JudgeStub
+) -> None:
+    """``evalrunner start --event`` has no Lambda limit (the attacks are written, every
+    retry allowed) unless ``--function-timeout`` sets one; then Prepare's writing honours it
+    as deployed: with 1 s left after the margin and a 3 s judge timeout, nothing is asked
+    and the run fails saying why."""
+    judge_stub.responder = RedTeamJudge()
+    rt = event(judge_stub, 3, plugins=["prompt-injection"])
+    rt.update(target={"url": "http://127.0.0.1:9/ask"})
+    del rt["run_id"]
+    (tmp_path / "s.csv").write_bytes(SUITE)
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(rt), encoding="utf-8")
+    args = ["start", "--event", str(path), "--json", "--no-preflight", "--fail-on", "errors"]
+    limit = str(prepare.MARGIN_SECONDS + 1)
+    limited = runner.invoke(app, [*args, "--out", str(tmp_path / "a"), "--function-timeout", limit])
+    assert limited.exit_code == 3, limited.output
+    assert "not asked for 'red team: prompt-injection attacks'" in limited.output
+    assert judge_stub.requests == []
+    runner.invoke(app, [*args, "--out", str(tmp_path / "b")])  # no limit: written
+    assert asked(judge_stub, WRITING) == 1
+
+
+def test_function_timeout_is_refused_for_a_deployed_start(tmp_path: Path) -> None:
+    path = tmp_path / "event.json"
+    valid = {"key": "test-suites/s.csv", "iterations": 1, "target": {"url": "http://h:9/a"}}
+    path.write_text(json.dumps(valid), encoding="utf-8")
+    args = ["start", "--event", str(path), "--aws", "--function-timeout", "100"]
+    result = runner.invoke(app, [*args, "--bucket", "b", "--state-machine-arn", "arn:x"])
+    assert result.exit_code == 2, result.output
+    assert "--function-timeout is for a local run" in result.output
