@@ -86,7 +86,7 @@ def asked(stub: JudgeStub, text: str) -> int:
 def test_a_plugin_whose_judge_call_cannot_finish_in_time_is_not_retried_and_is_untested(
     judge_stub: JudgeStub,
 ) -> None:
-    """The judge never answers for one plugin: its first attempt times out (3 s) with 1.5 s
+    """The judge never answers for one plugin: its first attempt times out (5 s) with 2.5 s
     left before the deadline, so no retry is made (old: all 5 attempts, past the deadline);
     the other plugin is written and run, and the run says what it did not test."""
     healthy = RedTeamJudge()
@@ -97,10 +97,10 @@ def test_a_plugin_whose_judge_call_cannot_finish_in_time_is_not_retried_and_is_u
         return healthy(messages, request)
 
     judge_stub.responder = hanging
-    rt = event(judge_stub, 3, plugins=["system-prompt-extraction", "prompt-injection"])
+    rt = event(judge_stub, 5, plugins=["system-prompt-extraction", "prompt-injection"])
     with suite_store(SUITE) as store:
         handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
-        handler({"event": rt}, context_with(4.5))
+        handler({"event": rt}, context_with(7.5))
         assert asked(judge_stub, EXTRACTION) == 1  # the first attempt, no retry
         assert asked(judge_stub, WRITING) == 2
         manifest = store.get_json(store.manifest_key("rt-1"))
@@ -115,27 +115,27 @@ def test_a_plugin_whose_judge_call_cannot_finish_in_time_is_not_retried_and_is_u
 
 
 def test_translations_that_cannot_finish_in_time_are_not_asked(judge_stub: JudgeStub) -> None:
-    """The plugin's attacks take 2 s to come back; 3 s are then left and a translation may
-    take 4 s: none is asked, and the language strategy is untested."""
+    """The plugin's attacks take 3 s to come back; 5 s are then left and a translation may
+    take 6 s: none is asked, and the language strategy is untested."""
     healthy = RedTeamJudge()
 
     def slow(messages: list[dict[str, Any]], request: dict[str, Any]) -> Any:
         reply = healthy(messages, request)
         if WRITING in messages[-1]["content"]:
-            return StubReply(content=json.dumps(reply), delay=2)
+            return StubReply(content=json.dumps(reply), delay=3)
         return reply
 
     judge_stub.responder = slow
     rt = event(
         judge_stub,
-        4,
+        6,
         plugins=["prompt-injection"],
         strategies=["language"],
         language="German",
     )
     with suite_store(SUITE) as store:
         handler = prepare.build(Runtime(s3_client=store.s3, settings=Settings(bucket=store.bucket)))
-        handler({"event": rt}, context_with(5))
+        handler({"event": rt}, context_with(8))
         assert asked(judge_stub, WRITING) == 1
         assert asked(judge_stub, TRANSLATE) == 0
         manifest = store.get_json(store.manifest_key("rt-1"))

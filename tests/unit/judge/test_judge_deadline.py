@@ -50,14 +50,14 @@ def test_a_call_that_cannot_finish_before_the_deadline_is_not_made_nor_remembere
 def test_no_retry_is_made_that_could_not_finish_before_the_deadline(
     judge_stub: JudgeStub,
 ) -> None:
-    """The endpoint fails at once and asks for a 1 s wait: with 5.5 s left, the retry (1 s,
+    """The endpoint fails at once and asks for a 2 s wait: with 6.5 s left, the retry (2 s,
     then an attempt of up to 5) would end past the deadline, so it is not made."""
     judge_stub.responder = lambda messages, request: StubReply(
-        "overloaded", status=503, headers={"Retry-After": "1"}
+        "overloaded", status=503, headers={"Retry-After": "2"}
     )
     judge = judge_stub.judge(timeout_seconds=5, max_retries=2)
     with pytest.raises(JudgeDeadlineError, match=r"after 1 attempt\(s\) and no retry fits"):
-        ask(judge.with_deadline(time.monotonic() + 5.5))
+        ask(judge.with_deadline(time.monotonic() + 6.5))
     assert len(judge_stub.requests) == 1
     # without a deadline, every retry is made
     judge_stub.responder = lambda messages, request: StubReply("overloaded", status=503)
