@@ -465,6 +465,7 @@ def start(
     junit_xml: JunitOption = None,
     markdown: MarkdownOption = None,
     no_preflight: NoPreflight = False,
+    function_timeout: FunctionTimeoutOption = None,
 ) -> None:
     """Run an event: locally by default, or on the deployed state machine with --aws."""
     from evalrunner.event import parse_event
@@ -484,6 +485,10 @@ def start(
         parse_event(event)
         check_out_dir(out_dir)
         check_ci_paths(junit_xml, markdown)
+        if aws and function_timeout is not None:
+            raise EventError(
+                "--function-timeout is for a local run; deployed, each function's own limit holds"
+            )
         if aws:
             if not bucket or not state_machine_arn:
                 raise EventError(
@@ -510,7 +515,12 @@ def start(
             local_suite = suite or _find_local_suite(event["key"], event_file.parent)
             _note_stopped_runs(out_dir, None)
             result = _execute_local(
-                event, local_suite, out_dir, as_json, preflight=not no_preflight
+                event,
+                local_suite,
+                out_dir,
+                as_json,
+                preflight=not no_preflight,
+                function_timeout=function_timeout,
             )
     except PreflightFailed as exc:
         raise _fail(exc, EXIT_PREFLIGHT) from None

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from evalrunner.judge.base import (
     Judge,
+    JudgeDeadlineError,
     JudgeError,
     JudgeParseError,
     JudgeReply,
@@ -396,7 +397,7 @@ class _BaseJudge(Judge):
         try:
             answer = self._lead(key, messages, schema, purpose, logprobs, usage, evidence)
         except BaseException as exc:
-            if isinstance(exc, JudgeError):
+            if isinstance(exc, JudgeError) and not isinstance(exc, JudgeDeadlineError):
                 with self._lock:
                     self._failed.setdefault(key, exc)
             flight.set_exception(exc)
@@ -517,13 +518,15 @@ class _BaseJudge(Judge):
         endpoint's adaptive limiter (the waits between them do not) and tells it how it went:
         an answer may widen the limit, a refusal or timeout narrows it."""
         clock = self.retry_policy().start()
-        usage.calls += 1
         attempt = 0
         limiter = self.limiter
+        last: TransientError | None = None
         while True:
             attempt += 1
             try:
                 with limiter.slot() as permit:
+                    self._in_time(purpose, last, attempt - 1)  # after any wait for a slot
+                    usage.calls += attempt == 1
                     try:
                         completion = self._complete(request)
                     except TransientError as exc:
@@ -535,9 +538,10 @@ class _BaseJudge(Judge):
                         raise
                     permit.ok()
             except TransientError as exc:
-                wait = clock.next_wait(attempt, exc.retry_after)
+                last, wait = exc, clock.next_wait(attempt, exc.retry_after)
                 if wait is None:
                     raise self._gave_up(purpose, attempt, exc, clock.out_of_budget) from None
+                self._in_time(purpose, exc, attempt, wait)
                 usage.retries += 1
                 log.info(
                     "judge %s: retry %d/%d for %s after %.2fs (%s)",
@@ -555,6 +559,25 @@ class _BaseJudge(Judge):
             usage.input_tokens += completion.input_tokens
             usage.output_tokens += completion.output_tokens
             return completion
+
+    def _in_time(
+        self, purpose: str, last: TransientError | None, attempts: int, wait: float = 0.0
+    ) -> None:
+        """Raises :class:`JudgeDeadlineError` when an attempt started after ``wait`` could
+        not end (``timeout`` later) before :attr:`deadline`: it is not made."""
+        left = None if self.deadline is None else self.deadline - time.monotonic() - wait
+        if left is None or left >= self.timeout:
+            return
+        why = (
+            f"an attempt may take {self.timeout:g} s (judge.timeout_seconds) and {max(left, 0):.1f}"
+            " s are left before this step's deadline"
+        )
+        if last is None:
+            raise JudgeDeadlineError(f"{self.endpoint}: not asked for {purpose!r}: {why}")
+        raise JudgeDeadlineError(
+            f"{self.endpoint} failed for {purpose!r} after {attempts} attempt(s) and no retry "
+            f"fits: {why}; last error: {str(last).rstrip('.')}"
+        )
 
     def _gave_up(
         self, purpose: str, attempts: int, last: TransientError, out_of_budget: bool

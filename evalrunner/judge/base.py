@@ -9,6 +9,7 @@ parsing failure (never NaN, never a silent 0).
 
 from __future__ import annotations
 
+import copy
 import threading
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
@@ -31,6 +32,14 @@ class JudgeError(EvalRunnerError):
     """The judge could not be reached or kept failing (after its retries)."""
 
     code = "JudgeError"
+
+
+class JudgeDeadlineError(JudgeError):
+    """A judge call (or its retry) was not made: it could not finish before the caller's
+    deadline (:meth:`Judge.with_deadline`). Not remembered as the key's failure: with more
+    time the same ask may well succeed."""
+
+    code = "JudgeDeadlineError"
 
 
 class JudgeParseError(JudgeError):
@@ -81,6 +90,9 @@ class Judge(ABC):
 
     #: model id, part of every cache key
     model: str
+    #: A ``time.monotonic()`` instant no call may run past (None: none); see
+    #: :meth:`with_deadline`.
+    deadline: float | None = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -98,6 +110,17 @@ class Judge(ABC):
         """One judgement: the reply validated as ``schema``. ``purpose`` names the step
         (e.g. "statements", "faithfulness verdicts") for accounting and error messages.
         Raises JudgeParseError (after one repair attempt) or JudgeError."""
+
+    def with_deadline(self, deadline: float | None) -> Judge:
+        """This judge (the same usage, cache and limits) asking no call, and no retry, that
+        could not finish before ``deadline`` (a ``time.monotonic()`` instant; None: none),
+        where each attempt may take the judge's timeout: such a call raises
+        :class:`JudgeDeadlineError` instead. A step with a hard time limit (Prepare's
+        Lambda) fails what does not fit rather than being killed mid-call. A judge that
+        calls nothing (a dry run, a script) has nothing to stop."""
+        bound = copy.copy(self)
+        bound.deadline = deadline
+        return bound
 
     def _account(self, usage: JudgeUsage) -> None:
         with self._lock:

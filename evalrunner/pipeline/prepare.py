@@ -227,13 +227,17 @@ def prepare_run(
     now: datetime | None = None,
     make_judge: JudgeMaker | None = None,
     settings: Settings | None = None,
+    deadline: float | None = None,
 ) -> PrepareOutput:
     """Prepare the run ``spec`` (the event, parsed at the handler's door:
     :func:`evalrunner.event.read_event`) describes. ``make_judge``: how to build the run's
     judge (a Lambda container's :class:`~evalrunner.pipeline.context.Runtime` passes its
     own); default: from the event's judge object, with the judge cache in ``store``.
     ``settings``: the process's (its runtime's; default: read from the environment now),
-    for the deployment's cap on ``max_concurrency`` and the limits on the suite."""
+    for the deployment's cap on ``max_concurrency`` and the limits on the suite.
+    ``deadline``: a ``time.monotonic()`` instant the red team's attack writing must end by
+    (the handler's time limit less a margin for storing the run; None: none, a local run's
+    default): no judge call that could not finish before it is asked."""
     now = now or utcnow()
     settings = Settings.from_env() if settings is None else settings
     event = RunEvent.from_spec(spec, concurrency_cap=settings.max_concurrency_cap)
@@ -258,7 +262,9 @@ def prepare_run(
     if event.spec.redteam is not None:  # the attacks are the suite (written once, reused)
         from evalrunner.redteam.prepare import attack_suite
 
-        event, suite, suite_key = attack_suite(event, store, run_judge, settings.suite_limits)
+        event, suite, suite_key = attack_suite(
+            event, store, run_judge, settings.suite_limits, deadline
+        )
     else:
         suite = read_suite(
             store.get_bytes(event.key), posixpath.basename(event.key), settings.suite_limits

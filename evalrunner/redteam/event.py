@@ -30,7 +30,8 @@ from evalrunner.redteam.spec import RedTeamSpec
 #: a deployed function may import it without cdk.json ``plugins``).
 GRADER_MODULE = "evalrunner.redteam.grader"
 #: Seconds of Prepare's 15-minute Lambda limit the attack writing may take: the rest is for
-#: reading and checking the suite, the estimate, the manifest, and a margin for retries.
+#: reading and checking the suite, the estimate, the manifest, and a margin for retries
+#: (which the handler's deadline then bounds: ``lambdas/prepare.py`` ``MARGIN_SECONDS``).
 PREPARE_BUDGET_S = 600
 #: The judge's own defaults (:class:`~evalrunner.judge.config.JudgeConfig`), for a judge
 #: object that leaves them out.

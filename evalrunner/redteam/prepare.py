@@ -168,12 +168,16 @@ def attack_suite(
     store: RunStore,
     make_judge: Callable[[], Judge],
     limits: SuiteLimits,
+    deadline: float | None = None,
 ) -> tuple[RunEvent, Suite, str]:
     """The event with the purpose its grader judges by, the attack suite, and the key it is
     stored under (the run's suite key). Reads the stored attacks when they are there;
     otherwise has the judge (``make_judge``: the run's, built only when needed) write them
     and stores them. Raises :class:`~evalrunner.judge.base.JudgeError` when the judge wrote
-    no attack at all (the execution fails with it, before anything else is written)."""
+    no attack at all (the execution fails with it, before anything else is written).
+    ``deadline``: a ``time.monotonic()`` instant the writing must end by (None: none): no
+    judge call or retry that could not finish before it is asked, and what is left unwritten
+    is untested, as a plugin the judge failed on (the set is not stored as complete)."""
     from evalrunner.redteam.plan import choose_plugins, choose_strategies, target_traits
     from evalrunner.suite.readers import read_suite
 
@@ -190,7 +194,7 @@ def attack_suite(
         _log.info("red team: the stored attacks at %s are incomplete; writing them again", key)
         stored = None
     if stored is None:
-        stored = write_suite(spec, event, source, make_judge(), limits)
+        stored = write_suite(spec, event, source, make_judge().with_deadline(deadline), limits)
         store.put_json(key, stored.model_dump(mode="json"), redact=False)
         _log.info(
             "red team: attacks written",
