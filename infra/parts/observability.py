@@ -70,27 +70,15 @@ class Watching:
         sm = state_machine
         five = Duration.minutes(5)
         action = cw_actions.SnsAction(topic)
-        failed = cw.Alarm(
+        failed = executions_failed_alarm(
             stack,
             "RunsFailedAlarm",
-            alarm_description="evalrunner: a run (state machine execution) failed, timed out "
+            sm,
+            topic,
+            label="Failed runs",
+            description="evalrunner: a run (state machine execution) failed, timed out "
             "or was aborted. Bad input fails in Prepare with the reason; see the execution.",
-            metric=cw.MathExpression(
-                expression="failed + timedout + aborted",
-                using_metrics={
-                    "failed": sm.metric_failed(period=five, statistic="Sum"),
-                    "timedout": sm.metric_timed_out(period=five, statistic="Sum"),
-                    "aborted": sm.metric_aborted(period=five, statistic="Sum"),
-                },
-                label="Failed runs",
-                period=five,
-            ),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
-        failed.add_alarm_action(action)
         upload_errors = cw.Alarm(
             stack,
             "UploadTriggerErrorsAlarm",
@@ -172,3 +160,38 @@ class Watching:
                 ],
             ],
         )
+
+
+def executions_failed_alarm(
+    stack: Stack,
+    construct_id: str,
+    machine: sfn.StateMachine,
+    topic: sns.ITopic,
+    *,
+    label: str,
+    description: str,
+) -> cw.Alarm:
+    """An alarm to ``topic`` when any execution of ``machine`` failed, timed out or was
+    aborted in a five-minute period (the run and the workflow state machines alike)."""
+    five = Duration.minutes(5)
+    alarm = cw.Alarm(
+        stack,
+        construct_id,
+        alarm_description=description,
+        metric=cw.MathExpression(
+            expression="failed + timedout + aborted",
+            using_metrics={
+                "failed": machine.metric_failed(period=five, statistic="Sum"),
+                "timedout": machine.metric_timed_out(period=five, statistic="Sum"),
+                "aborted": machine.metric_aborted(period=five, statistic="Sum"),
+            },
+            label=label,
+            period=five,
+        ),
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+    )
+    alarm.add_alarm_action(cw_actions.SnsAction(topic))
+    return alarm

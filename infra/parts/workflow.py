@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -35,6 +33,7 @@ from infra.parts.common import (
     role_of,
 )
 from infra.parts.functions import PipelineFunctions
+from infra.parts.observability import executions_failed_alarm
 
 #: The function's environment variable naming the test runner (lambdas/workflow.py).
 ENV_RUN_STATE_MACHINE = "EVALRUNNER_STATE_MACHINE_ARN"
@@ -163,27 +162,13 @@ class WorkflowStateMachine:
             "CloudWatch Logs delivery (logs:CreateLogDelivery, ...) and X-Ray do not support "
             "resource-level permissions.",
         )
-        five = Duration.minutes(5)
-        machine = self.state_machine
-        self.alarm = cw.Alarm(
+        self.alarm = executions_failed_alarm(
             stack,
             "WorkflowsFailedAlarm",
-            alarm_description="evalrunner: a workflow (workflow state machine execution) "
+            self.state_machine,
+            topic,
+            label="Failed workflows",
+            description="evalrunner: a workflow (workflow state machine execution) "
             "failed, timed out or was aborted: its workflow-report.html under "
             "workflows/<workflow_id>/ says which step and why; start it again to resume there.",
-            metric=cw.MathExpression(
-                expression="failed + timedout + aborted",
-                using_metrics={
-                    "failed": machine.metric_failed(period=five, statistic="Sum"),
-                    "timedout": machine.metric_timed_out(period=five, statistic="Sum"),
-                    "aborted": machine.metric_aborted(period=five, statistic="Sum"),
-                },
-                label="Failed workflows",
-                period=five,
-            ),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
-        self.alarm.add_alarm_action(cw_actions.SnsAction(topic))
